@@ -1,0 +1,139 @@
+//! Shared parts of the FDB test double: its behaviour file and the tiny line protocol its
+//! fake fdbserver (coordinator) speaks with the fake fdbcli and mako.
+//!
+//! A fake build tree is `<root>/bin/{fdbserver,fdbcli,mako}` (symlinks to these binaries),
+//! `<root>/lib/libfdb_c.so` (empty) and `<root>/double.json` (a [`Behaviour`]). The
+//! programs find the root from `argv[0]`, so two trees behave independently.
+
+#![allow(dead_code)] // each binary uses part of this module
+
+use std::{
+    io::{BufRead, BufReader, Write},
+    net::TcpStream,
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use serde::Deserialize;
+
+/// What a fake build tree does; every field has a default so tests set only what matters.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Behaviour {
+    /// Mean TPS that `mako --mode run` reports.
+    pub tps: f64,
+    /// Trial-to-trial TPS noise, percent (deterministic sequence, see [`noise_factor`]).
+    pub noise_pct: f64,
+    /// mako's seconds are multiplied by this (0.01: a 10 s run takes 0.1 s).
+    pub time_scale: f64,
+    /// `fdbserver --version`'s source version line.
+    pub source_version: String,
+    /// Delay before fdbserver listens, milliseconds (slow start).
+    pub server_start_delay_ms: u64,
+    /// `fdbcli configure` never returns.
+    pub configure_hang: bool,
+    /// fdbserver exits like the real one fails when its data dir is tmpfs and
+    /// `--knob_disable_posix_kernel_aio=1` is missing (O_DIRECT is refused by tmpfs).
+    pub refuse_tmpfs_without_aio: bool,
+    /// The storage server dies this long after starting, milliseconds.
+    pub storage_crash_after_ms: Option<u64>,
+    /// `mako --mode run` never finishes (for interrupt tests).
+    pub mako_run_hang: bool,
+    /// mako aborts after writing its report, like the real one in `_dl_fini`.
+    pub mako_abort_at_exit: bool,
+    /// `totalTimeouts` the run reports (above 0: not a valid measurement).
+    pub mako_timeouts: u64,
+}
+
+impl Default for Behaviour {
+    fn default() -> Self {
+        Behaviour {
+            tps: 1000.0,
+            noise_pct: 0.0,
+            time_scale: 0.01,
+            source_version: "0000000000000000000000000000000000000001".into(),
+            server_start_delay_ms: 0,
+            configure_hang: false,
+            refuse_tmpfs_without_aio: true,
+            storage_crash_after_ms: None,
+            mako_run_hang: false,
+            mako_abort_at_exit: true,
+            mako_timeouts: 0,
+        }
+    }
+}
+
+/// The fake tree's root: `argv[0]` is `<root>/bin/<program>`.
+pub fn tree_root() -> PathBuf {
+    let argv0 = PathBuf::from(std::env::args().next().expect("argv[0]"));
+    argv0
+        .parent()
+        .and_then(Path::parent)
+        .expect("argv[0] is <root>/bin/<program>")
+        .to_path_buf()
+}
+
+pub fn behaviour() -> Behaviour {
+    let path = tree_root().join("double.json");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        }
+        Err(_) => Behaviour::default(),
+    }
+}
+
+/// `--version` text, in the real format (fixture `fdbserver-version.txt`).
+pub fn version_text(program: &str, b: &Behaviour) -> String {
+    format!(
+        "FoundationDB {program} 8.0 (v8.0.0)\nsource version {}\nprotocol fdb00b080000000\n",
+        b.source_version
+    )
+    .replace("FoundationDB fdbserver ", "FoundationDB ")
+}
+
+/// Value of `--name VALUE` or `--name=VALUE` (or a short `-n VALUE`).
+pub fn flag(args: &[String], names: &[&str]) -> Option<String> {
+    for (i, a) in args.iter().enumerate() {
+        for n in names {
+            if a == n {
+                return args.get(i + 1).cloned();
+            }
+            if let Some(v) = a.strip_prefix(&format!("{n}=")) {
+                return Some(v.to_string());
+            }
+        }
+    }
+    None
+}
+
+/// The coordinator address from a cluster file `desc:id@127.0.0.1:PORT`.
+pub fn coordinator(cluster_file: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(cluster_file).ok()?;
+    Some(
+        text.trim()
+            .split_once('@')?
+            .1
+            .split(',')
+            .next()?
+            .to_string(),
+    )
+}
+
+/// Sends one request line to the coordinator and returns its answer line.
+pub fn ask(cluster_file: &Path, request: &str) -> Option<String> {
+    let addr = coordinator(cluster_file)?;
+    let mut s = TcpStream::connect(&addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    writeln!(s, "{request}").ok()?;
+    let mut line = String::new();
+    BufReader::new(s).read_line(&mut line).ok()?;
+    Some(line.trim().to_string())
+}
+
+/// Deterministic noise factor for the `k`-th mako run of a tree: 1 + noise_pct/100 * u,
+/// u in [-1, 1) from a fixed low-discrepancy sequence.
+pub fn noise_factor(noise_pct: f64, k: u64) -> f64 {
+    let u = ((k as f64 + 1.0) * 0.618_033_988_749_895).fract() * 2.0 - 1.0;
+    1.0 + noise_pct / 100.0 * u
+}

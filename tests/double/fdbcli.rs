@@ -1,0 +1,50 @@
+//! Test double of `fdbcli -C FILE --exec "..." --timeout N`: `configure new single
+//! <engine>` and `status json`, answered by the fake coordinator.
+
+mod common;
+
+use std::{path::PathBuf, time::Duration};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let b = common::behaviour();
+    if args.iter().any(|a| a == "--version" || a == "-v") {
+        print!("{}", common::version_text("CLI", &b));
+        return;
+    }
+    let cluster = PathBuf::from(common::flag(&args, &["-C", "--cluster-file"]).expect("-C FILE"));
+    let exec = common::flag(&args, &["--exec"]).expect("--exec COMMAND");
+    let timeout: u64 = common::flag(&args, &["--timeout"])
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(5);
+    let words: Vec<&str> = exec.split_whitespace().collect();
+    match words.as_slice() {
+        ["configure", "new", "single", engine] | ["configure", "new", engine, "single"] => {
+            if b.configure_hang {
+                // Like a rocksdb build on tmpfs without the direct-I/O knobs: no answer.
+                std::thread::sleep(Duration::from_secs(3600));
+            }
+            match common::ask(&cluster, &format!("configure {engine}")) {
+                Some(_) => println!("Database created"),
+                None => {
+                    std::thread::sleep(Duration::from_secs(timeout));
+                    println!("ERROR: Timed out");
+                    std::process::exit(1);
+                }
+            }
+        }
+        ["status", "json"] => match common::ask(&cluster, "status") {
+            Some(engine) if engine != "unconfigured" => println!(
+                "{{\"client\": {{\"database_status\": {{\"available\": true, \"healthy\": false}}}}, \
+                 \"cluster\": {{\"configuration\": {{\"storage_engine\": \"{engine}\"}}}}}}"
+            ),
+            // The real fdbcli prints nothing before the database exists (fixture
+            // status-json-unconfigured.json).
+            _ => std::process::exit(1),
+        },
+        _ => {
+            eprintln!("double fdbcli: unsupported command {exec:?}");
+            std::process::exit(1);
+        }
+    }
+}

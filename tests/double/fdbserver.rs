@@ -1,0 +1,88 @@
+//! Test double of `fdbserver`: same command line, listens on its port, writes a trace
+//! file, and (as the coordinator, the stateless process) keeps the database's
+//! configuration for the fake fdbcli and mako.
+
+mod common;
+
+use std::{
+    io::{BufRead, BufReader, Write},
+    net::TcpListener,
+    path::PathBuf,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let b = common::behaviour();
+    if args.iter().any(|a| a == "--version" || a == "-v") {
+        print!("{}", common::version_text("fdbserver", &b));
+        return;
+    }
+    let listen = common::flag(&args, &["-p", "--public_address"]).expect("-p ADDRESS");
+    let role = common::flag(&args, &["-c", "--class"]).unwrap_or_else(|| "unset".into());
+    let data = PathBuf::from(common::flag(&args, &["-d", "--datadir"]).expect("-d DIR"));
+    let logdir = PathBuf::from(common::flag(&args, &["-L", "--logdir"]).expect("-L DIR"));
+    let aio_off = args
+        .iter()
+        .any(|a| a == "--knob_disable_posix_kernel_aio=1");
+    if b.refuse_tmpfs_without_aio && !aio_off && is_tmpfs(&data) {
+        // The real server cannot open its files with O_DIRECT on tmpfs.
+        eprintln!(
+            "ERROR: Disk i/o operation failed (io_error): open {} with O_DIRECT: Invalid argument",
+            data.display()
+        );
+        std::process::exit(1);
+    }
+    std::thread::sleep(Duration::from_millis(b.server_start_delay_ms));
+    let port = listen.rsplit(':').next().unwrap();
+    let trace = logdir.join(format!("trace.127.0.0.1.{port}.1.double.0.1.xml"));
+    let _ = std::fs::write(
+        &trace,
+        format!(
+            "<Event Severity=\"10\" Type=\"ProgramStart\" SourceVersion=\"{}\" CommandLine=\"fdbserver {}\" />\n",
+            b.source_version,
+            args.join(" ")
+        ),
+    );
+    let listener = TcpListener::bind(&listen).unwrap_or_else(|e| {
+        eprintln!("ERROR: cannot listen on {listen}: {e}");
+        std::process::exit(1)
+    });
+    if let (Some(ms), "storage") = (b.storage_crash_after_ms, role.as_str()) {
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(ms));
+            eprintln!("double: storage server crashing on purpose");
+            std::process::abort();
+        });
+    }
+    let configured: Arc<Mutex<Option<String>>> = Arc::default();
+    for stream in listener.incoming().flatten() {
+        let configured = Arc::clone(&configured);
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let mut reader = BufReader::new(&stream);
+            if reader.read_line(&mut line).is_err() {
+                return;
+            }
+            let mut state = configured.lock().unwrap();
+            let answer = match line.trim().split_once(' ') {
+                Some(("configure", engine)) => {
+                    *state = Some(engine.to_string());
+                    "ok".to_string()
+                }
+                _ if line.trim() == "status" => {
+                    state.clone().unwrap_or_else(|| "unconfigured".into())
+                }
+                _ => "unknown request".into(),
+            };
+            let _ = writeln!(&stream, "{answer}");
+        });
+    }
+}
+
+fn is_tmpfs(path: &std::path::Path) -> bool {
+    nix::sys::statfs::statfs(path)
+        .map(|s| s.filesystem_type() == nix::sys::statfs::TMPFS_MAGIC)
+        .unwrap_or(false)
+}

@@ -1,0 +1,110 @@
+//! Test double of `mako --mode build|run`: same flags, real report formats (text on stdout
+//! and `--json_report`, as in fixtures `mako-run.txt` and `mako.json`), TPS and timing
+//! from the tree's behaviour file.
+
+mod common;
+
+use std::{fmt::Write as _, path::PathBuf, time::Duration};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let b = common::behaviour();
+    // Like the real binary, which links libfdb_c.so without an rpath.
+    let lib_ok = std::env::var("LD_LIBRARY_PATH")
+        .unwrap_or_default()
+        .split(':')
+        .any(|d| !d.is_empty() && PathBuf::from(d).join("libfdb_c.so").is_file());
+    if !lib_ok {
+        eprintln!("mako: error while loading shared libraries: libfdb_c.so: cannot open shared object file: No such file or directory");
+        std::process::exit(127);
+    }
+    let num = |names: &[&str], default: f64| -> f64 {
+        common::flag(&args, names)
+            .map(|v| v.parse().expect("numeric flag"))
+            .unwrap_or(default)
+    };
+    let cluster = PathBuf::from(common::flag(&args, &["-c", "--cluster"]).expect("--cluster FILE"));
+    match common::ask(&cluster, "status").as_deref() {
+        Some("unconfigured") | None => {
+            eprintln!("ERROR: database not available");
+            std::process::exit(1);
+        }
+        Some(_) => {}
+    }
+    let mode = common::flag(&args, &["-m", "--mode"]).expect("--mode");
+    let rows = num(&["-r", "--rows"], 100000.0);
+    if mode == "build" {
+        let xacts = (rows / 100.0).ceil();
+        println!("====== Measured Duration  0.501 sec ======\n");
+        println!("Total Xacts:         {xacts:>6}\nTotal Conflicts:          0\nTotal Errors:             0\nTotal Timeouts:           0\nOverall TPS:            {}", (xacts / 0.501) as u64);
+        finish(&b);
+    }
+    let seconds = num(&["-s", "--seconds"], 30.0);
+    let warmup = num(&["--warmup_seconds"], 0.0);
+    if b.mako_run_hang {
+        println!("         OPS        15533          860          860       847.53         7.99");
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+    let counter = common::tree_root().join("double-mako-runs");
+    let k: u64 = std::fs::read_to_string(&counter)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0);
+    let _ = std::fs::write(&counter, (k + 1).to_string());
+    let tps = b.tps * common::noise_factor(b.noise_pct, k);
+    let mut text = String::from(
+        "                      GET       UPDATE       INSERT          TPS  Conflicts/s \n",
+    );
+    let mut samples = Vec::new();
+    for _ in 0..seconds as u64 {
+        std::thread::sleep(Duration::from_secs_f64(b.time_scale));
+        let line = format!(
+            "         OPS {:>12} {:>12} {:>12} {:>12.2} {:>12.2} ",
+            (tps * 18.0) as u64,
+            tps as u64,
+            tps as u64,
+            tps,
+            1.0
+        );
+        println!("{line}");
+        samples.push(format!(
+            "{{\"GET\": {},\"tps\": {tps:.2},\"conflictsPerSec\": 1.00}}",
+            (tps * 18.0) as u64
+        ));
+    }
+    let measured = seconds - warmup;
+    let xacts = (tps * measured) as u64;
+    let _ = write!(
+        text,
+        "\n====== Measured Duration {measured:>6.3} sec ======\n\nRun Duration:        {seconds:.3}\nWarmup Duration:      {warmup:.3}\n\
+         Total Xacts:         {xacts}\nTotal Conflicts:         0\nTotal Errors:             0\n\
+         Total Timeouts:           {}\nOverall TPS:            {}\n",
+        b.mako_timeouts, tps as u64
+    );
+    println!("{text}");
+    let json = format!(
+        "{{\"makoArgs\": {{\"rows\": {rows},\"seconds\": {seconds},\"warmup_seconds\": {warmup}}},\"samples\": [{}],\
+         \"results\": {{\"runDuration\": {seconds:.3},\"warmupDuration\": {warmup:.3},\"totalDuration\": {measured:.3},\
+         \"totalXacts\": {xacts},\"totalConflicts\": 0,\"totalErrors\": 0,\"totalTimeouts\": {},\"overallTPS\": {}, \
+         \"tps\": {tps:.2}, \"numSamples\": {{\"TRANSACTION\": 16}}, \"medianLatency\": {{\"TRANSACTION\": 2000}}, \
+         \"p99Latency\": {{\"TRANSACTION\": 4000}}}}}}",
+        samples.join(","),
+        b.mako_timeouts,
+        tps as u64
+    );
+    if let Some(path) = common::flag(&args, &["--json_report"]) {
+        std::fs::write(path, json).expect("write --json_report");
+    }
+    if let Some(path) = common::flag(&args, &["--stats_export_path"]) {
+        std::fs::write(path, "{\"total_errors\":0}").expect("write --stats_export_path");
+    }
+    finish(&b);
+}
+
+/// The real mako aborts in `_dl_fini` after its report; so does the double by default.
+fn finish(b: &common::Behaviour) -> ! {
+    if b.mako_abort_at_exit {
+        std::process::abort();
+    }
+    std::process::exit(0)
+}

@@ -1,0 +1,326 @@
+//! `cargo xtask bench` end to end: verdicts, timeouts, errors, interrupts, results dir.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::support::{code, text, Sandbox};
+
+#[test]
+fn equal_arms_are_measured_and_every_result_file_is_written() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"tps": 1000.0}), json!({"tps": 995.0}));
+    let o = s.bench(&a, &b, &["--trials", "2"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let summary = s.read_json("summary.json");
+    let j = &summary["judgements"][0];
+    assert_eq!(j["verdict"], "MEASURED", "{summary}");
+    assert_eq!(j["engine"], "redwood");
+    assert_eq!(j["baseline"]["tps"], json!([1000.0, 1000.0]));
+    assert!(
+        (j["tps_delta_pct"].as_f64().unwrap() + 0.5).abs() < 1e-9,
+        "{j}"
+    );
+
+    // Trials ran A B B A, each with a fresh cluster and the tmpfs knob.
+    let trials = s.read_json("trials.json");
+    let arms: Vec<&str> = trials
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["arm"].as_str().unwrap())
+        .collect();
+    assert_eq!(arms, ["baseline", "experiment", "experiment", "baseline"]);
+    let t0 = &trials[0];
+    assert_eq!(t0["outcome"], "measured");
+    let phases: Vec<&str> = t0["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        phases,
+        [
+            "cluster-start",
+            "configure",
+            "available",
+            "mako-build",
+            "mako-run",
+            "teardown"
+        ]
+    );
+    if s.workdir_is_tmpfs() {
+        assert_eq!(t0["knobs"][0]["name"], "disable_posix_kernel_aio");
+        assert_eq!(t0["knobs"][0]["source"], "auto");
+    }
+    // Artifacts were harvested off the work dir, and the work dir was wiped.
+    let art = s.out().join(t0["artifacts"].as_str().unwrap());
+    for f in [
+        "mako-run.txt",
+        "mako.json",
+        "mako-sketch.json",
+        "mako-build.txt",
+        "fdbcli-configure.txt",
+        "status.json",
+    ] {
+        assert!(art.join(f).is_file(), "{f} missing in {}", art.display());
+    }
+    let traces = std::fs::read_dir(&art)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("storage-"));
+    let storage_dir = traces.map(|e| e.path()).next().expect("storage trace dir");
+    assert!(std::fs::read_dir(storage_dir).unwrap().count() > 0);
+    assert_eq!(
+        std::fs::read_dir(s.workdir.path()).unwrap().count(),
+        0,
+        "work dir not wiped"
+    );
+
+    let meta = s.read_json("meta.json");
+    assert_eq!(
+        meta["plan"]["baseline"]["version"]["source_version"],
+        "0000000000000000000000000000000000000001"
+    );
+    assert_eq!(meta["plan"]["workdir"]["tmpfs"], s.workdir_is_tmpfs());
+    let tsv = std::fs::read_to_string(s.out().join("results.tsv")).unwrap();
+    assert_eq!(tsv.lines().count(), 5, "{tsv}");
+    let junit = std::fs::read_to_string(s.out().join("junit.xml")).unwrap();
+    assert!(
+        junit.contains(r#"<testcase name="tps" classname="perfgate.redwood">"#),
+        "{junit}"
+    );
+    assert!(!junit.contains("<failure"), "{junit}");
+    assert!(std::fs::read_to_string(s.out().join("run.log"))
+        .unwrap()
+        .contains("trial 4/4"));
+    assert!(
+        s.leftover_processes().is_empty(),
+        "{:?}",
+        s.leftover_processes()
+    );
+}
+
+#[test]
+fn slower_experiment_is_a_regression_with_exit_1_and_a_junit_failure() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"tps": 1000.0}), json!({"tps": 900.0}));
+    let junit_copy = s.dir.path().join("ci/junit.xml");
+    std::fs::create_dir_all(junit_copy.parent().unwrap()).unwrap();
+    let o = s.bench(&a, &b, &["--junit", junit_copy.to_str().unwrap()]);
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    assert_eq!(
+        s.read_json("summary.json")["judgements"][0]["verdict"],
+        "REGRESSION"
+    );
+    let junit = std::fs::read_to_string(&junit_copy).unwrap();
+    assert!(junit.contains(r#"type="REGRESSION""#), "{junit}");
+    assert!(
+        junit.contains(r#"<property name="tps_delta_pct" value="-10.00"/>"#),
+        "{junit}"
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("REGRESSION"));
+}
+
+#[test]
+fn experiment_below_the_slo_is_an_slo_violation() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"tps": 1000.0}), json!({"tps": 1000.0}));
+    let o = s.bench(&a, &b, &["--slo-tps", "1500"]);
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    let j = &s.read_json("summary.json")["judgements"][0];
+    assert_eq!(j["verdict"], "SLO-VIOLATION", "{j}");
+}
+
+#[test]
+fn configure_hang_is_a_timeout_of_that_phase_and_leaves_no_process() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({"configure_hang": true}));
+    let o = s.bench(&a, &b, &["--timeout-configure", "2"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let j = &s.read_json("summary.json")["judgements"][0];
+    assert_eq!(j["verdict"], "TIMEOUT", "{j}");
+    let trials = s.read_json("trials.json");
+    assert_eq!(trials[1]["outcome"], "timeout");
+    assert_eq!(trials[1]["failed_phase"], "configure");
+    // The phases before it and the teardown are still timed.
+    let phases: Vec<&str> = trials[1]["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(phases, ["cluster-start", "configure", "teardown"]);
+    let junit = std::fs::read_to_string(s.out().join("junit.xml")).unwrap();
+    assert!(
+        junit.contains(r#"<error message="TIMEOUT: trial 2 (experiment #1): configure"#),
+        "{junit}"
+    );
+    assert!(
+        s.leftover_processes().is_empty(),
+        "{:?}",
+        s.leftover_processes()
+    );
+}
+
+#[test]
+fn missing_mako_is_a_clear_error_before_any_trial() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    std::fs::remove_file(b.join("bin/mako")).unwrap();
+    let o = s.bench(&a, &b, &[]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("experiment build (--experiment-build) is not usable"),
+        "{err}"
+    );
+    assert!(err.contains("bin/mako is missing"), "{err}");
+    assert!(err.contains("-DBUILD_MAKO=ON"), "{err}");
+    assert!(
+        !s.out().exists(),
+        "no results dir for a run that never started"
+    );
+}
+
+#[test]
+fn same_build_and_knobs_is_refused_unless_allow_same() {
+    let s = Sandbox::new();
+    let a = s.tree("a", json!({}));
+    let o = s.bench(&a, &a, &[]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--allow-same"),
+        "{}",
+        text(&o)
+    );
+    // A knob A/B on one build is a real A/B.
+    let o = s.bench(&a, &a, &["--experiment-knob", "page_cache_4k=1"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let trials = s.read_json("trials.json");
+    assert_eq!(trials[1]["arm"], "experiment");
+    assert!(trials[1]["knobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|k| k["name"] == "page_cache_4k"));
+}
+
+#[test]
+fn aa_run_with_allow_same_is_measured() {
+    let s = Sandbox::new();
+    let a = s.tree("a", json!({"noise_pct": 1.0}));
+    let o = s.bench(&a, &a, &["--allow-same"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+}
+
+#[test]
+fn usage_errors_exit_64() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    let o = s.bench(&a, &b, &["--trials", "zero"]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    let o = s.bench(&a, &b, &["--knob", "no_equals_sign"]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("NAME=VALUE"));
+}
+
+#[test]
+fn overriding_the_tmpfs_knob_makes_the_server_fail_and_the_trial_an_error() {
+    let s = Sandbox::new();
+    if !s.workdir_is_tmpfs() {
+        return; // the double only refuses tmpfs data dirs
+    }
+    let (a, b) = s.ab(json!({}), json!({}));
+    let o = s.bench(&a, &b, &["--experiment-knob", "disable_posix_kernel_aio=0"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let j = &s.read_json("summary.json")["judgements"][0];
+    assert_eq!(j["verdict"], "ERROR", "{j}");
+    let reason = j["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("cluster-start") && reason.contains("O_DIRECT"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn mako_timeouts_make_the_measurement_invalid() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({"mako_timeouts": 7}));
+    let o = s.bench(&a, &b, &[]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let j = &s.read_json("summary.json")["judgements"][0];
+    assert_eq!(j["verdict"], "ERROR");
+    assert!(j["reason"].as_str().unwrap().contains("7 timeouts"), "{j}");
+    // The invalid report is still kept with the trial.
+    assert_eq!(s.read_json("trials.json")[1]["report"]["total_timeouts"], 7);
+}
+
+#[test]
+fn storage_server_crash_during_the_run_is_caught_promptly() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(
+        json!({}),
+        json!({"storage_crash_after_ms": 300, "time_scale": 1.0}),
+    );
+    // The double's mako does not notice the crash and would report success after its
+    // run, so only the gate's own liveness checks during the trial can fail it.
+    let o = s.bench(&a, &b, &[]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let trials = s.read_json("trials.json");
+    let err = trials[1]["error"].as_str().unwrap();
+    assert!(
+        err.contains("fdbserver storage") && err.contains("exited"),
+        "{err}"
+    );
+    assert!(err.contains("crashing on purpose"), "{err}");
+    assert!(
+        s.leftover_processes().is_empty(),
+        "{:?}",
+        s.leftover_processes()
+    );
+}
+
+#[test]
+fn ctrl_c_tears_down_keeps_results_and_exits_2() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"mako_run_hang": true}), json!({}));
+    let mut child = s
+        .bench_command(&a, &b, &[])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until mako's run is under way (its report file exists), then interrupt.
+    let report = s.out().join("trials/01-redwood-baseline-1/mako-run.txt");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !report.exists() {
+        assert!(Instant::now() < deadline, "mako run never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        !s.leftover_processes().is_empty(),
+        "the cluster should be running"
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(2));
+    assert!(
+        s.leftover_processes().is_empty(),
+        "{:?}",
+        s.leftover_processes()
+    );
+    let trials = s.read_json("trials.json");
+    assert_eq!(
+        trials.as_array().unwrap().len(),
+        1,
+        "no trial after the interrupt"
+    );
+    assert_eq!(trials[0]["outcome"], "interrupted");
+    assert_eq!(s.read_json("summary.json")["interrupted"], true);
+}

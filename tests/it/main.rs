@@ -1,0 +1,6 @@
+//! End-to-end tests of `cargo xtask bench` against the FDB test double: the real gate
+//! binary, real processes (fake fdbserver/fdbcli/mako), temp dirs, ports chosen at run
+//! time. One binary, a module per area.
+
+mod bench;
+mod support;

@@ -1,0 +1,151 @@
+//! Test harness: fake FDB build trees (the test double), a RAM-disk work dir, and the
+//! real `xtask` binary run as a child process.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output},
+    sync::OnceLock,
+};
+
+use serde_json::{json, Value};
+use tempfile::TempDir;
+
+/// The `xtask` binary of this workspace, built once per test run (it is another package,
+/// so cargo does not build it for these tests by itself).
+pub fn xtask() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "--quiet", "--package", "xtask", "--bin", "xtask"])
+            .status()
+            .expect("run cargo build");
+        assert!(status.success(), "cargo build -p xtask failed");
+        // This test binary is <target>/debug/deps/it-<hash>.
+        let exe = std::env::current_exe().unwrap();
+        exe.parent().unwrap().parent().unwrap().join("xtask")
+    })
+}
+
+/// A test's own directory, holding fake trees, the work dir and the results.
+pub struct Sandbox {
+    pub dir: TempDir,
+    /// Work dir of the cluster: on tmpfs (/dev/shm) when the host has it.
+    pub workdir: TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        let workdir = if Path::new("/dev/shm").is_dir() {
+            tempfile::tempdir_in("/dev/shm").unwrap()
+        } else {
+            tempfile::tempdir().unwrap()
+        };
+        Sandbox {
+            dir: tempfile::tempdir().unwrap(),
+            workdir,
+        }
+    }
+
+    /// A fake FDB build tree named `name` with the double's `behaviour` (JSON object of
+    /// `Behaviour` fields; missing ones take their defaults).
+    pub fn tree(&self, name: &str, behaviour: Value) -> PathBuf {
+        let root = self.dir.path().join(name);
+        std::fs::create_dir_all(root.join("bin")).unwrap();
+        std::fs::create_dir_all(root.join("lib")).unwrap();
+        for (program, exe) in [
+            ("fdbserver", env!("CARGO_BIN_EXE_fdbserver")),
+            ("fdbcli", env!("CARGO_BIN_EXE_fdbcli")),
+            ("mako", env!("CARGO_BIN_EXE_mako")),
+        ] {
+            std::os::unix::fs::symlink(exe, root.join("bin").join(program)).unwrap();
+        }
+        std::fs::write(root.join("lib/libfdb_c.so"), "").unwrap();
+        std::fs::write(root.join("double.json"), behaviour.to_string()).unwrap();
+        root
+    }
+
+    /// Two trees with different source versions: baseline `a`, experiment `b`.
+    pub fn ab(&self, a: Value, b: Value) -> (PathBuf, PathBuf) {
+        let mut b = b;
+        if b.get("source_version").is_none() {
+            b["source_version"] = json!("0000000000000000000000000000000000000002");
+        }
+        (self.tree("a", a), self.tree("b", b))
+    }
+
+    pub fn workdir_is_tmpfs(&self) -> bool {
+        nix::sys::statfs::statfs(self.workdir.path())
+            .is_ok_and(|s| s.filesystem_type() == nix::sys::statfs::TMPFS_MAGIC)
+    }
+
+    pub fn out(&self) -> PathBuf {
+        self.dir.path().join("results")
+    }
+
+    /// `cargo xtask bench` with a tiny workload, the given trees and `extra` flags.
+    pub fn bench_command(&self, a: &Path, b: &Path, extra: &[&str]) -> Command {
+        let mut cmd = Command::new(xtask());
+        cmd.arg("bench")
+            .arg("--baseline-build")
+            .arg(a)
+            .arg("--experiment-build")
+            .arg(b)
+            .arg("--workdir")
+            .arg(self.workdir.path())
+            .arg("--out")
+            .arg(self.out())
+            .args(["--rows", "1000", "--keylen", "16", "--vallen", "16"])
+            .args(["--warmup-seconds", "2", "--seconds", "6"])
+            .args(extra)
+            .env_remove("WORKDIR");
+        cmd
+    }
+
+    pub fn bench(&self, a: &Path, b: &Path, extra: &[&str]) -> Output {
+        self.bench_command(a, b, extra).output().unwrap()
+    }
+
+    pub fn read_json(&self, file: &str) -> Value {
+        let path = self.out().join(file);
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// Live processes started from this sandbox's fake trees (argv[0] under it).
+    pub fn leftover_processes(&self) -> Vec<String> {
+        let root = self.dir.path().to_string_lossy().into_owned();
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .chars()
+                    .all(|c| c.is_ascii_digit())
+            })
+            .filter_map(|e| {
+                let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+                let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+                let zombie = stat
+                    .rsplit_once(") ")
+                    .is_some_and(|(_, r)| r.starts_with('Z'));
+                let cmd = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+                (cmd.starts_with(&root) && !zombie).then_some(cmd)
+            })
+            .collect()
+    }
+}
+
+pub fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+pub fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}

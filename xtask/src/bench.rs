@@ -1,0 +1,267 @@
+//! `cargo xtask bench`: options -> plan -> run -> judge -> export, top to bottom.
+//!
+//! The only place that wires the stages together and writes the results directory:
+//! `meta.json` (written first, so even a crashed run says what it was), `trials.json` and
+//! `results.tsv` (rewritten after every trial), then `summary.json`, `junit.xml`.
+
+use std::{
+    path::{Path, PathBuf},
+    sync::Mutex,
+    time::SystemTime,
+};
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+use xshell::Shell;
+
+use crate::{
+    config::{Arm, BenchConfig},
+    execute::{run_trial, Outcome, TrialContext, TrialRecord},
+    fdbtree::FdbTree,
+    flags::BenchArgs,
+    judge::{judge, Criteria},
+    plan::{ArmPlan, Plan},
+    report, supervise, workdir,
+};
+
+/// Runs the gate; returns the exit status (0, 1 or 2). Errors before the first trial
+/// (bad input, missing binaries) are returned as errors.
+pub fn run(sh: &Shell, args: &BenchArgs) -> Result<i32> {
+    let config = BenchConfig::try_from(args)?;
+    let workdir = workdir::choose(config.workdir.as_deref())?;
+    let arm_plan = |arm: Arm| -> Result<ArmPlan> {
+        let tree = FdbTree::open(&config.arm(arm).build_dir)
+            .with_context(|| format!("{arm} build (--{arm}-build) is not usable"))?;
+        let version = tree.version(sh)?;
+        Ok(ArmPlan { arm, tree, version })
+    };
+    let (baseline, experiment) = (arm_plan(Arm::Baseline)?, arm_plan(Arm::Experiment)?);
+    let plan = Plan::new(config, workdir, baseline, experiment)?;
+    if plan.config.dry_run {
+        print!("{}", plan.render());
+        return Ok(0);
+    }
+    let out = results_dir(plan.config.out.as_deref())?;
+    init_logging(&out)?;
+    tracing::info!("results: {}", out.display());
+    for line in plan.render().lines() {
+        tracing::info!("{line}");
+    }
+    for w in &plan.warnings {
+        tracing::warn!("{w}");
+    }
+    write(&out.join("meta.json"), &json(&Meta::new(&plan)))?;
+
+    let trials = run_trials(&plan, &out)?;
+    let interrupted = supervise::interrupted();
+    let criteria = Criteria {
+        trials: plan.config.trials,
+        max_regression_pct: plan.config.max_regression_pct,
+        slo_tps: plan.config.slo_tps,
+    };
+    let judgements = judge(&trials, &plan.config.engines, criteria);
+    let table = report::table(&judgements);
+    let junit = report::junit(&judgements, &table);
+    write(
+        &out.join("summary.json"),
+        &report::summary_json(&judgements, interrupted),
+    )?;
+    write(&out.join("junit.xml"), &junit)?;
+    if let Some(extra) = &plan.config.junit {
+        write(extra, &junit)?;
+    }
+    println!("\n{table}\nresults: {}", out.display());
+    let code = if interrupted {
+        2
+    } else {
+        crate::judge::exit_code(&judgements)
+    };
+    Ok(code)
+}
+
+/// Runs the plan's trials in order, saving the records after each; stops early on an
+/// interrupt.
+fn run_trials(plan: &Plan, out: &Path) -> Result<Vec<TrialRecord>> {
+    let run_workdir = plan
+        .workdir
+        .path
+        .join(format!("perfgate-{}", std::process::id()));
+    std::fs::create_dir_all(&run_workdir)
+        .with_context(|| format!("cannot create {}", run_workdir.display()))?;
+    let ctx = TrialContext {
+        workload: &plan.config.workload,
+        bounds: &plan.config.bounds,
+        run_workdir: &run_workdir,
+        results_dir: out,
+    };
+    let mut trials = Vec::new();
+    for planned in &plan.trials {
+        tracing::info!(
+            "trial {}/{}: {} {} #{}",
+            planned.index,
+            plan.trials.len(),
+            planned.engine,
+            planned.arm,
+            planned.repetition
+        );
+        let record = run_trial(&ctx, &plan.arm(planned.arm).tree, planned);
+        match (&record.outcome, &record.report) {
+            (Outcome::Measured, Some(r)) => tracing::info!(
+                "trial {}: {:.1} TPS, storage server {} cores",
+                record.index,
+                r.tps,
+                record
+                    .storage_cpu_cores
+                    .map(|c| format!("{c:.2}"))
+                    .unwrap_or_else(|| "?".into())
+            ),
+            _ => tracing::error!(
+                "trial {}: {:?}: {}",
+                record.index,
+                record.outcome,
+                record.error.as_deref().unwrap_or("")
+            ),
+        }
+        let stop = record.outcome == Outcome::Interrupted;
+        trials.push(record);
+        write(&out.join("trials.json"), &json(&trials))?;
+        write(&out.join("results.tsv"), &report::results_tsv(&trials))?;
+        if stop || supervise::interrupted() {
+            tracing::warn!("interrupted: stopping after trial {}", trials.len());
+            break;
+        }
+    }
+    let _ = std::fs::remove_dir(&run_workdir);
+    Ok(trials)
+}
+
+/// `meta.json`: what was run, where, with what.
+#[derive(Serialize)]
+struct Meta<'a> {
+    /// perfgate version.
+    gate_version: &'static str,
+    /// Seconds since the Unix epoch when the run started.
+    started_at_unix_s: u64,
+    started_at: String,
+    host: Host,
+    plan: &'a Plan,
+}
+
+impl<'a> Meta<'a> {
+    fn new(plan: &'a Plan) -> Meta<'a> {
+        let now = SystemTime::now();
+        Meta {
+            gate_version: env!("CARGO_PKG_VERSION"),
+            started_at_unix_s: now
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            started_at: humantime::format_rfc3339_seconds(now).to_string(),
+            host: Host::read(),
+            plan,
+        }
+    }
+}
+
+/// The machine the run was on, to compare like with like.
+#[derive(Serialize)]
+struct Host {
+    hostname: String,
+    kernel: String,
+    cpu_model: String,
+    /// Logical CPUs available to the gate.
+    cpus: usize,
+    /// `MemTotal` from /proc/meminfo, bytes.
+    memory_bytes: u64,
+}
+
+impl Host {
+    fn read() -> Host {
+        let uname = nix::sys::utsname::uname().ok();
+        let proc_field = |file: &str, key: &str| -> Option<String> {
+            let text = std::fs::read_to_string(file).ok()?;
+            let line = text.lines().find(|l| l.starts_with(key))?;
+            Some(line.split_once(':')?.1.trim().to_string())
+        };
+        Host {
+            hostname: nix::unistd::gethostname()
+                .ok()
+                .and_then(|h| h.into_string().ok())
+                .unwrap_or_default(),
+            kernel: uname
+                .map(|u| u.release().to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            cpu_model: proc_field("/proc/cpuinfo", "model name").unwrap_or_default(),
+            cpus: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(0),
+            memory_bytes: proc_field("/proc/meminfo", "MemTotal")
+                .and_then(|v| v.trim_end_matches("kB").trim().parse::<u64>().ok())
+                .map_or(0, |kb| kb * 1024),
+        }
+    }
+}
+
+/// The results dir: `--out`, else `<cargo target dir>/perfgate/<UTC time>-<pid>`. It must
+/// not hold an earlier run's results.
+fn results_dir(explicit: Option<&Path>) -> Result<PathBuf> {
+    let dir = match explicit {
+        Some(d) => d.to_path_buf(),
+        None => {
+            let meta = cargo_metadata::MetadataCommand::new()
+                .no_deps()
+                .exec()
+                .context("cannot find the cargo target dir (cargo metadata); pass --out DIR")?;
+            let stamp = humantime::format_rfc3339_seconds(SystemTime::now())
+                .to_string()
+                .replace(':', "");
+            meta.target_directory
+                .as_std_path()
+                .join("perfgate")
+                .join(format!("{stamp}-{}", std::process::id()))
+        }
+    };
+    if dir.join("meta.json").exists() {
+        anyhow::bail!(
+            "results dir {} already holds a run (meta.json); choose another --out",
+            dir.display()
+        );
+    }
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create results dir {}", dir.display()))?;
+    Ok(dir)
+}
+
+/// Logs go to stderr (short) and to `<out>/run.log` (with timestamps).
+fn init_logging(out: &Path) -> Result<()> {
+    use tracing_subscriber::{fmt, layer::SubscriberExt, util::SubscriberInitExt};
+    let file = std::fs::File::create(out.join("run.log")).context("cannot create run.log")?;
+    tracing_subscriber::registry()
+        .with(
+            fmt::layer()
+                .with_writer(std::io::stderr)
+                .without_time()
+                .with_target(false),
+        )
+        .with(
+            fmt::layer()
+                .with_writer(Mutex::new(file))
+                .with_ansi(false)
+                .with_target(false),
+        )
+        .try_init()
+        .context("logging was already set up")
+}
+
+fn json<T: Serialize>(v: &T) -> String {
+    serde_json::to_string_pretty(v).expect("plain data serializes") + "\n"
+}
+
+/// Writes `text` to `path` through a temporary file and a rename, so a reader never sees
+/// half a file.
+fn write(path: &Path, text: &str) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .with_context(|| format!("cannot write {}", path.display()))
+}

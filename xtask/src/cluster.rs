@@ -1,0 +1,394 @@
+//! Execute stage: a fresh 1 stateless / 1 log / 1 storage FDB cluster on loopback, as
+//! supervised children of the gate, with readiness read from the cluster itself.
+//!
+//! This replaces `tests/loopback_cluster/run_custom_cluster.sh` (used by
+//! `contrib/mako_storage_bench.sh`): ports are chosen at run time instead of fixed, every
+//! step is bounded, readiness is the servers' listening sockets and `status json`
+//! instead of `sleep`, and teardown is by process group instead of `kill -9` of saved pids.
+
+use std::{
+    net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream},
+    path::{Path, PathBuf},
+    process::Command,
+    thread,
+    time::{Duration, Instant},
+};
+
+use anyhow::{anyhow, Context, Result};
+use serde::Serialize;
+
+use crate::{
+    config::{Engine, Knob},
+    fdbtree::FdbTree,
+    supervise::{interrupted, run_bounded, Child, PhaseError, POLL},
+};
+
+/// Process class of a server (`fdbserver -c`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Coordinator, cluster controller, proxies, resolver.
+    Stateless,
+    /// Transaction log (tlog).
+    Log,
+    /// Storage server.
+    Storage,
+}
+
+impl Role {
+    const ALL: [Role; 3] = [Role::Stateless, Role::Log, Role::Storage];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Role::Stateless => "stateless",
+            Role::Log => "log",
+            Role::Storage => "storage",
+        }
+    }
+}
+
+/// One fdbserver of the cluster.
+#[derive(Debug)]
+pub struct Server {
+    pub role: Role,
+    pub port: u16,
+    /// Trace files (`-L`), on the work dir; copied to the results by [`Cluster::harvest`].
+    pub log_dir: PathBuf,
+    pub child: Child,
+}
+
+/// A running cluster; dropping it kills every server.
+#[derive(Debug)]
+pub struct Cluster {
+    pub cluster_file: PathBuf,
+    pub servers: Vec<Server>,
+    fdbcli: PathBuf,
+    /// Where fdbcli outputs and server stdout/stderr go (the trial's results dir).
+    artifacts: PathBuf,
+}
+
+/// What `status json` said when the database became available.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Availability {
+    /// `client.database_status.healthy`: often still false right after `configure new`
+    /// (data distribution is starting); recorded, not waited for.
+    pub healthy: bool,
+    /// `status json` calls made until available.
+    pub polls: u32,
+}
+
+impl Cluster {
+    /// Starts the three servers with `knobs` under `work` (data and trace dirs), writing
+    /// stdout/stderr to `artifacts`, and waits until each listens on its port.
+    pub fn start(
+        tree: &FdbTree,
+        work: &Path,
+        artifacts: &Path,
+        knobs: &[Knob],
+        bound: Duration,
+    ) -> Result<Cluster, PhaseError> {
+        let deadline = Instant::now() + bound;
+        let ports = free_ports(Role::ALL.len())?;
+        let cluster_file = work.join("fdb.cluster");
+        // Description and ID are arbitrary; the coordinator is the stateless process.
+        let id = format!("{:08x}", std::process::id() ^ ports[0] as u32);
+        std::fs::write(
+            &cluster_file,
+            format!("perfgate:{id}@127.0.0.1:{}\n", ports[0]),
+        )
+        .with_context(|| format!("cannot write {}", cluster_file.display()))?;
+        let mut servers = Vec::new();
+        for (role, port) in Role::ALL.into_iter().zip(ports) {
+            servers.push(spawn_server(
+                tree,
+                work,
+                artifacts,
+                &cluster_file,
+                knobs,
+                role,
+                port,
+            )?);
+        }
+        let cluster = Cluster {
+            cluster_file,
+            servers,
+            fdbcli: tree.fdbcli.clone(),
+            artifacts: artifacts.to_path_buf(),
+        };
+        for server in &cluster.servers {
+            let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, server.port);
+            loop {
+                if TcpStream::connect_timeout(&addr.into(), Duration::from_millis(200)).is_ok() {
+                    break;
+                }
+                cluster.check_alive()?;
+                if interrupted() {
+                    return Err(PhaseError::Interrupted);
+                }
+                if Instant::now() >= deadline {
+                    return Err(PhaseError::Timeout(bound));
+                }
+                thread::sleep(POLL);
+            }
+        }
+        Ok(cluster)
+    }
+
+    /// `fdbcli --exec "configure new single <engine>"`, bounded. Output is kept as
+    /// `fdbcli-configure.txt`.
+    pub fn configure(&self, engine: Engine, bound: Duration) -> Result<(), PhaseError> {
+        let command = format!("configure new single {}", engine.fdb_name());
+        let out = self.artifacts.join("fdbcli-configure.txt");
+        let status = self.fdbcli(&command, &out, bound)?;
+        let text = std::fs::read_to_string(&out).unwrap_or_default();
+        if !status.success() || !text.contains("Database created") {
+            return Err(anyhow!(
+                "`fdbcli --exec \"{command}\"` failed ({status}): {}; see {}",
+                text.trim(),
+                out.display()
+            )
+            .into());
+        }
+        Ok(())
+    }
+
+    /// Polls `status json` until `client.database_status.available` is true. The last
+    /// answer is kept as `status.json`.
+    pub fn wait_available(&self, bound: Duration) -> Result<Availability, PhaseError> {
+        let deadline = Instant::now() + bound;
+        let out = self.artifacts.join("status.json");
+        let mut polls = 0;
+        loop {
+            self.check_alive()?;
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(PhaseError::Timeout(bound));
+            }
+            polls += 1;
+            // A poll that times out (fdbcli prints nothing before the database is up) is
+            // not an error of the phase; the phase's own bound decides.
+            match self.fdbcli("status json", &out, left.min(Duration::from_secs(10))) {
+                Ok(_) | Err(PhaseError::Timeout(_)) => {}
+                Err(e) => return Err(e),
+            }
+            let text = std::fs::read_to_string(&out).unwrap_or_default();
+            if let Some(status) = parse_database_status(&text) {
+                if status.available {
+                    return Ok(Availability {
+                        healthy: status.healthy,
+                        polls,
+                    });
+                }
+            }
+            thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn fdbcli(
+        &self,
+        command: &str,
+        out: &Path,
+        bound: Duration,
+    ) -> Result<std::process::ExitStatus, PhaseError> {
+        let mut cmd = Command::new(&self.fdbcli);
+        cmd.arg("-C")
+            .arg(&self.cluster_file)
+            .args(["--exec", command, "--timeout"])
+            .arg(bound.as_secs().max(1).to_string());
+        let err = out.with_extension("err");
+        run_bounded("fdbcli", cmd, out, &err, bound + Duration::from_secs(2))
+    }
+
+    /// Errors when a server has exited, naming it and the end of its stderr.
+    pub fn check_alive(&self) -> Result<(), PhaseError> {
+        for s in &self.servers {
+            // `try_wait` needs `&mut`; /proc answers through a shared borrow.
+            if !process_running(s.child.pid()) {
+                return Err(anyhow!(
+                    "{} exited during the trial; stderr ends with:\n{}\nsee {}",
+                    s.child.name,
+                    s.child.stderr_tail(10),
+                    s.child.stderr.display()
+                )
+                .into());
+            }
+        }
+        Ok(())
+    }
+
+    /// The storage server's pid (for CPU sampling).
+    pub fn storage_pid(&self) -> u32 {
+        self.servers
+            .iter()
+            .find(|s| s.role == Role::Storage)
+            .expect("a storage server")
+            .child
+            .pid()
+    }
+
+    /// Stops every server within `bound` (SIGTERM, then SIGKILL).
+    pub fn stop(&mut self, bound: Duration) -> Result<(), PhaseError> {
+        let start = Instant::now();
+        let per_server = bound / (self.servers.len() as u32 + 1);
+        for s in &mut self.servers {
+            s.child.stop(per_server);
+        }
+        if start.elapsed() > bound {
+            return Err(PhaseError::Timeout(bound));
+        }
+        Ok(())
+    }
+
+    /// Copies each server's trace files into `<artifacts>/<role>-<port>/`.
+    pub fn harvest(&self) -> Result<()> {
+        for s in &self.servers {
+            let dest = self
+                .artifacts
+                .join(format!("{}-{}", s.role.as_str(), s.port));
+            std::fs::create_dir_all(&dest)?;
+            let Ok(entries) = std::fs::read_dir(&s.log_dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                std::fs::copy(entry.path(), dest.join(entry.file_name())).with_context(|| {
+                    format!("cannot copy {} to the results", entry.path().display())
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn spawn_server(
+    tree: &FdbTree,
+    work: &Path,
+    artifacts: &Path,
+    cluster_file: &Path,
+    knobs: &[Knob],
+    role: Role,
+    port: u16,
+) -> Result<Server> {
+    let dir = work.join(format!("{}-{port}", role.as_str()));
+    let (data, log_dir) = (dir.join("data"), dir.join("log"));
+    for d in [&data, &log_dir] {
+        std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
+    }
+    let mut cmd = Command::new(&tree.fdbserver);
+    cmd.arg("-p")
+        .arg(format!("127.0.0.1:{port}"))
+        .args(["-c", role.as_str()])
+        .arg("-d")
+        .arg(&data)
+        .arg("-L")
+        .arg(&log_dir)
+        .arg("-C")
+        .arg(cluster_file)
+        .args(knobs.iter().map(Knob::arg))
+        .current_dir(&dir);
+    let name = format!("fdbserver {} :{port}", role.as_str());
+    let stem = format!("fdbserver-{}-{port}", role.as_str());
+    let child = Child::spawn(
+        &name,
+        cmd,
+        &artifacts.join(format!("{stem}.out")),
+        &artifacts.join(format!("{stem}.err")),
+    )?;
+    Ok(Server {
+        role,
+        port,
+        log_dir,
+        child,
+    })
+}
+
+/// `n` distinct loopback ports that were free a moment ago (bound to port 0 together, then
+/// released). Another program could take one in between; the cluster start then fails
+/// with that server's "address in use" error rather than hanging.
+fn free_ports(n: usize) -> Result<Vec<u16>> {
+    let listeners: Vec<TcpListener> = (0..n)
+        .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))
+        .collect::<Result<_, _>>()
+        .context("cannot find free loopback ports")?;
+    listeners
+        .iter()
+        .map(|l| Ok(l.local_addr()?.port()))
+        .collect()
+}
+
+/// Whether `pid` is a live (not zombie) process.
+fn process_running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name in parentheses: `pid (comm) S ...`.
+        Ok(stat) => !matches!(
+            stat.rsplit_once(") ").map(|(_, r)| r.as_bytes()[0]),
+            Some(b'Z' | b'X')
+        ),
+        Err(_) => false,
+    }
+}
+
+/// `client.database_status` of a `status json` answer (`fdbclient/StatusClient.actor.cpp`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DatabaseStatus {
+    pub available: bool,
+    pub healthy: bool,
+}
+
+/// Reads `client.database_status` from `status json` output; `None` when fdbcli printed
+/// nothing or something else (as it does before the database exists).
+pub fn parse_database_status(text: &str) -> Option<DatabaseStatus> {
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    let s = v.get("client")?.get("database_status")?;
+    Some(DatabaseStatus {
+        available: s.get("available")?.as_bool()?,
+        healthy: s.get("healthy").and_then(|h| h.as_bool()).unwrap_or(false),
+    })
+}
+
+/// CPU time of a process, user + system, in seconds (`/proc/<pid>/stat` fields 14 and 15).
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(") ")?.1.split_whitespace().collect();
+    // After the command name, field 3 (state) is index 0, so fields 14/15 are 11/12.
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok()??;
+    Some(ticks as f64 / hz as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_right_after_configure_is_available_but_not_healthy() {
+        let s = parse_database_status(include_str!("../testdata/status-json-available.json"));
+        assert_eq!(
+            s,
+            Some(DatabaseStatus {
+                available: true,
+                healthy: false
+            })
+        );
+    }
+
+    #[test]
+    fn empty_status_of_an_unconfigured_cluster_is_not_available() {
+        // fdbcli printed nothing before configure (fixture status-json-unconfigured.json).
+        assert_eq!(parse_database_status(""), None);
+        assert_eq!(parse_database_status("{\"client\": {}}"), None);
+    }
+
+    #[test]
+    fn free_ports_are_distinct() {
+        let p = free_ports(3).unwrap();
+        assert!(p[0] != p[1] && p[1] != p[2] && p[0] != p[2], "{p:?}");
+    }
+
+    #[test]
+    fn own_cpu_time_is_readable() {
+        let t = cpu_seconds(std::process::id()).unwrap();
+        assert!(t >= 0.0);
+        assert!(process_running(std::process::id()));
+        assert!(!process_running(u32::MAX));
+    }
+}

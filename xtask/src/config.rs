@@ -1,0 +1,525 @@
+//! Config stage: raw flags (`flags`) -> one validated [`BenchConfig`].
+//!
+//! Every check of user input happens here, once; later stages trust the config. A bad
+//! value is a [`UsageError`] that says what was wrong and how to fix it (exit status 64).
+
+use std::{fmt, path::PathBuf, time::Duration};
+
+use serde::Serialize;
+
+use crate::flags::{BenchArgs, EngineArg, ProfileArg, TimeoutArgs, WorkloadArgs};
+
+/// Bad user input: the message names the flag and the fix. Maps to exit status 64.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+fn usage(msg: impl Into<String>) -> UsageError {
+    UsageError(msg.into())
+}
+
+/// FDB storage engine. The `configure new single <type>` names come from
+/// `fdbclient/ManagementAPI.actor.cpp` (configuration parsing) in the FDB repository.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Engine {
+    Redwood,
+    Rocksdb,
+    ShardedRocksdb,
+}
+
+impl Engine {
+    pub const ALL: [Engine; 3] = [Engine::Redwood, Engine::Rocksdb, Engine::ShardedRocksdb];
+
+    /// The storage engine name `fdbcli configure` takes.
+    pub fn fdb_name(self) -> &'static str {
+        match self {
+            Engine::Redwood => "ssd-redwood-1",
+            Engine::Rocksdb => "ssd-rocksdb-v1",
+            Engine::ShardedRocksdb => "ssd-sharded-rocksdb",
+        }
+    }
+
+    /// Whether the engine is RocksDB-based (needs the RocksDB direct-I/O knobs on tmpfs).
+    pub fn is_rocksdb(self) -> bool {
+        matches!(self, Engine::Rocksdb | Engine::ShardedRocksdb)
+    }
+}
+
+impl fmt::Display for Engine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Engine::Redwood => "redwood",
+            Engine::Rocksdb => "rocksdb",
+            Engine::ShardedRocksdb => "sharded-rocksdb",
+        })
+    }
+}
+
+/// One of the two arms of an A/B run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arm {
+    /// A: what the experiment is judged against.
+    Baseline,
+    /// B: the change under test.
+    Experiment,
+}
+
+impl Arm {
+    /// One-letter label used in the trial order (A B B A ...).
+    pub fn letter(self) -> char {
+        match self {
+            Arm::Baseline => 'A',
+            Arm::Experiment => 'B',
+        }
+    }
+}
+
+impl fmt::Display for Arm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Arm::Baseline => "baseline",
+            Arm::Experiment => "experiment",
+        })
+    }
+}
+
+/// An fdbserver knob, passed as `--knob_<name>=<value>`. The name is normalized to
+/// lowercase with `_` (fdbserver accepts `-` too: `flow/Knobs.cpp`, `Knobs::setKnob`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Knob {
+    pub name: String,
+    pub value: String,
+    /// Who asked for it: `user` or `auto` (added by the gate, e.g. for tmpfs).
+    pub source: KnobSource,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KnobSource {
+    User,
+    Auto,
+}
+
+impl Knob {
+    /// Parses `NAME=VALUE` as given to `--knob`; accepts `knob_NAME` and `--knob_NAME` too.
+    pub fn parse_user(raw: &str, flag: &str) -> Result<Knob, UsageError> {
+        let bad = |why: &str| {
+            usage(format!(
+                "invalid {flag} '{raw}': {why}; expected NAME=VALUE, \
+                 e.g. {flag} page_cache_4k=2147483648"
+            ))
+        };
+        let (name, value) = raw.split_once('=').ok_or_else(|| bad("no '='"))?;
+        let name = name.trim_start_matches("--");
+        let name = name.strip_prefix("knob_").unwrap_or(name);
+        let name = name.to_ascii_lowercase().replace('-', "_");
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(bad("the name must be letters, digits and '_'"));
+        }
+        if value.is_empty() || value.chars().any(char::is_whitespace) {
+            return Err(bad("the value must be non-empty and without spaces"));
+        }
+        Ok(Knob {
+            name,
+            value: value.to_string(),
+            source: KnobSource::User,
+        })
+    }
+
+    pub fn auto(name: &str, value: &str) -> Knob {
+        Knob {
+            name: name.to_string(),
+            value: value.to_string(),
+            source: KnobSource::Auto,
+        }
+    }
+
+    /// The fdbserver argument, `--knob_<name>=<value>`.
+    pub fn arg(&self) -> String {
+        format!("--knob_{}={}", self.name, self.value)
+    }
+}
+
+/// The mako workload of a run (mako's `--help`, `bindings/c/test/mako/mako.cpp`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Workload {
+    /// Profile the defaults came from.
+    pub profile: &'static str,
+    /// Rows loaded by `mako --mode build` (`--rows`).
+    pub rows: u64,
+    /// Key length in bytes (`--keylen`).
+    pub keylen: u32,
+    /// Value length in bytes (`--vallen`).
+    pub vallen: u32,
+    /// Transaction spec (`-x`).
+    pub transaction: String,
+    /// Client processes for `--mode build` (`-p`).
+    pub build_procs: u32,
+    /// Client processes for `--mode run` (`-p`).
+    pub procs: u32,
+    /// Worker threads per process for `--mode run` (`-t`).
+    pub threads: u32,
+    /// Concurrent transactions per thread (`--async_xacts`).
+    pub async_xacts: u32,
+    /// Warmup excluded from TPS, seconds (`--warmup_seconds`).
+    pub warmup_seconds: u64,
+    /// Whole run including the warmup, seconds (`--seconds`).
+    pub seconds: u64,
+}
+
+impl Workload {
+    /// Measurement window in seconds: mako's `--seconds` includes the warmup.
+    pub fn measured_seconds(&self) -> u64 {
+        self.seconds - self.warmup_seconds
+    }
+
+    fn from_profile(profile: ProfileArg) -> Workload {
+        // Standard: `contrib/mako_storage_bench.sh` defaults in the FDB repository.
+        let standard = Workload {
+            profile: "standard",
+            rows: 100_000,
+            keylen: 128,
+            vallen: 512,
+            transaction: "g18ui".to_string(),
+            build_procs: 4,
+            procs: 7,
+            threads: 4,
+            async_xacts: 128,
+            warmup_seconds: 300,
+            seconds: 600,
+        };
+        match profile {
+            ProfileArg::Standard => standard,
+            // Two client processes leave the storage server a core of its own on a 2-4
+            // core host; 128 transactions in flight still keep it saturated.
+            ProfileArg::Quick => Workload {
+                profile: "quick",
+                build_procs: 2,
+                procs: 2,
+                threads: 2,
+                async_xacts: 64,
+                warmup_seconds: 60,
+                seconds: 120,
+                ..standard
+            },
+        }
+    }
+
+    fn resolve(profile: ProfileArg, o: &WorkloadArgs) -> Result<Workload, UsageError> {
+        let p = Workload::from_profile(profile);
+        let w = Workload {
+            profile: p.profile,
+            rows: o.rows.unwrap_or(p.rows),
+            keylen: o.keylen.unwrap_or(p.keylen),
+            vallen: o.vallen.unwrap_or(p.vallen),
+            transaction: o.transaction.clone().unwrap_or(p.transaction),
+            build_procs: o.build_procs.unwrap_or(p.build_procs),
+            procs: o.procs.unwrap_or(p.procs),
+            threads: o.threads.unwrap_or(p.threads),
+            async_xacts: o.async_xacts.unwrap_or(p.async_xacts),
+            warmup_seconds: o.warmup_seconds.unwrap_or(p.warmup_seconds),
+            seconds: o.seconds.unwrap_or(p.seconds),
+        };
+        w.validate()?;
+        Ok(w)
+    }
+
+    fn validate(&self) -> Result<(), UsageError> {
+        for (flag, v) in [
+            ("--build-procs", self.build_procs),
+            ("--procs", self.procs),
+            ("--threads", self.threads),
+            ("--vallen", self.vallen),
+        ] {
+            if v == 0 {
+                return Err(usage(format!("{flag} must be at least 1")));
+            }
+        }
+        if self.rows == 0 {
+            return Err(usage("--rows must be at least 1"));
+        }
+        // mako refuses keys shorter than "mako" + the digits of the largest row number
+        // (mako.cpp, argument validation: "--keylen must be larger than ...").
+        let digits = self.rows.to_string().len() as u32;
+        if self.keylen < 4 + digits {
+            return Err(usage(format!(
+                "--keylen {} is too short for --rows {}: mako needs at least {} bytes \
+                 (\"mako\" + {digits} digits)",
+                self.keylen,
+                self.rows,
+                4 + digits
+            )));
+        }
+        if self.transaction.is_empty()
+            || !self
+                .transaction
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == ':')
+        {
+            return Err(usage(format!(
+                "--transaction '{}' is not a mako transaction spec such as g18ui",
+                self.transaction
+            )));
+        }
+        if self.seconds <= self.warmup_seconds {
+            return Err(usage(format!(
+                "--seconds {} must be larger than --warmup-seconds {}: mako's --seconds \
+                 includes the warmup, so nothing would be measured",
+                self.seconds, self.warmup_seconds
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Time bound of each phase of a trial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PhaseBounds {
+    pub cluster_start: Duration,
+    pub configure: Duration,
+    pub available: Duration,
+    pub mako_build: Duration,
+    /// Beyond the workload's `seconds`.
+    pub mako_run_grace: Duration,
+    pub teardown: Duration,
+}
+
+impl PhaseBounds {
+    fn resolve(t: &TimeoutArgs) -> Result<PhaseBounds, UsageError> {
+        let s = |flag: &str, v: u64| {
+            if v == 0 {
+                Err(usage(format!("{flag} must be at least 1 second")))
+            } else {
+                Ok(Duration::from_secs(v))
+            }
+        };
+        Ok(PhaseBounds {
+            cluster_start: s("--timeout-cluster-start", t.timeout_cluster_start)?,
+            configure: s("--timeout-configure", t.timeout_configure)?,
+            available: s("--timeout-available", t.timeout_available)?,
+            mako_build: s("--timeout-mako-build", t.timeout_mako_build)?,
+            mako_run_grace: s("--timeout-mako-run-grace", t.timeout_mako_run_grace)?,
+            teardown: s("--timeout-teardown", t.timeout_teardown)?,
+        })
+    }
+}
+
+/// Where each arm's build tree is and which knobs the user gave it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ArmConfig {
+    pub arm: Arm,
+    /// FDB build tree (checked by `fdbtree` before any trial).
+    pub build_dir: PathBuf,
+    /// User knobs in order: `--knob` first, then the arm's own; later ones win.
+    pub knobs: Vec<Knob>,
+}
+
+/// Everything `bench` needs, validated.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchConfig {
+    pub baseline: ArmConfig,
+    pub experiment: ArmConfig,
+    /// Engines in the order they run; no duplicates.
+    pub engines: Vec<Engine>,
+    pub workload: Workload,
+    /// Trials per arm and engine.
+    pub trials: u32,
+    /// `--workdir`/`WORKDIR`, if given; else the work dir is chosen by `workdir`.
+    pub workdir: Option<PathBuf>,
+    /// Results directory, if given; else one under the cargo target dir.
+    pub out: Option<PathBuf>,
+    /// Extra copy of the JUnit XML.
+    pub junit: Option<PathBuf>,
+    /// Largest tolerated TPS loss of the experiment, percent.
+    pub max_regression_pct: f64,
+    /// Absolute TPS floor of the experiment, if any.
+    pub slo_tps: Option<f64>,
+    pub allow_same: bool,
+    pub dry_run: bool,
+    pub bounds: PhaseBounds,
+}
+
+impl BenchConfig {
+    pub fn arm(&self, arm: Arm) -> &ArmConfig {
+        match arm {
+            Arm::Baseline => &self.baseline,
+            Arm::Experiment => &self.experiment,
+        }
+    }
+}
+
+impl TryFrom<&BenchArgs> for BenchConfig {
+    type Error = UsageError;
+
+    fn try_from(a: &BenchArgs) -> Result<BenchConfig, UsageError> {
+        let parse_all = |raw: &[String], flag: &str| -> Result<Vec<Knob>, UsageError> {
+            raw.iter().map(|k| Knob::parse_user(k, flag)).collect()
+        };
+        let common = parse_all(&a.knobs, "--knob")?;
+        let arm_knobs = |own: &[String], flag: &str| -> Result<Vec<Knob>, UsageError> {
+            let mut all = common.clone();
+            all.extend(parse_all(own, flag)?);
+            Ok(all)
+        };
+        if a.trials == 0 {
+            return Err(usage("--trials must be at least 1"));
+        }
+        if !(a.max_regression.is_finite() && a.max_regression > 0.0 && a.max_regression < 100.0) {
+            return Err(usage(format!(
+                "--max-regression {} must be a percentage between 0 and 100 (exclusive)",
+                a.max_regression
+            )));
+        }
+        if let Some(slo) = a.slo_tps {
+            if !(slo.is_finite() && slo > 0.0) {
+                return Err(usage(format!(
+                    "--slo-tps {slo} must be a positive TPS figure"
+                )));
+            }
+        }
+        Ok(BenchConfig {
+            baseline: ArmConfig {
+                arm: Arm::Baseline,
+                build_dir: a.baseline_build.clone(),
+                knobs: arm_knobs(&a.baseline_knobs, "--baseline-knob")?,
+            },
+            experiment: ArmConfig {
+                arm: Arm::Experiment,
+                build_dir: a.experiment_build.clone(),
+                knobs: arm_knobs(&a.experiment_knobs, "--experiment-knob")?,
+            },
+            engines: expand_engines(&a.engines),
+            workload: Workload::resolve(a.profile, &a.workload)?,
+            trials: a.trials,
+            workdir: a.workdir.clone(),
+            out: a.out.clone(),
+            junit: a.junit.clone(),
+            max_regression_pct: a.max_regression,
+            slo_tps: a.slo_tps,
+            allow_same: a.allow_same,
+            dry_run: a.dry_run,
+            bounds: PhaseBounds::resolve(&a.timeouts)?,
+        })
+    }
+}
+
+fn expand_engines(args: &[EngineArg]) -> Vec<Engine> {
+    let mut engines = Vec::new();
+    for arg in args {
+        let add: &[Engine] = match arg {
+            EngineArg::Redwood => &[Engine::Redwood],
+            EngineArg::Rocksdb => &[Engine::Rocksdb],
+            EngineArg::ShardedRocksdb => &[Engine::ShardedRocksdb],
+            EngineArg::All => &Engine::ALL,
+        };
+        for e in add {
+            if !engines.contains(e) {
+                engines.push(*e);
+            }
+        }
+    }
+    engines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flags::{Cli, Command};
+    use clap::Parser;
+
+    fn config(extra: &[&str]) -> Result<BenchConfig, UsageError> {
+        let mut argv = vec![
+            "xtask",
+            "bench",
+            "--baseline-build",
+            "/a",
+            "--experiment-build",
+            "/b",
+        ];
+        argv.extend_from_slice(extra);
+        let Command::Bench(args) = Cli::try_parse_from(argv).expect("flags parse").command;
+        BenchConfig::try_from(&*args)
+    }
+
+    #[test]
+    fn standard_profile_is_the_upstream_workload() {
+        let w = config(&[]).unwrap().workload;
+        assert_eq!((w.rows, w.keylen, w.vallen), (100_000, 128, 512));
+        assert_eq!(
+            (w.build_procs, w.procs, w.threads, w.async_xacts),
+            (4, 7, 4, 128)
+        );
+        assert_eq!(w.transaction, "g18ui");
+        assert_eq!(
+            (w.warmup_seconds, w.seconds, w.measured_seconds()),
+            (300, 600, 300)
+        );
+    }
+
+    #[test]
+    fn quick_profile_values_can_be_overridden_one_by_one() {
+        let w = config(&["--profile", "quick", "--procs", "3", "--seconds", "90"])
+            .unwrap()
+            .workload;
+        assert_eq!(
+            (w.profile, w.procs, w.threads, w.seconds, w.warmup_seconds),
+            ("quick", 3, 2, 90, 60)
+        );
+    }
+
+    #[test]
+    fn warmup_must_be_shorter_than_the_run() {
+        let err = config(&["--warmup-seconds", "60", "--seconds", "60"]).unwrap_err();
+        assert!(err.0.contains("includes the warmup"), "{err}");
+    }
+
+    #[test]
+    fn keylen_too_short_for_rows_is_refused_like_mako_does() {
+        let err = config(&["--rows", "100000", "--keylen", "9"]).unwrap_err();
+        assert!(err.0.contains("at least 10 bytes"), "{err}");
+        assert!(config(&["--rows", "100000", "--keylen", "10"]).is_ok());
+    }
+
+    #[test]
+    fn knobs_are_normalized_and_arm_knobs_come_after_common_ones() {
+        let c = config(&[
+            "--knob=--knob_Page-Cache_4k=1",
+            "--experiment-knob",
+            "page_cache_4k=2",
+        ])
+        .unwrap();
+        assert_eq!(c.baseline.knobs.len(), 1);
+        assert_eq!(c.baseline.knobs[0].arg(), "--knob_page_cache_4k=1");
+        let exp: Vec<String> = c.experiment.knobs.iter().map(Knob::arg).collect();
+        assert_eq!(exp, ["--knob_page_cache_4k=1", "--knob_page_cache_4k=2"]);
+    }
+
+    #[test]
+    fn malformed_knob_names_the_flag_and_the_form() {
+        let err = config(&["--baseline-knob", "page_cache_4k"]).unwrap_err();
+        assert!(err.0.contains("--baseline-knob 'page_cache_4k'"), "{err}");
+        assert!(err.0.contains("NAME=VALUE"), "{err}");
+        assert!(config(&["--knob", "bad name=1"]).is_err());
+    }
+
+    #[test]
+    fn engine_all_expands_without_duplicates() {
+        let c = config(&["--engine", "rocksdb", "--engine", "all"]).unwrap();
+        assert_eq!(
+            c.engines,
+            [Engine::Rocksdb, Engine::Redwood, Engine::ShardedRocksdb]
+        );
+        assert_eq!(c.engines[2].fdb_name(), "ssd-sharded-rocksdb");
+    }
+
+    #[test]
+    fn bad_numbers_are_usage_errors() {
+        assert!(config(&["--trials", "0"]).is_err());
+        assert!(config(&["--max-regression", "0"]).is_err());
+        assert!(config(&["--max-regression", "NaN"]).is_err());
+        assert!(config(&["--slo-tps=-5"]).is_err());
+        assert!(config(&["--timeout-configure", "0"]).is_err());
+    }
+}

@@ -1,0 +1,366 @@
+//! Execute stage: run one planned trial (fresh cluster, `mako --mode build`, `mako --mode
+//! run`, harvest, teardown), every phase bounded and timed, into a [`TrialRecord`].
+//!
+//! A trial never returns an error: whatever happens becomes the record's outcome, so the
+//! results of earlier trials and this one's artifacts are always kept.
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+    time::{Duration, Instant},
+};
+
+use anyhow::{anyhow, Context, Result};
+use serde::Serialize;
+
+use crate::{
+    analyze::MakoReport,
+    cluster::{cpu_seconds, Availability, Cluster},
+    config::{Arm, Engine, Knob, PhaseBounds, Workload},
+    fdbtree::FdbTree,
+    plan::PlannedTrial,
+    supervise::{Child, PhaseError},
+};
+
+/// A phase of a trial, each with its own time bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    /// Three fdbservers listening on their ports.
+    ClusterStart,
+    /// `configure new single <engine>`.
+    Configure,
+    /// `status json` says the database is available.
+    Available,
+    /// `mako --mode build` (loads `rows` rows).
+    MakoBuild,
+    /// `mako --mode run` (warmup + measurement window).
+    MakoRun,
+    /// Stopping every process of the trial.
+    Teardown,
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = serde_json::to_value(self).expect("phase serializes");
+        f.write_str(s.as_str().expect("phase is a string"))
+    }
+}
+
+/// How a trial ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// A complete, valid mako report.
+    Measured,
+    /// A phase passed its bound.
+    Timeout,
+    /// A crash, a failed command, or an incomplete or invalid report.
+    Error,
+    /// SIGINT/SIGTERM arrived.
+    Interrupted,
+}
+
+/// Duration of one phase, seconds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PhaseTiming {
+    pub phase: Phase,
+    pub duration_s: f64,
+}
+
+/// Everything known about one finished trial; saved as soon as the trial ends.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TrialRecord {
+    /// Position in the run order, from 1.
+    pub index: usize,
+    pub engine: Engine,
+    pub arm: Arm,
+    /// Repetition of this arm and engine, from 1.
+    pub repetition: u32,
+    pub knobs: Vec<Knob>,
+    pub outcome: Outcome,
+    /// The phase that failed or timed out.
+    pub failed_phase: Option<Phase>,
+    /// What went wrong, when the outcome is not `measured`.
+    pub error: Option<String>,
+    /// Phases in the order they ran, with their durations.
+    pub phases: Vec<PhaseTiming>,
+    /// Health when the database became available.
+    pub availability: Option<Availability>,
+    /// The run's mako report (also for a complete but invalid one).
+    pub report: Option<MakoReport>,
+    /// CPU used by the storage server over the measurement window, in cores (1.0 = one
+    /// core busy). A CPU-bound run is near 1.0: the storage server is single-threaded.
+    pub storage_cpu_cores: Option<f64>,
+    /// Artifacts of this trial, relative to the results dir.
+    pub artifacts: PathBuf,
+}
+
+/// What every trial of a run shares.
+pub struct TrialContext<'a> {
+    pub workload: &'a Workload,
+    pub bounds: &'a PhaseBounds,
+    /// This run's directory on the work dir (RAM disk).
+    pub run_workdir: &'a Path,
+    pub results_dir: &'a Path,
+}
+
+struct Failure {
+    phase: Phase,
+    error: PhaseError,
+}
+
+/// Runs one trial against `tree`. Artifacts go to `<results>/trials/<NN>-<engine>-<arm>-<rep>`.
+pub fn run_trial(ctx: &TrialContext, tree: &FdbTree, planned: &PlannedTrial) -> TrialRecord {
+    let name = format!(
+        "{:02}-{}-{}-{}",
+        planned.index, planned.engine, planned.arm, planned.repetition
+    );
+    let artifacts_rel = PathBuf::from("trials").join(&name);
+    let artifacts = ctx.results_dir.join(&artifacts_rel);
+    let work = ctx.run_workdir.join(&name);
+    let mut record = TrialRecord {
+        index: planned.index,
+        engine: planned.engine,
+        arm: planned.arm,
+        repetition: planned.repetition,
+        knobs: planned.knobs.clone(),
+        outcome: Outcome::Measured,
+        failed_phase: None,
+        error: None,
+        phases: Vec::new(),
+        availability: None,
+        report: None,
+        storage_cpu_cores: None,
+        artifacts: artifacts_rel,
+    };
+    let mut cluster = None;
+    let mut result = std::fs::create_dir_all(&artifacts)
+        .and_then(|()| std::fs::create_dir_all(&work))
+        .with_context(|| {
+            format!(
+                "cannot create {} and {}",
+                artifacts.display(),
+                work.display()
+            )
+        })
+        .map_err(|e| Failure {
+            phase: Phase::ClusterStart,
+            error: e.into(),
+        })
+        .and_then(|()| {
+            run_phases(
+                ctx,
+                tree,
+                planned,
+                &work,
+                &artifacts,
+                &mut cluster,
+                &mut record,
+            )
+        });
+    if let Some(mut c) = cluster {
+        let started = Instant::now();
+        let stopped = c.stop(ctx.bounds.teardown);
+        record.phases.push(PhaseTiming {
+            phase: Phase::Teardown,
+            duration_s: started.elapsed().as_secs_f64(),
+        });
+        if let Err(e) = c.harvest() {
+            tracing::warn!("trial {name}: trace files not kept: {e:#}");
+        }
+        if let (Ok(()), Err(error)) = (&result, stopped) {
+            result = Err(Failure {
+                phase: Phase::Teardown,
+                error,
+            });
+        }
+    }
+    // The data is wiped only now, after the artifacts were copied off the RAM disk.
+    if let Err(e) = std::fs::remove_dir_all(&work) {
+        tracing::warn!("cannot wipe {}: {e}", work.display());
+    }
+    if let Err(Failure { phase, error }) = result {
+        record.outcome = match error {
+            PhaseError::Timeout(_) => Outcome::Timeout,
+            PhaseError::Interrupted => Outcome::Interrupted,
+            PhaseError::Failed(_) => Outcome::Error,
+        };
+        record.failed_phase = Some(phase);
+        record.error = Some(format!("{phase}: {error}"));
+    }
+    record
+}
+
+fn run_phases(
+    ctx: &TrialContext,
+    tree: &FdbTree,
+    planned: &PlannedTrial,
+    work: &Path,
+    artifacts: &Path,
+    cluster: &mut Option<Cluster>,
+    record: &mut TrialRecord,
+) -> Result<(), Failure> {
+    let b = ctx.bounds;
+    let c = timed(record, Phase::ClusterStart, || {
+        Cluster::start(tree, work, artifacts, &planned.knobs, b.cluster_start)
+    })?;
+    let c = cluster.insert(c);
+    timed(record, Phase::Configure, || {
+        c.configure(planned.engine, b.configure)
+    })?;
+    record.availability = Some(timed(record, Phase::Available, || {
+        c.wait_available(b.available)
+    })?);
+    timed(record, Phase::MakoBuild, || {
+        mako_build(ctx, tree, c, work, artifacts)
+    })?;
+    let (report, cpu) = timed(record, Phase::MakoRun, || {
+        mako_run(ctx, tree, c, work, artifacts)
+    })?;
+    record.storage_cpu_cores = cpu;
+    let validity = report.validity();
+    record.report = Some(report);
+    validity.map_err(|e| Failure {
+        phase: Phase::MakoRun,
+        error: anyhow!(e).into(),
+    })
+}
+
+/// Runs `f` as `phase`, recording its duration whatever the result.
+fn timed<T>(
+    record: &mut TrialRecord,
+    phase: Phase,
+    f: impl FnOnce() -> Result<T, PhaseError>,
+) -> Result<T, Failure> {
+    let started = Instant::now();
+    let result = f();
+    record.phases.push(PhaseTiming {
+        phase,
+        duration_s: started.elapsed().as_secs_f64(),
+    });
+    result.map_err(|error| Failure { phase, error })
+}
+
+/// A mako command with the environment mako needs: it links `libfdb_c.so` without an
+/// rpath, and `LD_BIND_NOW` makes a missing symbol fail at start, not mid-run.
+fn mako_command(tree: &FdbTree, cluster: &Cluster, work: &Path) -> Command {
+    let mut cmd = Command::new(&tree.mako);
+    cmd.env("LD_LIBRARY_PATH", &tree.lib_dir)
+        .env("LD_BIND_NOW", "1")
+        .current_dir(work)
+        .arg("--cluster")
+        .arg(&cluster.cluster_file);
+    cmd
+}
+
+fn mako_build(
+    ctx: &TrialContext,
+    tree: &FdbTree,
+    cluster: &Cluster,
+    work: &Path,
+    artifacts: &Path,
+) -> Result<(), PhaseError> {
+    let w = ctx.workload;
+    let mut cmd = mako_command(tree, cluster, work);
+    cmd.args(["--mode", "build"])
+        .args(["--rows", &w.rows.to_string()])
+        .args(["-p", &w.build_procs.to_string()])
+        .args(["--keylen", &w.keylen.to_string()])
+        .args(["--vallen", &w.vallen.to_string()]);
+    let (out, err) = (
+        artifacts.join("mako-build.txt"),
+        artifacts.join("mako-build.err"),
+    );
+    let mut child = Child::spawn("mako --mode build", cmd, &out, &err)?;
+    let bound = ctx.bounds.mako_build;
+    let status = child.wait_until(Instant::now() + bound, bound, || cluster.check_alive())?;
+    let text = std::fs::read_to_string(&out).unwrap_or_default();
+    // mako aborts in _dl_fini after its report, so the exit status says little: a
+    // complete report is success.
+    let summary = crate::analyze::TextSummary::parse(&text).map_err(|e| {
+        anyhow!(
+            "mako --mode build ended ({status}) without a complete report: {e:#}; see {}",
+            out.display()
+        )
+    })?;
+    if summary.total_errors > 0 || summary.total_timeouts > 0 {
+        return Err(anyhow!(
+            "mako --mode build counted {} errors and {} timeouts: the data set is incomplete; see {}",
+            summary.total_errors,
+            summary.total_timeouts,
+            out.display()
+        )
+        .into());
+    }
+    Ok(())
+}
+
+fn mako_run(
+    ctx: &TrialContext,
+    tree: &FdbTree,
+    cluster: &Cluster,
+    work: &Path,
+    artifacts: &Path,
+) -> Result<(MakoReport, Option<f64>), PhaseError> {
+    let w = ctx.workload;
+    let (out, err) = (
+        artifacts.join("mako-run.txt"),
+        artifacts.join("mako-run.err"),
+    );
+    let json = artifacts.join("mako.json");
+    let mut cmd = mako_command(tree, cluster, work);
+    cmd.args(["--mode", "run"])
+        .args(["--rows", &w.rows.to_string()])
+        .args(["-p", &w.procs.to_string()])
+        .args(["-t", &w.threads.to_string()])
+        .args(["--async_xacts", &w.async_xacts.to_string()])
+        .args(["--keylen", &w.keylen.to_string()])
+        .args(["--vallen", &w.vallen.to_string()])
+        .args(["-x", &w.transaction])
+        .args(["--warmup_seconds", &w.warmup_seconds.to_string()])
+        .args(["--seconds", &w.seconds.to_string()])
+        .arg("--json_report")
+        .arg(&json)
+        .arg("--stats_export_path")
+        .arg(artifacts.join("mako-sketch.json"));
+    let started = Instant::now();
+    let mut child = Child::spawn("mako --mode run", cmd, &out, &err)?;
+    let bound = Duration::from_secs(w.seconds) + ctx.bounds.mako_run_grace;
+    // Storage CPU over the measurement window: one sample when the warmup ends, one when
+    // mako exits. Two /proc reads per trial cost nothing measurable.
+    let storage = cluster.storage_pid();
+    let warmup = Duration::from_secs(w.warmup_seconds);
+    let mut at_warmup_end: Option<(Instant, f64)> = None;
+    let status = child.wait_until(started + bound, bound, || {
+        if at_warmup_end.is_none() && started.elapsed() >= warmup {
+            at_warmup_end = cpu_seconds(storage).map(|cpu| (Instant::now(), cpu));
+        }
+        cluster.check_alive()
+    })?;
+    let cpu_cores = at_warmup_end.and_then(|(t0, cpu0)| {
+        let wall = t0.elapsed().as_secs_f64();
+        let cpu = cpu_seconds(storage)?;
+        (wall > 0.0).then(|| (cpu - cpu0) / wall)
+    });
+    let read = |p: &Path| {
+        std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))
+    };
+    let report = (|| -> Result<MakoReport> {
+        let text = read(&out)?;
+        let json_text = read(&json)?;
+        MakoReport::parse(
+            &text,
+            &out.display().to_string(),
+            &json_text,
+            &json.display().to_string(),
+        )
+    })()
+    .map_err(|e| {
+        anyhow!(
+            "mako --mode run ended ({status}) without a usable report: {e:#}; stderr: {}",
+            crate::supervise::tail(&err, 5)
+        )
+    })?;
+    Ok((report, cpu_cores))
+}

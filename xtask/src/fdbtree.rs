@@ -1,0 +1,149 @@
+//! Build stage (prebuilt trees): check an FDB build tree and read its source version.
+//!
+//! A tree from `cmake -G Ninja -DBUILD_MAKO=ON` + `ninja fdbserver fdbcli mako fdb_c`
+//! has `bin/fdbserver`, `bin/fdbcli`, `bin/mako` and `lib/libfdb_c.so`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+use xshell::{cmd, Shell};
+
+/// Paths of the programs of one FDB build tree, all checked to exist.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FdbTree {
+    /// The build directory itself (absolute).
+    pub root: PathBuf,
+    pub fdbserver: PathBuf,
+    pub fdbcli: PathBuf,
+    pub mako: PathBuf,
+    /// Directory holding `libfdb_c.so`: mako's `LD_LIBRARY_PATH` (mako has no rpath).
+    pub lib_dir: PathBuf,
+}
+
+impl FdbTree {
+    /// Checks that `root` holds every file the gate runs. A missing file is an error that
+    /// names it and how to build it.
+    pub fn open(root: &Path) -> Result<FdbTree> {
+        let root = std::fs::canonicalize(root)
+            .with_context(|| format!("FDB build tree {} does not exist", root.display()))?;
+        let need = |rel: &str, target: &str, extra: &str| -> Result<PathBuf> {
+            let path = root.join(rel);
+            if path.is_file() {
+                return Ok(path);
+            }
+            bail!(
+                "{} is missing from FDB build tree {}: build it with \
+                 `ninja -C {} {target}`{extra}",
+                rel,
+                root.display(),
+                root.display()
+            )
+        };
+        Ok(FdbTree {
+            fdbserver: need("bin/fdbserver", "fdbserver", "")?,
+            fdbcli: need("bin/fdbcli", "fdbcli", "")?,
+            mako: need(
+                "bin/mako",
+                "mako",
+                " after configuring with -DBUILD_MAKO=ON (mako is not built by default)",
+            )?,
+            lib_dir: need("lib/libfdb_c.so", "fdb_c", "")?
+                .parent()
+                .expect("lib/libfdb_c.so has a parent")
+                .to_path_buf(),
+            root,
+        })
+    }
+
+    /// Runs `fdbserver --version` and parses it.
+    pub fn version(&self, sh: &Shell) -> Result<FdbVersion> {
+        let fdbserver = &self.fdbserver;
+        let text = cmd!(sh, "{fdbserver} --version")
+            .read()
+            .with_context(|| format!("cannot run `{} --version`", fdbserver.display()))?;
+        FdbVersion::parse(&text)
+            .with_context(|| format!("unexpected `{} --version` output", fdbserver.display()))
+    }
+}
+
+/// What `fdbserver --version` prints (`fdbserver/fdbserver.actor.cpp`, `printVersion`):
+///
+/// ```text
+/// FoundationDB 8.0 (v8.0.0)
+/// source version c0c44752df676e4a2d532b5cdb4bf96728a30b78
+/// protocol fdb00b080000000
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FdbVersion {
+    /// First line, e.g. `FoundationDB 8.0 (v8.0.0)`.
+    pub release: String,
+    /// Git commit the binary was built from: two arms with the same one (and the same
+    /// knobs) are not an A/B.
+    pub source_version: String,
+    /// Protocol version, e.g. `fdb00b080000000`.
+    pub protocol: String,
+}
+
+impl FdbVersion {
+    pub fn parse(text: &str) -> Result<FdbVersion> {
+        let release = text.lines().next().unwrap_or("").trim().to_string();
+        let field = |key: &str| -> Result<String> {
+            text.lines()
+                .find_map(|l| l.trim().strip_prefix(key))
+                .map(|v| v.trim().to_string())
+                .with_context(|| format!("no '{key}' line in:\n{text}"))
+        };
+        if !release.starts_with("FoundationDB") {
+            bail!("first line is not 'FoundationDB <version>' in:\n{text}");
+        }
+        Ok(FdbVersion {
+            release,
+            source_version: field("source version ")?,
+            protocol: field("protocol ")?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIXTURE: &str = include_str!("../testdata/fdbserver-version.txt");
+
+    #[test]
+    fn parses_real_fdbserver_version() {
+        let v = FdbVersion::parse(FIXTURE).unwrap();
+        assert_eq!(v.release, "FoundationDB 8.0 (v8.0.0)");
+        assert_eq!(v.source_version, "c0c44752df676e4a2d532b5cdb4bf96728a30b78");
+        assert_eq!(v.protocol, "fdb00b080000000");
+    }
+
+    #[test]
+    fn rejects_other_programs_output() {
+        assert!(FdbVersion::parse("mako 1.0\n").is_err());
+        assert!(FdbVersion::parse("FoundationDB 8.0\nprotocol x\n").is_err());
+    }
+
+    #[test]
+    fn missing_mako_names_the_file_and_the_cmake_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        for f in ["bin/fdbserver", "bin/fdbcli", "lib/libfdb_c.so"] {
+            let p = dir.path().join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "").unwrap();
+        }
+        let err = format!("{:#}", FdbTree::open(dir.path()).unwrap_err());
+        assert!(err.contains("bin/mako is missing"), "{err}");
+        assert!(err.contains("-DBUILD_MAKO=ON"), "{err}");
+    }
+
+    #[test]
+    fn missing_tree_is_named() {
+        let err = format!(
+            "{:#}",
+            FdbTree::open(Path::new("/nonexistent/fdb")).unwrap_err()
+        );
+        assert!(err.contains("/nonexistent/fdb does not exist"), "{err}");
+    }
+}

@@ -1,0 +1,205 @@
+//! Command-line flags (clap). The first stage of the pipeline: raw, unchecked input.
+//!
+//! Nothing here is validated beyond what clap parses; `config` turns [`BenchArgs`] into a
+//! checked [`crate::config::BenchConfig`], and no later stage sees these structs.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Exit codes, shown in `--help` and the README; `main` is the only place that maps to them.
+pub const EXIT_CODES: &str = "\
+Exit status:
+  0   every engine MEASURED (no regression, no SLO violation)
+  1   a REGRESSION or SLO-VIOLATION
+  2   a TIMEOUT, an infrastructure error (crash, missing binary, invalid report) or an interrupt
+  64  usage error (bad flag or flag value)";
+
+/// perfgate: A/B throughput gate for FoundationDB, built on mako.
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask", version, after_help = EXIT_CODES)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run mako against a baseline and an experiment FDB build tree, back to back on a RAM
+    /// disk, and judge the experiment's TPS.
+    #[command(after_help = EXIT_CODES)]
+    Bench(Box<BenchArgs>),
+}
+
+/// Storage engine as named on the command line; `all` expands to every engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EngineArg {
+    /// `ssd-redwood-1`
+    Redwood,
+    /// `ssd-rocksdb-v1` (the build must have RocksDB compiled in)
+    Rocksdb,
+    /// `ssd-sharded-rocksdb` (the build must have RocksDB compiled in)
+    ShardedRocksdb,
+    /// every engine above
+    All,
+}
+
+/// Named workload profile; every value it sets can be overridden by its own flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProfileArg {
+    /// The upstream `contrib/mako_storage_bench.sh` workload: rows 100000, build -p 4,
+    /// run -p 7 -t 4 --async_xacts 128, 300 s warmup, 600 s run.
+    Standard,
+    /// For a small host (2-4 cores): run -p 2 -t 2 --async_xacts 64, 60 s warmup, 120 s run.
+    Quick,
+}
+
+/// Flags of `cargo xtask bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// FDB build tree of the baseline arm (A): holds bin/fdbserver, bin/fdbcli, bin/mako and
+    /// lib/libfdb_c.so (cmake -DBUILD_MAKO=ON).
+    #[arg(long, value_name = "DIR")]
+    pub baseline_build: PathBuf,
+
+    /// FDB build tree of the experiment arm (B); may be the same tree as the baseline for a
+    /// knob A/B (then give --baseline-knob/--experiment-knob) or an A/A (--allow-same).
+    #[arg(long, value_name = "DIR")]
+    pub experiment_build: PathBuf,
+
+    /// Storage engine to benchmark; repeat for several.
+    #[arg(
+        long = "engine",
+        value_enum,
+        default_value = "redwood",
+        value_name = "ENGINE"
+    )]
+    pub engines: Vec<EngineArg>,
+
+    /// Workload profile.
+    #[arg(long, value_enum, default_value = "standard")]
+    pub profile: ProfileArg,
+
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+
+    /// Trials per arm and engine; arms run back to back in the order A B B A A B ...
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub trials: u32,
+
+    /// Work directory for the cluster's data; should be a RAM disk (tmpfs). Default:
+    /// /mnt/ram when writable, else the tmpfs mount with the most free space.
+    #[arg(long, env = "WORKDIR", value_name = "PATH")]
+    pub workdir: Option<PathBuf>,
+
+    /// fdbserver knob for both arms, as NAME=VALUE (the `knob_` prefix is optional).
+    #[arg(long = "knob", value_name = "NAME=VALUE")]
+    pub knobs: Vec<String>,
+
+    /// fdbserver knob for the baseline arm only (after --knob, so it overrides it).
+    #[arg(long = "baseline-knob", value_name = "NAME=VALUE")]
+    pub baseline_knobs: Vec<String>,
+
+    /// fdbserver knob for the experiment arm only (after --knob, so it overrides it).
+    #[arg(long = "experiment-knob", value_name = "NAME=VALUE")]
+    pub experiment_knobs: Vec<String>,
+
+    /// Results directory. Default: <cargo target dir>/perfgate/<UTC time>-<pid>.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    /// Also write the JUnit XML here (it is always written to <out>/junit.xml).
+    #[arg(long, value_name = "PATH")]
+    pub junit: Option<PathBuf>,
+
+    /// REGRESSION when the experiment's mean TPS is more than PCT percent below the
+    /// baseline's.
+    #[arg(long, default_value_t = 2.0, value_name = "PCT")]
+    pub max_regression: f64,
+
+    /// SLO-VIOLATION when the experiment's mean TPS is below this floor (TPS).
+    #[arg(long, value_name = "TPS")]
+    pub slo_tps: Option<f64>,
+
+    /// Accept two arms with the same source version and the same knobs (an A/A run, e.g.
+    /// to measure this host's noise).
+    #[arg(long)]
+    pub allow_same: bool,
+
+    /// Print the plan (trial order, command lines' knobs, work dir) and exit.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    #[command(flatten)]
+    pub timeouts: TimeoutArgs,
+}
+
+/// mako workload overrides; unset values come from the profile.
+#[derive(Debug, Args)]
+pub struct WorkloadArgs {
+    /// Rows loaded by `mako --mode build` (mako --rows).
+    #[arg(long)]
+    pub rows: Option<u64>,
+    /// Key length in bytes (mako --keylen).
+    #[arg(long)]
+    pub keylen: Option<u32>,
+    /// Value length in bytes (mako --vallen).
+    #[arg(long)]
+    pub vallen: Option<u32>,
+    /// Transaction spec (mako -x), e.g. g18ui: 18 gets, one update, one insert.
+    #[arg(long, value_name = "SPEC")]
+    pub transaction: Option<String>,
+    /// Client processes of `mako --mode build` (mako -p).
+    #[arg(long, value_name = "N")]
+    pub build_procs: Option<u32>,
+    /// Client processes of `mako --mode run` (mako -p).
+    #[arg(long, value_name = "N")]
+    pub procs: Option<u32>,
+    /// Worker threads per client process of `mako --mode run` (mako -t).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<u32>,
+    /// Concurrent transactions per thread of `mako --mode run` (mako --async_xacts).
+    #[arg(long, value_name = "N")]
+    pub async_xacts: Option<u32>,
+    /// Warmup in seconds, excluded from TPS (mako --warmup_seconds).
+    #[arg(long, value_name = "SECONDS")]
+    pub warmup_seconds: Option<u64>,
+    /// Whole run in seconds, warmup included (mako --seconds); the measurement window is
+    /// --seconds minus --warmup-seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub seconds: Option<u64>,
+}
+
+/// Time bounds of the phases of a trial, in seconds. Passing one ends the trial as TIMEOUT.
+#[derive(Debug, Args)]
+pub struct TimeoutArgs {
+    /// Bound for the three fdbservers to listen on their ports.
+    #[arg(long, default_value_t = 60, value_name = "SECONDS")]
+    pub timeout_cluster_start: u64,
+    /// Bound for `fdbcli --exec "configure new single <engine>"`.
+    #[arg(long, default_value_t = 120, value_name = "SECONDS")]
+    pub timeout_configure: u64,
+    /// Bound for `status json` to report the database available.
+    #[arg(long, default_value_t = 120, value_name = "SECONDS")]
+    pub timeout_available: u64,
+    /// Bound for `mako --mode build`.
+    #[arg(long, default_value_t = 900, value_name = "SECONDS")]
+    pub timeout_mako_build: u64,
+    /// Bound for `mako --mode run` beyond its --seconds.
+    #[arg(long, default_value_t = 120, value_name = "SECONDS")]
+    pub timeout_mako_run_grace: u64,
+    /// Bound for stopping every process of the trial.
+    #[arg(long, default_value_t = 30, value_name = "SECONDS")]
+    pub timeout_teardown: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

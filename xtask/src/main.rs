@@ -1,0 +1,56 @@
+//! perfgate: a throughput regression gate for FoundationDB, run as `cargo xtask`.
+//!
+//! Pipeline (one module per stage): flags -> config -> plan (workdir, fdbtree) -> execute
+//! (cluster, supervise) -> analyze -> judge -> report; `bench` wires them together.
+
+mod analyze;
+mod bench;
+mod cluster;
+mod config;
+mod execute;
+mod fdbtree;
+mod flags;
+mod judge;
+mod plan;
+mod report;
+mod supervise;
+mod workdir;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// Exit status for bad flags or flag values (BSD `EX_USAGE`), apart from 2 (TIMEOUT/error).
+const EXIT_USAGE: u8 = 64;
+
+fn main() -> ExitCode {
+    let cli = match flags::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { EXIT_USAGE } else { 0 });
+        }
+    };
+    if let Err(e) = supervise::install_interrupt_handler() {
+        eprintln!("error: {e:#}");
+        return ExitCode::from(2);
+    }
+    let sh = match xshell::Shell::new() {
+        Ok(sh) => sh,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = match &cli.command {
+        flags::Command::Bench(args) => bench::run(&sh, args),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code as u8),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            let usage = e.downcast_ref::<config::UsageError>().is_some();
+            ExitCode::from(if usage { EXIT_USAGE } else { 2 })
+        }
+    }
+}

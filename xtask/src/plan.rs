@@ -1,0 +1,273 @@
+//! Plan stage: config + checked build trees + work dir -> the list of trials to run.
+//!
+//! Pure except for nothing: the inputs were read by their own stages, so a plan can be
+//! printed (`--dry-run`) and tested without running anything.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::{
+    config::{Arm, BenchConfig, Engine, Knob, UsageError},
+    fdbtree::{FdbTree, FdbVersion},
+    workdir::Workdir,
+};
+
+/// One arm's build tree and what it says it is.
+#[derive(Debug, Clone, Serialize)]
+pub struct ArmPlan {
+    pub arm: Arm,
+    pub tree: FdbTree,
+    pub version: FdbVersion,
+}
+
+/// One trial: a fresh cluster, `mako --mode build`, `mako --mode run`, teardown.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlannedTrial {
+    /// Position in the run order, from 1.
+    pub index: usize,
+    pub engine: Engine,
+    pub arm: Arm,
+    /// Which repetition of this arm and engine, from 1.
+    pub repetition: u32,
+    /// fdbserver knobs, in command-line order, no name twice.
+    pub knobs: Vec<Knob>,
+}
+
+/// Everything execute needs.
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    pub config: BenchConfig,
+    pub workdir: Workdir,
+    pub baseline: ArmPlan,
+    pub experiment: ArmPlan,
+    pub trials: Vec<PlannedTrial>,
+    /// Things the user must see before trusting the numbers (e.g. a disk-backed work dir).
+    pub warnings: Vec<String>,
+}
+
+impl Plan {
+    /// Builds the plan; refuses an A/B whose arms cannot differ (same source version and
+    /// same knobs) unless `--allow-same`.
+    pub fn new(
+        config: BenchConfig,
+        workdir: Workdir,
+        baseline: ArmPlan,
+        experiment: ArmPlan,
+    ) -> Result<Plan, UsageError> {
+        let mut trials = Vec::new();
+        for &engine in &config.engines {
+            for (repetition, arm) in arm_order(config.trials) {
+                trials.push(PlannedTrial {
+                    index: trials.len() + 1,
+                    engine,
+                    arm,
+                    repetition,
+                    knobs: effective_knobs(&config.arm(arm).knobs, engine, workdir.tmpfs),
+                });
+            }
+        }
+        let same_knobs = config.engines.iter().all(|&e| {
+            let k = |arm| effective_knobs(&config.arm(arm).knobs, e, workdir.tmpfs);
+            k(Arm::Baseline) == k(Arm::Experiment)
+        });
+        if baseline.version.source_version == experiment.version.source_version
+            && same_knobs
+            && !config.allow_same
+        {
+            return Err(UsageError(format!(
+                "baseline and experiment are the same FDB source version ({}) with the same \
+                 knobs, so this would be an A/A run, not an A/B; give the arms different \
+                 builds or --baseline-knob/--experiment-knob, or pass --allow-same to measure \
+                 noise on purpose",
+                baseline.version.source_version
+            )));
+        }
+        let mut warnings = Vec::new();
+        if !workdir.tmpfs {
+            warnings.push(format!(
+                "WORK DIR {} IS NOT A RAM DISK (statfs type {}): TPS will be bound by disk \
+                 fsync latency, not by the storage server's CPU; use --workdir on a tmpfs",
+                workdir.path.display(),
+                workdir.fs_type
+            ));
+        }
+        Ok(Plan {
+            config,
+            workdir,
+            baseline,
+            experiment,
+            trials,
+            warnings,
+        })
+    }
+
+    pub fn arm(&self, arm: Arm) -> &ArmPlan {
+        match arm {
+            Arm::Baseline => &self.baseline,
+            Arm::Experiment => &self.experiment,
+        }
+    }
+
+    /// Human-readable plan for `--dry-run` and the run log.
+    pub fn render(&self) -> String {
+        let w = &self.config.workload;
+        let mut s = String::new();
+        for a in [&self.baseline, &self.experiment] {
+            let _ = writeln!(
+                s,
+                "{:<10} {} ({}, source version {})",
+                a.arm.to_string(),
+                a.tree.root.display(),
+                a.version.release,
+                a.version.source_version
+            );
+        }
+        let _ = writeln!(
+            s,
+            "work dir   {} ({}, {} free, chosen by {})",
+            self.workdir.path.display(),
+            if self.workdir.tmpfs {
+                "tmpfs"
+            } else {
+                "NOT tmpfs"
+            },
+            human_bytes(self.workdir.free_bytes),
+            self.workdir.chosen_by
+        );
+        let _ = writeln!(
+            s,
+            "workload   {}: rows {} keylen {} vallen {} -x {}; build -p {}; run -p {} -t {} \
+             --async_xacts {}; warmup {} s of {} s (measured {} s)",
+            w.profile,
+            w.rows,
+            w.keylen,
+            w.vallen,
+            w.transaction,
+            w.build_procs,
+            w.procs,
+            w.threads,
+            w.async_xacts,
+            w.warmup_seconds,
+            w.seconds,
+            w.measured_seconds()
+        );
+        let _ = writeln!(s, "trials     {} in this order:", self.trials.len());
+        for t in &self.trials {
+            let knobs: Vec<String> = t.knobs.iter().map(Knob::arg).collect();
+            let _ = writeln!(
+                s,
+                "  {:>3}. {} {:<15} {:<10} #{}  {}",
+                t.index,
+                t.arm.letter(),
+                t.engine.to_string(),
+                t.arm.to_string(),
+                t.repetition,
+                knobs.join(" ")
+            );
+        }
+        for warning in &self.warnings {
+            let _ = writeln!(s, "WARNING: {warning}");
+        }
+        s
+    }
+}
+
+/// Arms in interleaved order A B B A A B B A ...: each pair of trials runs both arms back
+/// to back, and swapping the order every other pair cancels a linear drift of the host.
+pub fn arm_order(trials: u32) -> Vec<(u32, Arm)> {
+    (1..=trials)
+        .flat_map(|rep| {
+            let pair = if rep % 2 == 1 {
+                [Arm::Baseline, Arm::Experiment]
+            } else {
+                [Arm::Experiment, Arm::Baseline]
+            };
+            pair.map(|arm| (rep, arm))
+        })
+        .collect()
+}
+
+/// The knobs a trial's fdbservers get: on tmpfs the ones it needs, then the user's (which
+/// win over them and over earlier user knobs of the same name).
+///
+/// tmpfs rejects `O_DIRECT`: FDB's kernel AIO path opens data files with it
+/// (`fdbrpc/AsyncFileKAIO.actor.h`), so `disable_posix_kernel_aio=1` is needed, and
+/// RocksDB's direct reads and flush/compaction writes must be off
+/// (`fdbserver/RocksDBKnobs`/`ServerKnobs.cpp`: `ROCKSDB_USE_DIRECT_READS`,
+/// `ROCKSDB_USE_DIRECT_IO_FLUSH_COMPACTION`).
+pub fn effective_knobs(user: &[Knob], engine: Engine, tmpfs: bool) -> Vec<Knob> {
+    let mut knobs: Vec<Knob> = Vec::new();
+    if tmpfs {
+        knobs.push(Knob::auto("disable_posix_kernel_aio", "1"));
+        if engine.is_rocksdb() {
+            knobs.push(Knob::auto("rocksdb_use_direct_reads", "false"));
+            knobs.push(Knob::auto(
+                "rocksdb_use_direct_io_flush_compaction",
+                "false",
+            ));
+        }
+    }
+    for k in user {
+        knobs.retain(|old| old.name != k.name);
+        knobs.push(k.clone());
+    }
+    knobs
+}
+
+fn human_bytes(b: u64) -> String {
+    format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::KnobSource;
+
+    #[test]
+    fn arms_alternate_in_abba_blocks() {
+        let letters: String = arm_order(3).iter().map(|(_, a)| a.letter()).collect();
+        assert_eq!(letters, "ABBAAB");
+        let reps: Vec<u32> = arm_order(2).iter().map(|(r, _)| *r).collect();
+        assert_eq!(reps, [1, 1, 2, 2]);
+    }
+
+    fn names(k: &[Knob]) -> Vec<String> {
+        k.iter().map(Knob::arg).collect()
+    }
+
+    #[test]
+    fn tmpfs_adds_the_aio_knob_and_rocksdb_the_direct_io_knobs() {
+        assert_eq!(
+            names(&effective_knobs(&[], Engine::Redwood, true)),
+            ["--knob_disable_posix_kernel_aio=1"]
+        );
+        assert_eq!(
+            names(&effective_knobs(&[], Engine::ShardedRocksdb, true)),
+            [
+                "--knob_disable_posix_kernel_aio=1",
+                "--knob_rocksdb_use_direct_reads=false",
+                "--knob_rocksdb_use_direct_io_flush_compaction=false"
+            ]
+        );
+        assert!(effective_knobs(&[], Engine::Rocksdb, false).is_empty());
+    }
+
+    #[test]
+    fn a_user_knob_replaces_the_automatic_one_of_the_same_name() {
+        let user = [
+            Knob::parse_user("disable_posix_kernel_aio=0", "--knob").unwrap(),
+            Knob::parse_user("page_cache_4k=1", "--knob").unwrap(),
+            Knob::parse_user("page_cache_4k=2", "--knob").unwrap(),
+        ];
+        let k = effective_knobs(&user, Engine::Redwood, true);
+        assert_eq!(
+            names(&k),
+            [
+                "--knob_disable_posix_kernel_aio=0",
+                "--knob_page_cache_4k=2"
+            ]
+        );
+        assert!(k.iter().all(|k| k.source == KnobSource::User));
+    }
+}

@@ -1,0 +1,335 @@
+//! Report stage: judgements and trial records -> `summary.json`, `results.tsv`,
+//! `junit.xml` and the terminal table.
+//!
+//! Each format is a pure function returning a `String` (golden-tested); `bench` writes
+//! the files. JUnit is written with quick-junit, not junit-report: junit-report 0.9.1 has
+//! no `<properties>` and puts text in CDATA unescaped, so an ESC byte or `]]>` from a mako
+//! or fdbserver log makes the file ill-formed XML; quick-junit escapes both and writes
+//! properties.
+
+use std::fmt::Write as _;
+
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
+use serde::Serialize;
+
+use crate::{
+    execute::TrialRecord,
+    judge::{exit_code, Judgement, Verdict},
+};
+
+/// `summary.json`: the verdicts and the numbers behind them.
+#[derive(Debug, Serialize)]
+pub struct Summary<'a> {
+    /// The run's exit status (0, 1, 2).
+    pub exit_code: i32,
+    /// Whether SIGINT/SIGTERM cut the run short.
+    pub interrupted: bool,
+    pub judgements: &'a [Judgement],
+}
+
+pub fn summary_json(judgements: &[Judgement], interrupted: bool) -> String {
+    let exit = if interrupted {
+        2
+    } else {
+        exit_code(judgements)
+    };
+    let s = Summary {
+        exit_code: exit,
+        interrupted,
+        judgements,
+    };
+    serde_json::to_string_pretty(&s).expect("summary serializes") + "\n"
+}
+
+/// `results.tsv`: one line per trial, for spreadsheets and `awk`.
+pub fn results_tsv(trials: &[TrialRecord]) -> String {
+    let mut s = String::from(
+        "index\tengine\tarm\trepetition\toutcome\ttps\toverall_tps\tmeasured_s\ttotal_xacts\t\
+         txn_latency_us_p50\ttxn_latency_us_p99\tstorage_cpu_cores\tfailed_phase\terror\n",
+    );
+    let opt =
+        |v: Option<f64>, digits: usize| v.map(|v| format!("{v:.digits$}")).unwrap_or_default();
+    for t in trials {
+        let r = t.report.as_ref();
+        let txn = r.and_then(|r| r.latency_us.get("TRANSACTION"));
+        let _ = writeln!(
+            s,
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+            t.index,
+            t.engine,
+            t.arm,
+            t.repetition,
+            serde_json::to_value(t.outcome)
+                .expect("outcome")
+                .as_str()
+                .unwrap_or(""),
+            opt(r.map(|r| r.tps), 2),
+            r.map(|r| r.overall_tps.to_string()).unwrap_or_default(),
+            opt(r.map(|r| r.measured_duration_s), 3),
+            r.map(|r| r.total_xacts.to_string()).unwrap_or_default(),
+            opt(txn.map(|l| l.p50), 0),
+            opt(txn.map(|l| l.p99), 0),
+            opt(t.storage_cpu_cores, 3),
+            t.failed_phase.map(|p| p.to_string()).unwrap_or_default(),
+            t.error.as_deref().unwrap_or("").replace(['\t', '\n'], " "),
+        );
+    }
+    s
+}
+
+/// Numbers of a judgement as `(name, value)` pairs: JUnit properties, failure text and
+/// system-out all use them, since some CI systems ignore properties.
+fn numbers(j: &Judgement) -> Vec<(String, String)> {
+    let mut v = vec![("verdict".to_string(), j.verdict.to_string())];
+    let mut push = |k: &str, x: Option<f64>, digits: usize| {
+        if let Some(x) = x {
+            v.push((k.to_string(), format!("{x:.digits$}")));
+        }
+    };
+    for (arm, s) in [("baseline", &j.baseline), ("experiment", &j.experiment)] {
+        push(
+            &format!("{arm}_tps_mean"),
+            s.as_ref().map(|s| s.tps_mean),
+            2,
+        );
+        push(
+            &format!("{arm}_tps_cv_pct"),
+            s.as_ref().and_then(|s| s.tps_cv_pct),
+            2,
+        );
+        push(
+            &format!("{arm}_trials"),
+            s.as_ref().map(|s| s.tps.len() as f64),
+            0,
+        );
+        push(
+            &format!("{arm}_storage_cpu_cores"),
+            s.as_ref().and_then(|s| s.storage_cpu_cores_mean),
+            3,
+        );
+    }
+    push("tps_delta_pct", j.tps_delta_pct, 2);
+    push("max_regression_pct", Some(j.criteria.max_regression_pct), 2);
+    push("slo_tps", j.criteria.slo_tps, 1);
+    v
+}
+
+/// `junit.xml`: one test suite per engine, one test case per gated metric. REGRESSION and
+/// SLO-VIOLATION are `<failure>`, TIMEOUT and ERROR are `<error>`; the verdict is the
+/// failure's type.
+pub fn junit(judgements: &[Judgement], table: &str) -> String {
+    let mut report = Report::new("perfgate");
+    for j in judgements {
+        let text: Vec<String> = numbers(j).iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let mut status = match j.verdict {
+            Verdict::Measured => TestCaseStatus::success(),
+            Verdict::Regression | Verdict::SloViolation => {
+                TestCaseStatus::non_success(NonSuccessKind::Failure)
+            }
+            Verdict::Timeout | Verdict::Error => TestCaseStatus::non_success(NonSuccessKind::Error),
+        };
+        if j.verdict != Verdict::Measured {
+            status.set_type(j.verdict.to_string());
+            status.set_message(format!("{}: {}", j.verdict, j.reason));
+            status.set_description(text.join("\n"));
+        }
+        let mut case = TestCase::new(j.metric, status);
+        case.set_classname(format!("perfgate.{}", j.engine));
+        case.add_properties(numbers(j).into_iter().map(|(k, v)| Property::new(k, v)));
+        case.set_system_out(format!(
+            "{}: {}\n{}\n\n{table}",
+            j.verdict,
+            j.reason,
+            text.join("\n")
+        ));
+        let mut suite = TestSuite::new(j.engine.to_string());
+        suite.add_test_case(case);
+        report.add_test_suite(suite);
+    }
+    report.to_string().expect("JUnit serializes")
+}
+
+/// The terminal table: one row per engine, aligned.
+pub fn table(judgements: &[Judgement]) -> String {
+    let fmt_tps = |s: &Option<crate::judge::ArmStats>| {
+        s.as_ref()
+            .map(|s| match s.tps_cv_pct {
+                Some(cv) => format!("{:.1} ±{cv:.1}%", s.tps_mean),
+                None => format!("{:.1}", s.tps_mean),
+            })
+            .unwrap_or_else(|| "-".to_string())
+    };
+    let rows: Vec<[String; 5]> = judgements
+        .iter()
+        .map(|j| {
+            [
+                j.engine.to_string(),
+                fmt_tps(&j.baseline),
+                fmt_tps(&j.experiment),
+                j.tps_delta_pct
+                    .map(|d| format!("{d:+.2}%"))
+                    .unwrap_or_else(|| "-".into()),
+                j.verdict.to_string(),
+            ]
+        })
+        .collect();
+    let header = [
+        "engine",
+        "baseline TPS",
+        "experiment TPS",
+        "delta",
+        "verdict",
+    ]
+    .map(String::from);
+    let mut width = header.clone().map(|h| h.len());
+    for r in &rows {
+        for (w, c) in width.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut s = String::new();
+    for r in std::iter::once(&header).chain(&rows) {
+        let cells: Vec<String> = r
+            .iter()
+            .zip(width)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        let _ = writeln!(s, "{}", cells.join("  ").trim_end());
+    }
+    for j in judgements {
+        let _ = writeln!(s, "{} {}: {}", j.engine, j.verdict, j.reason);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        config::{Arm, Engine},
+        execute::{Outcome, Phase},
+        judge::{judge, tests::trial, Criteria},
+    };
+    use expect_test::expect;
+
+    fn run() -> (Vec<TrialRecord>, Vec<Judgement>) {
+        let mut trials = vec![
+            trial(1, Arm::Baseline, 1000.0),
+            trial(2, Arm::Experiment, 950.0),
+            trial(3, Arm::Experiment, 960.5),
+            trial(4, Arm::Baseline, 1010.0),
+        ];
+        trials[0].report.as_mut().unwrap().latency_us.insert(
+            "TRANSACTION".into(),
+            crate::analyze::LatencyStats {
+                samples: 9,
+                min: 1.0,
+                avg: 2.0,
+                max: 3.0,
+                p50: 2000.0,
+                p95: 2.0,
+                p99: 4100.0,
+                p99_9: 3.0,
+            },
+        );
+        let criteria = Criteria {
+            trials: 2,
+            max_regression_pct: 2.0,
+            slo_tps: None,
+        };
+        let j = judge(&trials, &[Engine::Redwood], criteria);
+        (trials, j)
+    }
+
+    #[test]
+    fn table_golden() {
+        let (_, j) = run();
+        expect![[r#"
+            engine   baseline TPS  experiment TPS  delta   verdict
+            redwood  1005.0 ±0.7%  955.2 ±0.8%     -4.95%  REGRESSION
+            redwood REGRESSION: experiment 955.2 TPS vs baseline 1005.0 TPS (-4.95%): more than the tolerated 2.00% below
+        "#]]
+        .assert_eq(&table(&j));
+    }
+
+    #[test]
+    fn tsv_golden() {
+        let (mut t, _) = run();
+        t[3].outcome = Outcome::Timeout;
+        t[3].report = None;
+        t[3].failed_phase = Some(Phase::Configure);
+        t[3].error = Some("configure: did not\tfinish".into());
+        expect![[r#"
+            index	engine	arm	repetition	outcome	tps	overall_tps	measured_s	total_xacts	txn_latency_us_p50	txn_latency_us_p99	storage_cpu_cores	failed_phase	error
+            1	redwood	baseline	1	measured	1000.00	1000	5.000	5000	2000	4100	0.970		
+            2	redwood	experiment	1	measured	950.00	950	5.000	4750			0.970		
+            3	redwood	experiment	2	measured	960.50	960	5.000	4802			0.970		
+            4	redwood	baseline	2	timeout							0.970	configure	configure: did not finish
+        "#]]
+        .assert_eq(&results_tsv(&t));
+    }
+
+    #[test]
+    fn junit_golden_with_escaped_log_text() {
+        let (_, j) = run();
+        let xml = junit(&j, "table with \x1b[31mESC\x1b[0m and ]]> inside");
+        expect![[r#"
+            <?xml version="1.0" encoding="UTF-8"?>
+            <testsuites name="perfgate" tests="1" skipped="0" failures="1" errors="0">
+                <testsuite name="redwood" tests="1" skipped="0" errors="0" failures="1">
+                    <testcase name="tps" classname="perfgate.redwood">
+                        <properties>
+                            <property name="verdict" value="REGRESSION"/>
+                            <property name="baseline_tps_mean" value="1005.00"/>
+                            <property name="baseline_tps_cv_pct" value="0.70"/>
+                            <property name="baseline_trials" value="2"/>
+                            <property name="baseline_storage_cpu_cores" value="0.970"/>
+                            <property name="experiment_tps_mean" value="955.25"/>
+                            <property name="experiment_tps_cv_pct" value="0.78"/>
+                            <property name="experiment_trials" value="2"/>
+                            <property name="experiment_storage_cpu_cores" value="0.970"/>
+                            <property name="tps_delta_pct" value="-4.95"/>
+                            <property name="max_regression_pct" value="2.00"/>
+                        </properties>
+                        <failure message="REGRESSION: experiment 955.2 TPS vs baseline 1005.0 TPS (-4.95%): more than the tolerated 2.00% below" type="REGRESSION">verdict=REGRESSION
+            baseline_tps_mean=1005.00
+            baseline_tps_cv_pct=0.70
+            baseline_trials=2
+            baseline_storage_cpu_cores=0.970
+            experiment_tps_mean=955.25
+            experiment_tps_cv_pct=0.78
+            experiment_trials=2
+            experiment_storage_cpu_cores=0.970
+            tps_delta_pct=-4.95
+            max_regression_pct=2.00</failure>
+                        <system-out>REGRESSION: experiment 955.2 TPS vs baseline 1005.0 TPS (-4.95%): more than the tolerated 2.00% below
+            verdict=REGRESSION
+            baseline_tps_mean=1005.00
+            baseline_tps_cv_pct=0.70
+            baseline_trials=2
+            baseline_storage_cpu_cores=0.970
+            experiment_tps_mean=955.25
+            experiment_tps_cv_pct=0.78
+            experiment_trials=2
+            experiment_storage_cpu_cores=0.970
+            tps_delta_pct=-4.95
+            max_regression_pct=2.00
+
+            table with ESC and ]]&gt; inside</system-out>
+                    </testcase>
+                </testsuite>
+            </testsuites>
+        "#]]
+        .assert_eq(&xml);
+    }
+
+    #[test]
+    fn summary_exit_code_follows_the_worst_verdict_or_the_interrupt() {
+        let (_, j) = run();
+        let v: serde_json::Value = serde_json::from_str(&summary_json(&j, false)).unwrap();
+        assert_eq!(v["exit_code"], 1);
+        assert_eq!(v["judgements"][0]["verdict"], "REGRESSION");
+        let v: serde_json::Value = serde_json::from_str(&summary_json(&j, true)).unwrap();
+        assert_eq!(v["exit_code"], 2);
+    }
+}

@@ -1,0 +1,160 @@
+//! Plan stage, I/O shell: choose the work directory (RAM disk) the clusters run on.
+//!
+//! The data directory should be on tmpfs so that the storage server's CPU, not fsync
+//! latency, bounds TPS (`contrib/mako_storage_bench.sh` uses `/mnt/ram`). tmpfs is
+//! recognized by `statfs(2)`'s `f_type` (TMPFS_MAGIC), never by a path's name.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use nix::sys::statfs::{statfs, TMPFS_MAGIC};
+use serde::Serialize;
+
+/// The chosen work directory and what its filesystem is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Workdir {
+    /// Directory under which each run makes its own subdirectory.
+    pub path: PathBuf,
+    /// Whether the filesystem is tmpfs (RAM disk).
+    pub tmpfs: bool,
+    /// `statfs` filesystem type, as hex (e.g. `0x1021994` for tmpfs).
+    pub fs_type: String,
+    /// Free space available to us, in bytes, when the run started.
+    pub free_bytes: u64,
+    /// Size of the filesystem, in bytes.
+    pub total_bytes: u64,
+    /// How it was chosen: `--workdir`, `/mnt/ram`, or `largest tmpfs mount`.
+    pub chosen_by: String,
+}
+
+/// Reads the filesystem facts of `path` (which must exist).
+pub fn inspect(path: &Path, chosen_by: &str) -> Result<Workdir> {
+    let st = statfs(path).with_context(|| format!("cannot statfs work dir {}", path.display()))?;
+    let block = st.block_size() as u64;
+    Ok(Workdir {
+        path: path.to_path_buf(),
+        tmpfs: st.filesystem_type() == TMPFS_MAGIC,
+        fs_type: format!("{:#x}", st.filesystem_type().0),
+        free_bytes: st.blocks_available() as u64 * block,
+        total_bytes: st.blocks() as u64 * block,
+        chosen_by: chosen_by.to_string(),
+    })
+}
+
+/// Chooses the work dir: `explicit` when given (created if missing), else `/mnt/ram` when
+/// writable, else the writable tmpfs mount (from `/proc/self/mounts`, checked by statfs)
+/// with the most free space. Errors when nothing usable exists, naming `--workdir`.
+pub fn choose(explicit: Option<&Path>) -> Result<Workdir> {
+    if let Some(path) = explicit {
+        std::fs::create_dir_all(path).with_context(|| {
+            format!(
+                "cannot create work dir {} (from --workdir/WORKDIR)",
+                path.display()
+            )
+        })?;
+        ensure_writable(path)?;
+        return inspect(path, "--workdir");
+    }
+    let ram = Path::new("/mnt/ram");
+    if ram.is_dir() && ensure_writable(ram).is_ok() {
+        return inspect(ram, "/mnt/ram");
+    }
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    let best = tmpfs_mount_points(&mounts)
+        .into_iter()
+        .filter(|p| ensure_writable(p).is_ok())
+        .filter_map(|p| inspect(&p, "largest tmpfs mount").ok())
+        .filter(|w| w.tmpfs)
+        .max_by_key(|w| w.free_bytes);
+    best.context(
+        "no RAM disk found: /mnt/ram is missing or read-only and no writable tmpfs is mounted; \
+         mount one (e.g. `mount -t tmpfs -o size=8g tmpfs /mnt/ram`) or name a directory \
+         with --workdir (a disk-backed one gives disk-bound, invalid TPS)",
+    )
+}
+
+/// Mount points whose type is tmpfs in a `/proc/self/mounts` text (octal escapes decoded).
+fn tmpfs_mount_points(mounts: &str) -> Vec<PathBuf> {
+    mounts
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let (_dev, point, fstype) = (fields.next()?, fields.next()?, fields.next()?);
+            (fstype == "tmpfs").then(|| PathBuf::from(unescape_mount_point(point)))
+        })
+        .collect()
+}
+
+/// `/proc/mounts` writes space, tab, newline and backslash as `\040`-style octal.
+fn unescape_mount_point(s: &str) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(i) = rest.find('\\') {
+        out.push_str(&rest[..i]);
+        let code = rest
+            .get(i + 1..i + 4)
+            .and_then(|o| u8::from_str_radix(o, 8).ok());
+        match code {
+            Some(c) => {
+                out.push(c as char);
+                rest = &rest[i + 4..];
+            }
+            None => {
+                out.push('\\');
+                rest = &rest[i + 1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+fn ensure_writable(dir: &Path) -> Result<()> {
+    nix::unistd::access(
+        dir,
+        nix::unistd::AccessFlags::W_OK | nix::unistd::AccessFlags::X_OK,
+    )
+    .with_context(|| format!("work dir {} is not writable", dir.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tmpfs_mount_points_come_from_the_type_column() {
+        let mounts = "\
+tmpfs /dev/shm tmpfs rw,nosuid,nodev 0 0
+/dev/vda / ext4 rw,relatime 0 0
+none /mnt/my\\040ram tmpfs rw 0 0
+tmpfs-look-alike /data ext4 rw 0 0
+";
+        assert_eq!(
+            tmpfs_mount_points(mounts),
+            [PathBuf::from("/dev/shm"), PathBuf::from("/mnt/my ram")]
+        );
+    }
+
+    #[test]
+    fn statfs_tells_tmpfs_from_disk() {
+        // /dev/shm is tmpfs on Linux hosts with POSIX shared memory; a temp dir under the
+        // target dir is on the build disk. Skip the tmpfs half where /dev/shm is absent.
+        let disk = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let w = inspect(disk.path(), "test").unwrap();
+        assert!(!w.tmpfs || w.fs_type == "0x1021994");
+        if Path::new("/dev/shm").is_dir() {
+            let shm = inspect(Path::new("/dev/shm"), "test").unwrap();
+            assert!(shm.tmpfs, "{shm:?}");
+            assert!(shm.total_bytes > 0);
+        }
+    }
+
+    #[test]
+    fn explicit_workdir_is_created() {
+        let base = tempfile::tempdir().unwrap();
+        let path = base.path().join("a/b");
+        let w = choose(Some(&path)).unwrap();
+        assert!(path.is_dir());
+        assert_eq!(w.chosen_by, "--workdir");
+    }
+}
