@@ -324,3 +324,67 @@ fn ctrl_c_tears_down_keeps_results_and_exits_2() {
     assert_eq!(trials[0]["outcome"], "interrupted");
     assert_eq!(s.read_json("summary.json")["interrupted"], true);
 }
+
+#[test]
+fn slow_cluster_start_past_its_bound_is_a_timeout() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"server_start_delay_ms": 30000}), json!({}));
+    let o = s.bench(&a, &b, &["--timeout-cluster-start", "1"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let trials = s.read_json("trials.json");
+    assert_eq!(trials[0]["failed_phase"], "cluster-start", "{trials}");
+    assert_eq!(trials[0]["outcome"], "timeout");
+    assert!(
+        s.leftover_processes().is_empty(),
+        "{:?}",
+        s.leftover_processes()
+    );
+}
+
+#[test]
+fn disk_backed_work_dir_is_warned_about_and_recorded() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    let disk = s.dir.path().join("disk-workdir");
+    let o = s.bench(&a, &b, &["--workdir", disk.to_str().unwrap()]);
+    if s.read_json("meta.json")["plan"]["workdir"]["tmpfs"] == true {
+        return; // the temp dir is itself on tmpfs on this host
+    }
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("IS NOT A RAM DISK"),
+        "{}",
+        text(&o)
+    );
+    let summary = s.read_json("summary.json");
+    assert!(
+        summary["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("IS NOT A RAM DISK"),
+        "{summary}"
+    );
+    // Off tmpfs the AIO knob is not needed and not added.
+    assert_eq!(s.read_json("trials.json")[0]["knobs"], json!([]));
+}
+
+#[test]
+fn dry_run_prints_the_plan_and_runs_nothing() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    let o = s.bench(&a, &b, &["--dry-run", "--trials", "2", "--engine", "all"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.contains(". A ") || l.contains(". B "))
+            .count(),
+        12,
+        "{out}"
+    );
+    assert!(
+        out.contains("--knob_rocksdb_use_direct_reads=false") || !s.workdir_is_tmpfs(),
+        "{out}"
+    );
+    assert!(!s.out().exists());
+}

@@ -90,14 +90,12 @@ impl Sandbox {
             .arg(a)
             .arg("--experiment-build")
             .arg(b)
-            .arg("--workdir")
-            .arg(self.workdir.path())
             .arg("--out")
             .arg(self.out())
             .args(["--rows", "1000", "--keylen", "16", "--vallen", "16"])
             .args(["--warmup-seconds", "2", "--seconds", "6"])
             .args(extra)
-            .env_remove("WORKDIR");
+            .env("WORKDIR", self.workdir.path());
         cmd
     }
 

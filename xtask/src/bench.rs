@@ -60,11 +60,11 @@ pub fn run(sh: &Shell, args: &BenchArgs) -> Result<i32> {
         slo_tps: plan.config.slo_tps,
     };
     let judgements = judge(&trials, &plan.config.engines, criteria);
-    let table = report::table(&judgements);
+    let table = report::table(&judgements, &plan.warnings);
     let junit = report::junit(&judgements, &table);
     write(
         &out.join("summary.json"),
-        &report::summary_json(&judgements, interrupted),
+        &report::summary_json(&judgements, interrupted, &plan.warnings),
     )?;
     write(&out.join("junit.xml"), &junit)?;
     if let Some(extra) = &plan.config.junit {

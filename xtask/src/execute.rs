@@ -320,10 +320,13 @@ fn mako_run(
         .args(["-x", &w.transaction])
         .args(["--warmup_seconds", &w.warmup_seconds.to_string()])
         .args(["--seconds", &w.seconds.to_string()])
-        .arg("--json_report")
-        .arg(&json)
-        .arg("--stats_export_path")
-        .arg(artifacts.join("mako-sketch.json"));
+        // Both take an optional argument (getopt `optional_argument` in mako.cpp): only
+        // the `=` form is unambiguous.
+        .arg(format!("--json_report={}", json.display()))
+        .arg(format!(
+            "--stats_export_path={}",
+            artifacts.join("mako-sketch.json").display()
+        ));
     let started = Instant::now();
     let mut child = Child::spawn("mako --mode run", cmd, &out, &err)?;
     let bound = Duration::from_secs(w.seconds) + ctx.bounds.mako_run_grace;

@@ -24,10 +24,12 @@ pub struct Summary<'a> {
     pub exit_code: i32,
     /// Whether SIGINT/SIGTERM cut the run short.
     pub interrupted: bool,
+    /// Conditions that make the numbers less trustworthy (e.g. a disk-backed work dir).
+    pub warnings: &'a [String],
     pub judgements: &'a [Judgement],
 }
 
-pub fn summary_json(judgements: &[Judgement], interrupted: bool) -> String {
+pub fn summary_json(judgements: &[Judgement], interrupted: bool, warnings: &[String]) -> String {
     let exit = if interrupted {
         2
     } else {
@@ -36,6 +38,7 @@ pub fn summary_json(judgements: &[Judgement], interrupted: bool) -> String {
     let s = Summary {
         exit_code: exit,
         interrupted,
+        warnings,
         judgements,
     };
     serde_json::to_string_pretty(&s).expect("summary serializes") + "\n"
@@ -149,8 +152,9 @@ pub fn junit(judgements: &[Judgement], table: &str) -> String {
     report.to_string().expect("JUnit serializes")
 }
 
-/// The terminal table: one row per engine, aligned.
-pub fn table(judgements: &[Judgement]) -> String {
+/// The terminal table: one row per engine, aligned, then each verdict's reason and the
+/// run's warnings.
+pub fn table(judgements: &[Judgement], warnings: &[String]) -> String {
     let fmt_tps = |s: &Option<crate::judge::ArmStats>| {
         s.as_ref()
             .map(|s| match s.tps_cv_pct {
@@ -198,6 +202,9 @@ pub fn table(judgements: &[Judgement]) -> String {
     }
     for j in judgements {
         let _ = writeln!(s, "{} {}: {}", j.engine, j.verdict, j.reason);
+    }
+    for w in warnings {
+        let _ = writeln!(s, "WARNING: {w}");
     }
     s
 }
@@ -248,8 +255,9 @@ mod tests {
             engine   baseline TPS  experiment TPS  delta   verdict
             redwood  1005.0 ±0.7%  955.2 ±0.8%     -4.95%  REGRESSION
             redwood REGRESSION: experiment 955.2 TPS vs baseline 1005.0 TPS (-4.95%): more than the tolerated 2.00% below
+            WARNING: WORK DIR /x IS NOT A RAM DISK
         "#]]
-        .assert_eq(&table(&j));
+        .assert_eq(&table(&j, &["WORK DIR /x IS NOT A RAM DISK".into()]));
     }
 
     #[test]
@@ -326,10 +334,11 @@ mod tests {
     #[test]
     fn summary_exit_code_follows_the_worst_verdict_or_the_interrupt() {
         let (_, j) = run();
-        let v: serde_json::Value = serde_json::from_str(&summary_json(&j, false)).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&summary_json(&j, false, &[])).unwrap();
         assert_eq!(v["exit_code"], 1);
         assert_eq!(v["judgements"][0]["verdict"], "REGRESSION");
-        let v: serde_json::Value = serde_json::from_str(&summary_json(&j, true)).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&summary_json(&j, true, &["w".into()])).unwrap();
         assert_eq!(v["exit_code"], 2);
     }
 }
