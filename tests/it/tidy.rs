@@ -1,0 +1,75 @@
+//! Repository rules as tests: the README stays true to the code and to CI.
+
+use std::path::Path;
+
+use crate::support::xtask;
+
+fn repo_file(rel: &str) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    std::fs::read_to_string(root.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+#[test]
+fn readme_starts_with_the_main_job_and_the_test_command_that_ci_runs() {
+    let readme = repo_file("README.md");
+    let first_block: Vec<&str> = readme
+        .split("```")
+        .nth(1)
+        .expect("a code block")
+        .lines()
+        .skip(1)
+        .collect();
+    assert!(
+        first_block[0].starts_with("cargo xtask bench"),
+        "{first_block:?}"
+    );
+    assert_eq!(first_block[1], "cargo test --workspace");
+    let ci = repo_file(".ci/run");
+    assert!(
+        ci.lines().any(|l| l.starts_with("cargo test --workspace")),
+        "{ci}"
+    );
+}
+
+#[test]
+fn every_bench_flag_is_documented_in_the_readme() {
+    let help = std::process::Command::new(xtask())
+        .args(["bench", "--help"])
+        .output()
+        .unwrap();
+    assert!(help.status.success());
+    let help = String::from_utf8(help.stdout).unwrap();
+    let readme = repo_file("README.md");
+    // Option entries are indented by at most six spaces (`  -x, --name`, `      --name`);
+    // description lines are indented further.
+    let flags: Vec<&str> = help
+        .lines()
+        .filter(|l| l.trim_start().starts_with('-') && l.len() - l.trim_start().len() <= 6)
+        .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("--")))
+        .map(|w| w.trim_end_matches(','))
+        .filter(|f| !["--help", "--version"].contains(f))
+        .collect();
+    assert!(flags.len() > 20, "{flags:?}");
+    let missing: Vec<&&str> = flags.iter().filter(|f| !readme.contains(**f)).collect();
+    assert!(
+        missing.is_empty(),
+        "flags of `bench --help` missing from README.md: {missing:?}"
+    );
+}
+
+#[test]
+fn help_documents_the_exit_codes() {
+    let help = std::process::Command::new(xtask())
+        .args(["bench", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    for line in [
+        "0   every engine MEASURED",
+        "1   a REGRESSION or SLO-VIOLATION",
+        "2   a TIMEOUT",
+        "64  usage error",
+    ] {
+        assert!(help.contains(line), "missing {line:?} in:\n{help}");
+    }
+}
