@@ -43,6 +43,8 @@ pub struct Behaviour {
     pub mako_abort_at_exit: bool,
     /// `totalTimeouts` the run reports (above 0: not a valid measurement).
     pub mako_timeouts: u64,
+    /// fdbserver ignores SIGTERM (a server that does not shut down).
+    pub server_ignores_sigterm: bool,
 }
 
 impl Default for Behaviour {
@@ -59,6 +61,7 @@ impl Default for Behaviour {
             mako_run_hang: false,
             mako_abort_at_exit: true,
             mako_timeouts: 0,
+            server_ignores_sigterm: false,
         }
     }
 }

@@ -23,6 +23,26 @@ fn main() {
     let role = common::flag(&args, &["-c", "--class"]).unwrap_or_else(|| "unset".into());
     let data = PathBuf::from(common::flag(&args, &["-d", "--datadir"]).expect("-d DIR"));
     let logdir = PathBuf::from(common::flag(&args, &["-L", "--logdir"]).expect("-L DIR"));
+    let port = listen.rsplit(':').next().unwrap();
+    let trace = logdir.join(format!("trace.127.0.0.1.{port}.1.double.0.1.xml"));
+    let _ = std::fs::write(
+        &trace,
+        format!(
+            "<Event Severity=\"10\" Type=\"ProgramStart\" SourceVersion=\"{}\" CommandLine=\"fdbserver {}\" />\n",
+            b.source_version,
+            args.join(" ")
+        ),
+    );
+    if b.server_ignores_sigterm {
+        // SAFETY: setting a signal to SIG_IGN has no handler to be unsafe about.
+        unsafe {
+            nix::sys::signal::signal(
+                nix::sys::signal::Signal::SIGTERM,
+                nix::sys::signal::SigHandler::SigIgn,
+            )
+            .expect("ignore SIGTERM");
+        }
+    }
     let aio_off = args
         .iter()
         .any(|a| a == "--knob_disable_posix_kernel_aio=1");
@@ -35,16 +55,6 @@ fn main() {
         std::process::exit(1);
     }
     std::thread::sleep(Duration::from_millis(b.server_start_delay_ms));
-    let port = listen.rsplit(':').next().unwrap();
-    let trace = logdir.join(format!("trace.127.0.0.1.{port}.1.double.0.1.xml"));
-    let _ = std::fs::write(
-        &trace,
-        format!(
-            "<Event Severity=\"10\" Type=\"ProgramStart\" SourceVersion=\"{}\" CommandLine=\"fdbserver {}\" />\n",
-            b.source_version,
-            args.join(" ")
-        ),
-    );
     let listener = TcpListener::bind(&listen).unwrap_or_else(|e| {
         eprintln!("ERROR: cannot listen on {listen}: {e}");
         std::process::exit(1)

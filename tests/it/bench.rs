@@ -242,6 +242,29 @@ fn overriding_the_tmpfs_knob_makes_the_server_fail_and_the_trial_an_error() {
         reason.contains("cluster-start") && reason.contains("O_DIRECT"),
         "{reason}"
     );
+    // The failed cluster was still torn down and its trace files kept.
+    let trial = &s.read_json("trials.json")[1];
+    let phases: Vec<&str> = trial["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(phases, ["cluster-start", "teardown"]);
+    let art = s.out().join(trial["artifacts"].as_str().unwrap());
+    let traces: Vec<_> = std::fs::read_dir(&art)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
+        .collect();
+    // Each server writes its trace file before it fails; the one that failed first is
+    // kept for sure, the others may have been stopped before writing theirs.
+    assert!(
+        !traces.is_empty(),
+        "no trace file kept in {}",
+        art.display()
+    );
 }
 
 #[test]
@@ -387,4 +410,43 @@ fn dry_run_prints_the_plan_and_runs_nothing() {
         "{out}"
     );
     assert!(!s.out().exists());
+}
+
+#[test]
+fn a_server_that_ignores_sigterm_is_killed_and_the_teardown_is_a_timeout() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({"server_ignores_sigterm": true}));
+    let o = s.bench(&a, &b, &["--timeout-teardown", "1"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let trials = s.read_json("trials.json");
+    assert_eq!(trials[0]["outcome"], "measured", "{trials}");
+    assert_eq!(trials[1]["outcome"], "timeout");
+    assert_eq!(trials[1]["failed_phase"], "teardown");
+    assert!(
+        trials[1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("ignored SIGTERM and were killed"),
+        "{trials}"
+    );
+    assert!(
+        s.leftover_processes().is_empty(),
+        "{:?}",
+        s.leftover_processes()
+    );
+}
+
+#[test]
+fn a_non_empty_results_dir_or_unwritable_junit_path_is_refused_before_any_trial() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    std::fs::create_dir_all(s.out()).unwrap();
+    std::fs::write(s.out().join("stale.txt"), "earlier run").unwrap();
+    let o = s.bench(&a, &b, &[]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is not an empty directory"));
+    std::fs::remove_file(s.out().join("stale.txt")).unwrap();
+    let o = s.bench(&a, &b, &["--junit", "/nonexistent/dir/junit.xml"]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(!s.out().join("meta.json").exists(), "no trial may run");
 }

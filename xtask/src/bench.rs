@@ -5,6 +5,7 @@
 //! `results.tsv` (rewritten after every trial), then `summary.json`, `junit.xml`.
 
 use std::{
+    io::{IsTerminal as _, Write as _},
     path::{Path, PathBuf},
     sync::Mutex,
     time::SystemTime,
@@ -15,9 +16,9 @@ use serde::Serialize;
 use xshell::Shell;
 
 use crate::{
-    config::{Arm, BenchConfig},
+    config::{Arm, BenchConfig, UsageError},
     execute::{run_trial, Outcome, TrialContext, TrialRecord},
-    fdbtree::FdbTree,
+    fdbtree::{self, FdbTree},
     flags::BenchArgs,
     judge::{judge, Criteria},
     plan::{ArmPlan, Plan},
@@ -36,10 +37,17 @@ pub fn run(sh: &Shell, args: &BenchArgs) -> Result<i32> {
         Ok(ArmPlan { arm, tree, version })
     };
     let (baseline, experiment) = (arm_plan(Arm::Baseline)?, arm_plan(Arm::Experiment)?);
-    let plan = Plan::new(config, workdir, baseline, experiment)?;
+    let same = fdbtree::same_binaries(&baseline.tree, &experiment.tree)?;
+    let plan = Plan::new(config, workdir, baseline, experiment, same)?;
     if plan.config.dry_run {
-        print!("{}", plan.render());
+        let _ = write!(std::io::stdout(), "{}", plan.render());
         return Ok(0);
+    }
+    if let Some(junit) = &plan.config.junit {
+        check_writable_file(junit)?;
+    }
+    if supervise::interrupted() {
+        anyhow::bail!("interrupted by a signal before the first trial; nothing was run");
     }
     let out = results_dir(plan.config.out.as_deref())?;
     init_logging(&out)?;
@@ -59,7 +67,7 @@ pub fn run(sh: &Shell, args: &BenchArgs) -> Result<i32> {
         max_regression_pct: plan.config.max_regression_pct,
         slo_tps: plan.config.slo_tps,
     };
-    let judgements = judge(&trials, &plan.config.engines, criteria);
+    let judgements = judge(&trials, &plan.config.engines, criteria, interrupted);
     let table = report::table(&judgements, &plan.warnings);
     let junit = report::junit(&judgements, &table);
     write(
@@ -70,7 +78,8 @@ pub fn run(sh: &Shell, args: &BenchArgs) -> Result<i32> {
     if let Some(extra) = &plan.config.junit {
         write(extra, &junit)?;
     }
-    println!("\n{table}\nresults: {}", out.display());
+    // A closed stdout (`| head`) must not turn a verdict into a crash.
+    let _ = writeln!(std::io::stdout(), "\n{table}\nresults: {}", out.display());
     let code = if interrupted {
         2
     } else {
@@ -94,8 +103,21 @@ fn run_trials(plan: &Plan, out: &Path) -> Result<Vec<TrialRecord>> {
         run_workdir: &run_workdir,
         results_dir: out,
     };
-    let mut trials = Vec::new();
+    let mut trials: Vec<TrialRecord> = Vec::new();
     for planned in &plan.trials {
+        // One failed trial already makes the engine's verdict TIMEOUT or ERROR: its
+        // remaining trials would cost time and change nothing.
+        if trials
+            .iter()
+            .any(|t| t.engine == planned.engine && t.outcome != Outcome::Measured)
+        {
+            tracing::warn!(
+                "trial {}: skipped, an earlier {} trial failed",
+                planned.index,
+                planned.engine
+            );
+            continue;
+        }
         tracing::info!(
             "trial {}/{}: {} {} #{}",
             planned.index,
@@ -116,10 +138,11 @@ fn run_trials(plan: &Plan, out: &Path) -> Result<Vec<TrialRecord>> {
                     .unwrap_or_else(|| "?".into())
             ),
             _ => tracing::error!(
-                "trial {}: {:?}: {}",
+                "trial {}: {:?}: {}; artifacts in {}",
                 record.index,
                 record.outcome,
-                record.error.as_deref().unwrap_or("")
+                record.error.as_deref().unwrap_or(""),
+                out.join(&record.artifacts).display()
             ),
         }
         let stop = record.outcome == Outcome::Interrupted;
@@ -221,15 +244,38 @@ fn results_dir(explicit: Option<&Path>) -> Result<PathBuf> {
                 .join(format!("{stamp}-{}", std::process::id()))
         }
     };
-    if dir.join("meta.json").exists() {
-        anyhow::bail!(
-            "results dir {} already holds a run (meta.json); choose another --out",
+    let occupied = std::fs::read_dir(&dir).map(|mut d| d.next().is_some());
+    if dir.exists() && !matches!(occupied, Ok(false)) {
+        return Err(UsageError(format!(
+            "results dir {} is not an empty directory; choose another --out (results are \
+             never mixed with an earlier run's)",
             dir.display()
-        );
+        ))
+        .into());
     }
     std::fs::create_dir_all(&dir)
         .with_context(|| format!("cannot create results dir {}", dir.display()))?;
     Ok(dir)
+}
+
+/// Fails early, before hours of trials, when `path` could not be written at the end.
+fn check_writable_file(path: &Path) -> Result<()> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let ok = parent.is_dir()
+        && !path.is_dir()
+        && nix::unistd::access(parent, nix::unistd::AccessFlags::W_OK).is_ok();
+    if !ok {
+        return Err(UsageError(format!(
+            "--junit {}: {} is not a writable directory (or the path is a directory)",
+            path.display(),
+            parent.display()
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 /// Logs go to stderr (short) and to `<out>/run.log` (with timestamps).
@@ -239,6 +285,7 @@ fn init_logging(out: &Path) -> Result<()> {
     tracing_subscriber::registry()
         .with(
             fmt::layer()
+                .with_ansi(std::io::stderr().is_terminal())
                 .with_writer(std::io::stderr)
                 .without_time()
                 .with_target(false),

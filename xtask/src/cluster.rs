@@ -20,7 +20,7 @@ use serde::Serialize;
 use crate::{
     config::{Engine, Knob},
     fdbtree::FdbTree,
-    supervise::{interrupted, run_bounded, Child, PhaseError, POLL},
+    supervise::{interrupted, run_bounded, Child, PhaseError, Signal, POLL},
 };
 
 /// Process class of a server (`fdbserver -c`).
@@ -52,9 +52,57 @@ impl Role {
 pub struct Server {
     pub role: Role,
     pub port: u16,
+    /// Data directory (`-d`), on the work dir.
+    pub data_dir: PathBuf,
     /// Trace files (`-L`), on the work dir; copied to the results by [`Cluster::harvest`].
     pub log_dir: PathBuf,
-    pub child: Child,
+    /// The process, once started.
+    pub child: Option<Child>,
+}
+
+impl Server {
+    fn new(work: &Path, role: Role, port: u16) -> Result<Server> {
+        let dir = work.join(format!("{}-{port}", role.as_str()));
+        let (data_dir, log_dir) = (dir.join("data"), dir.join("log"));
+        for d in [&data_dir, &log_dir] {
+            std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
+        }
+        Ok(Server {
+            role,
+            port,
+            data_dir,
+            log_dir,
+            child: None,
+        })
+    }
+
+    fn spawn(
+        &self,
+        tree: &FdbTree,
+        cluster_file: &Path,
+        artifacts: &Path,
+        knobs: &[Knob],
+    ) -> Result<Child> {
+        let mut cmd = Command::new(&tree.fdbserver);
+        cmd.arg("-p")
+            .arg(format!("127.0.0.1:{}", self.port))
+            .args(["-c", self.role.as_str()])
+            .arg("-d")
+            .arg(&self.data_dir)
+            .arg("-L")
+            .arg(&self.log_dir)
+            .arg("-C")
+            .arg(cluster_file)
+            .args(knobs.iter().map(Knob::arg))
+            .current_dir(self.data_dir.parent().expect("server dir"));
+        let stem = format!("fdbserver-{}-{}", self.role.as_str(), self.port);
+        Child::spawn(
+            &format!("fdbserver {} :{}", self.role.as_str(), self.port),
+            cmd,
+            &artifacts.join(format!("{stem}.out")),
+            &artifacts.join(format!("{stem}.err")),
+        )
+    }
 }
 
 /// A running cluster; dropping it kills every server.
@@ -78,16 +126,10 @@ pub struct Availability {
 }
 
 impl Cluster {
-    /// Starts the three servers with `knobs` under `work` (data and trace dirs), writing
-    /// stdout/stderr to `artifacts`, and waits until each listens on its port.
-    pub fn start(
-        tree: &FdbTree,
-        work: &Path,
-        artifacts: &Path,
-        knobs: &[Knob],
-        bound: Duration,
-    ) -> Result<Cluster, PhaseError> {
-        let deadline = Instant::now() + bound;
+    /// Prepares a cluster under `work` (data and trace dirs) with ports chosen now and
+    /// its cluster file; [`Cluster::start`] starts the servers. Kept apart so that a
+    /// cluster that fails to start is still there to harvest and tear down.
+    pub fn new(tree: &FdbTree, work: &Path, artifacts: &Path) -> Result<Cluster> {
         let ports = free_ports(Role::ALL.len())?;
         let cluster_file = work.join("fdb.cluster");
         // Description and ID are arbitrary; the coordinator is the stateless process.
@@ -97,41 +139,45 @@ impl Cluster {
             format!("perfgate:{id}@127.0.0.1:{}\n", ports[0]),
         )
         .with_context(|| format!("cannot write {}", cluster_file.display()))?;
-        let mut servers = Vec::new();
-        for (role, port) in Role::ALL.into_iter().zip(ports) {
-            servers.push(spawn_server(
-                tree,
-                work,
-                artifacts,
-                &cluster_file,
-                knobs,
-                role,
-                port,
-            )?);
-        }
-        let cluster = Cluster {
+        let servers = Role::ALL
+            .into_iter()
+            .zip(ports)
+            .map(|(role, port)| Server::new(work, role, port))
+            .collect::<Result<_>>()?;
+        Ok(Cluster {
             cluster_file,
             servers,
             fdbcli: tree.fdbcli.clone(),
             artifacts: artifacts.to_path_buf(),
-        };
-        for server in &cluster.servers {
+        })
+    }
+
+    /// Starts the three servers with `knobs` and waits until each listens on its port.
+    pub fn start(
+        &mut self,
+        tree: &FdbTree,
+        knobs: &[Knob],
+        bound: Duration,
+    ) -> Result<(), PhaseError> {
+        let deadline = Instant::now() + bound;
+        for i in 0..self.servers.len() {
+            let child = self.servers[i].spawn(tree, &self.cluster_file, &self.artifacts, knobs)?;
+            self.servers[i].child = Some(child);
+        }
+        for server in &self.servers {
             let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, server.port);
-            loop {
-                if TcpStream::connect_timeout(&addr.into(), Duration::from_millis(200)).is_ok() {
-                    break;
-                }
-                cluster.check_alive()?;
+            while TcpStream::connect_timeout(&addr.into(), Duration::from_millis(200)).is_err() {
+                self.check_alive()?;
                 if interrupted() {
                     return Err(PhaseError::Interrupted);
                 }
                 if Instant::now() >= deadline {
-                    return Err(PhaseError::Timeout(bound));
+                    return Err(PhaseError::Timeout(bound, String::new()));
                 }
                 thread::sleep(POLL);
             }
         }
-        Ok(cluster)
+        Ok(())
     }
 
     /// `fdbcli --exec "configure new single <engine>"`, bounded. Output is kept as
@@ -162,13 +208,13 @@ impl Cluster {
             self.check_alive()?;
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Err(PhaseError::Timeout(bound));
+                return Err(PhaseError::Timeout(bound, String::new()));
             }
             polls += 1;
             // A poll that times out (fdbcli prints nothing before the database is up) is
             // not an error of the phase; the phase's own bound decides.
             match self.fdbcli("status json", &out, left.min(Duration::from_secs(10))) {
-                Ok(_) | Err(PhaseError::Timeout(_)) => {}
+                Ok(_) | Err(PhaseError::Timeout(..)) => {}
                 Err(e) => return Err(e),
             }
             let text = std::fs::read_to_string(&out).unwrap_or_default();
@@ -184,31 +230,34 @@ impl Cluster {
         }
     }
 
+    /// Runs `fdbcli --exec command` killed at `bound`; fdbcli's own `--timeout` ends it a
+    /// second earlier so that it can say so itself.
     fn fdbcli(
         &self,
         command: &str,
         out: &Path,
         bound: Duration,
     ) -> Result<std::process::ExitStatus, PhaseError> {
+        let own = bound.as_secs().saturating_sub(1).max(1);
         let mut cmd = Command::new(&self.fdbcli);
         cmd.arg("-C")
             .arg(&self.cluster_file)
             .args(["--exec", command, "--timeout"])
-            .arg(bound.as_secs().max(1).to_string());
+            .arg(own.to_string());
         let err = out.with_extension("err");
-        run_bounded("fdbcli", cmd, out, &err, bound + Duration::from_secs(2))
+        run_bounded("fdbcli", cmd, out, &err, bound)
     }
 
     /// Errors when a server has exited, naming it and the end of its stderr.
     pub fn check_alive(&self) -> Result<(), PhaseError> {
-        for s in &self.servers {
+        for c in self.servers.iter().filter_map(|s| s.child.as_ref()) {
             // `try_wait` needs `&mut`; /proc answers through a shared borrow.
-            if !process_running(s.child.pid()) {
+            if !process_running(c.pid()) {
                 return Err(anyhow!(
                     "{} exited during the trial; stderr ends with:\n{}\nsee {}",
-                    s.child.name,
-                    s.child.stderr_tail(10),
-                    s.child.stderr.display()
+                    c.name,
+                    c.stderr_tail(10),
+                    c.stderr.display()
                 )
                 .into());
             }
@@ -216,27 +265,45 @@ impl Cluster {
         Ok(())
     }
 
-    /// The storage server's pid (for CPU sampling).
-    pub fn storage_pid(&self) -> u32 {
-        self.servers
-            .iter()
-            .find(|s| s.role == Role::Storage)
-            .expect("a storage server")
-            .child
-            .pid()
+    /// The storage server's pid (for CPU sampling), once started.
+    pub fn storage_pid(&self) -> Option<u32> {
+        let storage = self.servers.iter().find(|s| s.role == Role::Storage)?;
+        storage.child.as_ref().map(Child::pid)
     }
 
-    /// Stops every server within `bound` (SIGTERM, then SIGKILL).
+    /// Stops every server: SIGTERM to all (fdbserver flushes its trace files), then
+    /// SIGKILL to what is left when `bound` passes, which is a teardown TIMEOUT.
     pub fn stop(&mut self, bound: Duration) -> Result<(), PhaseError> {
-        let start = Instant::now();
-        let per_server = bound / (self.servers.len() as u32 + 1);
-        for s in &mut self.servers {
-            s.child.stop(per_server);
+        let deadline = Instant::now() + bound;
+        let mut children: Vec<&mut Child> = self
+            .servers
+            .iter_mut()
+            .filter_map(|s| s.child.as_mut())
+            .collect();
+        children.iter().for_each(|c| c.signal(Signal::SIGTERM));
+        while Instant::now() < deadline {
+            if children.iter_mut().all(|c| c.finished()) {
+                return Ok(());
+            }
+            thread::sleep(POLL);
         }
-        if start.elapsed() > bound {
-            return Err(PhaseError::Timeout(bound));
+        let mut stuck = Vec::new();
+        for c in children.iter_mut() {
+            if !c.finished() {
+                stuck.push(c.name.clone());
+                c.stop(Duration::ZERO);
+            }
         }
-        Ok(())
+        if stuck.is_empty() {
+            return Ok(());
+        }
+        Err(PhaseError::Timeout(
+            bound,
+            format!(
+                "{} ignored SIGTERM and were killed (trace files may be incomplete)",
+                stuck.join(", ")
+            ),
+        ))
     }
 
     /// Copies each server's trace files into `<artifacts>/<role>-<port>/`.
@@ -257,48 +324,6 @@ impl Cluster {
         }
         Ok(())
     }
-}
-
-fn spawn_server(
-    tree: &FdbTree,
-    work: &Path,
-    artifacts: &Path,
-    cluster_file: &Path,
-    knobs: &[Knob],
-    role: Role,
-    port: u16,
-) -> Result<Server> {
-    let dir = work.join(format!("{}-{port}", role.as_str()));
-    let (data, log_dir) = (dir.join("data"), dir.join("log"));
-    for d in [&data, &log_dir] {
-        std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
-    }
-    let mut cmd = Command::new(&tree.fdbserver);
-    cmd.arg("-p")
-        .arg(format!("127.0.0.1:{port}"))
-        .args(["-c", role.as_str()])
-        .arg("-d")
-        .arg(&data)
-        .arg("-L")
-        .arg(&log_dir)
-        .arg("-C")
-        .arg(cluster_file)
-        .args(knobs.iter().map(Knob::arg))
-        .current_dir(&dir);
-    let name = format!("fdbserver {} :{port}", role.as_str());
-    let stem = format!("fdbserver-{}-{port}", role.as_str());
-    let child = Child::spawn(
-        &name,
-        cmd,
-        &artifacts.join(format!("{stem}.out")),
-        &artifacts.join(format!("{stem}.err")),
-    )?;
-    Ok(Server {
-        role,
-        port,
-        log_dir,
-        child,
-    })
 }
 
 /// `n` distinct loopback ports that were free a moment ago (bound to port 0 together, then

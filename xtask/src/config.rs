@@ -14,6 +14,13 @@ use crate::flags::{BenchArgs, EngineArg, ProfileArg, TimeoutArgs, WorkloadArgs};
 #[error("{0}")]
 pub struct UsageError(pub String);
 
+/// Longest run or phase bound accepted, seconds (one week): longer is a typo, and
+/// `Instant + Duration` must not overflow.
+pub const MAX_SECONDS: u64 = 7 * 24 * 3600;
+
+/// Most trials per arm and engine accepted.
+pub const MAX_TRIALS: u32 = 1000;
+
 fn usage(msg: impl Into<String>) -> UsageError {
     UsageError(msg.into())
 }
@@ -263,6 +270,12 @@ impl Workload {
                 self.transaction
             )));
         }
+        if self.seconds > MAX_SECONDS {
+            return Err(usage(format!(
+                "--seconds {} is longer than the {MAX_SECONDS} s (one week) a trial may take",
+                self.seconds
+            )));
+        }
         if self.seconds <= self.warmup_seconds {
             return Err(usage(format!(
                 "--seconds {} must be larger than --warmup-seconds {}: mako's --seconds \
@@ -289,8 +302,10 @@ pub struct PhaseBounds {
 impl PhaseBounds {
     fn resolve(t: &TimeoutArgs) -> Result<PhaseBounds, UsageError> {
         let s = |flag: &str, v: u64| {
-            if v == 0 {
-                Err(usage(format!("{flag} must be at least 1 second")))
+            if v == 0 || v > MAX_SECONDS {
+                Err(usage(format!(
+                    "{flag} {v} must be between 1 and {MAX_SECONDS} seconds"
+                )))
             } else {
                 Ok(Duration::from_secs(v))
             }
@@ -363,8 +378,11 @@ impl TryFrom<&BenchArgs> for BenchConfig {
             all.extend(parse_all(own, flag)?);
             Ok(all)
         };
-        if a.trials == 0 {
-            return Err(usage("--trials must be at least 1"));
+        if a.trials == 0 || a.trials > MAX_TRIALS {
+            return Err(usage(format!(
+                "--trials {} must be between 1 and {MAX_TRIALS}",
+                a.trials
+            )));
         }
         if !(a.max_regression.is_finite() && a.max_regression > 0.0 && a.max_regression < 100.0) {
             return Err(usage(format!(
@@ -521,5 +539,8 @@ mod tests {
         assert!(config(&["--max-regression", "NaN"]).is_err());
         assert!(config(&["--slo-tps=-5"]).is_err());
         assert!(config(&["--timeout-configure", "0"]).is_err());
+        assert!(config(&["--timeout-configure", "18446744073709551615"]).is_err());
+        assert!(config(&["--seconds", "18446744073709551615"]).is_err());
+        assert!(config(&["--trials", "4294967295"]).is_err());
     }
 }

@@ -169,11 +169,15 @@ pub fn run_trial(ctx: &TrialContext, tree: &FdbTree, planned: &PlannedTrial) -> 
         if let Err(e) = c.harvest() {
             tracing::warn!("trial {name}: trace files not kept: {e:#}");
         }
-        if let (Ok(()), Err(error)) = (&result, stopped) {
-            result = Err(Failure {
-                phase: Phase::Teardown,
-                error,
-            });
+        match (&result, stopped) {
+            (Ok(()), Err(error)) => {
+                result = Err(Failure {
+                    phase: Phase::Teardown,
+                    error,
+                })
+            }
+            (Err(_), Err(error)) => tracing::warn!("trial {name}: teardown: {error}"),
+            (_, Ok(())) => {}
         }
     }
     // The data is wiped only now, after the artifacts were copied off the RAM disk.
@@ -182,7 +186,7 @@ pub fn run_trial(ctx: &TrialContext, tree: &FdbTree, planned: &PlannedTrial) -> 
     }
     if let Err(Failure { phase, error }) = result {
         record.outcome = match error {
-            PhaseError::Timeout(_) => Outcome::Timeout,
+            PhaseError::Timeout(..) => Outcome::Timeout,
             PhaseError::Interrupted => Outcome::Interrupted,
             PhaseError::Failed(_) => Outcome::Error,
         };
@@ -202,10 +206,16 @@ fn run_phases(
     record: &mut TrialRecord,
 ) -> Result<(), Failure> {
     let b = ctx.bounds;
-    let c = timed(record, Phase::ClusterStart, || {
-        Cluster::start(tree, work, artifacts, &planned.knobs, b.cluster_start)
+    let c = Cluster::new(tree, work, artifacts).map_err(|e| Failure {
+        phase: Phase::ClusterStart,
+        error: e.into(),
     })?;
+    // Stored before it starts, so that a cluster that fails to start is still harvested
+    // and torn down.
     let c = cluster.insert(c);
+    timed(record, Phase::ClusterStart, || {
+        c.start(tree, &planned.knobs, b.cluster_start)
+    })?;
     timed(record, Phase::Configure, || {
         c.configure(planned.engine, b.configure)
     })?;
@@ -332,7 +342,7 @@ fn mako_run(
     let bound = Duration::from_secs(w.seconds) + ctx.bounds.mako_run_grace;
     // Storage CPU over the measurement window: one sample when the warmup ends, one when
     // mako exits. Two /proc reads per trial cost nothing measurable.
-    let storage = cluster.storage_pid();
+    let storage = cluster.storage_pid().expect("the cluster has started");
     let warmup = Duration::from_secs(w.warmup_seconds);
     let mut at_warmup_end: Option<(Instant, f64)> = None;
     let status = child.wait_until(started + bound, bound, || {

@@ -6,8 +6,11 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+use nix::unistd::{access, AccessFlags};
 use serde::Serialize;
 use xshell::{cmd, Shell};
+
+use crate::config::UsageError;
 
 /// Paths of the programs of one FDB build tree, all checked to exist.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -25,20 +28,39 @@ impl FdbTree {
     /// Checks that `root` holds every file the gate runs. A missing file is an error that
     /// names it and how to build it.
     pub fn open(root: &Path) -> Result<FdbTree> {
+        if !root.is_dir() {
+            let what = if root.exists() {
+                "is not a directory"
+            } else {
+                "does not exist"
+            };
+            return Err(UsageError(format!(
+                "FDB build tree {} {what}: give the cmake build directory (the one holding \
+                 bin/fdbserver)",
+                root.display()
+            ))
+            .into());
+        }
         let root = std::fs::canonicalize(root)
-            .with_context(|| format!("FDB build tree {} does not exist", root.display()))?;
+            .with_context(|| format!("cannot resolve FDB build tree {}", root.display()))?;
         let need = |rel: &str, target: &str, extra: &str| -> Result<PathBuf> {
             let path = root.join(rel);
-            if path.is_file() {
-                return Ok(path);
+            if !path.is_file() {
+                bail!(
+                    "{} is missing from FDB build tree {}: build it with \
+                     `ninja -C {} {target}`{extra}",
+                    rel,
+                    root.display(),
+                    root.display()
+                )
             }
-            bail!(
-                "{} is missing from FDB build tree {}: build it with \
-                 `ninja -C {} {target}`{extra}",
-                rel,
-                root.display(),
-                root.display()
-            )
+            if rel.starts_with("bin/") && access(&path, AccessFlags::X_OK).is_err() {
+                bail!(
+                    "{} is not executable (chmod +x, or rebuild it)",
+                    path.display()
+                );
+            }
+            Ok(path)
         };
         Ok(FdbTree {
             fdbserver: need("bin/fdbserver", "fdbserver", "")?,
@@ -64,6 +86,46 @@ impl FdbTree {
             .with_context(|| format!("cannot run `{} --version`", fdbserver.display()))?;
         FdbVersion::parse(&text)
             .with_context(|| format!("unexpected `{} --version` output", fdbserver.display()))
+    }
+}
+
+/// Whether two trees hold byte-identical `fdbserver`, `mako` and `libfdb_c.so` (the same
+/// tree twice, or a copy). Two trees built from the same commit with different uncommitted
+/// changes have the same source version but different binaries: a real A/B.
+pub fn same_binaries(a: &FdbTree, b: &FdbTree) -> Result<bool> {
+    for (x, y) in [
+        (&a.fdbserver, &b.fdbserver),
+        (&a.mako, &b.mako),
+        (
+            &a.lib_dir.join("libfdb_c.so"),
+            &b.lib_dir.join("libfdb_c.so"),
+        ),
+    ] {
+        if !same_file_contents(x, y)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn same_file_contents(x: &Path, y: &Path) -> Result<bool> {
+    use std::io::Read;
+    let open =
+        |p: &Path| std::fs::File::open(p).with_context(|| format!("cannot read {}", p.display()));
+    let (mut fx, mut fy) = (open(x)?, open(y)?);
+    if fx.metadata()?.len() != fy.metadata()?.len() {
+        return Ok(false);
+    }
+    let (mut bx, mut by) = (vec![0u8; 1 << 20], vec![0u8; 1 << 20]);
+    loop {
+        let n = fx.read(&mut bx)?;
+        if n == 0 {
+            return Ok(true);
+        }
+        fy.read_exact(&mut by[..n])?;
+        if bx[..n] != by[..n] {
+            return Ok(false);
+        }
     }
 }
 
@@ -128,14 +190,46 @@ mod tests {
     #[test]
     fn missing_mako_names_the_file_and_the_cmake_flag() {
         let dir = tempfile::tempdir().unwrap();
-        for f in ["bin/fdbserver", "bin/fdbcli", "lib/libfdb_c.so"] {
+        use std::os::unix::fs::PermissionsExt;
+        let make = |f: &str, mode: u32| {
             let p = dir.path().join(f);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, "").unwrap();
+            std::fs::write(&p, "").unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+        };
+        for f in ["bin/fdbserver", "bin/fdbcli", "lib/libfdb_c.so"] {
+            make(f, 0o755);
         }
         let err = format!("{:#}", FdbTree::open(dir.path()).unwrap_err());
         assert!(err.contains("bin/mako is missing"), "{err}");
         assert!(err.contains("-DBUILD_MAKO=ON"), "{err}");
+        make("bin/mako", 0o644);
+        let err = format!("{:#}", FdbTree::open(dir.path()).unwrap_err());
+        assert!(err.contains("bin/mako is not executable"), "{err}");
+        make("bin/mako", 0o755);
+        assert!(FdbTree::open(dir.path()).is_ok());
+    }
+
+    #[test]
+    fn same_binaries_compares_contents() {
+        let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+        let tree = |d: &Path, server: &str| {
+            let t = FdbTree {
+                root: d.to_path_buf(),
+                fdbserver: d.join("fdbserver"),
+                fdbcli: d.join("fdbcli"),
+                mako: d.join("mako"),
+                lib_dir: d.to_path_buf(),
+            };
+            std::fs::write(&t.fdbserver, server).unwrap();
+            std::fs::write(&t.mako, "mako").unwrap();
+            std::fs::write(d.join("libfdb_c.so"), "lib").unwrap();
+            t
+        };
+        let a = tree(dirs[0].path(), "server v1");
+        assert!(same_binaries(&a, &tree(dirs[1].path(), "server v1")).unwrap());
+        assert!(!same_binaries(&a, &tree(dirs[1].path(), "server v2")).unwrap());
+        assert!(!same_binaries(&a, &tree(dirs[1].path(), "server v1 longer")).unwrap());
     }
 
     #[test]
@@ -145,5 +239,9 @@ mod tests {
             FdbTree::open(Path::new("/nonexistent/fdb")).unwrap_err()
         );
         assert!(err.contains("/nonexistent/fdb does not exist"), "{err}");
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let err = FdbTree::open(file.path()).unwrap_err();
+        assert!(err.to_string().contains("is not a directory"), "{err}");
+        assert!(err.downcast_ref::<UsageError>().is_some());
     }
 }

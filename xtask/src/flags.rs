@@ -17,7 +17,7 @@ Exit status:
 
 /// perfgate: A/B throughput gate for FoundationDB, built on mako.
 #[derive(Debug, Parser)]
-#[command(name = "cargo xtask", version, after_help = EXIT_CODES)]
+#[command(name = "cargo xtask", bin_name = "cargo xtask", version, after_help = EXIT_CODES)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

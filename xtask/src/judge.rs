@@ -21,8 +21,8 @@ pub enum Verdict {
     /// Clean run, above the SLO, no regression beyond the tolerance.
     #[serde(rename = "MEASURED")]
     Measured,
-    /// Statistically/materially below the baseline (here: mean TPS below it by more than
-    /// `--max-regression`).
+    /// Materially below the baseline: for now, mean TPS below it by more than
+    /// `--max-regression` percent (no significance test yet).
     #[serde(rename = "REGRESSION")]
     Regression,
     /// Below the absolute floor (`--slo-tps`).
@@ -134,13 +134,30 @@ pub struct Judgement {
     pub criteria: Criteria,
 }
 
-/// Judges every engine of the run. `trials` may be partial (an interrupted run): missing
-/// trials make the verdict ERROR.
-pub fn judge(trials: &[TrialRecord], engines: &[Engine], criteria: Criteria) -> Vec<Judgement> {
-    engines
+/// Judges every engine of the run. `trials` may be partial: missing trials make the
+/// verdict ERROR, and so does `interrupted` (a signal cut the run short), whatever the
+/// numbers say, unless a TIMEOUT came first.
+pub fn judge(
+    trials: &[TrialRecord],
+    engines: &[Engine],
+    criteria: Criteria,
+    interrupted: bool,
+) -> Vec<Judgement> {
+    let mut judgements: Vec<Judgement> = engines
         .iter()
         .map(|&e| judge_engine(trials, e, criteria))
-        .collect()
+        .collect();
+    for j in judgements
+        .iter_mut()
+        .filter(|j| interrupted && j.verdict < Verdict::Error)
+    {
+        j.reason = format!(
+            "the run was interrupted by a signal (numbers so far: {})",
+            j.reason
+        );
+        j.verdict = Verdict::Error;
+    }
+    judgements
 }
 
 fn judge_engine(all: &[TrialRecord], engine: Engine, criteria: Criteria) -> Judgement {
@@ -297,7 +314,7 @@ pub(crate) mod tests {
     };
 
     fn verdict(trials: &[TrialRecord]) -> Judgement {
-        judge(trials, &[Engine::Redwood], CRITERIA).remove(0)
+        judge(trials, &[Engine::Redwood], CRITERIA, false).remove(0)
     }
 
     fn abba(a: [f64; 2], b: [f64; 2]) -> Vec<TrialRecord> {
@@ -370,6 +387,18 @@ pub(crate) mod tests {
         t[1].outcome = Outcome::Error;
         assert_eq!(verdict(&t).verdict, Verdict::Error);
         assert_eq!(exit_code(&[verdict(&t)]), 2);
+    }
+
+    #[test]
+    fn an_interrupted_run_is_never_a_pass() {
+        let t = abba([1000.0, 1000.0], [1000.0, 1000.0]);
+        let j = judge(&t, &[Engine::Redwood], CRITERIA, true).remove(0);
+        assert_eq!(j.verdict, Verdict::Error);
+        assert!(
+            j.reason.starts_with("the run was interrupted"),
+            "{}",
+            j.reason
+        );
     }
 
     #[test]

@@ -47,13 +47,15 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Builds the plan; refuses an A/B whose arms cannot differ (same source version and
-    /// same knobs) unless `--allow-same`.
+    /// Builds the plan; refuses an A/B whose arms cannot differ (the same source version,
+    /// byte-identical binaries per `same_binaries`, and the same knobs) unless
+    /// `--allow-same`.
     pub fn new(
         config: BenchConfig,
         workdir: Workdir,
         baseline: ArmPlan,
         experiment: ArmPlan,
+        same_binaries: bool,
     ) -> Result<Plan, UsageError> {
         let mut trials = Vec::new();
         for &engine in &config.engines {
@@ -67,23 +69,35 @@ impl Plan {
                 });
             }
         }
+        // Compared as command lines: a user knob equal to an automatic one is no change.
         let same_knobs = config.engines.iter().all(|&e| {
-            let k = |arm| effective_knobs(&config.arm(arm).knobs, e, workdir.tmpfs);
-            k(Arm::Baseline) == k(Arm::Experiment)
+            let args = |arm| -> Vec<String> {
+                effective_knobs(&config.arm(arm).knobs, e, workdir.tmpfs)
+                    .iter()
+                    .map(Knob::arg)
+                    .collect()
+            };
+            args(Arm::Baseline) == args(Arm::Experiment)
         });
-        if baseline.version.source_version == experiment.version.source_version
-            && same_knobs
-            && !config.allow_same
-        {
+        let same_version = baseline.version.source_version == experiment.version.source_version;
+        if same_version && same_binaries && same_knobs && !config.allow_same {
             return Err(UsageError(format!(
-                "baseline and experiment are the same FDB source version ({}) with the same \
-                 knobs, so this would be an A/A run, not an A/B; give the arms different \
-                 builds or --baseline-knob/--experiment-knob, or pass --allow-same to measure \
-                 noise on purpose",
+                "baseline and experiment run byte-identical binaries (source version {}) with \
+                 the same knobs, so this would be an A/A run, not an A/B; give the arms \
+                 different builds or --baseline-knob/--experiment-knob, or pass --allow-same \
+                 to measure noise on purpose",
                 baseline.version.source_version
             )));
         }
         let mut warnings = Vec::new();
+        if same_version && !same_binaries {
+            warnings.push(format!(
+                "both arms report source version {} but their binaries differ (uncommitted \
+                 changes, or other build flags): the source version alone does not tell them \
+                 apart",
+                baseline.version.source_version
+            ));
+        }
         if !workdir.tmpfs {
             warnings.push(format!(
                 "WORK DIR {} IS NOT A RAM DISK (statfs type {}): TPS will be bound by disk \

@@ -244,7 +244,7 @@ mod tests {
             max_regression_pct: 2.0,
             slo_tps: None,
         };
-        let j = judge(&trials, &[Engine::Redwood], criteria);
+        let j = judge(&trials, &[Engine::Redwood], criteria, false);
         (trials, j)
     }
 

@@ -19,10 +19,8 @@ use std::{
 };
 
 use anyhow::{Context, Result};
-use nix::{
-    sys::signal::{killpg, Signal},
-    unistd::Pid,
-};
+pub use nix::sys::signal::Signal;
+use nix::{sys::signal::killpg, unistd::Pid};
 
 /// How often bounded waits look at their child, the clock and the interrupt flag.
 pub const POLL: Duration = Duration::from_millis(50);
@@ -30,11 +28,14 @@ pub const POLL: Duration = Duration::from_millis(50);
 static INTERRUPTED: OnceLock<Arc<AtomicBool>> = OnceLock::new();
 
 /// Makes SIGINT and SIGTERM set a flag that every bounded wait checks, so a Ctrl-C ends
-/// the current phase as interrupted, tears the cluster down and keeps the results.
+/// the current phase as interrupted, tears the cluster down and keeps the results. A
+/// second signal exits at once with status 2 (the servers still die: parent-death signal).
 pub fn install_interrupt_handler() -> Result<()> {
     let flag = INTERRUPTED.get_or_init(Default::default);
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(flag))
+        // Registered first, so it sees the flag as it was before this signal.
+        signal_hook::flag::register_conditional_shutdown(sig, 2, Arc::clone(flag))
+            .and_then(|_| signal_hook::flag::register(sig, Arc::clone(flag)))
             .context("cannot install the SIGINT/SIGTERM handler")?;
     }
     Ok(())
@@ -48,9 +49,9 @@ pub fn interrupted() -> bool {
 /// Why a phase of a trial ended without success.
 #[derive(Debug, thiserror::Error)]
 pub enum PhaseError {
-    /// The phase's time bound passed.
-    #[error("did not finish within its bound of {}", humantime::format_duration(*.0))]
-    Timeout(Duration),
+    /// The phase's time bound passed; the text says what was still running, or is empty.
+    #[error("did not finish within its bound of {}{}", humantime::format_duration(*.0), if .1.is_empty() { String::new() } else { format!(": {}", .1) })]
+    Timeout(Duration, String),
     /// SIGINT or SIGTERM arrived.
     #[error("interrupted by a signal")]
     Interrupted,
@@ -130,7 +131,7 @@ impl Child {
             let stop = if interrupted() {
                 Some(PhaseError::Interrupted)
             } else if Instant::now() >= deadline {
-                Some(PhaseError::Timeout(bound))
+                Some(PhaseError::Timeout(bound, String::new()))
             } else {
                 tick().err()
             };
@@ -142,24 +143,37 @@ impl Child {
         }
     }
 
-    /// Stops the whole process group: SIGTERM (fdbserver flushes its trace files), then
-    /// SIGKILL after `grace`. Returns whether SIGKILL was needed. Never blocks past `grace`
-    /// plus a few polls.
+    /// Sends `sig` to the child's whole process group. The group may hold workers of an
+    /// already exited leader (mako -p N), so it is signalled even when the leader is gone;
+    /// ESRCH just means nothing is left.
+    pub fn signal(&self, sig: Signal) {
+        let _ = killpg(self.pgid(), sig);
+    }
+
+    /// Whether the child has exited and no process of its group is left.
+    pub fn finished(&mut self) -> bool {
+        matches!(self.try_exit(), Ok(Some(_))) && !group_alive(self.pgid())
+    }
+
+    fn pgid(&self) -> Pid {
+        Pid::from_raw(self.inner.id() as i32)
+    }
+
+    /// Stops the whole process group: SIGTERM, then SIGKILL after `grace`. Returns whether
+    /// SIGKILL was needed.
     pub fn stop(&mut self, grace: Duration) -> bool {
-        let pgid = Pid::from_raw(self.inner.id() as i32);
-        // The group may hold workers of an already exited leader (mako -p N), so signal it
-        // even when the leader is gone; ESRCH just means nothing is left.
-        let _ = killpg(pgid, Signal::SIGTERM);
+        self.signal(Signal::SIGTERM);
         let deadline = Instant::now() + grace;
         while Instant::now() < deadline {
-            if matches!(self.try_exit(), Ok(Some(_))) && !group_alive(pgid) {
+            if self.finished() {
                 return false;
             }
             thread::sleep(POLL);
         }
-        let _ = killpg(pgid, Signal::SIGKILL);
-        let _ = self.inner.wait();
-        self.exited = self.inner.try_wait().ok().flatten().or(self.exited);
+        self.signal(Signal::SIGKILL);
+        if self.exited.is_none() {
+            self.exited = self.inner.wait().ok();
+        }
         true
     }
 
@@ -171,7 +185,7 @@ impl Child {
 
 impl Drop for Child {
     fn drop(&mut self) {
-        if self.exited.is_none() || group_alive(Pid::from_raw(self.inner.id() as i32)) {
+        if !self.finished() {
             self.stop(Duration::from_secs(2));
         }
     }
@@ -227,7 +241,7 @@ mod tests {
             &err,
             Duration::from_millis(300),
         );
-        assert!(matches!(r, Err(PhaseError::Timeout(_))), "{r:?}");
+        assert!(matches!(r, Err(PhaseError::Timeout(..))), "{r:?}");
         let pid: i32 = std::fs::read_to_string(&pidfile)
             .unwrap()
             .trim()
