@@ -25,10 +25,33 @@ fn main() {
     let logdir = PathBuf::from(common::flag(&args, &["-L", "--logdir"]).expect("-L DIR"));
     let port = listen.rsplit(':').next().unwrap();
     let trace = logdir.join(format!("trace.127.0.0.1.{port}.1.double.0.1.xml"));
+    // Like ServerKnobs.cpp: an unknown knob or a bad value is only a warning.
+    let mut events = String::new();
+    for (name, value) in args
+        .iter()
+        .filter_map(|a| a.strip_prefix("--knob_")?.split_once('='))
+    {
+        let valid = match name {
+            "disable_posix_kernel_aio" => ["0", "1"].contains(&value),
+            "rocksdb_use_direct_reads" | "rocksdb_use_direct_io_flush_compaction" => {
+                ["true", "false"].contains(&value)
+            }
+            "page_cache_4k" => value.parse::<u64>().is_ok(),
+            _ => {
+                eprintln!("WARNING: Invalid knob option '{name}'");
+                events += &format!("<Event Severity=\"30\" Type=\"InvalidKnobName\" Knob=\"{name}\" Value=\"{value}\" />\n");
+                continue;
+            }
+        };
+        if !valid {
+            eprintln!("WARNING: Invalid value '{value}' for knob option '{name}'");
+            events += &format!("<Event Severity=\"30\" Type=\"InvalidKnobValue\" Knob=\"{name}\" Value=\"{value}\" />\n");
+        }
+    }
     let _ = std::fs::write(
         &trace,
         format!(
-            "<Event Severity=\"10\" Type=\"ProgramStart\" SourceVersion=\"{}\" CommandLine=\"fdbserver {}\" />\n",
+            "{events}<Event Severity=\"10\" Type=\"ProgramStart\" SourceVersion=\"{}\" CommandLine=\"fdbserver {}\" />\n",
             b.source_version,
             args.join(" ")
         ),

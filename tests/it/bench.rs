@@ -450,3 +450,27 @@ fn a_non_empty_results_dir_or_unwritable_junit_path_is_refused_before_any_trial(
     assert_eq!(code(&o), 64, "{}", text(&o));
     assert!(!s.out().join("meta.json").exists(), "no trial may run");
 }
+
+#[test]
+fn a_knob_fdbserver_does_not_know_fails_the_trial_naming_it() {
+    let s = Sandbox::new();
+    let a = s.tree("a", json!({}));
+    let o = s.bench(&a, &a, &["--experiment-knob", "page_cahce_4k=1"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let j = &s.read_json("summary.json")["judgements"][0];
+    assert_eq!(j["verdict"], "ERROR");
+    let reason = j["reason"].as_str().unwrap();
+    assert!(reason.contains("unknown knob 'page_cahce_4k'"), "{reason}");
+    let o = s.bench_in(
+        "bad-value",
+        &a,
+        &a,
+        &["--experiment-knob", "page_cache_4k=lots"],
+    );
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(
+        text(&o).contains("invalid value 'lots' for knob 'page_cache_4k'"),
+        "{}",
+        text(&o)
+    );
+}

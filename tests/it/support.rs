@@ -84,6 +84,10 @@ impl Sandbox {
 
     /// `cargo xtask bench` with a tiny workload, the given trees and `extra` flags.
     pub fn bench_command(&self, a: &Path, b: &Path, extra: &[&str]) -> Command {
+        self.bench_command_out(a, b, &self.out(), extra)
+    }
+
+    fn bench_command_out(&self, a: &Path, b: &Path, out: &Path, extra: &[&str]) -> Command {
         let mut cmd = Command::new(xtask());
         cmd.arg("bench")
             .arg("--baseline-build")
@@ -91,7 +95,7 @@ impl Sandbox {
             .arg("--experiment-build")
             .arg(b)
             .arg("--out")
-            .arg(self.out())
+            .arg(out)
             .args(["--rows", "1000", "--keylen", "16", "--vallen", "16"])
             .args(["--warmup-seconds", "2", "--seconds", "6"])
             .args(extra)
@@ -101,6 +105,12 @@ impl Sandbox {
 
     pub fn bench(&self, a: &Path, b: &Path, extra: &[&str]) -> Output {
         self.bench_command(a, b, extra).output().unwrap()
+    }
+
+    /// Like [`Sandbox::bench`], with results in `<sandbox>/<name>` (a second run).
+    pub fn bench_in(&self, name: &str, a: &Path, b: &Path, extra: &[&str]) -> Output {
+        let out = self.dir.path().join(name);
+        self.bench_command_out(a, b, &out, extra).output().unwrap()
     }
 
     pub fn read_json(&self, file: &str) -> Value {

@@ -306,6 +306,29 @@ impl Cluster {
         ))
     }
 
+    /// Knobs some server refused (it then runs with the default, silently benchmarking
+    /// another configuration), from its stderr and trace files; one line per problem,
+    /// naming the server.
+    pub fn knob_problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        for s in &self.servers {
+            let Some(child) = &s.child else { continue };
+            let stderr = std::fs::read_to_string(&child.stderr).unwrap_or_default();
+            let mut trace = String::new();
+            for entry in std::fs::read_dir(&s.log_dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                trace += &std::fs::read_to_string(entry.path()).unwrap_or_default();
+            }
+            for p in crate::analyze::knob_problems(&stderr, &trace) {
+                problems.push(format!("{}: {p}", child.name));
+            }
+        }
+        problems
+    }
+
     /// Copies each server's trace files into `<artifacts>/<role>-<port>/`.
     pub fn harvest(&self) -> Result<()> {
         for s in &self.servers {

@@ -166,6 +166,15 @@ pub fn run_trial(ctx: &TrialContext, tree: &FdbTree, planned: &PlannedTrial) -> 
             phase: Phase::Teardown,
             duration_s: started.elapsed().as_secs_f64(),
         });
+        // Trace files are complete only now: look for refused knobs once more.
+        if result.is_ok() {
+            if let Err(error) = check_knobs(&c) {
+                result = Err(Failure {
+                    phase: Phase::ClusterStart,
+                    error,
+                });
+            }
+        }
         if let Err(e) = c.harvest() {
             tracing::warn!("trial {name}: trace files not kept: {e:#}");
         }
@@ -214,7 +223,8 @@ fn run_phases(
     // and torn down.
     let c = cluster.insert(c);
     timed(record, Phase::ClusterStart, || {
-        c.start(tree, &planned.knobs, b.cluster_start)
+        c.start(tree, &planned.knobs, b.cluster_start)?;
+        check_knobs(c)
     })?;
     timed(record, Phase::Configure, || {
         c.configure(planned.engine, b.configure)
@@ -235,6 +245,20 @@ fn run_phases(
         phase: Phase::MakoRun,
         error: anyhow!(e).into(),
     })
+}
+
+/// Fails when a server refused a knob: it would run with the default, and the trial
+/// would silently benchmark another configuration than the one asked for.
+fn check_knobs(cluster: &Cluster) -> Result<(), PhaseError> {
+    let problems = cluster.knob_problems();
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(anyhow!(
+        "fdbserver refused knobs, so it would run with their defaults: {}",
+        problems.join("; ")
+    )
+    .into())
 }
 
 /// Runs `f` as `phase`, recording its duration whatever the result.
