@@ -474,3 +474,37 @@ fn a_knob_fdbserver_does_not_know_fails_the_trial_naming_it() {
         text(&o)
     );
 }
+
+#[test]
+fn an_idle_storage_server_is_not_cpu_bound_a_note_or_with_the_flag_an_error() {
+    let s = Sandbox::new();
+    // The double's storage server sleeps; a 3 s run leaves a 1 s measurement window.
+    let slow = json!({"time_scale": 0.5});
+    let (a, b) = s.ab(slow.clone(), slow);
+    let o = s.bench(&a, &b, &["--require-cpu-bound"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let trial = &s.read_json("trials.json")[0];
+    assert_eq!(trial["cpu_bound"], false, "{trial}");
+    assert!(trial["storage_cpu_cores"].as_f64().unwrap() < 0.85);
+    assert!(
+        trial["error"].as_str().unwrap().contains("not CPU-bound"),
+        "{trial}"
+    );
+
+    let o = s.bench_in("without-flag", &a, &b, &[]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("trials not CPU-bound"),
+        "{}",
+        text(&o)
+    );
+    let junit = std::fs::read_to_string(s.dir.path().join("without-flag/junit.xml")).unwrap();
+    assert!(
+        junit.contains(r#"<property name="baseline_trials_not_cpu_bound" value="1"/>"#),
+        "{junit}"
+    );
+    assert!(
+        junit.contains(r#"name="experiment_workdir_peak_bytes""#),
+        "{junit}"
+    );
+}

@@ -102,6 +102,7 @@ fn run_trials(plan: &Plan, out: &Path) -> Result<Vec<TrialRecord>> {
         bounds: &plan.config.bounds,
         run_workdir: &run_workdir,
         results_dir: out,
+        require_cpu_bound: plan.config.require_cpu_bound,
     };
     let mut trials: Vec<TrialRecord> = Vec::new();
     for planned in &plan.trials {

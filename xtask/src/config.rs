@@ -352,6 +352,8 @@ pub struct BenchConfig {
     /// Absolute TPS floor of the experiment, if any.
     pub slo_tps: Option<f64>,
     pub allow_same: bool,
+    /// A trial whose storage server used less than 0.85 cores is an error, not a warning.
+    pub require_cpu_bound: bool,
     pub dry_run: bool,
     pub bounds: PhaseBounds,
 }
@@ -417,6 +419,7 @@ impl TryFrom<&BenchArgs> for BenchConfig {
             max_regression_pct: a.max_regression,
             slo_tps: a.slo_tps,
             allow_same: a.allow_same,
+            require_cpu_bound: a.require_cpu_bound,
             dry_run: a.dry_run,
             bounds: PhaseBounds::resolve(&a.timeouts)?,
         })

@@ -15,9 +15,10 @@ use serde::Serialize;
 
 use crate::{
     analyze::MakoReport,
-    cluster::{cpu_seconds, Availability, Cluster},
+    cluster::{Availability, Cluster},
     config::{Arm, Engine, Knob, PhaseBounds, Workload},
     fdbtree::FdbTree,
+    monitor::{Monitor, CPU_BOUND_MIN_CORES},
     plan::PlannedTrial,
     supervise::{Child, PhaseError},
 };
@@ -92,6 +93,11 @@ pub struct TrialRecord {
     /// CPU used by the storage server over the measurement window, in cores (1.0 = one
     /// core busy). A CPU-bound run is near 1.0: the storage server is single-threaded.
     pub storage_cpu_cores: Option<f64>,
+    /// Whether the storage server used at least [`CPU_BOUND_MIN_CORES`] cores; `None`
+    /// when it could not be measured.
+    pub cpu_bound: Option<bool>,
+    /// Peak growth of the work dir filesystem's used bytes during mako build and run.
+    pub workdir_peak_bytes: Option<u64>,
     /// Artifacts of this trial, relative to the results dir.
     pub artifacts: PathBuf,
 }
@@ -103,6 +109,8 @@ pub struct TrialContext<'a> {
     /// This run's directory on the work dir (RAM disk).
     pub run_workdir: &'a Path,
     pub results_dir: &'a Path,
+    /// A trial whose storage server was not CPU-bound is an error (`--require-cpu-bound`).
+    pub require_cpu_bound: bool,
 }
 
 struct Failure {
@@ -132,6 +140,8 @@ pub fn run_trial(ctx: &TrialContext, tree: &FdbTree, planned: &PlannedTrial) -> 
         availability: None,
         report: None,
         storage_cpu_cores: None,
+        cpu_bound: None,
+        workdir_peak_bytes: None,
         artifacts: artifacts_rel,
     };
     let mut cluster = None;
@@ -232,14 +242,31 @@ fn run_phases(
     record.availability = Some(timed(record, Phase::Available, || {
         c.wait_available(b.available)
     })?);
-    timed(record, Phase::MakoBuild, || {
-        mako_build(ctx, tree, c, work, artifacts)
-    })?;
-    let (report, cpu) = timed(record, Phase::MakoRun, || {
-        mako_run(ctx, tree, c, work, artifacts)
-    })?;
+    let mut monitor = Monitor::new(work);
+    let built = timed(record, Phase::MakoBuild, || {
+        mako_build(ctx, tree, c, work, artifacts, &mut monitor)
+    });
+    record.workdir_peak_bytes = Some(monitor.peak_growth_bytes);
+    built?;
+    let ran = timed(record, Phase::MakoRun, || {
+        mako_run(ctx, tree, c, work, artifacts, &mut monitor)
+    });
+    record.workdir_peak_bytes = Some(monitor.peak_growth_bytes);
+    let (report, cpu) = ran?;
     record.storage_cpu_cores = cpu;
-    let validity = report.validity();
+    record.cpu_bound = cpu.map(|c| c >= CPU_BOUND_MIN_CORES);
+    let validity = report
+        .validity()
+        .and_then(|()| match (ctx.require_cpu_bound, cpu) {
+            (true, Some(c)) if c < CPU_BOUND_MIN_CORES => Err(format!(
+                "not CPU-bound: the storage server used {c:.2} cores, below {CPU_BOUND_MIN_CORES} \
+             (--require-cpu-bound)"
+            )),
+            (true, None) => {
+                Err("storage server CPU could not be measured (--require-cpu-bound)".into())
+            }
+            _ => Ok(()),
+        });
     record.report = Some(report);
     validity.map_err(|e| Failure {
         phase: Phase::MakoRun,
@@ -294,6 +321,7 @@ fn mako_build(
     cluster: &Cluster,
     work: &Path,
     artifacts: &Path,
+    monitor: &mut Monitor,
 ) -> Result<(), PhaseError> {
     let w = ctx.workload;
     let mut cmd = mako_command(tree, cluster, work);
@@ -308,7 +336,10 @@ fn mako_build(
     );
     let mut child = Child::spawn("mako --mode build", cmd, &out, &err)?;
     let bound = ctx.bounds.mako_build;
-    let status = child.wait_until(Instant::now() + bound, bound, || cluster.check_alive())?;
+    let status = child.wait_until(Instant::now() + bound, bound, || {
+        monitor.tick();
+        cluster.check_alive()
+    })?;
     let text = std::fs::read_to_string(&out).unwrap_or_default();
     // mako aborts in _dl_fini after its report, so the exit status says little: a
     // complete report is success.
@@ -336,6 +367,7 @@ fn mako_run(
     cluster: &Cluster,
     work: &Path,
     artifacts: &Path,
+    monitor: &mut Monitor,
 ) -> Result<(MakoReport, Option<f64>), PhaseError> {
     let w = ctx.workload;
     let (out, err) = (
@@ -364,22 +396,18 @@ fn mako_run(
     let started = Instant::now();
     let mut child = Child::spawn("mako --mode run", cmd, &out, &err)?;
     let bound = Duration::from_secs(w.seconds) + ctx.bounds.mako_run_grace;
-    // Storage CPU over the measurement window: one sample when the warmup ends, one when
-    // mako exits. Two /proc reads per trial cost nothing measurable.
+    // Storage CPU over the measurement window: from the end of the warmup (counted from
+    // mako's start) to mako's exit.
     let storage = cluster.storage_pid().expect("the cluster has started");
     let warmup = Duration::from_secs(w.warmup_seconds);
-    let mut at_warmup_end: Option<(Instant, f64)> = None;
     let status = child.wait_until(started + bound, bound, || {
-        if at_warmup_end.is_none() && started.elapsed() >= warmup {
-            at_warmup_end = cpu_seconds(storage).map(|cpu| (Instant::now(), cpu));
+        monitor.tick();
+        if started.elapsed() >= warmup {
+            monitor.start_cpu_window(storage);
         }
         cluster.check_alive()
     })?;
-    let cpu_cores = at_warmup_end.and_then(|(t0, cpu0)| {
-        let wall = t0.elapsed().as_secs_f64();
-        let cpu = cpu_seconds(storage)?;
-        (wall > 0.0).then(|| (cpu - cpu0) / wall)
-    });
+    let cpu_cores = monitor.cpu_cores(storage);
     let read = |p: &Path| {
         std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))
     };

@@ -126,6 +126,12 @@ pub struct BenchArgs {
     #[arg(long)]
     pub allow_same: bool,
 
+    /// Make a trial whose storage server used less than 0.85 cores over the measurement
+    /// window an error instead of a warning: such a run measures the client or the host,
+    /// not the storage server.
+    #[arg(long)]
+    pub require_cpu_bound: bool,
+
     /// Print the plan (trial order, command lines' knobs, work dir) and exit.
     #[arg(long)]
     pub dry_run: bool,

@@ -86,6 +86,10 @@ pub struct ArmStats {
     pub txn_latency_us_p99_mean: Option<f64>,
     /// Mean storage server CPU over the measurement windows, cores.
     pub storage_cpu_cores_mean: Option<f64>,
+    /// Trials whose storage server was measured below 0.85 cores (not CPU-bound).
+    pub trials_not_cpu_bound: usize,
+    /// Largest growth of the work dir's used bytes in a trial.
+    pub workdir_peak_bytes_max: Option<u64>,
 }
 
 impl ArmStats {
@@ -110,6 +114,8 @@ impl ArmStats {
                     .filter_map(|t| Some(t.report.as_ref()?.latency_us.get("TRANSACTION")?.p99))
                     .collect(),
             ),
+            trials_not_cpu_bound: trials.iter().filter(|t| t.cpu_bound == Some(false)).count(),
+            workdir_peak_bytes_max: trials.iter().filter_map(|t| t.workdir_peak_bytes).max(),
             storage_cpu_cores_mean: mean_of(
                 trials.iter().filter_map(|t| t.storage_cpu_cores).collect(),
             ),
@@ -132,6 +138,8 @@ pub struct Judgement {
     /// (experiment mean / baseline mean - 1) x 100, percent.
     pub tps_delta_pct: Option<f64>,
     pub criteria: Criteria,
+    /// Things that make the numbers less trustworthy without deciding the verdict.
+    pub notes: Vec<String>,
 }
 
 /// Judges every engine of the run. `trials` may be partial: missing trials make the
@@ -174,6 +182,18 @@ fn judge_engine(all: &[TrialRecord], engine: Engine, criteria: Criteria) -> Judg
         _ => None,
     };
     let (verdict, reason) = decide(&base, &exp, &baseline, &experiment, tps_delta_pct, criteria);
+    let mut notes = Vec::new();
+    for (arm, stats) in [(Arm::Baseline, &baseline), (Arm::Experiment, &experiment)] {
+        if let Some(s) = stats.as_ref().filter(|s| s.trials_not_cpu_bound > 0) {
+            notes.push(format!(
+                "{} of {} {arm} trials not CPU-bound (storage server below {} cores): their \
+                 TPS may measure the client or the host, not the storage server",
+                s.trials_not_cpu_bound,
+                s.tps.len(),
+                crate::monitor::CPU_BOUND_MIN_CORES
+            ));
+        }
+    }
     Judgement {
         engine,
         metric: "tps",
@@ -183,6 +203,7 @@ fn judge_engine(all: &[TrialRecord], engine: Engine, criteria: Criteria) -> Judg
         experiment,
         tps_delta_pct,
         criteria,
+        notes,
     }
 }
 
@@ -303,6 +324,8 @@ pub(crate) mod tests {
                 latency_us: BTreeMap::new(),
             }),
             storage_cpu_cores: Some(0.97),
+            cpu_bound: Some(true),
+            workdir_peak_bytes: Some(1 << 20),
             artifacts: PathBuf::from(format!("trials/{index:02}")),
         }
     }

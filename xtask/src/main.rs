@@ -11,6 +11,7 @@ mod execute;
 mod fdbtree;
 mod flags;
 mod judge;
+mod monitor;
 mod plan;
 mod report;
 mod supervise;

@@ -48,7 +48,8 @@ pub fn summary_json(judgements: &[Judgement], interrupted: bool, warnings: &[Str
 pub fn results_tsv(trials: &[TrialRecord]) -> String {
     let mut s = String::from(
         "index\tengine\tarm\trepetition\toutcome\ttps\toverall_tps\tmeasured_s\ttotal_xacts\t\
-         txn_latency_us_p50\ttxn_latency_us_p99\tstorage_cpu_cores\tfailed_phase\terror\n",
+         txn_latency_us_p50\ttxn_latency_us_p99\tstorage_cpu_cores\tcpu_bound\tworkdir_peak_bytes\t\
+         failed_phase\terror\n",
     );
     let opt =
         |v: Option<f64>, digits: usize| v.map(|v| format!("{v:.digits$}")).unwrap_or_default();
@@ -57,7 +58,7 @@ pub fn results_tsv(trials: &[TrialRecord]) -> String {
         let txn = r.and_then(|r| r.latency_us.get("TRANSACTION"));
         let _ = writeln!(
             s,
-            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
             t.index,
             t.engine,
             t.arm,
@@ -73,6 +74,10 @@ pub fn results_tsv(trials: &[TrialRecord]) -> String {
             opt(txn.map(|l| l.p50), 0),
             opt(txn.map(|l| l.p99), 0),
             opt(t.storage_cpu_cores, 3),
+            t.cpu_bound.map(|b| b.to_string()).unwrap_or_default(),
+            t.workdir_peak_bytes
+                .map(|b| b.to_string())
+                .unwrap_or_default(),
             t.failed_phase.map(|p| p.to_string()).unwrap_or_default(),
             t.error.as_deref().unwrap_or("").replace(['\t', '\n'], " "),
         );
@@ -109,6 +114,18 @@ fn numbers(j: &Judgement) -> Vec<(String, String)> {
             &format!("{arm}_storage_cpu_cores"),
             s.as_ref().and_then(|s| s.storage_cpu_cores_mean),
             3,
+        );
+        push(
+            &format!("{arm}_trials_not_cpu_bound"),
+            s.as_ref().map(|s| s.trials_not_cpu_bound as f64),
+            0,
+        );
+        push(
+            &format!("{arm}_workdir_peak_bytes"),
+            s.as_ref()
+                .and_then(|s| s.workdir_peak_bytes_max)
+                .map(|b| b as f64),
+            0,
         );
     }
     push("tps_delta_pct", j.tps_delta_pct, 2);
@@ -202,6 +219,9 @@ pub fn table(judgements: &[Judgement], warnings: &[String]) -> String {
     }
     for j in judgements {
         let _ = writeln!(s, "{} {}: {}", j.engine, j.verdict, j.reason);
+        for note in &j.notes {
+            let _ = writeln!(s, "{} note: {note}", j.engine);
+        }
     }
     for w in warnings {
         let _ = writeln!(s, "WARNING: {w}");
@@ -268,11 +288,11 @@ mod tests {
         t[3].failed_phase = Some(Phase::Configure);
         t[3].error = Some("configure: did not\tfinish".into());
         expect![[r#"
-            index	engine	arm	repetition	outcome	tps	overall_tps	measured_s	total_xacts	txn_latency_us_p50	txn_latency_us_p99	storage_cpu_cores	failed_phase	error
-            1	redwood	baseline	1	measured	1000.00	1000	5.000	5000	2000	4100	0.970		
-            2	redwood	experiment	1	measured	950.00	950	5.000	4750			0.970		
-            3	redwood	experiment	2	measured	960.50	960	5.000	4802			0.970		
-            4	redwood	baseline	2	timeout							0.970	configure	configure: did not finish
+            index	engine	arm	repetition	outcome	tps	overall_tps	measured_s	total_xacts	txn_latency_us_p50	txn_latency_us_p99	storage_cpu_cores	cpu_bound	workdir_peak_bytes	failed_phase	error
+            1	redwood	baseline	1	measured	1000.00	1000	5.000	5000	2000	4100	0.970	true	1048576		
+            2	redwood	experiment	1	measured	950.00	950	5.000	4750			0.970	true	1048576		
+            3	redwood	experiment	2	measured	960.50	960	5.000	4802			0.970	true	1048576		
+            4	redwood	baseline	2	timeout							0.970	true	1048576	configure	configure: did not finish
         "#]]
         .assert_eq(&results_tsv(&t));
     }
@@ -292,10 +312,14 @@ mod tests {
                             <property name="baseline_tps_cv_pct" value="0.70"/>
                             <property name="baseline_trials" value="2"/>
                             <property name="baseline_storage_cpu_cores" value="0.970"/>
+                            <property name="baseline_trials_not_cpu_bound" value="0"/>
+                            <property name="baseline_workdir_peak_bytes" value="1048576"/>
                             <property name="experiment_tps_mean" value="955.25"/>
                             <property name="experiment_tps_cv_pct" value="0.78"/>
                             <property name="experiment_trials" value="2"/>
                             <property name="experiment_storage_cpu_cores" value="0.970"/>
+                            <property name="experiment_trials_not_cpu_bound" value="0"/>
+                            <property name="experiment_workdir_peak_bytes" value="1048576"/>
                             <property name="tps_delta_pct" value="-4.95"/>
                             <property name="max_regression_pct" value="2.00"/>
                         </properties>
@@ -304,10 +328,14 @@ mod tests {
             baseline_tps_cv_pct=0.70
             baseline_trials=2
             baseline_storage_cpu_cores=0.970
+            baseline_trials_not_cpu_bound=0
+            baseline_workdir_peak_bytes=1048576
             experiment_tps_mean=955.25
             experiment_tps_cv_pct=0.78
             experiment_trials=2
             experiment_storage_cpu_cores=0.970
+            experiment_trials_not_cpu_bound=0
+            experiment_workdir_peak_bytes=1048576
             tps_delta_pct=-4.95
             max_regression_pct=2.00</failure>
                         <system-out>REGRESSION: experiment 955.2 TPS vs baseline 1005.0 TPS (-4.95%): more than the tolerated 2.00% below
@@ -316,10 +344,14 @@ mod tests {
             baseline_tps_cv_pct=0.70
             baseline_trials=2
             baseline_storage_cpu_cores=0.970
+            baseline_trials_not_cpu_bound=0
+            baseline_workdir_peak_bytes=1048576
             experiment_tps_mean=955.25
             experiment_tps_cv_pct=0.78
             experiment_trials=2
             experiment_storage_cpu_cores=0.970
+            experiment_trials_not_cpu_bound=0
+            experiment_workdir_peak_bytes=1048576
             tps_delta_pct=-4.95
             max_regression_pct=2.00
 
