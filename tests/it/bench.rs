@@ -491,7 +491,7 @@ fn an_idle_storage_server_is_not_cpu_bound_a_note_or_with_the_flag_an_error() {
         "{trial}"
     );
 
-    let o = s.bench_in("without-flag", &a, &b, &[]);
+    let o = s.bench_in("without-flag", &a, &b, &["--trials", "1"]);
     assert_eq!(code(&o), 0, "{}", text(&o));
     assert!(
         String::from_utf8_lossy(&o.stdout).contains("trials not CPU-bound"),
@@ -507,4 +507,26 @@ fn an_idle_storage_server_is_not_cpu_bound_a_note_or_with_the_flag_an_error() {
         junit.contains(r#"name="experiment_workdir_peak_bytes""#),
         "{junit}"
     );
+}
+
+#[test]
+fn noise_beyond_the_tolerance_is_inconclusive_and_fails_only_under_strict() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(
+        json!({"noise_pct": 10.0}),
+        json!({"noise_pct": 10.0, "tps": 990.0}),
+    );
+    let o = s.bench(&a, &b, &["--trials", "2"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let j = &s.read_json("summary.json")["judgements"][0];
+    assert_eq!(j["verdict"], "INCONCLUSIVE", "{j}");
+    assert!(j["tps"]["mde_pct"].as_f64().unwrap() > 2.0, "{j}");
+    let junit = std::fs::read_to_string(s.out().join("junit.xml")).unwrap();
+    assert!(junit.contains("<skipped message=\"INCONCLUSIVE"), "{junit}");
+    // The same trees anew (the double's noise follows each tree's run count).
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"noise_pct": 10.0}), json!({"noise_pct": 10.0, "tps": 990.0}));
+    let o = s.bench(&a, &b, &["--trials", "2", "--strict"]);
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    assert_eq!(s.read_json("summary.json")["judgements"][0]["verdict"], "INCONCLUSIVE");
 }

@@ -66,6 +66,7 @@ pub fn run(sh: &Shell, args: &BenchArgs) -> Result<i32> {
         trials: plan.config.trials,
         max_regression_pct: plan.config.max_regression_pct,
         slo_tps: plan.config.slo_tps,
+        strict: plan.config.strict,
     };
     let judgements = judge(&trials, &plan.config.engines, criteria, interrupted);
     let table = report::table(&judgements, &plan.warnings);

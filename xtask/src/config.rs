@@ -351,6 +351,8 @@ pub struct BenchConfig {
     pub max_regression_pct: f64,
     /// Absolute TPS floor of the experiment, if any.
     pub slo_tps: Option<f64>,
+    /// INCONCLUSIVE fails the run.
+    pub strict: bool,
     pub allow_same: bool,
     /// A trial whose storage server used less than 0.85 cores is an error, not a warning.
     pub require_cpu_bound: bool,
@@ -418,6 +420,7 @@ impl TryFrom<&BenchArgs> for BenchConfig {
             junit: a.junit.clone(),
             max_regression_pct: a.max_regression,
             slo_tps: a.slo_tps,
+            strict: a.strict,
             allow_same: a.allow_same,
             require_cpu_bound: a.require_cpu_bound,
             dry_run: a.dry_run,
@@ -473,6 +476,7 @@ mod tests {
             (4, 7, 4, 128)
         );
         assert_eq!(w.transaction, "g18ui");
+        assert_eq!(config(&[]).unwrap().trials, 3);
         assert_eq!(
             (w.warmup_seconds, w.seconds, w.measured_seconds()),
             (300, 600, 300)

@@ -10,8 +10,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// Exit codes, shown in `--help` and the README; `main` is the only place that maps to them.
 pub const EXIT_CODES: &str = "\
 Exit status:
-  0   every engine MEASURED (no regression, no SLO violation)
-  1   a REGRESSION or SLO-VIOLATION
+  0   every engine MEASURED or INCONCLUSIVE (no regression, no SLO violation)
+  1   a REGRESSION or SLO-VIOLATION (or INCONCLUSIVE with --strict)
   2   a TIMEOUT, an infrastructure error (crash, missing binary, invalid report) or an interrupt
   64  usage error (bad flag or flag value)";
 
@@ -84,7 +84,9 @@ pub struct BenchArgs {
     pub workload: WorkloadArgs,
 
     /// Trials per arm and engine; arms run back to back in the order A B B A A B ...
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    /// Each A/B pair is one observation of the noise: with one pair the verdict can only
+    /// be INCONCLUSIVE.
+    #[arg(long, default_value_t = 3, value_name = "N")]
     pub trials: u32,
 
     /// Work directory for the cluster's data; should be a RAM disk (tmpfs). Default:
@@ -112,10 +114,14 @@ pub struct BenchArgs {
     #[arg(long, value_name = "PATH")]
     pub junit: Option<PathBuf>,
 
-    /// REGRESSION when the experiment's mean TPS is more than PCT percent below the
-    /// baseline's.
+    /// Tolerated TPS loss in percent: MEASURED when the 95% interval rules out a larger
+    /// loss, REGRESSION when the experiment is significantly slower by more than this.
     #[arg(long, default_value_t = 2.0, value_name = "PCT")]
     pub max_regression: f64,
+
+    /// Fail the run (exit 1) when a verdict is INCONCLUSIVE (too few trials for the noise).
+    #[arg(long)]
+    pub strict: bool,
 
     /// SLO-VIOLATION when the experiment's mean TPS is below this floor (TPS).
     #[arg(long, value_name = "TPS")]

@@ -1,9 +1,22 @@
 //! Judge stage: trial records -> one verdict per engine and gated metric. Pure.
 //!
-//! Rule (first version): the experiment's mean TPS is compared with the baseline's mean
-//! TPS over the measured trials of each engine. Verdict precedence, as in DESIGN.md:
-//! TIMEOUT > ERROR > SLO-VIOLATION > REGRESSION > MEASURED. A run that could not be
-//! measured is never a pass.
+//! The arms are compared on log TPS over interleaved pairs (`stats::paired`): the
+//! experiment's and the baseline's trials of the same repetition form a pair. The decision
+//! is a non-inferiority rule with the tolerance `--max-regression` as margin M (TPS is
+//! higher-is-better, so an improvement never fails):
+//!
+//! - MEASURED: the 95% interval of the change rules out a loss larger than M
+//!   (one-sided test of "loss >= M" at 2.5%);
+//! - REGRESSION: the data show a loss (one-sided test of "no loss" at 2.5%) and the
+//!   estimated loss is larger than M: statistically and materially slower. This is looser
+//!   than "the whole interval beyond M", which would need many more trials to ever fire;
+//! - INCONCLUSIVE otherwise (too few pairs or too much noise for M): reported with the
+//!   minimum detectable effect (MDE) achieved; a failure under `--strict`.
+//!
+//! With several engines gated at once, both one-sided p-values are Holm-adjusted over the
+//! family of engines (Holm 1979), so the chance of any false REGRESSION stays at 2.5%.
+//! Verdict precedence, as in DESIGN.md: TIMEOUT > ERROR > SLO-VIOLATION > REGRESSION >
+//! INCONCLUSIVE > MEASURED. A run that could not be measured is never a pass.
 
 use std::fmt;
 
@@ -13,16 +26,19 @@ use statrs::statistics::Statistics;
 use crate::{
     config::{Arm, Engine},
     execute::{Outcome, TrialRecord},
+    stats::{self, Comparison, ALPHA},
 };
 
 /// The gate's answer for one engine and metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub enum Verdict {
-    /// Clean run, above the SLO, no regression beyond the tolerance.
+    /// Clean run, above the SLO, a loss beyond the tolerance ruled out.
     #[serde(rename = "MEASURED")]
     Measured,
-    /// Materially below the baseline: for now, mean TPS below it by more than
-    /// `--max-regression` percent (no significance test yet).
+    /// Neither a pass nor a regression could be shown: too few trials for this noise.
+    #[serde(rename = "INCONCLUSIVE")]
+    Inconclusive,
+    /// Statistically and materially below the baseline.
     #[serde(rename = "REGRESSION")]
     Regression,
     /// Below the absolute floor (`--slo-tps`).
@@ -37,10 +53,12 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    /// Exit status contribution: 0 MEASURED, 1 REGRESSION/SLO-VIOLATION, 2 otherwise.
-    pub fn exit_code(self) -> i32 {
+    /// Exit status contribution: 0 MEASURED (and INCONCLUSIVE unless `strict`), 1
+    /// REGRESSION/SLO-VIOLATION, 2 TIMEOUT/ERROR.
+    pub fn exit_code(self, strict: bool) -> i32 {
         match self {
             Verdict::Measured => 0,
+            Verdict::Inconclusive => i32::from(strict),
             Verdict::Regression | Verdict::SloViolation => 1,
             Verdict::Error | Verdict::Timeout => 2,
         }
@@ -51,6 +69,7 @@ impl fmt::Display for Verdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Verdict::Measured => "MEASURED",
+            Verdict::Inconclusive => "INCONCLUSIVE",
             Verdict::Regression => "REGRESSION",
             Verdict::SloViolation => "SLO-VIOLATION",
             Verdict::Error => "ERROR",
@@ -64,10 +83,12 @@ impl fmt::Display for Verdict {
 pub struct Criteria {
     /// Trials planned per arm and engine.
     pub trials: u32,
-    /// Largest tolerated TPS loss, percent.
+    /// Largest tolerated TPS loss, percent (the non-inferiority margin).
     pub max_regression_pct: f64,
     /// Absolute TPS floor of the experiment.
     pub slo_tps: Option<f64>,
+    /// INCONCLUSIVE fails the run (exit 1).
+    pub strict: bool,
 }
 
 /// TPS of one arm's measured trials of one engine.
@@ -108,12 +129,7 @@ impl ArmStats {
             tps_mean: mean,
             tps_stddev: stddev,
             tps_cv_pct: stddev.map(|s| 100.0 * s / mean),
-            txn_latency_us_p99_mean: mean_of(
-                trials
-                    .iter()
-                    .filter_map(|t| Some(t.report.as_ref()?.latency_us.get("TRANSACTION")?.p99))
-                    .collect(),
-            ),
+            txn_latency_us_p99_mean: mean_of(trials.iter().filter_map(|t| txn_p99(t)).collect()),
             trials_not_cpu_bound: trials.iter().filter(|t| t.cpu_bound == Some(false)).count(),
             workdir_peak_bytes_max: trials.iter().filter_map(|t| t.workdir_peak_bytes).max(),
             storage_cpu_cores_mean: mean_of(
@@ -124,19 +140,34 @@ impl ArmStats {
     }
 }
 
+fn txn_p99(t: &TrialRecord) -> Option<f64> {
+    Some(t.report.as_ref()?.latency_us.get("TRANSACTION")?.p99)
+}
+
 /// The verdict on one engine's TPS, with the numbers behind it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Judgement {
     pub engine: Engine,
-    /// Gated metric; `tps` for now.
+    /// Gated metric; `tps`.
     pub metric: &'static str,
     pub verdict: Verdict,
     /// One sentence with the numbers that decided the verdict.
     pub reason: String,
     pub baseline: Option<ArmStats>,
     pub experiment: Option<ArmStats>,
-    /// (experiment mean / baseline mean - 1) x 100, percent.
+    /// (experiment mean / baseline mean - 1) x 100, percent (plain means, for reading).
     pub tps_delta_pct: Option<f64>,
+    /// Paired comparison of TPS; `None` with fewer than two complete pairs.
+    pub tps: Option<Comparison>,
+    /// Holm-adjusted one-sided p of "loss >= tolerance" (small: MEASURED).
+    pub p_not_worse_adjusted: Option<f64>,
+    /// Holm-adjusted one-sided p of "no loss" (small, and a material loss: REGRESSION).
+    pub p_slower_adjusted: Option<f64>,
+    /// Comparisons in the Holm family (engines judged together).
+    pub family_size: usize,
+    /// Paired comparison of p99 transaction latency (higher is worse); reported, not
+    /// gating.
+    pub txn_latency_p99: Option<Comparison>,
     pub criteria: Criteria,
     /// Things that make the numbers less trustworthy without deciding the verdict.
     pub notes: Vec<String>,
@@ -155,6 +186,7 @@ pub fn judge(
         .iter()
         .map(|&e| judge_engine(trials, e, criteria))
         .collect();
+    decide_family(&mut judgements);
     for j in judgements
         .iter_mut()
         .filter(|j| interrupted && j.verdict < Verdict::Error)
@@ -168,6 +200,8 @@ pub fn judge(
     judgements
 }
 
+/// Stats, comparisons and the verdicts that need no statistics (TIMEOUT, ERROR, SLO);
+/// the rest is left MEASURED for `decide_family`.
 fn judge_engine(all: &[TrialRecord], engine: Engine, criteria: Criteria) -> Judgement {
     let of = |arm: Arm| -> Vec<&TrialRecord> {
         all.iter()
@@ -181,10 +215,21 @@ fn judge_engine(all: &[TrialRecord], engine: Engine, criteria: Criteria) -> Judg
         (Some(b), Some(e)) => Some(100.0 * (e.tps_mean / b.tps_mean - 1.0)),
         _ => None,
     };
-    let (verdict, reason) = decide(&base, &exp, &baseline, &experiment, tps_delta_pct, criteria);
+    let pairs = pairs(&base, &exp);
+    let column = |f: &dyn Fn(&TrialRecord) -> Option<f64>| -> Option<(Vec<f64>, Vec<f64>)> {
+        pairs
+            .iter()
+            .map(|(a, b)| Some((f(a)?, f(b)?)))
+            .collect::<Option<Vec<_>>>()
+            .map(|v| v.into_iter().unzip())
+    };
+    let tps =
+        column(&|t| t.report.as_ref().map(|r| r.tps)).and_then(|(a, b)| stats::paired(&a, &b));
+    let txn_latency_p99 = column(&txn_p99).and_then(|(a, b)| stats::paired(&a, &b));
+    let (verdict, reason) = precheck(&base, &exp, &experiment, criteria);
     let mut notes = Vec::new();
-    for (arm, stats) in [(Arm::Baseline, &baseline), (Arm::Experiment, &experiment)] {
-        if let Some(s) = stats.as_ref().filter(|s| s.trials_not_cpu_bound > 0) {
+    for (arm, s) in [(Arm::Baseline, &baseline), (Arm::Experiment, &experiment)] {
+        if let Some(s) = s.as_ref().filter(|s| s.trials_not_cpu_bound > 0) {
             notes.push(format!(
                 "{} of {} {arm} trials not CPU-bound (storage server below {} cores): their \
                  TPS may measure the client or the host, not the storage server",
@@ -194,6 +239,13 @@ fn judge_engine(all: &[TrialRecord], engine: Engine, criteria: Criteria) -> Judg
             ));
         }
     }
+    if let Some(l) = &txn_latency_p99 {
+        notes.push(format!(
+            "p99 transaction latency {:+.2}% [{:+.2}%, {:+.2}%] (not gating; mako's latency \
+             includes the warmup)",
+            l.delta_pct, l.ci_low_pct, l.ci_high_pct
+        ));
+    }
     Judgement {
         engine,
         metric: "tps",
@@ -202,6 +254,11 @@ fn judge_engine(all: &[TrialRecord], engine: Engine, criteria: Criteria) -> Judg
         baseline,
         experiment,
         tps_delta_pct,
+        tps,
+        p_not_worse_adjusted: None,
+        p_slower_adjusted: None,
+        family_size: 0,
+        txn_latency_p99,
         criteria,
         notes,
     }
@@ -215,12 +272,27 @@ fn measured<'a>(trials: &[&'a TrialRecord]) -> Vec<&'a TrialRecord> {
         .collect()
 }
 
-fn decide(
+/// Complete pairs: the baseline and experiment trial of one repetition, both measured.
+fn pairs<'a>(
+    base: &[&'a TrialRecord],
+    exp: &[&'a TrialRecord],
+) -> Vec<(&'a TrialRecord, &'a TrialRecord)> {
+    base.iter()
+        .filter(|a| a.outcome == Outcome::Measured)
+        .filter_map(|a| {
+            let b = exp
+                .iter()
+                .find(|b| b.repetition == a.repetition && b.outcome == Outcome::Measured)?;
+            Some((*a, *b))
+        })
+        .collect()
+}
+
+/// Verdicts decided without statistics; `Measured` means "still to be decided".
+fn precheck(
     base: &[&TrialRecord],
     exp: &[&TrialRecord],
-    baseline: &Option<ArmStats>,
     experiment: &Option<ArmStats>,
-    delta_pct: Option<f64>,
     c: Criteria,
 ) -> (Verdict, String) {
     let all = || base.iter().chain(exp);
@@ -250,44 +322,94 @@ fn decide(
             ),
         );
     }
-    let (Some(b), Some(e), Some(delta)) = (baseline, experiment, delta_pct) else {
-        return (Verdict::Error, "no measured trial".to_string());
-    };
-    let numbers = format!(
-        "experiment {:.1} TPS vs baseline {:.1} TPS ({delta:+.2}%)",
-        e.tps_mean, b.tps_mean
-    );
-    if let Some(slo) = c.slo_tps {
-        if e.tps_mean < slo {
-            return (
-                Verdict::SloViolation,
-                format!("{numbers}: below the SLO of {slo:.1} TPS"),
-            );
-        }
-    }
-    if delta < -c.max_regression_pct {
-        return (
-            Verdict::Regression,
+    match (experiment, c.slo_tps) {
+        (None, _) => (Verdict::Error, "no measured trial".to_string()),
+        (Some(e), Some(slo)) if e.tps_mean < slo => (
+            Verdict::SloViolation,
             format!(
-                "{numbers}: more than the tolerated {:.2}% below",
-                c.max_regression_pct
+                "experiment {:.1} TPS is below the SLO of {slo:.1} TPS",
+                e.tps_mean
             ),
-        );
-    }
-    (
-        Verdict::Measured,
-        format!(
-            "{numbers}: within the tolerated {:.2}%",
-            c.max_regression_pct
         ),
-    )
+        _ => (Verdict::Measured, String::new()),
+    }
+}
+
+/// Decides the engines left open by `precheck`, Holm-adjusting over them.
+fn decide_family(judgements: &mut [Judgement]) {
+    let open: Vec<usize> = (0..judgements.len())
+        .filter(|&i| judgements[i].verdict == Verdict::Measured && judgements[i].tps.is_some())
+        .collect();
+    let margin = |j: &Judgement| (1.0 - j.criteria.max_regression_pct / 100.0).ln();
+    let p_nw: Vec<f64> = open
+        .iter()
+        .map(|&i| {
+            let j = &judgements[i];
+            j.tps.as_ref().expect("open").p_not_worse_than(margin(j))
+        })
+        .collect();
+    let p_sl: Vec<f64> = open
+        .iter()
+        .map(|&i| judgements[i].tps.as_ref().expect("open").p_slower())
+        .collect();
+    let (p_nw, p_sl) = (stats::holm(&p_nw), stats::holm(&p_sl));
+    for (k, &i) in open.iter().enumerate() {
+        let j = &mut judgements[i];
+        j.family_size = open.len();
+        j.p_not_worse_adjusted = Some(p_nw[k]);
+        j.p_slower_adjusted = Some(p_sl[k]);
+    }
+    for j in judgements
+        .iter_mut()
+        .filter(|j| j.verdict == Verdict::Measured)
+    {
+        let tol = j.criteria.max_regression_pct;
+        let Some(c) = &j.tps else {
+            let pairs = j.baseline.as_ref().map_or(0, |b| b.tps.len());
+            j.verdict = Verdict::Inconclusive;
+            j.reason = format!(
+                "{pairs} pair(s) give no estimate of the noise: run --trials 3 or more \
+                 (plain means: {:+.2}%)",
+                j.tps_delta_pct.unwrap_or(f64::NAN)
+            );
+            continue;
+        };
+        let numbers = format!(
+            "{:+.2}% [{:+.2}%, {:+.2}%] over {} pairs, p={:.3}",
+            c.delta_pct, c.ci_low_pct, c.ci_high_pct, c.n_baseline, c.p_value
+        );
+        let (nw, sl) = (
+            j.p_not_worse_adjusted.expect("set"),
+            j.p_slower_adjusted.expect("set"),
+        );
+        (j.verdict, j.reason) = if nw < ALPHA / 2.0 {
+            (
+                Verdict::Measured,
+                format!("{numbers}: a loss beyond {tol:.2}% is ruled out"),
+            )
+        } else if sl < ALPHA / 2.0 && c.log_delta < margin(j) {
+            (
+                Verdict::Regression,
+                format!("{numbers}: slower, and by more than the tolerated {tol:.2}%"),
+            )
+        } else {
+            (
+                Verdict::Inconclusive,
+                format!(
+                    "{numbers}: cannot rule out a loss beyond {tol:.2}% nor show one; the \
+                     smallest loss these trials detect (MDE) is {:.2}%: run more trials",
+                    c.mde_pct
+                ),
+            )
+        };
+    }
 }
 
 /// The run's exit status: the worst verdict's (0, 1 or 2).
 pub fn exit_code(judgements: &[Judgement]) -> i32 {
     judgements
         .iter()
-        .map(|j| j.verdict.exit_code())
+        .map(|j| j.verdict.exit_code(j.criteria.strict))
         .max()
         .unwrap_or(2)
 }
@@ -330,46 +452,153 @@ pub(crate) mod tests {
         }
     }
 
-    const CRITERIA: Criteria = Criteria {
-        trials: 2,
+    pub(crate) const CRITERIA: Criteria = Criteria {
+        trials: 3,
         max_regression_pct: 2.0,
         slo_tps: Some(500.0),
+        strict: false,
     };
 
     fn verdict(trials: &[TrialRecord]) -> Judgement {
         judge(trials, &[Engine::Redwood], CRITERIA, false).remove(0)
     }
 
-    fn abba(a: [f64; 2], b: [f64; 2]) -> Vec<TrialRecord> {
-        vec![
-            trial(1, Arm::Baseline, a[0]),
-            trial(2, Arm::Experiment, b[0]),
-            trial(3, Arm::Experiment, b[1]),
-            trial(4, Arm::Baseline, a[1]),
-        ]
+    /// Trials in A B B A A B order, repetition r for the r-th entry of each arm.
+    pub(crate) fn interleaved(a: &[f64], b: &[f64]) -> Vec<TrialRecord> {
+        let mut out = Vec::new();
+        for (r, (&x, &y)) in a.iter().zip(b).enumerate() {
+            let order = if r % 2 == 0 {
+                [(Arm::Baseline, x), (Arm::Experiment, y)]
+            } else {
+                [(Arm::Experiment, y), (Arm::Baseline, x)]
+            };
+            for (arm, tps) in order {
+                let mut t = trial(out.len() + 1, arm, tps);
+                t.repetition = r as u32 + 1;
+                out.push(t);
+            }
+        }
+        out
     }
 
     #[test]
-    fn small_loss_is_measured_and_large_loss_is_regression() {
-        let j = verdict(&abba([1000.0, 1000.0], [990.0, 990.0]));
+    fn a_clear_small_loss_is_measured_and_a_clear_large_loss_is_regression() {
+        let j = verdict(&interleaved(
+            &[1000.0, 1010.0, 990.0],
+            &[995.0, 1004.0, 986.0],
+        ));
         assert_eq!(j.verdict, Verdict::Measured, "{}", j.reason);
-        assert!((j.tps_delta_pct.unwrap() + 1.0).abs() < 1e-9);
-        let j = verdict(&abba([1000.0, 1000.0], [950.0, 970.0]));
+        assert!(j.reason.contains("ruled out"), "{}", j.reason);
+        let j = verdict(&interleaved(
+            &[1000.0, 1010.0, 990.0],
+            &[950.0, 962.0, 939.0],
+        ));
         assert_eq!(j.verdict, Verdict::Regression, "{}", j.reason);
-        assert!(j.reason.contains("-4.00%"), "{}", j.reason);
+        assert!(j.reason.contains("over 3 pairs"), "{}", j.reason);
+    }
+
+    #[test]
+    fn noise_larger_than_the_tolerance_is_inconclusive_with_its_mde() {
+        let j = verdict(&interleaved(
+            &[1000.0, 1100.0, 950.0],
+            &[1050.0, 980.0, 990.0],
+        ));
+        assert_eq!(j.verdict, Verdict::Inconclusive, "{}", j.reason);
+        assert!(j.reason.contains("MDE"), "{}", j.reason);
+        assert_eq!(exit_code(std::slice::from_ref(&j)), 0);
+        let strict = Criteria {
+            strict: true,
+            ..CRITERIA
+        };
+        let j = judge(
+            &interleaved(&[1000.0, 1100.0, 950.0], &[1050.0, 980.0, 990.0]),
+            &[Engine::Redwood],
+            strict,
+            false,
+        );
+        assert_eq!(exit_code(&j), 1);
+    }
+
+    #[test]
+    fn one_pair_is_inconclusive_not_a_guess() {
+        let c = Criteria {
+            trials: 1,
+            ..CRITERIA
+        };
+        let j = judge(
+            &interleaved(&[1000.0], &[800.0]),
+            &[Engine::Redwood],
+            c,
+            false,
+        )
+        .remove(0);
+        assert_eq!(j.verdict, Verdict::Inconclusive, "{}", j.reason);
+        assert!(
+            j.reason.contains("no estimate of the noise"),
+            "{}",
+            j.reason
+        );
     }
 
     #[test]
     fn an_improvement_never_fails() {
+        let j = verdict(&interleaved(
+            &[1000.0, 1000.0, 1000.0],
+            &[1500.0, 1400.0, 1450.0],
+        ));
+        assert_eq!(j.verdict, Verdict::Measured, "{}", j.reason);
+    }
+
+    #[test]
+    fn a_significant_but_immaterial_loss_is_not_a_regression() {
+        // About -1% with little noise: significant, but within the 2% tolerance.
+        let j = verdict(&interleaved(
+            &[1000.0, 1000.0, 1000.0],
+            &[990.0, 989.0, 991.0],
+        ));
+        assert_eq!(j.verdict, Verdict::Measured, "{}", j.reason);
+        assert!(j.tps.unwrap().p_value < 0.01);
+    }
+
+    #[test]
+    fn holm_makes_a_family_of_engines_harder_to_fail() {
+        // A loss that is significant for one engine alone (p_slower ~ 0.02) is not once
+        // it is one of three comparisons.
+        let mut trials = interleaved(&[1000.0, 1020.0, 990.0], &[960.0, 955.0, 960.0]);
+        let alone = judge(&trials, &[Engine::Redwood], CRITERIA, false).remove(0);
+        assert_eq!(alone.verdict, Verdict::Regression, "{}", alone.reason);
+        for (k, engine) in [Engine::Rocksdb, Engine::ShardedRocksdb]
+            .into_iter()
+            .enumerate()
+        {
+            for mut t in interleaved(&[1000.0, 1001.0, 999.0], &[1000.0, 1001.0, 999.0]) {
+                t.engine = engine;
+                t.index += 6 * (k + 1);
+                trials.push(t);
+            }
+        }
+        let family = judge(
+            &trials,
+            &[Engine::Redwood, Engine::Rocksdb, Engine::ShardedRocksdb],
+            CRITERIA,
+            false,
+        );
+        assert_eq!(family[0].family_size, 3);
+        assert!(family[0].p_slower_adjusted.unwrap() > alone.p_slower_adjusted.unwrap());
         assert_eq!(
-            verdict(&abba([1000.0, 1000.0], [1500.0, 1400.0])).verdict,
-            Verdict::Measured
+            family[0].verdict,
+            Verdict::Inconclusive,
+            "{}",
+            family[0].reason
         );
     }
 
     #[test]
     fn slo_violation_wins_over_regression() {
-        let j = verdict(&abba([1000.0, 1000.0], [400.0, 400.0]));
+        let j = verdict(&interleaved(
+            &[1000.0, 1000.0, 1000.0],
+            &[400.0, 400.0, 400.0],
+        ));
         assert_eq!(j.verdict, Verdict::SloViolation, "{}", j.reason);
         assert!(
             j.reason.contains("below the SLO of 500.0 TPS"),
@@ -380,7 +609,7 @@ pub(crate) mod tests {
 
     #[test]
     fn timeout_wins_over_everything_and_names_the_phase() {
-        let mut t = abba([1000.0, 1000.0], [400.0, 400.0]);
+        let mut t = interleaved(&[1000.0, 1000.0, 1000.0], &[400.0, 400.0, 400.0]);
         t[2].outcome = Outcome::Error;
         t[2].error = Some("mako-run: crashed".into());
         t[3].outcome = Outcome::Timeout;
@@ -397,16 +626,16 @@ pub(crate) mod tests {
 
     #[test]
     fn missing_or_failed_trials_are_errors_not_passes() {
-        let mut t = abba([1000.0, 1000.0], [1000.0, 1000.0]);
+        let mut t = interleaved(&[1000.0, 1000.0, 1000.0], &[1000.0, 1000.0, 1000.0]);
         t.pop();
         let j = verdict(&t);
         assert_eq!(j.verdict, Verdict::Error);
         assert!(
-            j.reason.contains("only 1 baseline and 2 experiment"),
+            j.reason.contains("only 3 baseline and 2 experiment"),
             "{}",
             j.reason
         );
-        let mut t = abba([1000.0, 1000.0], [1000.0, 1000.0]);
+        let mut t = interleaved(&[1000.0, 1000.0, 1000.0], &[1000.0, 1000.0, 1000.0]);
         t[1].outcome = Outcome::Error;
         assert_eq!(verdict(&t).verdict, Verdict::Error);
         assert_eq!(exit_code(&[verdict(&t)]), 2);
@@ -414,7 +643,7 @@ pub(crate) mod tests {
 
     #[test]
     fn an_interrupted_run_is_never_a_pass() {
-        let t = abba([1000.0, 1000.0], [1000.0, 1000.0]);
+        let t = interleaved(&[1000.0, 1000.0, 1000.0], &[1000.0, 1000.0, 1000.0]);
         let j = judge(&t, &[Engine::Redwood], CRITERIA, true).remove(0);
         assert_eq!(j.verdict, Verdict::Error);
         assert!(
@@ -426,12 +655,15 @@ pub(crate) mod tests {
 
     #[test]
     fn stats_give_mean_stddev_and_cv() {
-        let j = verdict(&abba([900.0, 1100.0], [1000.0, 1000.0]));
+        let j = verdict(&interleaved(
+            &[900.0, 1100.0, 1000.0],
+            &[1000.0, 1000.0, 1000.0],
+        ));
         let b = j.baseline.unwrap();
         assert_eq!(b.tps_mean, 1000.0);
-        let sd = (2.0f64 * 100.0 * 100.0).sqrt(); // sample stddev of {900, 1100}
+        let sd = 100.0; // sample stddev of {900, 1100, 1000}
         assert!((b.tps_stddev.unwrap() - sd).abs() < 1e-9);
-        assert!((b.tps_cv_pct.unwrap() - sd / 10.0).abs() < 1e-9);
+        assert!((b.tps_cv_pct.unwrap() - 10.0).abs() < 1e-9);
         assert_eq!(j.experiment.unwrap().tps_cv_pct, Some(0.0));
     }
 }

@@ -14,6 +14,7 @@ mod judge;
 mod monitor;
 mod plan;
 mod report;
+mod stats;
 mod supervise;
 mod workdir;
 

@@ -129,14 +129,36 @@ fn numbers(j: &Judgement) -> Vec<(String, String)> {
         );
     }
     push("tps_delta_pct", j.tps_delta_pct, 2);
+    if let Some(c) = &j.tps {
+        push("pairs", Some(c.n_baseline as f64), 0);
+        push("tps_change_pct", Some(c.delta_pct), 2);
+        push("tps_change_ci95_low_pct", Some(c.ci_low_pct), 2);
+        push("tps_change_ci95_high_pct", Some(c.ci_high_pct), 2);
+        push("p_value", Some(c.p_value), 4);
+        push("mde_pct", Some(c.mde_pct), 2);
+    }
+    push("p_not_worse_adjusted", j.p_not_worse_adjusted, 4);
+    push("p_slower_adjusted", j.p_slower_adjusted, 4);
+    if j.family_size > 1 {
+        push("holm_family_size", Some(j.family_size as f64), 0);
+    }
+    if let Some(l) = &j.txn_latency_p99 {
+        push("txn_latency_p99_change_pct", Some(l.delta_pct), 2);
+        push("txn_latency_p99_change_ci95_low_pct", Some(l.ci_low_pct), 2);
+        push(
+            "txn_latency_p99_change_ci95_high_pct",
+            Some(l.ci_high_pct),
+            2,
+        );
+    }
     push("max_regression_pct", Some(j.criteria.max_regression_pct), 2);
     push("slo_tps", j.criteria.slo_tps, 1);
     v
 }
 
 /// `junit.xml`: one test suite per engine, one test case per gated metric. REGRESSION and
-/// SLO-VIOLATION are `<failure>`, TIMEOUT and ERROR are `<error>`; the verdict is the
-/// failure's type.
+/// SLO-VIOLATION are `<failure>`, TIMEOUT and ERROR are `<error>`, INCONCLUSIVE is
+/// `<skipped>` (with the MDE achieved in its message); the verdict is the type.
 pub fn junit(judgements: &[Judgement], table: &str) -> String {
     let mut report = Report::new("perfgate");
     for j in judgements {
@@ -147,6 +169,7 @@ pub fn junit(judgements: &[Judgement], table: &str) -> String {
                 TestCaseStatus::non_success(NonSuccessKind::Failure)
             }
             Verdict::Timeout | Verdict::Error => TestCaseStatus::non_success(NonSuccessKind::Error),
+            Verdict::Inconclusive => TestCaseStatus::skipped(),
         };
         if j.verdict != Verdict::Measured {
             status.set_type(j.verdict.to_string());
@@ -180,16 +203,32 @@ pub fn table(judgements: &[Judgement], warnings: &[String]) -> String {
             })
             .unwrap_or_else(|| "-".to_string())
     };
-    let rows: Vec<[String; 5]> = judgements
+    let rows: Vec<[String; 6]> = judgements
         .iter()
         .map(|j| {
+            let change = j.tps.as_ref().map_or_else(
+                || {
+                    j.tps_delta_pct
+                        .map(|d| format!("{d:+.2}%"))
+                        .unwrap_or_else(|| "-".into())
+                },
+                |c| {
+                    format!(
+                        "{:+.2}% [{:+.2}, {:+.2}]",
+                        c.delta_pct, c.ci_low_pct, c.ci_high_pct
+                    )
+                },
+            );
+            let p_mde = j.tps.as_ref().map_or_else(
+                || "-".into(),
+                |c| format!("{:.3} / {:.2}% / {}", c.p_value, c.mde_pct, c.n_baseline),
+            );
             [
                 j.engine.to_string(),
                 fmt_tps(&j.baseline),
                 fmt_tps(&j.experiment),
-                j.tps_delta_pct
-                    .map(|d| format!("{d:+.2}%"))
-                    .unwrap_or_else(|| "-".into()),
+                change,
+                p_mde,
                 j.verdict.to_string(),
             ]
         })
@@ -198,7 +237,8 @@ pub fn table(judgements: &[Judgement], warnings: &[String]) -> String {
         "engine",
         "baseline TPS",
         "experiment TPS",
-        "delta",
+        "change [95% CI]",
+        "p / MDE / pairs",
         "verdict",
     ]
     .map(String::from);
@@ -235,36 +275,42 @@ mod tests {
     use crate::{
         config::{Arm, Engine},
         execute::{Outcome, Phase},
-        judge::{judge, tests::trial, Criteria},
+        judge::{
+            judge,
+            tests::{interleaved, CRITERIA},
+            Criteria,
+        },
     };
     use expect_test::expect;
 
     fn run() -> (Vec<TrialRecord>, Vec<Judgement>) {
-        let mut trials = vec![
-            trial(1, Arm::Baseline, 1000.0),
-            trial(2, Arm::Experiment, 950.0),
-            trial(3, Arm::Experiment, 960.5),
-            trial(4, Arm::Baseline, 1010.0),
-        ];
-        trials[0].report.as_mut().unwrap().latency_us.insert(
-            "TRANSACTION".into(),
-            crate::analyze::LatencyStats {
-                samples: 9,
-                min: 1.0,
-                avg: 2.0,
-                max: 3.0,
-                p50: 2000.0,
-                p95: 2.0,
-                p99: 4100.0,
-                p99_9: 3.0,
+        let mut trials = interleaved(&[1000.0, 1010.0, 990.0], &[950.0, 960.5, 945.0]);
+        for (k, t) in trials.iter_mut().enumerate() {
+            let p99 =
+                4000.0 + 100.0 * k as f64 + if t.arm == Arm::Experiment { 300.0 } else { 0.0 };
+            t.report.as_mut().unwrap().latency_us.insert(
+                "TRANSACTION".into(),
+                crate::analyze::LatencyStats {
+                    samples: 9,
+                    min: 1.0,
+                    avg: 2.0,
+                    max: 3.0,
+                    p50: 2000.0,
+                    p95: 2.0,
+                    p99,
+                    p99_9: 3.0,
+                },
+            );
+        }
+        let j = judge(
+            &trials,
+            &[Engine::Redwood],
+            Criteria {
+                slo_tps: None,
+                ..CRITERIA
             },
+            false,
         );
-        let criteria = Criteria {
-            trials: 2,
-            max_regression_pct: 2.0,
-            slo_tps: None,
-        };
-        let j = judge(&trials, &[Engine::Redwood], criteria, false);
         (trials, j)
     }
 
@@ -272,9 +318,10 @@ mod tests {
     fn table_golden() {
         let (_, j) = run();
         expect![[r#"
-            engine   baseline TPS  experiment TPS  delta   verdict
-            redwood  1005.0 ±0.7%  955.2 ±0.8%     -4.95%  REGRESSION
-            redwood REGRESSION: experiment 955.2 TPS vs baseline 1005.0 TPS (-4.95%): more than the tolerated 2.00% below
+            engine   baseline TPS  experiment TPS  change [95% CI]        p / MDE / pairs    verdict
+            redwood  1000.0 ±1.0%  951.8 ±0.8%     -4.82% [-5.41, -4.22]  0.001 / 0.77% / 3  REGRESSION
+            redwood REGRESSION: -4.82% [-5.41%, -4.22%] over 3 pairs, p=0.001: slower, and by more than the tolerated 2.00%
+            redwood note: p99 transaction latency +7.89% [+0.96%, +15.29%] (not gating; mako's latency includes the warmup)
             WARNING: WORK DIR /x IS NOT A RAM DISK
         "#]]
         .assert_eq(&table(&j, &["WORK DIR /x IS NOT A RAM DISK".into()]));
@@ -289,10 +336,12 @@ mod tests {
         t[3].error = Some("configure: did not\tfinish".into());
         expect![[r#"
             index	engine	arm	repetition	outcome	tps	overall_tps	measured_s	total_xacts	txn_latency_us_p50	txn_latency_us_p99	storage_cpu_cores	cpu_bound	workdir_peak_bytes	failed_phase	error
-            1	redwood	baseline	1	measured	1000.00	1000	5.000	5000	2000	4100	0.970	true	1048576		
-            2	redwood	experiment	1	measured	950.00	950	5.000	4750			0.970	true	1048576		
-            3	redwood	experiment	2	measured	960.50	960	5.000	4802			0.970	true	1048576		
+            1	redwood	baseline	1	measured	1000.00	1000	5.000	5000	2000	4000	0.970	true	1048576		
+            2	redwood	experiment	1	measured	950.00	950	5.000	4750	2000	4400	0.970	true	1048576		
+            3	redwood	experiment	2	measured	960.50	960	5.000	4802	2000	4500	0.970	true	1048576		
             4	redwood	baseline	2	timeout							0.970	true	1048576	configure	configure: did not finish
+            5	redwood	baseline	3	measured	990.00	990	5.000	4950	2000	4400	0.970	true	1048576		
+            6	redwood	experiment	3	measured	945.00	945	5.000	4725	2000	4800	0.970	true	1048576		
         "#]]
         .assert_eq(&results_tsv(&t));
     }
@@ -308,51 +357,84 @@ mod tests {
                     <testcase name="tps" classname="perfgate.redwood">
                         <properties>
                             <property name="verdict" value="REGRESSION"/>
-                            <property name="baseline_tps_mean" value="1005.00"/>
-                            <property name="baseline_tps_cv_pct" value="0.70"/>
-                            <property name="baseline_trials" value="2"/>
+                            <property name="baseline_tps_mean" value="1000.00"/>
+                            <property name="baseline_tps_cv_pct" value="1.00"/>
+                            <property name="baseline_trials" value="3"/>
                             <property name="baseline_storage_cpu_cores" value="0.970"/>
                             <property name="baseline_trials_not_cpu_bound" value="0"/>
                             <property name="baseline_workdir_peak_bytes" value="1048576"/>
-                            <property name="experiment_tps_mean" value="955.25"/>
-                            <property name="experiment_tps_cv_pct" value="0.78"/>
-                            <property name="experiment_trials" value="2"/>
+                            <property name="experiment_tps_mean" value="951.83"/>
+                            <property name="experiment_tps_cv_pct" value="0.83"/>
+                            <property name="experiment_trials" value="3"/>
                             <property name="experiment_storage_cpu_cores" value="0.970"/>
                             <property name="experiment_trials_not_cpu_bound" value="0"/>
                             <property name="experiment_workdir_peak_bytes" value="1048576"/>
-                            <property name="tps_delta_pct" value="-4.95"/>
+                            <property name="tps_delta_pct" value="-4.82"/>
+                            <property name="pairs" value="3"/>
+                            <property name="tps_change_pct" value="-4.82"/>
+                            <property name="tps_change_ci95_low_pct" value="-5.41"/>
+                            <property name="tps_change_ci95_high_pct" value="-4.22"/>
+                            <property name="p_value" value="0.0009"/>
+                            <property name="mde_pct" value="0.77"/>
+                            <property name="p_not_worse_adjusted" value="0.9988"/>
+                            <property name="p_slower_adjusted" value="0.0004"/>
+                            <property name="txn_latency_p99_change_pct" value="7.89"/>
+                            <property name="txn_latency_p99_change_ci95_low_pct" value="0.96"/>
+                            <property name="txn_latency_p99_change_ci95_high_pct" value="15.29"/>
                             <property name="max_regression_pct" value="2.00"/>
                         </properties>
-                        <failure message="REGRESSION: experiment 955.2 TPS vs baseline 1005.0 TPS (-4.95%): more than the tolerated 2.00% below" type="REGRESSION">verdict=REGRESSION
-            baseline_tps_mean=1005.00
-            baseline_tps_cv_pct=0.70
-            baseline_trials=2
+                        <failure message="REGRESSION: -4.82% [-5.41%, -4.22%] over 3 pairs, p=0.001: slower, and by more than the tolerated 2.00%" type="REGRESSION">verdict=REGRESSION
+            baseline_tps_mean=1000.00
+            baseline_tps_cv_pct=1.00
+            baseline_trials=3
             baseline_storage_cpu_cores=0.970
             baseline_trials_not_cpu_bound=0
             baseline_workdir_peak_bytes=1048576
-            experiment_tps_mean=955.25
-            experiment_tps_cv_pct=0.78
-            experiment_trials=2
+            experiment_tps_mean=951.83
+            experiment_tps_cv_pct=0.83
+            experiment_trials=3
             experiment_storage_cpu_cores=0.970
             experiment_trials_not_cpu_bound=0
             experiment_workdir_peak_bytes=1048576
-            tps_delta_pct=-4.95
+            tps_delta_pct=-4.82
+            pairs=3
+            tps_change_pct=-4.82
+            tps_change_ci95_low_pct=-5.41
+            tps_change_ci95_high_pct=-4.22
+            p_value=0.0009
+            mde_pct=0.77
+            p_not_worse_adjusted=0.9988
+            p_slower_adjusted=0.0004
+            txn_latency_p99_change_pct=7.89
+            txn_latency_p99_change_ci95_low_pct=0.96
+            txn_latency_p99_change_ci95_high_pct=15.29
             max_regression_pct=2.00</failure>
-                        <system-out>REGRESSION: experiment 955.2 TPS vs baseline 1005.0 TPS (-4.95%): more than the tolerated 2.00% below
+                        <system-out>REGRESSION: -4.82% [-5.41%, -4.22%] over 3 pairs, p=0.001: slower, and by more than the tolerated 2.00%
             verdict=REGRESSION
-            baseline_tps_mean=1005.00
-            baseline_tps_cv_pct=0.70
-            baseline_trials=2
+            baseline_tps_mean=1000.00
+            baseline_tps_cv_pct=1.00
+            baseline_trials=3
             baseline_storage_cpu_cores=0.970
             baseline_trials_not_cpu_bound=0
             baseline_workdir_peak_bytes=1048576
-            experiment_tps_mean=955.25
-            experiment_tps_cv_pct=0.78
-            experiment_trials=2
+            experiment_tps_mean=951.83
+            experiment_tps_cv_pct=0.83
+            experiment_trials=3
             experiment_storage_cpu_cores=0.970
             experiment_trials_not_cpu_bound=0
             experiment_workdir_peak_bytes=1048576
-            tps_delta_pct=-4.95
+            tps_delta_pct=-4.82
+            pairs=3
+            tps_change_pct=-4.82
+            tps_change_ci95_low_pct=-5.41
+            tps_change_ci95_high_pct=-4.22
+            p_value=0.0009
+            mde_pct=0.77
+            p_not_worse_adjusted=0.9988
+            p_slower_adjusted=0.0004
+            txn_latency_p99_change_pct=7.89
+            txn_latency_p99_change_ci95_low_pct=0.96
+            txn_latency_p99_change_ci95_high_pct=15.29
             max_regression_pct=2.00
 
             table with ESC and ]]&gt; inside</system-out>
@@ -361,6 +443,16 @@ mod tests {
             </testsuites>
         "#]]
         .assert_eq(&xml);
+    }
+
+    #[test]
+    fn inconclusive_is_skipped_in_junit_with_the_mde() {
+        let t = interleaved(&[1000.0, 1100.0, 950.0], &[1050.0, 980.0, 990.0]);
+        let j = judge(&t, &[Engine::Redwood], CRITERIA, false);
+        let xml = junit(&j, "");
+        assert!(xml.contains("<skipped message=\"INCONCLUSIVE: "), "{xml}");
+        assert!(xml.contains("(MDE) is "), "{xml}");
+        assert!(xml.contains(r#"skipped="1""#), "{xml}");
     }
 
     #[test]
