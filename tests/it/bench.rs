@@ -173,7 +173,7 @@ fn missing_mako_is_a_clear_error_before_any_trial() {
     assert_eq!(code(&o), 2, "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("experiment build (--experiment-build) is not usable"),
+        err.contains("the experiment build tree is not usable"),
         "{err}"
     );
     assert!(err.contains("bin/mako is missing"), "{err}");
@@ -525,8 +525,48 @@ fn noise_beyond_the_tolerance_is_inconclusive_and_fails_only_under_strict() {
     assert!(junit.contains("<skipped message=\"INCONCLUSIVE"), "{junit}");
     // The same trees anew (the double's noise follows each tree's run count).
     let s = Sandbox::new();
-    let (a, b) = s.ab(json!({"noise_pct": 10.0}), json!({"noise_pct": 10.0, "tps": 990.0}));
+    let (a, b) = s.ab(
+        json!({"noise_pct": 10.0}),
+        json!({"noise_pct": 10.0, "tps": 990.0}),
+    );
     let o = s.bench(&a, &b, &["--trials", "2", "--strict"]);
     assert_eq!(code(&o), 1, "{}", text(&o));
-    assert_eq!(s.read_json("summary.json")["judgements"][0]["verdict"], "INCONCLUSIVE");
+    assert_eq!(
+        s.read_json("summary.json")["judgements"][0]["verdict"],
+        "INCONCLUSIVE"
+    );
+}
+
+#[test]
+fn calibrate_runs_an_aa_and_reports_noise_mde_and_trials_needed() {
+    let s = Sandbox::new();
+    let a = s.tree("a", json!({"noise_pct": 3.0}));
+    let o = std::process::Command::new(crate::support::xtask())
+        .args(["calibrate", "--build"])
+        .arg(&a)
+        .arg("--out")
+        .arg(s.out())
+        .args(["--rows", "1000", "--keylen", "16", "--vallen", "16"])
+        .args(["--warmup-seconds", "2", "--seconds", "6", "--trials", "4"])
+        .env("WORKDIR", s.workdir.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let cal = s.read_json("calibration.json");
+    let e = &cal["engines"][0];
+    assert_eq!(e["pairs"], 4, "{cal}");
+    assert!(e["pair_log_ratio_sd"].as_f64().unwrap() > 0.0, "{cal}");
+    assert!(e["mde_pct_by_pairs"].as_array().unwrap().len() > 3);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("calibration of redwood over 4 A/A pairs"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("tolerance needs"), "{stdout}");
+    // Both arms ran the one build.
+    let meta = s.read_json("meta.json");
+    assert_eq!(
+        meta["plan"]["baseline"]["tree"]["root"],
+        meta["plan"]["experiment"]["tree"]["root"]
+    );
 }

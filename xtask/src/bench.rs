@@ -16,10 +16,11 @@ use serde::Serialize;
 use xshell::Shell;
 
 use crate::{
+    calibrate::Calibration,
     config::{Arm, BenchConfig, UsageError},
     execute::{run_trial, Outcome, TrialContext, TrialRecord},
     fdbtree::{self, FdbTree},
-    flags::BenchArgs,
+    flags::{BenchArgs, CalibrateArgs},
     judge::{judge, Criteria},
     plan::{ArmPlan, Plan},
     report, supervise, workdir,
@@ -29,10 +30,46 @@ use crate::{
 /// (bad input, missing binaries) are returned as errors.
 pub fn run(sh: &Shell, args: &BenchArgs) -> Result<i32> {
     let config = BenchConfig::try_from(args)?;
+    Ok(run_config(sh, config)?.map_or(0, |done| done.exit_code))
+}
+
+/// `cargo xtask calibrate`: an A/A run of one build, then the host's noise figures.
+/// Exit status 0 when every trial was measured, else 2.
+pub fn calibrate(sh: &Shell, args: &CalibrateArgs) -> Result<i32> {
+    let config = BenchConfig::new(&args.build, &args.build, true, &args.run)?;
+    let Some(done) = run_config(sh, config)? else {
+        return Ok(0);
+    };
+    let cal = Calibration::new(
+        &done.trials,
+        &done.plan.config.engines,
+        done.plan.config.max_regression_pct,
+    );
+    write(&done.out.join("calibration.json"), &json(&cal))?;
+    let _ = writeln!(std::io::stdout(), "\n{}", cal.render());
+    let all_measured = done.trials.iter().all(|t| t.outcome == Outcome::Measured);
+    Ok(if all_measured && !done.interrupted {
+        0
+    } else {
+        2
+    })
+}
+
+/// What a finished (or interrupted) run left.
+struct Finished {
+    plan: Plan,
+    out: PathBuf,
+    trials: Vec<TrialRecord>,
+    interrupted: bool,
+    exit_code: i32,
+}
+
+/// Plans, runs, judges and exports; `None` for `--dry-run`.
+fn run_config(sh: &Shell, config: BenchConfig) -> Result<Option<Finished>> {
     let workdir = workdir::choose(config.workdir.as_deref())?;
     let arm_plan = |arm: Arm| -> Result<ArmPlan> {
         let tree = FdbTree::open(&config.arm(arm).build_dir)
-            .with_context(|| format!("{arm} build (--{arm}-build) is not usable"))?;
+            .with_context(|| format!("the {arm} build tree is not usable"))?;
         let version = tree.version(sh)?;
         Ok(ArmPlan { arm, tree, version })
     };
@@ -41,7 +78,7 @@ pub fn run(sh: &Shell, args: &BenchArgs) -> Result<i32> {
     let plan = Plan::new(config, workdir, baseline, experiment, same)?;
     if plan.config.dry_run {
         let _ = write!(std::io::stdout(), "{}", plan.render());
-        return Ok(0);
+        return Ok(None);
     }
     if let Some(junit) = &plan.config.junit {
         check_writable_file(junit)?;
@@ -81,12 +118,18 @@ pub fn run(sh: &Shell, args: &BenchArgs) -> Result<i32> {
     }
     // A closed stdout (`| head`) must not turn a verdict into a crash.
     let _ = writeln!(std::io::stdout(), "\n{table}\nresults: {}", out.display());
-    let code = if interrupted {
+    let exit_code = if interrupted {
         2
     } else {
         crate::judge::exit_code(&judgements)
     };
-    Ok(code)
+    Ok(Some(Finished {
+        plan,
+        out,
+        trials,
+        interrupted,
+        exit_code,
+    }))
 }
 
 /// Runs the plan's trials in order, saving the records after each; stops early on an

@@ -3,11 +3,15 @@
 //! Every check of user input happens here, once; later stages trust the config. A bad
 //! value is a [`UsageError`] that says what was wrong and how to fix it (exit status 64).
 
-use std::{fmt, path::PathBuf, time::Duration};
+use std::{
+    fmt,
+    path::{Path, PathBuf},
+    time::Duration,
+};
 
 use serde::Serialize;
 
-use crate::flags::{BenchArgs, EngineArg, ProfileArg, TimeoutArgs, WorkloadArgs};
+use crate::flags::{BenchArgs, EngineArg, ProfileArg, RunArgs, TimeoutArgs, WorkloadArgs};
 
 /// Bad user input: the message names the flag and the fix. Maps to exit status 64.
 #[derive(Debug, thiserror::Error)]
@@ -373,6 +377,18 @@ impl TryFrom<&BenchArgs> for BenchConfig {
     type Error = UsageError;
 
     fn try_from(a: &BenchArgs) -> Result<BenchConfig, UsageError> {
+        BenchConfig::new(&a.baseline_build, &a.experiment_build, a.allow_same, &a.run)
+    }
+}
+
+impl BenchConfig {
+    /// Validates the shared run flags `a` for the two arms' build trees.
+    pub fn new(
+        baseline: &Path,
+        experiment: &Path,
+        allow_same: bool,
+        a: &RunArgs,
+    ) -> Result<BenchConfig, UsageError> {
         let parse_all = |raw: &[String], flag: &str| -> Result<Vec<Knob>, UsageError> {
             raw.iter().map(|k| Knob::parse_user(k, flag)).collect()
         };
@@ -404,12 +420,12 @@ impl TryFrom<&BenchArgs> for BenchConfig {
         Ok(BenchConfig {
             baseline: ArmConfig {
                 arm: Arm::Baseline,
-                build_dir: a.baseline_build.clone(),
+                build_dir: baseline.to_path_buf(),
                 knobs: arm_knobs(&a.baseline_knobs, "--baseline-knob")?,
             },
             experiment: ArmConfig {
                 arm: Arm::Experiment,
-                build_dir: a.experiment_build.clone(),
+                build_dir: experiment.to_path_buf(),
                 knobs: arm_knobs(&a.experiment_knobs, "--experiment-knob")?,
             },
             engines: expand_engines(&a.engines),
@@ -421,7 +437,7 @@ impl TryFrom<&BenchArgs> for BenchConfig {
             max_regression_pct: a.max_regression,
             slo_tps: a.slo_tps,
             strict: a.strict,
-            allow_same: a.allow_same,
+            allow_same,
             require_cpu_bound: a.require_cpu_bound,
             dry_run: a.dry_run,
             bounds: PhaseBounds::resolve(&a.timeouts)?,
@@ -463,7 +479,9 @@ mod tests {
             "/b",
         ];
         argv.extend_from_slice(extra);
-        let Command::Bench(args) = Cli::try_parse_from(argv).expect("flags parse").command;
+        let Command::Bench(args) = Cli::try_parse_from(argv).expect("flags parse").command else {
+            unreachable!("bench flags")
+        };
         BenchConfig::try_from(&*args)
     }
 

@@ -29,6 +29,10 @@ pub enum Command {
     /// disk, and judge the experiment's TPS.
     #[command(after_help = EXIT_CODES)]
     Bench(Box<BenchArgs>),
+    /// Measure this host's noise: an A/A run of one build (both arms), reporting the
+    /// coefficient of variation, the MDE per number of trials, and how many trials
+    /// --max-regression needs. Writes calibration.json beside the usual results.
+    Calibrate(Box<CalibrateArgs>),
 }
 
 /// Storage engine as named on the command line; `all` expands to every engine.
@@ -67,6 +71,31 @@ pub struct BenchArgs {
     #[arg(long, value_name = "DIR")]
     pub experiment_build: PathBuf,
 
+    /// Accept two arms with the same source version, the same binaries and the same knobs
+    /// (an A/A run, e.g. to measure this host's noise; see also `calibrate`).
+    #[arg(long)]
+    pub allow_same: bool,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// Flags of `cargo xtask calibrate`.
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// FDB build tree to measure; both arms run it (use --trials 5 or more for a useful
+    /// estimate of the noise).
+    #[arg(long, value_name = "DIR")]
+    pub build: PathBuf,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// Flags shared by `bench` and `calibrate`: workload, trials, work dir, knobs, outputs,
+/// criteria, bounds.
+#[derive(Debug, Args)]
+pub struct RunArgs {
     /// Storage engine to benchmark; repeat for several.
     #[arg(
         long = "engine",
@@ -126,11 +155,6 @@ pub struct BenchArgs {
     /// SLO-VIOLATION when the experiment's mean TPS is below this floor (TPS).
     #[arg(long, value_name = "TPS")]
     pub slo_tps: Option<f64>,
-
-    /// Accept two arms with the same source version and the same knobs (an A/A run, e.g.
-    /// to measure this host's noise).
-    #[arg(long)]
-    pub allow_same: bool,
 
     /// Make a trial whose storage server used less than 0.85 cores over the measurement
     /// window an error instead of a warning: such a run measures the client or the host,

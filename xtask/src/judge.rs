@@ -273,7 +273,7 @@ fn measured<'a>(trials: &[&'a TrialRecord]) -> Vec<&'a TrialRecord> {
 }
 
 /// Complete pairs: the baseline and experiment trial of one repetition, both measured.
-fn pairs<'a>(
+pub fn pairs<'a>(
     base: &[&'a TrialRecord],
     exp: &[&'a TrialRecord],
 ) -> Vec<(&'a TrialRecord, &'a TrialRecord)> {

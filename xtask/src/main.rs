@@ -5,6 +5,7 @@
 
 mod analyze;
 mod bench;
+mod calibrate;
 mod cluster;
 mod config;
 mod execute;
@@ -46,6 +47,7 @@ fn main() -> ExitCode {
     };
     let result = match &cli.command {
         flags::Command::Bench(args) => bench::run(&sh, args),
+        flags::Command::Calibrate(args) => bench::calibrate(&sh, args),
     };
     match result {
         Ok(code) => ExitCode::from(code as u8),

@@ -206,7 +206,6 @@ pub fn holm(p: &[f64]) -> Vec<f64> {
     adjusted
 }
 
-#[allow(dead_code)] // used by `calibrate`, next
 /// Pairs needed for a paired comparison to detect a loss of `tolerance_pct` at POWER,
 /// given the standard deviation `sd_log` of per-pair log ratios; `None` beyond `max`.
 pub fn pairs_needed(sd_log: f64, tolerance_pct: f64, max: usize) -> Option<usize> {
@@ -214,7 +213,6 @@ pub fn pairs_needed(sd_log: f64, tolerance_pct: f64, max: usize) -> Option<usize
     (2..=max).find(|&n| mde_log(sd_log, n) <= target)
 }
 
-#[allow(dead_code)] // used by `calibrate`, next
 /// MDE on the log scale of a paired comparison with `n` pairs and per-pair sd `sd_log`.
 pub fn mde_log(sd_log: f64, n: usize) -> f64 {
     let t = t_dist((n - 1) as f64);
