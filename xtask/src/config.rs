@@ -345,6 +345,9 @@ pub struct BenchConfig {
     pub workload: Workload,
     /// Trials per arm and engine.
     pub trials: u32,
+    /// Seed of the trial order within A/B blocks (`--seed`, else from the clock); recorded
+    /// so a run's order can be reproduced.
+    pub seed: u64,
     /// `--workdir`/`WORKDIR`, if given; else the work dir is chosen by `workdir`.
     pub workdir: Option<PathBuf>,
     /// Results directory, if given; else one under the cargo target dir.
@@ -431,6 +434,7 @@ impl BenchConfig {
             engines: expand_engines(&a.engines),
             workload: Workload::resolve(a.profile, &a.workload)?,
             trials: a.trials,
+            seed: a.seed.unwrap_or_else(clock_seed),
             workdir: a.workdir.clone(),
             out: a.out.clone(),
             junit: a.junit.clone(),
@@ -443,6 +447,11 @@ impl BenchConfig {
             bounds: PhaseBounds::resolve(&a.timeouts)?,
         })
     }
+}
+
+fn clock_seed() -> u64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    now.map_or(0, |d| d.as_nanos() as u64) ^ u64::from(std::process::id())
 }
 
 fn expand_engines(args: &[EngineArg]) -> Vec<Engine> {

@@ -112,11 +112,16 @@ pub struct RunArgs {
     #[command(flatten)]
     pub workload: WorkloadArgs,
 
-    /// Trials per arm and engine; arms run back to back in the order A B B A A B ...
+    /// Trials per arm and engine; arms run back to back in blocks A B B A or B A A B.
     /// Each A/B pair is one observation of the noise: with one pair the verdict can only
     /// be INCONCLUSIVE.
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub trials: u32,
+
+    /// Seed of the trial order (A B B A or B A A B per block of two pairs); default: from
+    /// the clock. Recorded in meta.json to reproduce an order.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
 
     /// Work directory for the cluster's data; should be a RAM disk (tmpfs). Default:
     /// /mnt/ram when writable, else the tmpfs mount with the most free space.

@@ -59,7 +59,7 @@ impl Plan {
     ) -> Result<Plan, UsageError> {
         let mut trials = Vec::new();
         for &engine in &config.engines {
-            for (repetition, arm) in arm_order(config.trials) {
+            for (repetition, arm) in arm_order(config.trials, config.seed) {
                 trials.push(PlannedTrial {
                     index: trials.len() + 1,
                     engine,
@@ -187,19 +187,22 @@ impl Plan {
     }
 }
 
-/// Arms in interleaved order A B B A A B B A ...: each pair of trials runs both arms back
-/// to back, and swapping the order every other pair cancels a linear drift of the host.
-pub fn arm_order(trials: u32) -> Vec<(u32, Arm)> {
-    (1..=trials)
-        .flat_map(|rep| {
-            let pair = if rep % 2 == 1 {
-                [Arm::Baseline, Arm::Experiment]
-            } else {
-                [Arm::Experiment, Arm::Baseline]
-            };
-            pair.map(|arm| (rep, arm))
-        })
-        .collect()
+/// Arms in balanced blocks: each block of two repetitions runs A B B A or B A A B (a
+/// trailing single repetition A B or B A), chosen by a generator seeded with `seed`. Each
+/// pair runs both arms back to back, a block cancels a linear drift of the host, and the
+/// random choice keeps a periodic disturbance from lining up with one arm.
+pub fn arm_order(trials: u32, seed: u64) -> Vec<(u32, Arm)> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let (a, b) = (Arm::Baseline, Arm::Experiment);
+    let mut order = Vec::new();
+    for first in (1..=trials).step_by(2) {
+        let pairs = if rng.random_bool(0.5) { [[a, b], [b, a]] } else { [[b, a], [a, b]] };
+        for (rep, pair) in (first..=trials.min(first + 1)).zip(pairs) {
+            order.extend(pair.map(|arm| (rep, arm)));
+        }
+    }
+    order
 }
 
 /// The knobs a trial's fdbservers get: on tmpfs the ones it needs, then the user's (which
@@ -239,11 +242,23 @@ mod tests {
     use crate::config::KnobSource;
 
     #[test]
-    fn arms_alternate_in_abba_blocks() {
-        let letters: String = arm_order(3).iter().map(|(_, a)| a.letter()).collect();
-        assert_eq!(letters, "ABBAAB");
-        let reps: Vec<u32> = arm_order(2).iter().map(|(r, _)| *r).collect();
-        assert_eq!(reps, [1, 1, 2, 2]);
+    fn arms_run_in_balanced_blocks_chosen_by_the_seed() {
+        let letters = |trials, seed| -> String { arm_order(trials, seed).iter().map(|(_, a)| a.letter()).collect() };
+        let mut seen = std::collections::BTreeSet::new();
+        for seed in 0..40 {
+            let order = letters(5, seed);
+            assert_eq!(order.len(), 10);
+            // Blocks of four are ABBA or BAAB; the last pair is AB or BA.
+            for block in order.as_bytes().chunks(4) {
+                let b = std::str::from_utf8(block).unwrap();
+                assert!(["ABBA", "BAAB", "AB", "BA"].contains(&b), "{order}");
+            }
+            assert_eq!(order, letters(5, seed), "the seed decides");
+            seen.insert(order);
+        }
+        assert!(seen.len() > 4, "the seed matters: {seen:?}");
+        let reps: Vec<u32> = arm_order(3, 7).iter().map(|(r, _)| *r).collect();
+        assert_eq!(reps, [1, 1, 2, 2, 3, 3]);
     }
 
     fn names(k: &[Knob]) -> Vec<String> {
