@@ -130,6 +130,70 @@ impl MakoReport {
     }
 }
 
+/// A trend of TPS within the measurement window: a run that had not reached steady state.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Drift {
+    /// Least-squares change of TPS across the window, percent of the window's mean TPS.
+    pub pct: f64,
+    /// Two-sided p of "no slope" from the regression's t statistic. Per-second samples are
+    /// autocorrelated, which makes it optimistic: it is a flag, never a verdict.
+    pub p_value: f64,
+}
+
+/// Drift beyond this many percent of TPS across the window, with p below
+/// [`DRIFT_P_VALUE`], marks a trial as not steady.
+pub const DRIFT_MIN_PCT: f64 = 5.0;
+pub const DRIFT_P_VALUE: f64 = 0.01;
+
+impl Drift {
+    /// Whether the drift is both large and clear.
+    pub fn unsteady(&self) -> bool {
+        self.pct.abs() >= DRIFT_MIN_PCT && self.p_value < DRIFT_P_VALUE
+    }
+}
+
+impl MakoReport {
+    /// The linear trend of the per-second TPS samples after the warmup (the first
+    /// `warmup_duration_s` samples are dropped); `None` with fewer than 5 samples left.
+    pub fn drift(&self) -> Option<Drift> {
+        use statrs::distribution::{ContinuousCDF, StudentsT};
+        let skip = self.warmup_duration_s.round() as usize;
+        let y = self.samples_tps.get(skip..)?;
+        let n = y.len();
+        if n < 5 {
+            return None;
+        }
+        let nf = n as f64;
+        let (mx, my) = ((nf - 1.0) / 2.0, y.iter().sum::<f64>() / nf);
+        let sxx: f64 = (0..n).map(|i| (i as f64 - mx).powi(2)).sum();
+        let sxy: f64 = y
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i as f64 - mx) * (v - my))
+            .sum();
+        let slope = sxy / sxx;
+        let sse: f64 = y
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (v - my - slope * (i as f64 - mx)).powi(2))
+            .sum();
+        let se = (sse / (nf - 2.0) / sxx).sqrt();
+        let p_value = if se > 0.0 {
+            2.0 * StudentsT::new(0.0, 1.0, nf - 2.0)
+                .ok()?
+                .sf((slope / se).abs())
+        } else if slope == 0.0 {
+            1.0
+        } else {
+            0.0
+        };
+        Some(Drift {
+            pct: 100.0 * slope * (nf - 1.0) / my,
+            p_value,
+        })
+    }
+}
+
 /// The summary block of mako's text report; its "Overall TPS" line is printed last, so its
 /// presence means the report is complete.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -357,6 +421,37 @@ mod tests {
         );
         // ProgramStart's CommandLine names the knob too, but is no refusal.
         assert!(knob_problems("", trace.lines().nth(1).unwrap()).is_empty());
+    }
+
+    #[test]
+    fn drift_is_the_trend_of_the_window_after_the_warmup() {
+        let mut r = parse(RUN_TXT, RUN_JSON).unwrap();
+        // Warmup 3 s: samples 3.. of the real run fall from 782.96 to 646.68 TPS.
+        let d = r.drift().unwrap();
+        assert!(d.pct < -10.0, "{d:?}");
+        r.samples_tps = vec![100.0; 20];
+        assert_eq!(
+            r.drift().unwrap(),
+            Drift {
+                pct: 0.0,
+                p_value: 1.0
+            }
+        );
+        r.samples_tps = (0..20)
+            .map(|i| {
+                if i < 3 {
+                    10.0
+                } else {
+                    1000.0 + 10.0 * i as f64
+                }
+            })
+            .collect();
+        let d = r.drift().unwrap();
+        // Samples 3..19 are 1030..1190 TPS: 16 steps of 10 over a mean of 1110; a line.
+        assert!((d.pct - 100.0 * 160.0 / 1110.0).abs() < 1e-9, "{d:?}");
+        assert!(d.unsteady());
+        r.samples_tps.truncate(7);
+        assert_eq!(r.drift(), None, "4 samples after the warmup are too few");
     }
 
     #[test]

@@ -239,6 +239,22 @@ fn judge_engine(all: &[TrialRecord], engine: Engine, criteria: Criteria) -> Judg
             ));
         }
     }
+    let unsteady: Vec<String> = measured(&base)
+        .iter()
+        .chain(&measured(&exp))
+        .filter_map(|t| {
+            let d = t.report.as_ref()?.drift()?;
+            d.unsteady()
+                .then(|| format!("trial {} {:+.1}%", t.index, d.pct))
+        })
+        .collect();
+    if !unsteady.is_empty() {
+        notes.push(format!(
+            "TPS drifted within the measurement window (no steady state; a longer warmup may \
+             help): {}",
+            unsteady.join(", ")
+        ));
+    }
     if let Some(l) = &txn_latency_p99 {
         notes.push(format!(
             "p99 transaction latency {:+.2}% [{:+.2}%, {:+.2}%] (not gating; mako's latency \

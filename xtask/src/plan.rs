@@ -197,7 +197,11 @@ pub fn arm_order(trials: u32, seed: u64) -> Vec<(u32, Arm)> {
     let (a, b) = (Arm::Baseline, Arm::Experiment);
     let mut order = Vec::new();
     for first in (1..=trials).step_by(2) {
-        let pairs = if rng.random_bool(0.5) { [[a, b], [b, a]] } else { [[b, a], [a, b]] };
+        let pairs = if rng.random_bool(0.5) {
+            [[a, b], [b, a]]
+        } else {
+            [[b, a], [a, b]]
+        };
         for (rep, pair) in (first..=trials.min(first + 1)).zip(pairs) {
             order.extend(pair.map(|arm| (rep, arm)));
         }
@@ -243,7 +247,12 @@ mod tests {
 
     #[test]
     fn arms_run_in_balanced_blocks_chosen_by_the_seed() {
-        let letters = |trials, seed| -> String { arm_order(trials, seed).iter().map(|(_, a)| a.letter()).collect() };
+        let letters = |trials, seed| -> String {
+            arm_order(trials, seed)
+                .iter()
+                .map(|(_, a)| a.letter())
+                .collect()
+        };
         let mut seen = std::collections::BTreeSet::new();
         for seed in 0..40 {
             let order = letters(5, seed);
