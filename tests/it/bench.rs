@@ -94,7 +94,7 @@ fn equal_arms_are_measured_and_every_result_file_is_written() {
     assert!(!junit.contains("<failure"), "{junit}");
     assert!(std::fs::read_to_string(s.out().join("run.log"))
         .unwrap()
-        .contains("trial 4/4"));
+        .contains("trial 4: redwood baseline #2"));
     assert!(
         s.leftover_processes().is_empty(),
         "{:?}",
@@ -569,4 +569,20 @@ fn calibrate_runs_an_aa_and_reports_noise_mde_and_trials_needed() {
         meta["plan"]["baseline"]["tree"]["root"],
         meta["plan"]["experiment"]["tree"]["root"]
     );
+}
+
+#[test]
+fn adaptive_trials_stop_at_the_first_look_on_a_clear_case() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"tps": 1000.0}), json!({"tps": 800.0}));
+    let o = s.bench(&a, &b, &["--trials", "auto", "--time-budget", "1h"]);
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    assert_eq!(
+        s.read_json("summary.json")["judgements"][0]["verdict"],
+        "REGRESSION"
+    );
+    // Three pairs, the minimum, then decided.
+    assert_eq!(s.read_json("trials.json").as_array().unwrap().len(), 6);
+    let log = std::fs::read_to_string(s.out().join("run.log")).unwrap();
+    assert!(log.contains("after 3 pairs (look at alpha"), "{log}");
 }

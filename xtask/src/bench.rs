@@ -8,7 +8,7 @@ use std::{
     io::{IsTerminal as _, Write as _},
     path::{Path, PathBuf},
     sync::Mutex,
-    time::SystemTime,
+    time::{Duration, Instant, SystemTime},
 };
 
 use anyhow::{Context, Result};
@@ -17,13 +17,15 @@ use xshell::Shell;
 
 use crate::{
     calibrate::Calibration,
-    config::{Arm, BenchConfig, UsageError},
+    config::{Arm, BenchConfig, Engine, UsageError},
     execute::{run_trial, Outcome, TrialContext, TrialRecord},
     fdbtree::{self, FdbTree},
     flags::{BenchArgs, CalibrateArgs},
-    judge::{judge, Criteria},
-    plan::{ArmPlan, Plan},
-    report, supervise, workdir,
+    judge::{judge, Criteria, Verdict},
+    plan::{ArmPlan, Plan, PlannedTrial},
+    report,
+    sequential::Sequential,
+    stats, supervise, workdir,
 };
 
 /// Runs the gate; returns the exit status (0, 1 or 2). Errors before the first trial
@@ -97,14 +99,15 @@ fn run_config(sh: &Shell, config: BenchConfig) -> Result<Option<Finished>> {
     }
     write(&out.join("meta.json"), &json(&Meta::new(&plan)))?;
 
-    let trials = run_trials(&plan, &out)?;
+    let TrialsRun { trials, alpha } = run_trials(&plan, &out)?;
     let interrupted = supervise::interrupted();
-    let criteria = Criteria {
-        trials: plan.config.trials,
-        max_regression_pct: plan.config.max_regression_pct,
-        slo_tps: plan.config.slo_tps,
-        strict: plan.config.strict,
+    // With --trials auto the planned count is a minimum the budget may cut short.
+    let planned = if plan.config.time_budget.is_some() {
+        1
+    } else {
+        plan.config.trials
     };
+    let criteria = criteria(&plan.config, planned, alpha);
     let judgements = judge(&trials, &plan.config.engines, criteria, interrupted);
     let table = report::table(&judgements, &plan.warnings);
     let junit = report::junit(&judgements, &table);
@@ -132,46 +135,90 @@ fn run_config(sh: &Shell, config: BenchConfig) -> Result<Option<Finished>> {
     }))
 }
 
-/// Runs the plan's trials in order, saving the records after each; stops early on an
-/// interrupt.
-fn run_trials(plan: &Plan, out: &Path) -> Result<Vec<TrialRecord>> {
+/// The trials that ran, and the level their verdicts are decided at.
+struct TrialsRun {
+    trials: Vec<TrialRecord>,
+    /// `stats::ALPHA`, or for `--trials auto` the strictest last look's level.
+    alpha: f64,
+}
+
+/// Runs the trials and saves the records after each; stops early on an interrupt. With
+/// `--trials auto`, each engine gets an equal share of the budget and adds pairs after the
+/// planned ones until its verdict is decided (`sequential`).
+fn run_trials(plan: &Plan, out: &Path) -> Result<TrialsRun> {
     let run_workdir = plan
         .workdir
         .path
         .join(format!("perfgate-{}", std::process::id()));
     std::fs::create_dir_all(&run_workdir)
         .with_context(|| format!("cannot create {}", run_workdir.display()))?;
-    let ctx = TrialContext {
-        workload: &plan.config.workload,
-        bounds: &plan.config.bounds,
-        run_workdir: &run_workdir,
-        results_dir: out,
-        require_cpu_bound: plan.config.require_cpu_bound,
+    let mut runner = Runner {
+        plan,
+        out,
+        ctx: TrialContext {
+            workload: &plan.config.workload,
+            bounds: &plan.config.bounds,
+            run_workdir: &run_workdir,
+            results_dir: out,
+            require_cpu_bound: plan.config.require_cpu_bound,
+        },
+        trials: Vec::new(),
     };
-    let mut trials: Vec<TrialRecord> = Vec::new();
-    for planned in &plan.trials {
+    let mut alpha = stats::ALPHA;
+    match plan.config.time_budget {
+        None => {
+            for planned in &plan.trials {
+                if !runner.run(planned.clone())? {
+                    break;
+                }
+            }
+        }
+        Some(budget) => {
+            let share = budget / plan.config.engines.len() as u32;
+            for &engine in &plan.config.engines {
+                alpha = alpha.min(runner.adaptive(engine, share)?);
+                if supervise::interrupted() {
+                    break;
+                }
+            }
+        }
+    }
+    let _ = std::fs::remove_dir(&run_workdir);
+    Ok(TrialsRun {
+        trials: runner.trials,
+        alpha,
+    })
+}
+
+struct Runner<'a> {
+    plan: &'a Plan,
+    out: &'a Path,
+    ctx: TrialContext<'a>,
+    trials: Vec<TrialRecord>,
+}
+
+impl Runner<'_> {
+    /// Runs one trial (unless its engine already failed) and saves every record so far.
+    /// Returns false when the run must stop (interrupt).
+    fn run(&mut self, mut planned: PlannedTrial) -> Result<bool> {
         // One failed trial already makes the engine's verdict TIMEOUT or ERROR: its
         // remaining trials would cost time and change nothing.
-        if trials
-            .iter()
-            .any(|t| t.engine == planned.engine && t.outcome != Outcome::Measured)
-        {
+        if self.failed(planned.engine) {
             tracing::warn!(
-                "trial {}: skipped, an earlier {} trial failed",
-                planned.index,
+                "{} trial skipped: an earlier {0} trial failed",
                 planned.engine
             );
-            continue;
+            return Ok(true);
         }
+        planned.index = self.trials.len() + 1;
         tracing::info!(
-            "trial {}/{}: {} {} #{}",
+            "trial {}: {} {} #{}",
             planned.index,
-            plan.trials.len(),
             planned.engine,
             planned.arm,
             planned.repetition
         );
-        let record = run_trial(&ctx, &plan.arm(planned.arm).tree, planned);
+        let record = run_trial(&self.ctx, &self.plan.arm(planned.arm).tree, &planned);
         match (&record.outcome, &record.report) {
             (Outcome::Measured, Some(r)) => tracing::info!(
                 "trial {}: {:.1} TPS, storage server {} cores",
@@ -187,20 +234,85 @@ fn run_trials(plan: &Plan, out: &Path) -> Result<Vec<TrialRecord>> {
                 record.index,
                 record.outcome,
                 record.error.as_deref().unwrap_or(""),
-                out.join(&record.artifacts).display()
+                self.out.join(&record.artifacts).display()
             ),
         }
-        let stop = record.outcome == Outcome::Interrupted;
-        trials.push(record);
-        write(&out.join("trials.json"), &json(&trials))?;
-        write(&out.join("results.tsv"), &report::results_tsv(&trials))?;
-        if stop || supervise::interrupted() {
-            tracing::warn!("interrupted: stopping after trial {}", trials.len());
-            break;
+        let stop = record.outcome == Outcome::Interrupted || supervise::interrupted();
+        self.trials.push(record);
+        write(&self.out.join("trials.json"), &json(&self.trials))?;
+        write(
+            &self.out.join("results.tsv"),
+            &report::results_tsv(&self.trials),
+        )?;
+        if stop {
+            tracing::warn!("interrupted: stopping after trial {}", self.trials.len());
         }
+        Ok(!stop)
     }
-    let _ = std::fs::remove_dir(&run_workdir);
-    Ok(trials)
+
+    fn failed(&self, engine: Engine) -> bool {
+        self.trials
+            .iter()
+            .any(|t| t.engine == engine && t.outcome != Outcome::Measured)
+    }
+
+    /// Adds pairs of `engine` until decided, out of looks, or out of `budget`; returns
+    /// the level of the last look.
+    fn adaptive(&mut self, engine: Engine, budget: Duration) -> Result<f64> {
+        let started = Instant::now();
+        let mut seq = Sequential::new(budget);
+        let mut alpha = stats::ALPHA;
+        for rep in 1..=crate::config::MAX_TRIALS {
+            if !seq.another_pair_fits(started.elapsed(), rep - 1) {
+                tracing::info!(
+                    "{engine}: stopping after {} pairs: the time budget is spent",
+                    rep - 1
+                );
+                break;
+            }
+            for planned in self.plan.pair(engine, rep) {
+                if !self.run(planned)? {
+                    return Ok(alpha);
+                }
+            }
+            if self.failed(engine) {
+                break;
+            }
+            let Some(level) = seq.look(started.elapsed(), rep) else {
+                continue;
+            };
+            alpha = level;
+            let criteria = Criteria {
+                alpha,
+                ..self.criteria(1)
+            };
+            let j = judge(&self.trials, &[engine], criteria, false).remove(0);
+            tracing::info!(
+                "{engine} after {rep} pairs (look at alpha {alpha:.4} of {} planned): {}: {}",
+                seq.looks_planned().unwrap_or(1),
+                j.verdict,
+                j.reason
+            );
+            if j.verdict != Verdict::Inconclusive {
+                break;
+            }
+        }
+        Ok(alpha)
+    }
+
+    fn criteria(&self, trials: u32) -> Criteria {
+        criteria(&self.plan.config, trials, stats::ALPHA)
+    }
+}
+
+fn criteria(config: &BenchConfig, trials: u32, alpha: f64) -> Criteria {
+    Criteria {
+        trials,
+        max_regression_pct: config.max_regression_pct,
+        slo_tps: config.slo_tps,
+        strict: config.strict,
+        alpha,
+    }
 }
 
 /// `meta.json`: what was run, where, with what.

@@ -11,7 +11,9 @@ use std::{
 
 use serde::Serialize;
 
-use crate::flags::{BenchArgs, EngineArg, ProfileArg, RunArgs, TimeoutArgs, WorkloadArgs};
+use crate::flags::{
+    BenchArgs, EngineArg, ProfileArg, RunArgs, TimeoutArgs, TrialsArg, WorkloadArgs,
+};
 
 /// Bad user input: the message names the flag and the fix. Maps to exit status 64.
 #[derive(Debug, thiserror::Error)]
@@ -343,8 +345,10 @@ pub struct BenchConfig {
     /// Engines in the order they run; no duplicates.
     pub engines: Vec<Engine>,
     pub workload: Workload,
-    /// Trials per arm and engine.
+    /// Trials per arm and engine planned up front (with `--trials auto`, the minimum).
     pub trials: u32,
+    /// `--trials auto`: pairs are added until decided or this budget is spent.
+    pub time_budget: Option<Duration>,
     /// Seed of the trial order within A/B blocks (`--seed`, else from the clock); recorded
     /// so a run's order can be reproduced.
     pub seed: u64,
@@ -401,12 +405,28 @@ impl BenchConfig {
             all.extend(parse_all(own, flag)?);
             Ok(all)
         };
-        if a.trials == 0 || a.trials > MAX_TRIALS {
-            return Err(usage(format!(
-                "--trials {} must be between 1 and {MAX_TRIALS}",
-                a.trials
-            )));
-        }
+        let (trials, time_budget) = match (a.trials, a.time_budget) {
+            (TrialsArg::Count(n), None) if (1..=MAX_TRIALS).contains(&n) => (n, None),
+            (TrialsArg::Count(n), None) => {
+                return Err(usage(format!(
+                    "--trials {n} must be between 1 and {MAX_TRIALS}, or auto"
+                )))
+            }
+            (TrialsArg::Count(_), Some(_)) => {
+                return Err(usage("--time-budget goes with --trials auto"));
+            }
+            (TrialsArg::Auto, None) => {
+                return Err(usage(
+                    "--trials auto needs --time-budget DURATION, e.g. --time-budget 2h",
+                ));
+            }
+            (TrialsArg::Auto, Some(b)) if b.is_zero() || b.as_secs() > MAX_SECONDS * 4 => {
+                return Err(usage(
+                    "--time-budget must be more than 0 and at most four weeks",
+                ));
+            }
+            (TrialsArg::Auto, Some(b)) => (crate::sequential::MIN_PAIRS, Some(b)),
+        };
         if !(a.max_regression.is_finite() && a.max_regression > 0.0 && a.max_regression < 100.0) {
             return Err(usage(format!(
                 "--max-regression {} must be a percentage between 0 and 100 (exclusive)",
@@ -433,7 +453,8 @@ impl BenchConfig {
             },
             engines: expand_engines(&a.engines),
             workload: Workload::resolve(a.profile, &a.workload)?,
-            trials: a.trials,
+            trials,
+            time_budget,
             seed: a.seed.unwrap_or_else(clock_seed),
             workdir: a.workdir.clone(),
             out: a.out.clone(),
@@ -576,5 +597,15 @@ mod tests {
         assert!(config(&["--timeout-configure", "18446744073709551615"]).is_err());
         assert!(config(&["--seconds", "18446744073709551615"]).is_err());
         assert!(config(&["--trials", "4294967295"]).is_err());
+        assert!(config(&["--trials", "auto"])
+            .unwrap_err()
+            .0
+            .contains("--time-budget"));
+        assert!(config(&["--time-budget", "1h"]).is_err());
+        let c = config(&["--trials", "auto", "--time-budget", "90min"]).unwrap();
+        assert_eq!(
+            (c.trials, c.time_budget),
+            (3, Some(Duration::from_secs(5400)))
+        );
     }
 }

@@ -58,6 +58,26 @@ pub enum ProfileArg {
     Quick,
 }
 
+/// `--trials`: a number of pairs, or `auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrialsArg {
+    Count(u32),
+    Auto,
+}
+
+impl std::str::FromStr for TrialsArg {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<TrialsArg, String> {
+        if s == "auto" {
+            return Ok(TrialsArg::Auto);
+        }
+        s.parse()
+            .map(TrialsArg::Count)
+            .map_err(|_| format!("'{s}' is neither a number of trials nor 'auto'"))
+    }
+}
+
 /// Flags of `cargo xtask bench`.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -112,11 +132,15 @@ pub struct RunArgs {
     #[command(flatten)]
     pub workload: WorkloadArgs,
 
-    /// Trials per arm and engine; arms run back to back in blocks A B B A or B A A B.
-    /// Each A/B pair is one observation of the noise: with one pair the verdict can only
-    /// be INCONCLUSIVE.
-    #[arg(long, default_value_t = 3, value_name = "N")]
-    pub trials: u32,
+    /// A/B pairs per engine (N), or `auto`: pairs are added until the verdict is decided
+    /// or --time-budget is spent (at least 3). Arms run back to back in blocks A B B A or
+    /// B A A B. With one pair the verdict can only be INCONCLUSIVE.
+    #[arg(long, default_value = "3", value_name = "N|auto")]
+    pub trials: TrialsArg,
+
+    /// Time budget of `--trials auto`, shared by the engines, e.g. `2h` or `90min`.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub time_budget: Option<std::time::Duration>,
 
     /// Seed of the trial order (A B B A or B A A B per block of two pairs); default: from
     /// the clock. Recorded in meta.json to reproduce an order.

@@ -15,6 +15,7 @@ mod judge;
 mod monitor;
 mod plan;
 mod report;
+mod sequential;
 mod stats;
 mod supervise;
 mod workdir;

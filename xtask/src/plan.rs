@@ -116,6 +116,22 @@ impl Plan {
         })
     }
 
+    /// The two trials of pair `repetition` of `engine`, in run order, for `--trials auto`
+    /// runs past the planned pairs; their `index` is left 0 for the runner to set.
+    pub fn pair(&self, engine: Engine, repetition: u32) -> Vec<PlannedTrial> {
+        arm_order(repetition, self.config.seed)
+            .into_iter()
+            .filter(|(rep, _)| *rep == repetition)
+            .map(|(_, arm)| PlannedTrial {
+                index: 0,
+                engine,
+                arm,
+                repetition,
+                knobs: effective_knobs(&self.config.arm(arm).knobs, engine, self.workdir.tmpfs),
+            })
+            .collect()
+    }
+
     pub fn arm(&self, arm: Arm) -> &ArmPlan {
         match arm {
             Arm::Baseline => &self.baseline,
@@ -166,6 +182,13 @@ impl Plan {
             w.seconds,
             w.measured_seconds()
         );
+        if let Some(budget) = self.config.time_budget {
+            let _ = writeln!(
+                s,
+                "adaptive   pairs are added after these until decided or {} are spent",
+                humantime::format_duration(budget)
+            );
+        }
         let _ = writeln!(s, "trials     {} in this order:", self.trials.len());
         for t in &self.trials {
             let knobs: Vec<String> = t.knobs.iter().map(Knob::arg).collect();
