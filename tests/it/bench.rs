@@ -584,5 +584,5 @@ fn adaptive_trials_stop_at_the_first_look_on_a_clear_case() {
     // Three pairs, the minimum, then decided.
     assert_eq!(s.read_json("trials.json").as_array().unwrap().len(), 6);
     let log = std::fs::read_to_string(s.out().join("run.log")).unwrap();
-    assert!(log.contains("after 3 pairs (look at alpha"), "{log}");
+    assert!(log.contains("after 3 pairs (look 1 of at most"), "{log}");
 }

@@ -5,6 +5,7 @@
 //! `results.tsv` (rewritten after every trial), then `summary.json`, `junit.xml`.
 
 use std::{
+    collections::BTreeMap,
     io::{IsTerminal as _, Write as _},
     path::{Path, PathBuf},
     sync::Mutex,
@@ -21,11 +22,11 @@ use crate::{
     execute::{run_trial, Outcome, TrialContext, TrialRecord},
     fdbtree::{self, FdbTree},
     flags::{BenchArgs, CalibrateArgs},
-    judge::{judge, Criteria, Verdict},
+    judge::{judge_looks, Criteria, Verdict},
     plan::{ArmPlan, Plan, PlannedTrial},
     report,
     sequential::Sequential,
-    stats, supervise, workdir,
+    supervise, workdir,
 };
 
 /// Runs the gate; returns the exit status (0, 1 or 2). Errors before the first trial
@@ -99,7 +100,7 @@ fn run_config(sh: &Shell, config: BenchConfig) -> Result<Option<Finished>> {
     }
     write(&out.join("meta.json"), &json(&Meta::new(&plan)))?;
 
-    let TrialsRun { trials, alpha } = run_trials(&plan, &out)?;
+    let TrialsRun { trials, looks } = run_trials(&plan, &out)?;
     let interrupted = supervise::interrupted();
     // With --trials auto the planned count is a minimum the budget may cut short.
     let planned = if plan.config.time_budget.is_some() {
@@ -107,8 +108,8 @@ fn run_config(sh: &Shell, config: BenchConfig) -> Result<Option<Finished>> {
     } else {
         plan.config.trials
     };
-    let criteria = criteria(&plan.config, planned, alpha);
-    let judgements = judge(&trials, &plan.config.engines, criteria, interrupted);
+    let criteria = criteria(&plan.config, planned);
+    let judgements = judge_looks(&trials, &plan.config.engines, criteria, interrupted, &looks);
     let table = report::table(&judgements, &plan.warnings);
     let junit = report::junit(&judgements, &table);
     write(
@@ -135,11 +136,11 @@ fn run_config(sh: &Shell, config: BenchConfig) -> Result<Option<Finished>> {
     }))
 }
 
-/// The trials that ran, and the level their verdicts are decided at.
+/// The trials that ran, and how many looks each engine's verdict is one of.
 struct TrialsRun {
     trials: Vec<TrialRecord>,
-    /// `stats::ALPHA`, or for `--trials auto` the strictest last look's level.
-    alpha: f64,
+    /// `--trials auto`: looks planned per engine (none: one look, the end).
+    looks: BTreeMap<Engine, u32>,
 }
 
 /// Runs the trials and saves the records after each; stops early on an interrupt. With
@@ -164,7 +165,7 @@ fn run_trials(plan: &Plan, out: &Path) -> Result<TrialsRun> {
         },
         trials: Vec::new(),
     };
-    let mut alpha = stats::ALPHA;
+    let mut looks = BTreeMap::new();
     match plan.config.time_budget {
         None => {
             for planned in &plan.trials {
@@ -176,7 +177,9 @@ fn run_trials(plan: &Plan, out: &Path) -> Result<TrialsRun> {
         Some(budget) => {
             let share = budget / plan.config.engines.len() as u32;
             for &engine in &plan.config.engines {
-                alpha = alpha.min(runner.adaptive(engine, share)?);
+                if let Some(k) = runner.adaptive(engine, share)? {
+                    looks.insert(engine, k);
+                }
                 if supervise::interrupted() {
                     break;
                 }
@@ -186,7 +189,7 @@ fn run_trials(plan: &Plan, out: &Path) -> Result<TrialsRun> {
     let _ = std::fs::remove_dir(&run_workdir);
     Ok(TrialsRun {
         trials: runner.trials,
-        alpha,
+        looks,
     })
 }
 
@@ -257,11 +260,15 @@ impl Runner<'_> {
     }
 
     /// Adds pairs of `engine` until decided, out of looks, or out of `budget`; returns
-    /// the level of the last look.
-    fn adaptive(&mut self, engine: Engine, budget: Duration) -> Result<f64> {
+    /// the looks planned (`None` if the budget ended before the first look).
+    ///
+    /// A look stops the engine only when its verdict would stand in the final judgement
+    /// with every engine: it is judged alone with its p-values multiplied by K times the
+    /// number of engines, which bounds the final Holm adjustment (Holm <= Bonferroni).
+    fn adaptive(&mut self, engine: Engine, budget: Duration) -> Result<Option<u32>> {
         let started = Instant::now();
         let mut seq = Sequential::new(budget);
-        let mut alpha = stats::ALPHA;
+        let engines = self.plan.config.engines.len() as u32;
         for rep in 1..=crate::config::MAX_TRIALS {
             if !seq.another_pair_fits(started.elapsed(), rep - 1) {
                 tracing::info!(
@@ -272,24 +279,20 @@ impl Runner<'_> {
             }
             for planned in self.plan.pair(engine, rep) {
                 if !self.run(planned)? {
-                    return Ok(alpha);
+                    return Ok(seq.looks_planned());
                 }
             }
             if self.failed(engine) {
                 break;
             }
-            let Some(level) = seq.look(started.elapsed(), rep) else {
+            let Some(k) = seq.look(started.elapsed(), rep) else {
                 continue;
             };
-            alpha = level;
-            let criteria = Criteria {
-                alpha,
-                ..self.criteria(1)
-            };
-            let j = judge(&self.trials, &[engine], criteria, false).remove(0);
+            let looks = BTreeMap::from([(engine, k * engines)]);
+            let j = judge_looks(&self.trials, &[engine], self.criteria(1), false, &looks).remove(0);
             tracing::info!(
-                "{engine} after {rep} pairs (look at alpha {alpha:.4} of {} planned): {}: {}",
-                seq.looks_planned().unwrap_or(1),
+                "{engine} after {rep} pairs (look {} of at most {k}): {}: {}",
+                rep + 1 - crate::sequential::MIN_PAIRS,
                 j.verdict,
                 j.reason
             );
@@ -297,21 +300,20 @@ impl Runner<'_> {
                 break;
             }
         }
-        Ok(alpha)
+        Ok(seq.looks_planned())
     }
 
     fn criteria(&self, trials: u32) -> Criteria {
-        criteria(&self.plan.config, trials, stats::ALPHA)
+        criteria(&self.plan.config, trials)
     }
 }
 
-fn criteria(config: &BenchConfig, trials: u32, alpha: f64) -> Criteria {
+fn criteria(config: &BenchConfig, trials: u32) -> Criteria {
     Criteria {
         trials,
         max_regression_pct: config.max_regression_pct,
         slo_tps: config.slo_tps,
         strict: config.strict,
-        alpha,
     }
 }
 

@@ -41,11 +41,16 @@ pub struct EngineNoise {
     pub tps_cv_pct: Option<f64>,
     /// Standard deviation of the per-pair log ratios (about the pair's relative noise).
     pub pair_log_ratio_sd: Option<f64>,
+    /// 80% upper confidence bound of that sd (chi-square): a few A/A pairs estimate it
+    /// loosely, and planning on the estimate itself would fall short half the time.
+    pub pair_log_ratio_sd_upper80: Option<f64>,
     /// The A/A change with its interval: a healthy host's interval contains 0.
     pub aa_change: Option<Comparison>,
-    /// (pairs, MDE percent) for a gate with this noise.
+    /// (pairs, MDE percent) for a gate with this noise (the estimate).
     pub mde_pct_by_pairs: Vec<(usize, f64)>,
-    /// Pairs a gate needs for its MDE to reach the tolerance; `None` beyond 200.
+    /// Pairs for the MDE, at the upper bound of the noise, to reach the tolerance: then a
+    /// change that does nothing is MEASURED about 80% of the time (one engine, a fixed
+    /// number of trials; `--engine all` and `--trials auto` need more). `None` beyond 200.
     pub pairs_needed: Option<usize>,
 }
 
@@ -71,12 +76,14 @@ impl Calibration {
                     .collect();
                 let d: Vec<f64> = a.iter().zip(&b).map(|(x, y)| (y / x).ln()).collect();
                 let sd = (d.len() > 1).then(|| d.iter().std_dev());
+                let upper = sd.and_then(|sd| sd_upper80(sd, d.len()));
                 EngineNoise {
                     engine,
                     pairs: pairs.len(),
                     tps_cv_pct: (all.len() > 1)
                         .then(|| 100.0 * all.iter().std_dev() / all.iter().mean()),
                     pair_log_ratio_sd: sd,
+                    pair_log_ratio_sd_upper80: upper,
                     aa_change: stats::paired(&a, &b),
                     mde_pct_by_pairs: sd.map_or_else(Vec::new, |sd| {
                         TABLE_PAIRS
@@ -101,13 +108,18 @@ impl Calibration {
         for e in &self.engines {
             let _ = writeln!(s, "calibration of {} over {} A/A pairs:", e.engine, e.pairs);
             let Some(sd) = e.pair_log_ratio_sd else {
-                let _ = writeln!(s, "  fewer than 2 complete pairs: no estimate of the noise (run --trials 5 or more)");
+                let _ = writeln!(s, "  fewer than 2 complete pairs: no estimate of the noise (run --trials 6 or more)");
                 continue;
             };
             if let Some(cv) = e.tps_cv_pct {
                 let _ = writeln!(s, "  TPS coefficient of variation: {cv:.2}%");
             }
-            let _ = writeln!(s, "  sd of per-pair log ratios:     {:.2}%", 100.0 * sd);
+            let _ = writeln!(
+                s,
+                "  sd of per-pair log ratios:     {:.2}% (80% upper bound {:.2}%)",
+                100.0 * sd,
+                100.0 * e.pair_log_ratio_sd_upper80.unwrap_or(f64::NAN)
+            );
             if let Some(c) = &e.aa_change {
                 let _ = writeln!(
                     s,
@@ -142,6 +154,15 @@ impl Calibration {
     }
 }
 
+/// 80% upper confidence bound of a standard deviation estimated from `n` values:
+/// sd x sqrt((n - 1) / chi2(0.2; n - 1)).
+fn sd_upper80(sd: f64, n: usize) -> Option<f64> {
+    use statrs::distribution::{ChiSquared, ContinuousCDF};
+    let df = (n - 1) as f64;
+    let q = ChiSquared::new(df).ok()?.inverse_cdf(0.2);
+    (q > 0.0).then(|| sd * (df / q).sqrt())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,6 +192,20 @@ mod tests {
         assert!(mdes.windows(2).all(|w| w[0] > w[1]), "{mdes:?}");
         let text = Calibration::new(&quiet, &[Engine::Redwood], 2.0).render();
         assert!(text.contains(&format!("needs --trials {qn}")), "{text}");
+    }
+
+    #[test]
+    fn the_upper_bound_of_the_noise_matches_scipy() {
+        // sd * sqrt(df / scipy.stats.chi2.ppf(0.2, df)) for df = 5: 0.02 * sqrt(5 / 2.342534)
+        let got = sd_upper80(0.02, 6).unwrap();
+        assert!(
+            (got - 0.02 * (5.0f64 / 2.342_534_3).sqrt()).abs() < 1e-7,
+            "{got}"
+        );
+        assert!(
+            sd_upper80(0.02, 2).unwrap() > got,
+            "fewer pairs, a looser bound"
+        );
     }
 
     #[test]

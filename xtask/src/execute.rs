@@ -303,15 +303,26 @@ fn timed<T>(
     result.map_err(|error| Failure { phase, error })
 }
 
-/// A mako command with the environment mako needs: it links `libfdb_c.so` without an
-/// rpath, and `LD_BIND_NOW` makes a missing symbol fail at start, not mid-run.
-fn mako_command(tree: &FdbTree, cluster: &Cluster, work: &Path) -> Command {
+/// A mako command in `mode` with the environment mako needs (it links `libfdb_c.so`
+/// without an rpath, and `LD_BIND_NOW` makes a missing symbol fail at start, not
+/// mid-run) and the data set's shape, which build and run must agree on.
+fn mako_command(
+    tree: &FdbTree,
+    cluster: &Cluster,
+    work: &Path,
+    mode: &str,
+    w: &Workload,
+) -> Command {
     let mut cmd = Command::new(&tree.mako);
     cmd.env("LD_LIBRARY_PATH", &tree.lib_dir)
         .env("LD_BIND_NOW", "1")
         .current_dir(work)
         .arg("--cluster")
-        .arg(&cluster.cluster_file);
+        .arg(&cluster.cluster_file)
+        .args(["--mode", mode])
+        .args(["--rows", &w.rows.to_string()])
+        .args(["--keylen", &w.keylen.to_string()])
+        .args(["--vallen", &w.vallen.to_string()]);
     cmd
 }
 
@@ -324,12 +335,8 @@ fn mako_build(
     monitor: &mut Monitor,
 ) -> Result<(), PhaseError> {
     let w = ctx.workload;
-    let mut cmd = mako_command(tree, cluster, work);
-    cmd.args(["--mode", "build"])
-        .args(["--rows", &w.rows.to_string()])
-        .args(["-p", &w.build_procs.to_string()])
-        .args(["--keylen", &w.keylen.to_string()])
-        .args(["--vallen", &w.vallen.to_string()]);
+    let mut cmd = mako_command(tree, cluster, work, "build", w);
+    cmd.args(["-p", &w.build_procs.to_string()]);
     let (out, err) = (
         artifacts.join("mako-build.txt"),
         artifacts.join("mako-build.err"),
@@ -375,14 +382,10 @@ fn mako_run(
         artifacts.join("mako-run.err"),
     );
     let json = artifacts.join("mako.json");
-    let mut cmd = mako_command(tree, cluster, work);
-    cmd.args(["--mode", "run"])
-        .args(["--rows", &w.rows.to_string()])
-        .args(["-p", &w.procs.to_string()])
+    let mut cmd = mako_command(tree, cluster, work, "run", w);
+    cmd.args(["-p", &w.procs.to_string()])
         .args(["-t", &w.threads.to_string()])
         .args(["--async_xacts", &w.async_xacts.to_string()])
-        .args(["--keylen", &w.keylen.to_string()])
-        .args(["--vallen", &w.vallen.to_string()])
         .args(["-x", &w.transaction])
         .args(["--warmup_seconds", &w.warmup_seconds.to_string()])
         .args(["--seconds", &w.seconds.to_string()])

@@ -12,10 +12,11 @@
 
 use std::time::Duration;
 
-use crate::stats::ALPHA;
-
 /// Pairs run before the first look.
 pub const MIN_PAIRS: u32 = 3;
+
+/// Looks possible at most: one per pair from [`MIN_PAIRS`] to the largest trial count.
+pub const MAX_LOOKS: u32 = crate::config::MAX_TRIALS - MIN_PAIRS + 1;
 
 /// The stopping rule of one engine's adaptive run.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,23 +47,21 @@ impl Sequential {
         elapsed + elapsed / pairs <= self.budget
     }
 
-    /// Registers a look after `pairs` pairs in `elapsed`; returns the two-sided level to
-    /// test at, alpha / K. `None` before [`MIN_PAIRS`] pairs: no look yet.
-    pub fn look(&mut self, elapsed: Duration, pairs: u32) -> Option<f64> {
+    /// Registers a look after `pairs` pairs in `elapsed`; returns K, the looks planned:
+    /// this look tests at alpha / K. `None` before [`MIN_PAIRS`] pairs: no look yet.
+    pub fn look(&mut self, elapsed: Duration, pairs: u32) -> Option<u32> {
         if pairs < MIN_PAIRS {
             return None;
         }
         let k = *self.looks_planned.get_or_insert_with(|| {
             let per_pair = elapsed.as_secs_f64() / f64::from(pairs);
             let left = self.budget.saturating_sub(elapsed).as_secs_f64();
-            1 + if per_pair > 0.0 {
-                (left / per_pair).floor() as u32
-            } else {
-                0
-            }
+            let more = if per_pair > 0.0 { left / per_pair } else { 0.0 };
+            // No more looks than pairs can ever run.
+            (1.0 + more.floor()).min(f64::from(MAX_LOOKS)) as u32
         });
         self.looks += 1;
-        Some(ALPHA / f64::from(k))
+        Some(k)
     }
 
     /// Looks fixed at the first look, if it happened.
@@ -82,11 +81,13 @@ mod tests {
         let mut s = Sequential::new(PAIR * 10);
         assert_eq!(s.look(PAIR * 2, 2), None);
         // After 3 pairs, 7 more fit: K = 8.
-        let a = s.look(PAIR * 3, 3).unwrap();
-        assert!((a - ALPHA / 8.0).abs() < 1e-15);
+        assert_eq!(s.look(PAIR * 3, 3), Some(8));
         assert_eq!(s.looks_planned(), Some(8));
         // K stays fixed even if pairs get faster.
-        assert_eq!(s.look(PAIR * 3 + PAIR / 2, 4), Some(ALPHA / 8.0));
+        assert_eq!(s.look(PAIR * 3 + PAIR / 2, 4), Some(8));
+        // Never more looks than pairs can run, whatever the budget.
+        let mut fast = Sequential::new(Duration::from_secs(u64::MAX / 4));
+        assert_eq!(fast.look(Duration::from_millis(3), 3), Some(MAX_LOOKS));
     }
 
     #[test]
