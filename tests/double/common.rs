@@ -45,6 +45,9 @@ pub struct Behaviour {
     pub mako_timeouts: u64,
     /// fdbserver ignores SIGTERM (a server that does not shut down).
     pub server_ignores_sigterm: bool,
+    /// `mako --mode run` starts a worker process that outlives it when it is killed (the
+    /// real mako's forked workers do not get the gate's parent-death signal).
+    pub mako_forks_worker: bool,
 }
 
 impl Default for Behaviour {
@@ -62,6 +65,7 @@ impl Default for Behaviour {
             mako_abort_at_exit: true,
             mako_timeouts: 0,
             server_ignores_sigterm: false,
+            mako_forks_worker: false,
         }
     }
 }

@@ -8,6 +8,11 @@ use std::{fmt::Write as _, path::PathBuf, time::Duration};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--double-worker") {
+        // A lingering worker: its command line names the cluster file, like real workers.
+        std::thread::sleep(Duration::from_secs(3600));
+        return;
+    }
     let b = common::behaviour();
     // Like the real binary, which links libfdb_c.so without an rpath.
     let lib_ok = std::env::var("LD_LIBRARY_PATH")
@@ -38,6 +43,26 @@ fn main() {
         println!("====== Measured Duration  0.501 sec ======\n");
         println!("Total Xacts:         {xacts:>6}\nTotal Conflicts:          0\nTotal Errors:             0\nTotal Timeouts:           0\nOverall TPS:            {}", (xacts / 0.501) as u64);
         finish(&b);
+    }
+    // Like the real mako: a sample directory and shared memory named after the main
+    // pid, removed only on a clean exit (mako.cpp, TEMP_DATA_STORE and shm_open).
+    let pid = std::process::id();
+    let leftovers = [format!("/tmp/makoTemp{pid}"), format!("/dev/shm/mako{pid}")];
+    let _ = std::fs::create_dir_all(&leftovers[0]);
+    let _ = std::fs::write(&leftovers[1], "");
+    let pids = common::tree_root().join("double-mako-pids");
+    let _ = std::fs::write(
+        &pids,
+        format!(
+            "{}{pid}\n",
+            std::fs::read_to_string(&pids).unwrap_or_default()
+        ),
+    );
+    if b.mako_forks_worker {
+        let _ = std::process::Command::new(std::env::args().next().unwrap())
+            .arg("--double-worker")
+            .arg(&cluster)
+            .spawn();
     }
     let seconds = num(&["-s", "--seconds"], 30.0);
     let warmup = num(&["--warmup_seconds"], 0.0);
@@ -100,6 +125,8 @@ fn main() {
     if let Some(path) = common::flag(&args, &["--stats_export_path"]) {
         std::fs::write(path, "{\"total_errors\":0}").expect("write --stats_export_path");
     }
+    let _ = std::fs::remove_dir_all(&leftovers[0]);
+    let _ = std::fs::remove_file(&leftovers[1]);
     finish(&b);
 }
 

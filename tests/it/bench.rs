@@ -1,6 +1,9 @@
 //! `cargo xtask bench` end to end: verdicts, timeouts, errors, interrupts, results dir.
 
-use std::time::{Duration, Instant};
+use std::{
+    path::Path,
+    time::{Duration, Instant},
+};
 
 use serde_json::json;
 
@@ -169,12 +172,17 @@ fn missing_mako_is_a_clear_error_before_any_trial() {
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({}), json!({}));
     std::fs::remove_file(b.join("bin/mako")).unwrap();
-    let o = s.bench(&a, &b, &[]);
+    let junit = s.dir.path().join("junit.xml");
+    let o = s.bench(&a, &b, &["--junit", junit.to_str().unwrap()]);
     assert_eq!(code(&o), 2, "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("the experiment build tree"), "{err}");
+    assert!(err.contains("is not usable"), "{err}");
+    // CI still gets a JUnit file, with the error in it.
+    let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(
-        err.contains("the experiment build tree is not usable"),
-        "{err}"
+        xml.contains(r#"type="ERROR""#) && xml.contains("bin/mako is missing"),
+        "{xml}"
     );
     assert!(err.contains("bin/mako is missing"), "{err}");
     assert!(err.contains("-DBUILD_MAKO=ON"), "{err}");
@@ -346,6 +354,73 @@ fn ctrl_c_tears_down_keeps_results_and_exits_2() {
     );
     assert_eq!(trials[0]["outcome"], "interrupted");
     assert_eq!(s.read_json("summary.json")["interrupted"], true);
+    // The killed mako's sample directory and shared memory were removed.
+    let pids = std::fs::read_to_string(a.join("double-mako-pids")).unwrap();
+    for pid in pids.lines() {
+        assert!(!Path::new(&format!("/tmp/makoTemp{pid}")).exists());
+        assert!(!Path::new(&format!("/dev/shm/mako{pid}")).exists());
+    }
+}
+
+#[test]
+fn after_a_sigkill_of_the_gate_servers_die_and_the_next_run_cleans_up() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(
+        json!({"mako_run_hang": true, "mako_forks_worker": true}),
+        json!({}),
+    );
+    let mut gate = s
+        .bench_command(&a, &b, &[])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let report = s.out().join("trials/01-redwood-baseline-1/mako-run.txt");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !report.exists() {
+        assert!(Instant::now() < deadline, "mako run never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300)); // let mako start its worker
+    gate.kill().unwrap(); // SIGKILL: no handler, no teardown
+    gate.wait().unwrap();
+    // The servers and mako die with the gate (parent-death signal); the worker lingers.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let is_server = |p: &String| p.contains("/bin/fdbserver") || p.contains("--mode run");
+    while s.leftover_processes().iter().any(is_server) {
+        assert!(Instant::now() < deadline, "{:?}", s.leftover_processes());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let worker = |s: &Sandbox| {
+        s.leftover_processes()
+            .into_iter()
+            .filter(|p| p.contains("--double-worker"))
+            .count()
+    };
+    assert_eq!(worker(&s), 1, "{:?}", s.leftover_processes());
+    let stale: Vec<_> = std::fs::read_dir(s.workdir.path())
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(stale.len(), 1, "the killed gate's run dir is left");
+
+    // The next gate on this work dir ends the worker and removes the stale dir.
+    let (c, d) = (
+        s.tree("c", json!({})),
+        s.tree(
+            "d",
+            json!({"source_version": "3333333333333333333333333333333333333333"}),
+        ),
+    );
+    let o = s.bench_in("second", &c, &d, &["--trials", "1"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(
+        text(&o).contains("died without cleaning up: killed 1 leftover"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(worker(&s), 0, "{:?}", s.leftover_processes());
+    assert_eq!(std::fs::read_dir(s.workdir.path()).unwrap().count(), 0);
 }
 
 #[test]

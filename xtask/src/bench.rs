@@ -33,7 +33,18 @@ use crate::{
 /// (bad input, missing binaries) are returned as errors.
 pub fn run(sh: &Shell, args: &BenchArgs) -> Result<i32> {
     let config = BenchConfig::try_from(args)?;
-    Ok(run_config(sh, config)?.map_or(0, |done| done.exit_code))
+    let junit = config.junit.clone();
+    match run_config(sh, config) {
+        Ok(done) => Ok(done.map_or(0, |done| done.exit_code)),
+        Err(e) => {
+            // A CI job reads the JUnit file: a run that could not start is an error there
+            // too, not a missing file.
+            if let Some(path) = junit.filter(|_| e.downcast_ref::<UsageError>().is_none()) {
+                let _ = write(&path, &report::junit_setup_error(&format!("{e:#}")));
+            }
+            Err(e)
+        }
+    }
 }
 
 /// `cargo xtask calibrate`: an A/A run of one build, then the host's noise figures.
@@ -71,8 +82,12 @@ struct Finished {
 fn run_config(sh: &Shell, config: BenchConfig) -> Result<Option<Finished>> {
     let workdir = workdir::choose(config.workdir.as_deref())?;
     let arm_plan = |arm: Arm| -> Result<ArmPlan> {
-        let tree = FdbTree::open(&config.arm(arm).build_dir)
-            .with_context(|| format!("the {arm} build tree is not usable"))?;
+        let tree = FdbTree::open(&config.arm(arm).build_dir).with_context(|| {
+            format!(
+                "the {arm} build tree {} is not usable",
+                config.arm(arm).build_dir.display()
+            )
+        })?;
         let version = tree.version(sh)?;
         Ok(ArmPlan { arm, tree, version })
     };
@@ -147,10 +162,14 @@ struct TrialsRun {
 /// `--trials auto`, each engine gets an equal share of the budget and adds pairs after the
 /// planned ones until its verdict is decided (`sequential`).
 fn run_trials(plan: &Plan, out: &Path) -> Result<TrialsRun> {
-    let run_workdir = plan
-        .workdir
-        .path
-        .join(format!("perfgate-{}", std::process::id()));
+    for line in supervise::clean_stale_runs(&plan.workdir.path) {
+        tracing::warn!("{line}");
+    }
+    let run_workdir = plan.workdir.path.join(format!(
+        "{}{}",
+        supervise::RUN_DIR_PREFIX,
+        std::process::id()
+    ));
     std::fs::create_dir_all(&run_workdir)
         .with_context(|| format!("cannot create {}", run_workdir.display()))?;
     let mut runner = Runner {

@@ -20,7 +20,7 @@ use serde::Serialize;
 use crate::{
     config::{Engine, Knob},
     fdbtree::FdbTree,
-    supervise::{interrupted, run_bounded, Child, PhaseError, Signal, POLL},
+    supervise::{interrupted, process_running, run_bounded, Child, PhaseError, Signal, POLL},
 };
 
 /// Process class of a server (`fdbserver -c`).
@@ -361,18 +361,6 @@ fn free_ports(n: usize) -> Result<Vec<u16>> {
         .iter()
         .map(|l| Ok(l.local_addr()?.port()))
         .collect()
-}
-
-/// Whether `pid` is a live (not zombie) process.
-fn process_running(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the command name in parentheses: `pid (comm) S ...`.
-        Ok(stat) => !matches!(
-            stat.rsplit_once(") ").map(|(_, r)| r.as_bytes()[0]),
-            Some(b'Z' | b'X')
-        ),
-        Err(_) => false,
-    }
 }
 
 /// `client.database_status` of a `status json` answer (`fdbclient/StatusClient.actor.cpp`).

@@ -20,7 +20,7 @@ use crate::{
     fdbtree::FdbTree,
     monitor::{Monitor, CPU_BOUND_MIN_CORES},
     plan::PlannedTrial,
-    supervise::{Child, PhaseError},
+    supervise::{remove_mako_leftovers, Child, PhaseError},
 };
 
 /// A phase of a trial, each with its own time bound.
@@ -346,7 +346,9 @@ fn mako_build(
     let status = child.wait_until(Instant::now() + bound, bound, || {
         monitor.tick();
         cluster.check_alive()
-    })?;
+    });
+    remove_mako_leftovers(child.pid());
+    let status = status?;
     let text = std::fs::read_to_string(&out).unwrap_or_default();
     // mako aborts in _dl_fini after its report, so the exit status says little: a
     // complete report is success.
@@ -409,7 +411,9 @@ fn mako_run(
             monitor.start_cpu_window(storage);
         }
         cluster.check_alive()
-    })?;
+    });
+    remove_mako_leftovers(child.pid());
+    let status = status?;
     let cpu_cores = monitor.cpu_cores(storage);
     let read = |p: &Path| {
         std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))

@@ -12,8 +12,17 @@ pub const EXIT_CODES: &str = "\
 Exit status:
   0   every engine MEASURED or INCONCLUSIVE (no regression, no SLO violation)
   1   a REGRESSION or SLO-VIOLATION (or INCONCLUSIVE with --strict)
-  2   a TIMEOUT, an infrastructure error (crash, missing binary, invalid report) or an interrupt
-  64  usage error (bad flag or flag value)";
+  2   a TIMEOUT, an infrastructure error (crash, a build tree missing a binary, an invalid
+      report) or an interrupt
+  64  usage error: a bad flag or value, a build tree path that does not exist, or an A/A
+      (same build, same knobs) without --allow-same";
+
+/// Exit codes of `calibrate`.
+pub const CALIBRATE_EXIT_CODES: &str = "\
+Exit status:
+  0   every trial was measured (whatever the A/A verdict)
+  2   a trial timed out or failed, or an interrupt
+  64  usage error";
 
 /// perfgate: A/B throughput gate for FoundationDB, built on mako.
 #[derive(Debug, Parser)]
@@ -32,6 +41,7 @@ pub enum Command {
     /// Measure this host's noise: an A/A run of one build (both arms), reporting the
     /// coefficient of variation, the MDE per number of trials, and how many trials
     /// --max-regression needs. Writes calibration.json beside the usual results.
+    #[command(after_help = CALIBRATE_EXIT_CODES)]
     Calibrate(Box<CalibrateArgs>),
 }
 
@@ -54,7 +64,8 @@ pub enum ProfileArg {
     /// The upstream `contrib/mako_storage_bench.sh` workload: rows 100000, build -p 4,
     /// run -p 7 -t 4 --async_xacts 128, 300 s warmup, 600 s run.
     Standard,
-    /// For a small host (2-4 cores): run -p 2 -t 2 --async_xacts 64, 60 s warmup, 120 s run.
+    /// For a small host (2-4 cores): build -p 2; run -p 2 -t 2 --async_xacts 64, 60 s
+    /// warmup, 120 s run.
     Quick,
 }
 
@@ -129,12 +140,12 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value = "standard")]
     pub profile: ProfileArg,
 
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Workload (defaults from --profile)")]
     pub workload: WorkloadArgs,
 
     /// A/B pairs per engine (N), or `auto`: pairs are added until the verdict is decided
     /// or --time-budget is spent (at least 3). Arms run back to back in blocks A B B A or
-    /// B A A B. With one pair the verdict can only be INCONCLUSIVE.
+    /// B A A B. With one pair the verdict is at best INCONCLUSIVE.
     #[arg(long, default_value = "3", value_name = "N|auto")]
     pub trials: TrialsArg,
 
@@ -174,7 +185,12 @@ pub struct RunArgs {
 
     /// Tolerated TPS loss in percent: MEASURED when the 95% interval rules out a larger
     /// loss, REGRESSION when the experiment is significantly slower by more than this.
-    #[arg(long, default_value_t = 2.0, value_name = "PCT")]
+    #[arg(
+        long,
+        default_value_t = 2.0,
+        value_name = "PCT",
+        allow_negative_numbers = true
+    )]
     pub max_regression: f64,
 
     /// Fail the run (exit 1) when a verdict is INCONCLUSIVE (too few trials for the noise).
@@ -182,7 +198,7 @@ pub struct RunArgs {
     pub strict: bool,
 
     /// SLO-VIOLATION when the experiment's mean TPS is below this floor (TPS).
-    #[arg(long, value_name = "TPS")]
+    #[arg(long, value_name = "TPS", allow_negative_numbers = true)]
     pub slo_tps: Option<f64>,
 
     /// Make a trial whose storage server used less than 0.85 cores over the measurement

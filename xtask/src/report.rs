@@ -195,6 +195,21 @@ pub fn junit(judgements: &[Judgement], table: &str) -> String {
     report.to_string().expect("JUnit serializes")
 }
 
+/// `junit.xml` for a run that failed before its first trial (a build tree missing a
+/// binary, an unreadable work dir): one `<error type="ERROR">` test case.
+pub fn junit_setup_error(message: &str) -> String {
+    let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+    status.set_type(Verdict::Error.to_string());
+    status.set_message(message);
+    let mut case = TestCase::new("setup", status);
+    case.set_classname("perfgate");
+    let mut suite = TestSuite::new("perfgate");
+    suite.add_test_case(case);
+    let mut report = Report::new("perfgate");
+    report.add_test_suite(suite);
+    report.to_string().expect("JUnit serializes")
+}
+
 /// The terminal table: one row per engine, aligned, then each verdict's reason and the
 /// run's warnings.
 pub fn table(judgements: &[Judgement], warnings: &[String]) -> String {

@@ -196,6 +196,97 @@ fn group_alive(pgid: Pid) -> bool {
     killpg(pgid, None).is_ok()
 }
 
+/// Whether `pid` is a live (not zombie) process.
+pub fn process_running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name in parentheses: `pid (comm) S ...`.
+        Ok(stat) => !matches!(
+            stat.rsplit_once(") ").map(|(_, r)| r.as_bytes()[0]),
+            Some(b'Z' | b'X')
+        ),
+        Err(_) => false,
+    }
+}
+
+/// Live processes whose command line mentions `needle` (e.g. a run's directory, which
+/// every fdbserver, fdbcli and mako of the run gets as an argument): `(pid, command)`.
+pub fn processes_mentioning(needle: &str) -> Vec<(u32, String)> {
+    let own = std::process::id();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != own && process_running(pid))
+        .filter_map(|pid| {
+            let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let cmd = String::from_utf8_lossy(&raw).replace('\0', " ");
+            cmd.contains(needle)
+                .then(|| (pid, cmd.trim_end().to_string()))
+        })
+        .collect()
+}
+
+/// Prefix of a run's directory on the work dir, `perfgate-<pid of the gate>`: the pid
+/// keeps two gates apart and tells a stale directory (its gate is gone) from a live one.
+pub const RUN_DIR_PREFIX: &str = "perfgate-";
+
+/// Cleans up after earlier gates that were killed (SIGKILL, a crash) and could not tear
+/// down: for every `perfgate-<pid>` directory under `workdir` whose gate is gone, kills
+/// the processes still naming it (e.g. mako workers, which do not get the parent-death
+/// signal) and removes it. Returns one line per directory cleaned.
+pub fn clean_stale_runs(workdir: &Path) -> Vec<String> {
+    let mut cleaned = Vec::new();
+    let Ok(entries) = std::fs::read_dir(workdir) else {
+        return cleaned;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix(RUN_DIR_PREFIX)
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let gate_alive = process_running(pid)
+            && std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("xtask"));
+        if gate_alive || pid == std::process::id() {
+            continue;
+        }
+        let dir = entry.path();
+        let leftovers = processes_mentioning(&dir.to_string_lossy());
+        for (p, _) in &leftovers {
+            let _ = nix::sys::signal::kill(Pid::from_raw(*p as i32), Signal::SIGKILL);
+        }
+        let removed = std::fs::remove_dir_all(&dir).is_ok();
+        cleaned.push(format!(
+            "an earlier gate (pid {pid}) died without cleaning up: killed {} leftover \
+             process(es){}{}",
+            leftovers.len(),
+            leftovers
+                .iter()
+                .map(|(p, c)| format!("\n  {p}: {c}"))
+                .collect::<String>(),
+            if removed {
+                format!("\n  removed {}", dir.display())
+            } else {
+                String::new()
+            }
+        ));
+    }
+    cleaned
+}
+
+/// Removes what a killed mako main process `pid` leaves behind: its sample directory
+/// `/tmp/makoTemp<pid>` and POSIX shared memory `/dev/shm/mako<pid>` (mako.cpp,
+/// `TEMP_DATA_STORE` and `shm_open("mako<pid>")`; a clean exit removes them itself).
+pub fn remove_mako_leftovers(pid: u32) {
+    let _ = std::fs::remove_dir_all(format!("/tmp/makoTemp{pid}"));
+    let _ = std::fs::remove_file(format!("/dev/shm/mako{pid}"));
+}
+
 /// Last `n` lines of a text file ("" when unreadable).
 pub fn tail(path: &Path, n: usize) -> String {
     let text = std::fs::read(path).map(|b| String::from_utf8_lossy(&b).into_owned());
