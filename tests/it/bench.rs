@@ -661,3 +661,46 @@ fn adaptive_trials_stop_at_the_first_look_on_a_clear_case() {
     let log = std::fs::read_to_string(s.out().join("run.log")).unwrap();
     assert!(log.contains("after 3 pairs (look 1 of at most"), "{log}");
 }
+
+#[test]
+fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"tps": 1000.0}), json!({"tps": 950.0}));
+    let o = s.bench(&a, &b, &[]);
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    let compare = |extra: &[&str], out: &str| {
+        std::process::Command::new(crate::support::xtask())
+            .arg("compare")
+            .arg(s.out())
+            .arg("--out")
+            .arg(s.dir.path().join(out))
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    // The same criteria reproduce the verdict and its numbers, running nothing.
+    let o = compare(&[], "same");
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    let again: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(s.dir.path().join("same/summary.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        again["judgements"],
+        s.read_json("summary.json")["judgements"]
+    );
+    // A 10% tolerance passes the 5% loss.
+    let o = compare(&["--max-regression", "10"], "loose");
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("MEASURED"),
+        "{}",
+        text(&o)
+    );
+    // Not a results dir: a clear error.
+    let o = std::process::Command::new(crate::support::xtask())
+        .args(["compare", "/nonexistent"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 64, "{}", text(&o));
+}

@@ -17,7 +17,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 /// One `mako --mode run` report, checked for completeness.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MakoReport {
     /// Committed transactions per second over the measurement window (post-warmup), TPS
     /// (`results.tps`).
@@ -47,17 +47,30 @@ pub struct MakoReport {
     pub latency_us: BTreeMap<String, LatencyStats>,
 }
 
-/// Latency statistics of one mako operation, microseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+/// Latency statistics of one mako operation, microseconds; NaN where mako gave none
+/// (saved as JSON null).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LatencyStats {
     pub samples: u64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub min: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub avg: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub max: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub p50: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub p95: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub p99: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub p99_9: f64,
+}
+
+/// serde_json writes NaN as null; read it back as NaN.
+fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 impl MakoReport {

@@ -125,18 +125,13 @@ fn run_config(sh: &Shell, config: BenchConfig) -> Result<Option<Finished>> {
     };
     let criteria = criteria(&plan.config, planned);
     let judgements = judge_looks(&trials, &plan.config.engines, criteria, interrupted, &looks);
-    let table = report::table(&judgements, &plan.warnings);
-    let junit = report::junit(&judgements, &table);
-    write(
-        &out.join("summary.json"),
-        &report::summary_json(&judgements, interrupted, &plan.warnings),
+    export(
+        &out,
+        &judgements,
+        interrupted,
+        &plan.warnings,
+        plan.config.junit.as_deref(),
     )?;
-    write(&out.join("junit.xml"), &junit)?;
-    if let Some(extra) = &plan.config.junit {
-        write(extra, &junit)?;
-    }
-    // A closed stdout (`| head`) must not turn a verdict into a crash.
-    let _ = writeln!(std::io::stdout(), "\n{table}\nresults: {}", out.display());
     let exit_code = if interrupted {
         2
     } else {
@@ -156,6 +151,30 @@ struct TrialsRun {
     trials: Vec<TrialRecord>,
     /// `--trials auto`: looks planned per engine (none: one look, the end).
     looks: BTreeMap<Engine, u32>,
+}
+
+/// Writes `summary.json` and `junit.xml` (and the `--junit` copy) into `out` and prints
+/// the table: the end of `bench`, `calibrate` and `compare`.
+pub fn export(
+    out: &Path,
+    judgements: &[crate::judge::Judgement],
+    interrupted: bool,
+    warnings: &[String],
+    junit_copy: Option<&Path>,
+) -> Result<()> {
+    let table = report::table(judgements, warnings);
+    let junit = report::junit(judgements, &table);
+    write(
+        &out.join("summary.json"),
+        &report::summary_json(judgements, interrupted, warnings),
+    )?;
+    write(&out.join("junit.xml"), &junit)?;
+    if let Some(extra) = junit_copy {
+        write(extra, &junit)?;
+    }
+    // A closed stdout (`| head`) must not turn a verdict into a crash.
+    let _ = writeln!(std::io::stdout(), "\n{table}\nresults: {}", out.display());
+    Ok(())
 }
 
 /// Runs the trials and saves the records after each; stops early on an interrupt. With
@@ -437,7 +456,7 @@ fn results_dir(explicit: Option<&Path>) -> Result<PathBuf> {
 }
 
 /// Fails early, before hours of trials, when `path` could not be written at the end.
-fn check_writable_file(path: &Path) -> Result<()> {
+pub fn check_writable_file(path: &Path) -> Result<()> {
     let parent = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -478,13 +497,13 @@ fn init_logging(out: &Path) -> Result<()> {
         .context("logging was already set up")
 }
 
-fn json<T: Serialize>(v: &T) -> String {
+pub fn json<T: Serialize>(v: &T) -> String {
     serde_json::to_string_pretty(v).expect("plain data serializes") + "\n"
 }
 
 /// Writes `text` to `path` through a temporary file and a rename, so a reader never sees
 /// half a file.
-fn write(path: &Path, text: &str) -> Result<()> {
+pub fn write(path: &Path, text: &str) -> Result<()> {
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, text)
         .and_then(|()| std::fs::rename(&tmp, path))

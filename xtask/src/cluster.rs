@@ -15,7 +15,7 @@ use std::{
 };
 
 use anyhow::{anyhow, Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{
     config::{Engine, Knob},
@@ -116,7 +116,7 @@ pub struct Cluster {
 }
 
 /// What `status json` said when the database became available.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Availability {
     /// `client.database_status.healthy`: often still false right after `configure new`
     /// (data distribution is starting); recorded, not waited for.

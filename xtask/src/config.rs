@@ -9,7 +9,7 @@ use std::{
     time::Duration,
 };
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::flags::{
     BenchArgs, EngineArg, ProfileArg, RunArgs, TimeoutArgs, TrialsArg, WorkloadArgs,
@@ -33,7 +33,7 @@ fn usage(msg: impl Into<String>) -> UsageError {
 
 /// FDB storage engine. The `configure new single <type>` names come from
 /// `fdbclient/ManagementAPI.actor.cpp` (configuration parsing) in the FDB repository.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Engine {
     Redwood,
@@ -70,7 +70,7 @@ impl fmt::Display for Engine {
 }
 
 /// One of the two arms of an A/B run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Arm {
     /// A: what the experiment is judged against.
@@ -100,7 +100,7 @@ impl fmt::Display for Arm {
 
 /// An fdbserver knob, passed as `--knob_<name>=<value>`. The name is normalized to
 /// lowercase with `_` (fdbserver accepts `-` too: `flow/Knobs.cpp`, `Knobs::setKnob`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Knob {
     pub name: String,
     pub value: String,
@@ -108,7 +108,7 @@ pub struct Knob {
     pub source: KnobSource,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum KnobSource {
     User,

@@ -11,7 +11,7 @@ use std::{
 };
 
 use anyhow::{anyhow, Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{
     analyze::MakoReport,
@@ -24,7 +24,7 @@ use crate::{
 };
 
 /// A phase of a trial, each with its own time bound.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Phase {
     /// Three fdbservers listening on their ports.
@@ -49,7 +49,7 @@ impl std::fmt::Display for Phase {
 }
 
 /// How a trial ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Outcome {
     /// A complete, valid mako report.
@@ -63,14 +63,14 @@ pub enum Outcome {
 }
 
 /// Duration of one phase, seconds.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PhaseTiming {
     pub phase: Phase,
     pub duration_s: f64,
 }
 
 /// Everything known about one finished trial; saved as soon as the trial ends.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrialRecord {
     /// Position in the run order, from 1.
     pub index: usize,

@@ -43,6 +43,33 @@ pub enum Command {
     /// --max-regression needs. Writes calibration.json beside the usual results.
     #[command(after_help = CALIBRATE_EXIT_CODES)]
     Calibrate(Box<CalibrateArgs>),
+    /// Judge a saved run again, offline (e.g. with another --max-regression): reads its
+    /// meta.json and trials.json, runs nothing, writes summary.json and junit.xml anew.
+    #[command(after_help = EXIT_CODES)]
+    Compare(CompareArgs),
+}
+
+/// Flags of `cargo xtask compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Results directory of a `bench` or `calibrate` run.
+    #[arg(value_name = "RESULTS_DIR")]
+    pub dir: PathBuf,
+    /// Tolerated TPS loss in percent; default: the run's.
+    #[arg(long, value_name = "PCT", allow_negative_numbers = true)]
+    pub max_regression: Option<f64>,
+    /// Absolute TPS floor of the experiment; default: the run's.
+    #[arg(long, value_name = "TPS", allow_negative_numbers = true)]
+    pub slo_tps: Option<f64>,
+    /// Fail (exit 1) on INCONCLUSIVE.
+    #[arg(long)]
+    pub strict: bool,
+    /// Where to write summary.json and junit.xml; default: <RESULTS_DIR>/compare-<UTC time>.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Also write the JUnit XML here.
+    #[arg(long, value_name = "PATH")]
+    pub junit: Option<PathBuf>,
 }
 
 /// Storage engine as named on the command line; `all` expands to every engine.

@@ -7,6 +7,7 @@ mod analyze;
 mod bench;
 mod calibrate;
 mod cluster;
+mod compare;
 mod config;
 mod execute;
 mod fdbtree;
@@ -49,6 +50,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         flags::Command::Bench(args) => bench::run(&sh, args),
         flags::Command::Calibrate(args) => bench::calibrate(&sh, args),
+        flags::Command::Compare(args) => compare::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code as u8),
