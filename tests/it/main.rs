@@ -2,6 +2,7 @@
 //! binary, real processes (fake fdbserver/fdbcli/mako), temp dirs, ports chosen at run
 //! time. One binary, a module per area.
 
+mod baseline;
 mod bench;
 mod support;
 mod tidy;

@@ -17,11 +17,13 @@ use serde::Serialize;
 use xshell::Shell;
 
 use crate::{
+    baseline::{self, Baseline},
     calibrate::Calibration,
     config::{Arm, BenchConfig, Engine, UsageError},
     execute::{run_trial, Outcome, TrialContext, TrialRecord},
     fdbtree::{self, FdbTree},
     flags::{BenchArgs, CalibrateArgs},
+    host::Host,
     judge::{judge_looks, Criteria, Verdict},
     plan::{ArmPlan, Plan, PlannedTrial},
     report,
@@ -79,8 +81,19 @@ struct Finished {
 }
 
 /// Plans, runs, judges and exports; `None` for `--dry-run`.
-fn run_config(sh: &Shell, config: BenchConfig) -> Result<Option<Finished>> {
+fn run_config(sh: &Shell, mut config: BenchConfig) -> Result<Option<Finished>> {
     let workdir = workdir::choose(config.workdir.as_deref())?;
+    let recorded = match &config.against_recorded {
+        Some(name) => {
+            let (_, b) = baseline::find(&baseline::dir(config.baselines_dir.as_deref())?, name)?;
+            let warnings =
+                b.check_compatible(&Host::read(), &config.workload, config.allow_host_mismatch)?;
+            // A record is one engine's: that engine is what runs.
+            config.engines = vec![b.engine];
+            Some((b, warnings))
+        }
+        None => None,
+    };
     let arm_plan = |arm: Arm| -> Result<ArmPlan> {
         let tree = FdbTree::open(&config.arm(arm).build_dir).with_context(|| {
             format!(
@@ -91,9 +104,20 @@ fn run_config(sh: &Shell, config: BenchConfig) -> Result<Option<Finished>> {
         let version = tree.version(sh)?;
         Ok(ArmPlan { arm, tree, version })
     };
-    let (baseline, experiment) = (arm_plan(Arm::Baseline)?, arm_plan(Arm::Experiment)?);
-    let same = fdbtree::same_binaries(&baseline.tree, &experiment.tree)?;
-    let plan = Plan::new(config, workdir, baseline, experiment, same)?;
+    let experiment = arm_plan(Arm::Experiment)?;
+    let plan = match recorded {
+        Some((b, warnings)) => {
+            let mut plan = Plan::new(config, workdir, None, experiment, false)?;
+            plan.warnings.extend(warnings);
+            plan.recorded = Some(b);
+            plan
+        }
+        None => {
+            let baseline = arm_plan(Arm::Baseline)?;
+            let same = fdbtree::same_binaries(&baseline.tree, &experiment.tree)?;
+            Plan::new(config, workdir, Some(baseline), experiment, same)?
+        }
+    };
     if plan.config.dry_run {
         let _ = write!(std::io::stdout(), "{}", plan.render());
         return Ok(None);
@@ -123,8 +147,16 @@ fn run_config(sh: &Shell, config: BenchConfig) -> Result<Option<Finished>> {
     } else {
         plan.config.trials
     };
-    let criteria = criteria(&plan.config, planned);
-    let judgements = judge_looks(&trials, &plan.config.engines, criteria, interrupted, &looks);
+    let mut criteria = criteria(&plan.config, planned);
+    // Against a record, its trials are the baseline arm: unpaired.
+    let mut judged = plan
+        .recorded
+        .as_ref()
+        .map(Baseline::as_trials)
+        .unwrap_or_default();
+    criteria.unpaired = plan.recorded.is_some();
+    judged.extend(trials.iter().cloned());
+    let judgements = judge_looks(&judged, &plan.config.engines, criteria, interrupted, &looks);
     export(
         &out,
         &judgements,
@@ -352,6 +384,7 @@ fn criteria(config: &BenchConfig, trials: u32) -> Criteria {
         max_regression_pct: config.max_regression_pct,
         slo_tps: config.slo_tps,
         strict: config.strict,
+        unpaired: false,
     }
 }
 
@@ -379,45 +412,6 @@ impl<'a> Meta<'a> {
             started_at: humantime::format_rfc3339_seconds(now).to_string(),
             host: Host::read(),
             plan,
-        }
-    }
-}
-
-/// The machine the run was on, to compare like with like.
-#[derive(Serialize)]
-struct Host {
-    hostname: String,
-    kernel: String,
-    cpu_model: String,
-    /// Logical CPUs available to the gate.
-    cpus: usize,
-    /// `MemTotal` from /proc/meminfo, bytes.
-    memory_bytes: u64,
-}
-
-impl Host {
-    fn read() -> Host {
-        let uname = nix::sys::utsname::uname().ok();
-        let proc_field = |file: &str, key: &str| -> Option<String> {
-            let text = std::fs::read_to_string(file).ok()?;
-            let line = text.lines().find(|l| l.starts_with(key))?;
-            Some(line.split_once(':')?.1.trim().to_string())
-        };
-        Host {
-            hostname: nix::unistd::gethostname()
-                .ok()
-                .and_then(|h| h.into_string().ok())
-                .unwrap_or_default(),
-            kernel: uname
-                .map(|u| u.release().to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            cpu_model: proc_field("/proc/cpuinfo", "model name").unwrap_or_default(),
-            cpus: std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(0),
-            memory_bytes: proc_field("/proc/meminfo", "MemTotal")
-                .and_then(|v| v.trim_end_matches("kB").trim().parse::<u64>().ok())
-                .map_or(0, |kb| kb * 1024),
         }
     }
 }

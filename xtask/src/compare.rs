@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use serde::Deserialize;
 
 use crate::{
+    baseline::Baseline,
     bench::{check_writable_file, export},
     config::{Engine, UsageError},
     execute::TrialRecord,
@@ -24,6 +25,9 @@ struct SavedMeta {
 #[derive(Deserialize)]
 struct SavedPlan {
     config: SavedConfig,
+    /// The recorded baseline of an `--against-recorded` run.
+    #[serde(default)]
+    recorded: Option<Baseline>,
     #[serde(default)]
     warnings: Vec<String>,
 }
@@ -95,6 +99,7 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         max_regression_pct: args.max_regression.unwrap_or(c.max_regression_pct),
         slo_tps: args.slo_tps.or(c.slo_tps),
         strict: args.strict || c.strict,
+        unpaired: meta.plan.recorded.is_some(),
     };
     if !(criteria.max_regression_pct > 0.0 && criteria.max_regression_pct < 100.0) {
         return Err(UsageError("--max-regression must be between 0 and 100".into()).into());
@@ -104,7 +109,14 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         .flat_map(|s| s.judgements.iter().map(|j| (j.engine, j.looks)))
         .collect();
     let interrupted = summary.is_some_and(|s| s.interrupted);
-    let judgements = judge_looks(&trials, &c.engines, criteria, interrupted, &looks);
+    let mut judged = meta
+        .plan
+        .recorded
+        .as_ref()
+        .map(Baseline::as_trials)
+        .unwrap_or_default();
+    judged.extend(trials);
+    let judgements = judge_looks(&judged, &c.engines, criteria, interrupted, &looks);
     let out = match &args.out {
         Some(o) => o.clone(),
         None => {

@@ -156,10 +156,10 @@ impl Knob {
 }
 
 /// The mako workload of a run (mako's `--help`, `bindings/c/test/mako/mako.cpp`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Workload {
     /// Profile the defaults came from.
-    pub profile: &'static str,
+    pub profile: String,
     /// Rows loaded by `mako --mode build` (`--rows`).
     pub rows: u64,
     /// Key length in bytes (`--keylen`).
@@ -191,7 +191,7 @@ impl Workload {
     fn from_profile(profile: ProfileArg) -> Workload {
         // Standard: `contrib/mako_storage_bench.sh` defaults in the FDB repository.
         let standard = Workload {
-            profile: "standard",
+            profile: "standard".to_string(),
             rows: 100_000,
             keylen: 128,
             vallen: 512,
@@ -208,7 +208,7 @@ impl Workload {
             // Two client processes leave the storage server a core of its own on a 2-4
             // core host; 128 transactions in flight still keep it saturated.
             ProfileArg::Quick => Workload {
-                profile: "quick",
+                profile: "quick".to_string(),
                 build_procs: 2,
                 procs: 2,
                 threads: 2,
@@ -223,7 +223,7 @@ impl Workload {
     fn resolve(profile: ProfileArg, o: &WorkloadArgs) -> Result<Workload, UsageError> {
         let p = Workload::from_profile(profile);
         let w = Workload {
-            profile: p.profile,
+            profile: p.profile.clone(),
             rows: o.rows.unwrap_or(p.rows),
             keylen: o.keylen.unwrap_or(p.keylen),
             vallen: o.vallen.unwrap_or(p.vallen),
@@ -365,6 +365,12 @@ pub struct BenchConfig {
     /// INCONCLUSIVE fails the run.
     pub strict: bool,
     pub allow_same: bool,
+    /// Judge against this recorded baseline (name or path) instead of a baseline arm.
+    pub against_recorded: Option<String>,
+    /// Accept a recorded baseline from another host class.
+    pub allow_host_mismatch: bool,
+    /// Where baselines live (`--baselines-dir`), if given.
+    pub baselines_dir: Option<PathBuf>,
     /// A trial whose storage server used less than 0.85 cores is an error, not a warning.
     pub require_cpu_bound: bool,
     pub dry_run: bool,
@@ -384,7 +390,18 @@ impl TryFrom<&BenchArgs> for BenchConfig {
     type Error = UsageError;
 
     fn try_from(a: &BenchArgs) -> Result<BenchConfig, UsageError> {
-        BenchConfig::new(&a.baseline_build, &a.experiment_build, a.allow_same, &a.run)
+        // With --against-recorded there is no baseline tree (clap requires one otherwise).
+        let baseline = a.baseline_build.as_deref().unwrap_or(Path::new(""));
+        let mut c = BenchConfig::new(baseline, &a.experiment_build, a.allow_same, &a.run)?;
+        if a.against_recorded.is_some() && c.time_budget.is_some() {
+            return Err(usage(
+                "--trials auto does not work with --against-recorded yet; give --trials N",
+            ));
+        }
+        c.against_recorded = a.against_recorded.clone();
+        c.allow_host_mismatch = a.allow_host_mismatch;
+        c.baselines_dir = a.baselines_dir.clone();
+        Ok(c)
     }
 }
 
@@ -463,6 +480,9 @@ impl BenchConfig {
             slo_tps: a.slo_tps,
             strict: a.strict,
             allow_same,
+            against_recorded: None,
+            allow_host_mismatch: false,
+            baselines_dir: None,
             require_cpu_bound: a.require_cpu_bound,
             dry_run: a.dry_run,
             bounds: PhaseBounds::resolve(&a.timeouts)?,
@@ -537,7 +557,13 @@ mod tests {
             .unwrap()
             .workload;
         assert_eq!(
-            (w.profile, w.procs, w.threads, w.seconds, w.warmup_seconds),
+            (
+                w.profile.as_str(),
+                w.procs,
+                w.threads,
+                w.seconds,
+                w.warmup_seconds
+            ),
             ("quick", 3, 2, 90, 60)
         );
     }

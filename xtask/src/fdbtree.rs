@@ -136,7 +136,7 @@ fn same_file_contents(x: &Path, y: &Path) -> Result<bool> {
 /// source version c0c44752df676e4a2d532b5cdb4bf96728a30b78
 /// protocol fdb00b080000000
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct FdbVersion {
     /// First line, e.g. `FoundationDB 8.0 (v8.0.0)`.
     pub release: String,

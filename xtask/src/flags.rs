@@ -47,6 +47,53 @@ pub enum Command {
     /// meta.json and trials.json, runs nothing, writes summary.json and junit.xml anew.
     #[command(after_help = EXIT_CODES)]
     Compare(CompareArgs),
+    /// Recorded baselines in baselines/: record one from a finished run, list, show.
+    #[command(subcommand)]
+    Baseline(BaselineCommand),
+}
+
+/// `cargo xtask baseline ...`
+#[derive(Debug, Subcommand)]
+pub enum BaselineCommand {
+    /// Record one baseline per engine from a finished run's trials of one arm.
+    Record {
+        /// Results directory of a `bench` or `calibrate` run.
+        #[arg(long, value_name = "RESULTS_DIR")]
+        from: PathBuf,
+        /// File name (without .json); default `<host class>-<profile>-<engine>`.
+        #[arg(long)]
+        name: Option<String>,
+        /// Which arm's trials to record.
+        #[arg(long, value_enum, default_value = "experiment")]
+        arm: ArmArg,
+        /// Replace an existing baseline of the same name.
+        #[arg(long)]
+        force: bool,
+        /// Where baselines live; default: baselines/ in this workspace.
+        #[arg(long, value_name = "DIR")]
+        baselines_dir: Option<PathBuf>,
+    },
+    /// List the recorded baselines.
+    List {
+        /// Where baselines live; default: baselines/ in this workspace.
+        #[arg(long, value_name = "DIR")]
+        baselines_dir: Option<PathBuf>,
+    },
+    /// Print one baseline.
+    Show {
+        /// Baseline name (file name without .json) or path.
+        name: String,
+        /// Where baselines live; default: baselines/ in this workspace.
+        #[arg(long, value_name = "DIR")]
+        baselines_dir: Option<PathBuf>,
+    },
+}
+
+/// An arm, as named on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ArmArg {
+    Baseline,
+    Experiment,
 }
 
 /// Flags of `cargo xtask compare`.
@@ -120,9 +167,29 @@ impl std::str::FromStr for TrialsArg {
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// FDB build tree of the baseline arm (A): holds bin/fdbserver, bin/fdbcli, bin/mako and
-    /// lib/libfdb_c.so (cmake -DBUILD_MAKO=ON).
+    /// lib/libfdb_c.so (cmake -DBUILD_MAKO=ON). Not with --against-recorded.
+    #[arg(
+        long,
+        value_name = "DIR",
+        required_unless_present = "against_recorded",
+        conflicts_with = "against_recorded"
+    )]
+    pub baseline_build: Option<PathBuf>,
+
+    /// Judge the experiment against a recorded baseline (a name in baselines/, or a
+    /// path) instead of a baseline arm: only the experiment runs, compared unpaired
+    /// (Welch) with the recorded trials.
+    #[arg(long, value_name = "NAME")]
+    pub against_recorded: Option<String>,
+
+    /// With --against-recorded: accept a record from another host class (the report says
+    /// so loudly).
+    #[arg(long, requires = "against_recorded")]
+    pub allow_host_mismatch: bool,
+
+    /// Where baselines live; default: baselines/ in this workspace.
     #[arg(long, value_name = "DIR")]
-    pub baseline_build: PathBuf,
+    pub baselines_dir: Option<PathBuf>,
 
     /// FDB build tree of the experiment arm (B); may be the same tree as the baseline for a
     /// knob A/B (then give --baseline-knob/--experiment-knob) or an A/A (--allow-same).

@@ -94,6 +94,9 @@ pub struct Criteria {
     pub slo_tps: Option<f64>,
     /// INCONCLUSIVE fails the run (exit 1).
     pub strict: bool,
+    /// The baseline trials are a recorded baseline's: compare unpaired (Welch), and expect
+    /// the planned number of trials of the experiment only.
+    pub unpaired: bool,
 }
 
 /// TPS of one arm's measured trials of one engine.
@@ -244,17 +247,28 @@ fn judge_engine(all: &[TrialRecord], engine: Engine, criteria: Criteria) -> Judg
         (Some(b), Some(e)) => Some(100.0 * (e.tps_mean / b.tps_mean - 1.0)),
         _ => None,
     };
-    let pairs = pairs(&base, &exp);
-    let column = |f: &dyn Fn(&TrialRecord) -> Option<f64>| -> Option<(Vec<f64>, Vec<f64>)> {
-        pairs
+    let pairs = if criteria.unpaired {
+        Vec::new()
+    } else {
+        pairs(&base, &exp)
+    };
+    let compare = |f: &dyn Fn(&TrialRecord) -> Option<f64>| -> Option<Comparison> {
+        if criteria.unpaired {
+            let values = |v: &[&TrialRecord]| -> Option<Vec<f64>> {
+                measured(v).iter().map(|t| f(t)).collect()
+            };
+            return stats::welch(&values(&base)?, &values(&exp)?);
+        }
+        let (a, b): (Vec<f64>, Vec<f64>) = pairs
             .iter()
             .map(|(a, b)| Some((f(a)?, f(b)?)))
-            .collect::<Option<Vec<_>>>()
-            .map(|v| v.into_iter().unzip())
+            .collect::<Option<Vec<_>>>()?
+            .into_iter()
+            .unzip();
+        stats::paired(&a, &b)
     };
-    let tps =
-        column(&|t| t.report.as_ref().map(|r| r.tps)).and_then(|(a, b)| stats::paired(&a, &b));
-    let txn_latency_p99 = column(&txn_p99).and_then(|(a, b)| stats::paired(&a, &b));
+    let tps = compare(&|t| t.report.as_ref().map(|r| r.tps));
+    let txn_latency_p99 = compare(&txn_p99);
     let (verdict, reason) = precheck(&base, &exp, &experiment, criteria);
     let mut notes = Vec::new();
     for (arm, s) in [(Arm::Baseline, &baseline), (Arm::Experiment, &experiment)] {
@@ -358,7 +372,7 @@ fn precheck(
         return (Verdict::Error, describe(t));
     }
     let planned = c.trials as usize;
-    if base.len() < planned || exp.len() < planned {
+    if (base.len() < planned && !c.unpaired) || exp.len() < planned {
         return (
             Verdict::Error,
             format!(
@@ -518,6 +532,7 @@ pub(crate) mod tests {
         max_regression_pct: 2.0,
         slo_tps: Some(500.0),
         strict: false,
+        unpaired: false,
     };
 
     fn verdict(trials: &[TrialRecord]) -> Judgement {

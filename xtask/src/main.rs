@@ -4,6 +4,7 @@
 //! (cluster, supervise) -> analyze -> judge -> report; `bench` wires them together.
 
 mod analyze;
+mod baseline;
 mod bench;
 mod calibrate;
 mod cluster;
@@ -12,6 +13,7 @@ mod config;
 mod execute;
 mod fdbtree;
 mod flags;
+mod host;
 mod judge;
 mod monitor;
 mod plan;
@@ -51,6 +53,7 @@ fn main() -> ExitCode {
         flags::Command::Bench(args) => bench::run(&sh, args),
         flags::Command::Calibrate(args) => bench::calibrate(&sh, args),
         flags::Command::Compare(args) => compare::run(args),
+        flags::Command::Baseline(cmd) => baseline::run(cmd),
     };
     match result {
         Ok(code) => ExitCode::from(code as u8),

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::{
+    baseline::Baseline,
     config::{Arm, BenchConfig, Engine, Knob, UsageError},
     fdbtree::{FdbTree, FdbVersion},
     workdir::Workdir,
@@ -39,8 +40,11 @@ pub struct PlannedTrial {
 pub struct Plan {
     pub config: BenchConfig,
     pub workdir: Workdir,
-    pub baseline: ArmPlan,
+    /// The baseline arm; `None` when judged against a recorded baseline.
+    pub baseline: Option<ArmPlan>,
     pub experiment: ArmPlan,
+    /// The recorded baseline the experiment is judged against (`--against-recorded`).
+    pub recorded: Option<Baseline>,
     pub trials: Vec<PlannedTrial>,
     /// Things the user must see before trusting the numbers (e.g. a disk-backed work dir).
     pub warnings: Vec<String>,
@@ -49,17 +53,20 @@ pub struct Plan {
 impl Plan {
     /// Builds the plan; refuses an A/B whose arms cannot differ (the same source version,
     /// byte-identical binaries per `same_binaries`, and the same knobs) unless
-    /// `--allow-same`.
+    /// `--allow-same`. Without a baseline arm only the experiment runs (against a record).
     pub fn new(
         config: BenchConfig,
         workdir: Workdir,
-        baseline: ArmPlan,
+        baseline: Option<ArmPlan>,
         experiment: ArmPlan,
         same_binaries: bool,
     ) -> Result<Plan, UsageError> {
         let mut trials = Vec::new();
         for &engine in &config.engines {
             for (repetition, arm) in arm_order(config.trials, config.seed) {
+                if arm == Arm::Baseline && baseline.is_none() {
+                    continue;
+                }
                 trials.push(PlannedTrial {
                     index: trials.len() + 1,
                     engine,
@@ -69,34 +76,16 @@ impl Plan {
                 });
             }
         }
-        // Compared as command lines: a user knob equal to an automatic one is no change.
-        let same_knobs = config.engines.iter().all(|&e| {
-            let args = |arm| -> Vec<String> {
-                effective_knobs(&config.arm(arm).knobs, e, workdir.tmpfs)
-                    .iter()
-                    .map(Knob::arg)
-                    .collect()
-            };
-            args(Arm::Baseline) == args(Arm::Experiment)
-        });
-        let same_version = baseline.version.source_version == experiment.version.source_version;
-        if same_version && same_binaries && same_knobs && !config.allow_same {
-            return Err(UsageError(format!(
-                "baseline and experiment run byte-identical binaries (source version {}) with \
-                 the same knobs, so this would be an A/A run, not an A/B; give the arms \
-                 different builds or --baseline-knob/--experiment-knob, or pass --allow-same \
-                 to measure noise on purpose",
-                baseline.version.source_version
-            )));
-        }
         let mut warnings = Vec::new();
-        if same_version && !same_binaries {
-            warnings.push(format!(
-                "both arms report source version {} but their binaries differ (uncommitted \
-                 changes, or other build flags): the source version alone does not tell them \
-                 apart",
-                baseline.version.source_version
-            ));
+        if let Some(baseline) = &baseline {
+            check_arms_differ(
+                &config,
+                &workdir,
+                baseline,
+                &experiment,
+                same_binaries,
+                &mut warnings,
+            )?;
         }
         if !workdir.tmpfs {
             warnings.push(format!(
@@ -111,17 +100,19 @@ impl Plan {
             workdir,
             baseline,
             experiment,
+            recorded: None,
             trials,
             warnings,
         })
     }
-
     /// The two trials of pair `repetition` of `engine`, in run order, for `--trials auto`
     /// runs past the planned pairs; their `index` is left 0 for the runner to set.
     pub fn pair(&self, engine: Engine, repetition: u32) -> Vec<PlannedTrial> {
         arm_order(repetition, self.config.seed)
             .into_iter()
-            .filter(|(rep, _)| *rep == repetition)
+            .filter(|(rep, arm)| {
+                *rep == repetition && (*arm == Arm::Experiment || self.baseline.is_some())
+            })
             .map(|(_, arm)| PlannedTrial {
                 index: 0,
                 engine,
@@ -132,9 +123,13 @@ impl Plan {
             .collect()
     }
 
+    /// The arm's build; only planned arms have trials, so the baseline is there when asked.
     pub fn arm(&self, arm: Arm) -> &ArmPlan {
         match arm {
-            Arm::Baseline => &self.baseline,
+            Arm::Baseline => self
+                .baseline
+                .as_ref()
+                .expect("baseline trials only with a baseline arm"),
             Arm::Experiment => &self.experiment,
         }
     }
@@ -143,7 +138,19 @@ impl Plan {
     pub fn render(&self) -> String {
         let w = &self.config.workload;
         let mut s = String::new();
-        for a in [&self.baseline, &self.experiment] {
+        if let Some(r) = &self.recorded {
+            let _ = writeln!(
+                s,
+                "{:<10} recorded baseline {} ({} trials, source version {}, host '{}', {})",
+                "baseline",
+                r.name,
+                r.trials.len(),
+                r.build.source_version,
+                r.host_class,
+                r.recorded_at
+            );
+        }
+        for a in self.baseline.iter().chain([&self.experiment]) {
             let _ = writeln!(
                 s,
                 "{:<10} {} ({}, source version {})",
@@ -208,6 +215,47 @@ impl Plan {
         }
         s
     }
+}
+
+/// Refuses two arms that cannot differ (an A/A) unless `--allow-same`; warns when the
+/// source versions agree but the binaries do not.
+fn check_arms_differ(
+    config: &BenchConfig,
+    workdir: &Workdir,
+    baseline: &ArmPlan,
+    experiment: &ArmPlan,
+    same_binaries: bool,
+    warnings: &mut Vec<String>,
+) -> Result<(), UsageError> {
+    // Compared as command lines: a user knob equal to an automatic one is no change.
+    let same_knobs = config.engines.iter().all(|&e| {
+        let args = |arm| -> Vec<String> {
+            effective_knobs(&config.arm(arm).knobs, e, workdir.tmpfs)
+                .iter()
+                .map(Knob::arg)
+                .collect()
+        };
+        args(Arm::Baseline) == args(Arm::Experiment)
+    });
+    let same_version = baseline.version.source_version == experiment.version.source_version;
+    if same_version && same_binaries && same_knobs && !config.allow_same {
+        return Err(UsageError(format!(
+            "baseline and experiment run byte-identical binaries (source version {}) with \
+                 the same knobs, so this would be an A/A run, not an A/B; give the arms \
+                 different builds or --baseline-knob/--experiment-knob, or pass --allow-same \
+                 to measure noise on purpose",
+            baseline.version.source_version
+        )));
+    }
+    if same_version && !same_binaries {
+        warnings.push(format!(
+            "both arms report source version {} but their binaries differ (uncommitted \
+                 changes, or other build flags): the source version alone does not tell them \
+                 apart",
+            baseline.version.source_version
+        ));
+    }
+    Ok(())
 }
 
 /// Arms in balanced blocks: each block of two repetitions runs A B B A or B A A B (a

@@ -1,0 +1,261 @@
+//! Recorded baselines end to end: record from a run, list, show, judge against one.
+
+use std::process::{Command, Output};
+
+use serde_json::{json, Value};
+
+use crate::support::{code, text, xtask, Sandbox};
+
+fn xtask_in(s: &Sandbox, args: &[&str]) -> Output {
+    Command::new(xtask())
+        .args(args)
+        .env("WORKDIR", s.workdir.path())
+        .output()
+        .unwrap()
+}
+
+/// A calibrate run of a quiet tree recorded as baseline `release`.
+fn recorded(s: &Sandbox) -> std::path::PathBuf {
+    let tree = s.tree("release", json!({"tps": 1000.0, "noise_pct": 0.2}));
+    let dir = s.dir.path().join("baselines");
+    let run = s.dir.path().join("release-run");
+    let o = Command::new(xtask())
+        .args(["calibrate", "--build"])
+        .arg(&tree)
+        .arg("--out")
+        .arg(&run)
+        .args([
+            "--rows",
+            "1000",
+            "--keylen",
+            "16",
+            "--vallen",
+            "16",
+            "--warmup-seconds",
+            "2",
+            "--seconds",
+            "6",
+        ])
+        .args(["--trials", "2"])
+        .env("WORKDIR", s.workdir.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let o = xtask_in(
+        s,
+        &[
+            "baseline",
+            "record",
+            "--from",
+            run.to_str().unwrap(),
+            "--name",
+            "release",
+            "--baselines-dir",
+            dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("recorded "),
+        "{}",
+        text(&o)
+    );
+    dir
+}
+
+fn against(
+    s: &Sandbox,
+    dir: &std::path::Path,
+    exp: &std::path::Path,
+    out: &str,
+    extra: &[&str],
+) -> Output {
+    Command::new(xtask())
+        .args(["bench", "--against-recorded", "release", "--baselines-dir"])
+        .arg(dir)
+        .arg("--experiment-build")
+        .arg(exp)
+        .arg("--out")
+        .arg(s.dir.path().join(out))
+        .args([
+            "--rows",
+            "1000",
+            "--keylen",
+            "16",
+            "--vallen",
+            "16",
+            "--warmup-seconds",
+            "2",
+            "--seconds",
+            "6",
+        ])
+        .args(extra)
+        .env("WORKDIR", s.workdir.path())
+        .output()
+        .unwrap()
+}
+
+fn summary(s: &Sandbox, out: &str) -> Value {
+    serde_json::from_str(
+        &std::fs::read_to_string(s.dir.path().join(out).join("summary.json")).unwrap(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn record_list_show_and_judge_a_candidate_against_the_record() {
+    let s = Sandbox::new();
+    let dir = recorded(&s);
+    let file = dir.join("release.json");
+    let b: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(b["schema_version"], 1);
+    assert_eq!(b["engine"], "redwood");
+    assert_eq!(
+        b["trials"].as_array().unwrap().len(),
+        2,
+        "the experiment arm's trials"
+    );
+    assert!(b["host_class"].as_str().unwrap().contains(" GiB"));
+
+    let o = xtask_in(
+        &s,
+        &["baseline", "list", "--baselines-dir", dir.to_str().unwrap()],
+    );
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).starts_with("release  redwood standard  2 trials"),
+        "{}",
+        text(&o)
+    );
+    let o = xtask_in(
+        &s,
+        &[
+            "baseline",
+            "show",
+            "release",
+            "--baselines-dir",
+            dir.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("\"from_results\""),
+        "{}",
+        text(&o)
+    );
+
+    // A candidate as fast as the record passes; only the experiment arm runs.
+    let same = s.tree("same", json!({"tps": 1000.0, "noise_pct": 0.2, "source_version": "5555555555555555555555555555555555555555"}));
+    let o = against(&s, &dir, &same, "pass", &[]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let j = &summary(&s, "pass")["judgements"][0];
+    assert_eq!(j["verdict"], "MEASURED", "{j}");
+    assert_eq!(j["tps"]["method"], "welch", "{j}");
+    let trials: Value = serde_json::from_str(
+        &std::fs::read_to_string(s.dir.path().join("pass/trials.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(trials
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|t| t["arm"] == "experiment"));
+
+    // A slower one is a regression, and below an SLO an SLO violation.
+    let slow = s.tree("slow", json!({"tps": 900.0, "noise_pct": 0.2, "source_version": "6666666666666666666666666666666666666666"}));
+    let o = against(&s, &dir, &slow, "slow-run", &[]);
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    assert_eq!(
+        summary(&s, "slow-run")["judgements"][0]["verdict"],
+        "REGRESSION"
+    );
+    let o = against(&s, &dir, &same, "slo", &["--slo-tps", "2000"]);
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    assert_eq!(
+        summary(&s, "slo")["judgements"][0]["verdict"],
+        "SLO-VIOLATION"
+    );
+    // compare reproduces a recorded-baseline verdict offline.
+    let o = Command::new(xtask())
+        .arg("compare")
+        .arg(s.dir.path().join("slow-run"))
+        .arg("--out")
+        .arg(s.dir.path().join("slow-again"))
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    assert_eq!(
+        summary(&s, "slow-again")["judgements"][0]["verdict"],
+        "REGRESSION"
+    );
+}
+
+#[test]
+fn another_host_class_workload_or_a_broken_file_is_refused() {
+    let s = Sandbox::new();
+    let dir = recorded(&s);
+    let file = dir.join("release.json");
+    let original = std::fs::read_to_string(&file).unwrap();
+    let exp = s.tree(
+        "exp",
+        json!({"tps": 1000.0, "source_version": "7777777777777777777777777777777777777777"}),
+    );
+
+    let mut b: Value = serde_json::from_str(&original).unwrap();
+    b["host_class"] = json!("Some Other CPU x64, 512 GiB");
+    std::fs::write(&file, b.to_string()).unwrap();
+    let o = against(&s, &dir, &exp, "mismatch", &[]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("recorded on host class 'Some Other CPU x64, 512 GiB'"),
+        "{}",
+        text(&o)
+    );
+    let o = against(&s, &dir, &exp, "allowed", &["--allow-host-mismatch"]);
+    assert_ne!(code(&o), 64, "{}", text(&o));
+    assert!(summary(&s, "allowed")["warnings"][0]
+        .as_str()
+        .unwrap()
+        .starts_with("HOST MISMATCH"));
+
+    std::fs::write(&file, &original).unwrap();
+    let o = against(&s, &dir, &exp, "workload", &["--profile", "quick"]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(text(&o).contains("another workload"), "{}", text(&o));
+
+    std::fs::write(&file, original.replacen("\"tps\":", "\"tsp\":", 1)).unwrap();
+    let o = against(&s, &dir, &exp, "corrupt", &[]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(
+        text(&o).contains("release.json does not match the format") && text(&o).contains("tsp"),
+        "{}",
+        text(&o)
+    );
+
+    let mut b: Value = serde_json::from_str(&original).unwrap();
+    b["schema_version"] = json!(2);
+    std::fs::write(&file, b.to_string()).unwrap();
+    let o = against(&s, &dir, &exp, "future", &[]);
+    assert!(
+        text(&o).contains("schema_version 2, newer than the 1"),
+        "{}",
+        text(&o)
+    );
+    let o = xtask_in(
+        &s,
+        &["baseline", "list", "--baselines-dir", dir.to_str().unwrap()],
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("UNREADABLE"),
+        "{}",
+        text(&o)
+    );
+
+    let o = against(
+        &s,
+        &dir,
+        &exp,
+        "missing",
+        &["--baselines-dir", "/nonexistent"],
+    );
+    assert_eq!(code(&o), 64, "{}", text(&o));
+}
