@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
-# Installs the system packages perfgate's build and tests need on Debian/Ubuntu.
-# The Rust toolchain (cargo) must already be there (rustup). Safe to run twice.
+# Installs what perfgate's build and tests need on Debian/Ubuntu: a C linker and git
+# (Debian packages), and junitparser (PyPI), the independent JUnit reader the tests check
+# perfgate's junit.xml with. The Rust toolchain (cargo) must already be there (rustup).
+# Safe to run twice.
 set -euo pipefail
 
+if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
 need=()
 command -v cc >/dev/null 2>&1 || need+=(build-essential)   # the linker rustc calls
 command -v git >/dev/null 2>&1 || need+=(git)
+command -v python3 >/dev/null 2>&1 || need+=(python3 python3-pip)
 if [ ${#need[@]} -gt 0 ]; then
-  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${need[@]}"
 fi
+if ! python3 -c 'import junitparser' 2>/dev/null; then
+  python3 -m pip install -q junitparser 2>/dev/null \
+    || python3 -m pip install -q --break-system-packages junitparser
+fi
 command -v cargo >/dev/null 2>&1 || {
-  echo "cargo not found: install Rust with rustup (https://rustup.rs), then rerun" >&2
+  echo "cargo not found: install Rust 1.89 or newer with rustup (https://rustup.rs), then rerun" >&2
   exit 1
 }

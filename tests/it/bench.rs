@@ -7,7 +7,7 @@ use std::{
 
 use serde_json::json;
 
-use crate::support::{code, text, Sandbox};
+use crate::support::{code, read_junit, text, Sandbox};
 
 #[test]
 fn equal_arms_are_measured_and_every_result_file_is_written() {
@@ -95,6 +95,11 @@ fn equal_arms_are_measured_and_every_result_file_is_written() {
         "{junit}"
     );
     assert!(!junit.contains("<failure"), "{junit}");
+    let parsed = read_junit(&s.out().join("junit.xml"));
+    assert_eq!(parsed[0]["name"], "redwood");
+    assert_eq!(parsed[0]["cases"][0]["classname"], "perfgate.redwood");
+    assert_eq!(parsed[0]["cases"][0]["results"], json!([]));
+    assert_eq!(parsed[0]["cases"][0]["properties"]["verdict"], "MEASURED");
     assert!(std::fs::read_to_string(s.out().join("run.log"))
         .unwrap()
         .contains("trial 4: redwood baseline #2"));
@@ -124,6 +129,50 @@ fn slower_experiment_is_a_regression_with_exit_1_and_a_junit_failure() {
         "{junit}"
     );
     assert!(String::from_utf8_lossy(&o.stdout).contains("REGRESSION"));
+    let case = &read_junit(&junit_copy)[0]["cases"][0];
+    assert_eq!(case["results"][0]["kind"], "Failure", "{case}");
+    assert_eq!(case["results"][0]["type"], "REGRESSION");
+    assert_eq!(case["properties"]["tps_delta_pct"], "-10.00");
+    assert!(
+        case["system_out"]
+            .as_str()
+            .unwrap()
+            .contains("tps_delta_pct=-10.00"),
+        "{case}"
+    );
+}
+
+#[test]
+fn slo_floors_come_from_the_flag_the_environment_or_slo_json() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"tps": 1000.0}), json!({"tps": 1000.0}));
+    std::fs::create_dir_all(s.dir.path().join("baselines")).unwrap();
+    std::fs::write(
+        s.dir.path().join("baselines/slo.json"),
+        r#"{"schema_version": 1, "tps": {"standard": {"redwood": 1200.0}}}"#,
+    )
+    .unwrap();
+    let o = s.bench(&a, &b, &["--trials", "2"]);
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    let j = &s.read_json("summary.json")["judgements"][0];
+    assert_eq!(j["verdict"], "SLO-VIOLATION", "{j}");
+    assert_eq!(j["criteria"]["slo_tps"], 1200.0);
+    assert!(s.read_json("meta.json")["plan"]["config"]["slo_sources"][0]
+        .as_str()
+        .unwrap()
+        .contains("slo.json"));
+    // The environment beats the file, the flag beats both.
+    let mut cmd = s.bench_command_out(&a, &b, &s.dir.path().join("env"), &["--trials", "2"]);
+    let o = cmd.env("PERFGATE_SLO_TPS_REDWOOD", "900").output().unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let mut cmd = s.bench_command_out(
+        &a,
+        &b,
+        &s.dir.path().join("flag"),
+        &["--trials", "2", "--slo-tps", "1100"],
+    );
+    let o = cmd.env("PERFGATE_SLO_TPS_REDWOOD", "900").output().unwrap();
+    assert_eq!(code(&o), 1, "{}", text(&o));
 }
 
 #[test]
@@ -134,6 +183,9 @@ fn experiment_below_the_slo_is_an_slo_violation() {
     assert_eq!(code(&o), 1, "{}", text(&o));
     let j = &s.read_json("summary.json")["judgements"][0];
     assert_eq!(j["verdict"], "SLO-VIOLATION", "{j}");
+    let case = &read_junit(&s.out().join("junit.xml"))[0]["cases"][0];
+    assert_eq!(case["results"][0]["kind"], "Failure", "{case}");
+    assert_eq!(case["results"][0]["type"], "SLO-VIOLATION");
 }
 
 #[test]
@@ -160,6 +212,9 @@ fn configure_hang_is_a_timeout_of_that_phase_and_leaves_no_process() {
         junit.contains(r#"<error message="TIMEOUT: trial 2 (experiment #1): configure"#),
         "{junit}"
     );
+    let case = &read_junit(&s.out().join("junit.xml"))[0]["cases"][0];
+    assert_eq!(case["results"][0]["kind"], "Error", "{case}");
+    assert_eq!(case["results"][0]["type"], "TIMEOUT");
     assert!(
         s.leftover_processes().is_empty(),
         "{:?}",
@@ -184,6 +239,9 @@ fn missing_mako_is_a_clear_error_before_any_trial() {
         xml.contains(r#"type="ERROR""#) && xml.contains("bin/mako is missing"),
         "{xml}"
     );
+    let case = &read_junit(&junit)[0]["cases"][0];
+    assert_eq!(case["results"][0]["kind"], "Error", "{case}");
+    assert_eq!(case["results"][0]["type"], "ERROR");
     assert!(err.contains("bin/mako is missing"), "{err}");
     assert!(err.contains("-DBUILD_MAKO=ON"), "{err}");
     assert!(
@@ -324,9 +382,10 @@ fn ctrl_c_tears_down_keeps_results_and_exits_2() {
         .spawn()
         .unwrap();
     // Wait until mako's run is under way (its report file exists), then interrupt.
-    let report = s.out().join("trials/01-redwood-baseline-1/mako-run.txt");
+    // mako writes its pid once it runs (and started its worker, if asked to).
+    let started = a.join("double-mako-pids");
     let deadline = Instant::now() + Duration::from_secs(120);
-    while !report.exists() {
+    while !started.exists() {
         assert!(Instant::now() < deadline, "mako run never started");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -375,13 +434,13 @@ fn after_a_sigkill_of_the_gate_servers_die_and_the_next_run_cleans_up() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let report = s.out().join("trials/01-redwood-baseline-1/mako-run.txt");
+    // mako writes its pid once it runs (and started its worker, if asked to).
+    let started = a.join("double-mako-pids");
     let deadline = Instant::now() + Duration::from_secs(120);
-    while !report.exists() {
+    while !started.exists() {
         assert!(Instant::now() < deadline, "mako run never started");
         std::thread::sleep(Duration::from_millis(50));
     }
-    std::thread::sleep(Duration::from_millis(300)); // let mako start its worker
     gate.kill().unwrap(); // SIGKILL: no handler, no teardown
     gate.wait().unwrap();
     // The servers and mako die with the gate (parent-death signal); the worker lingers.
@@ -598,6 +657,15 @@ fn noise_beyond_the_tolerance_is_inconclusive_and_fails_only_under_strict() {
     assert!(j["tps"]["mde_pct"].as_f64().unwrap() > 2.0, "{j}");
     let junit = std::fs::read_to_string(s.out().join("junit.xml")).unwrap();
     assert!(junit.contains("<skipped message=\"INCONCLUSIVE"), "{junit}");
+    let case = &read_junit(&s.out().join("junit.xml"))[0]["cases"][0];
+    assert_eq!(case["results"][0]["kind"], "Skipped", "{case}");
+    assert!(
+        case["results"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("MDE"),
+        "{case}"
+    );
     // The same trees anew (the double's noise follows each tree's run count).
     let s = Sandbox::new();
     let (a, b) = s.ab(

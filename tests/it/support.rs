@@ -87,7 +87,7 @@ impl Sandbox {
         self.bench_command_out(a, b, &self.out(), extra)
     }
 
-    fn bench_command_out(&self, a: &Path, b: &Path, out: &Path, extra: &[&str]) -> Command {
+    pub fn bench_command_out(&self, a: &Path, b: &Path, out: &Path, extra: &[&str]) -> Command {
         let mut cmd = Command::new(xtask());
         cmd.arg("bench")
             .arg("--baseline-build")
@@ -101,6 +101,9 @@ impl Sandbox {
             // Seed 3 orders the trials A B B A A B B A (pinned by Cargo.lock's rand), so
             // tests know which trial ran which arm; the order itself is a unit test.
             .args(["--seed", "3"])
+            // No floors from the workspace's baselines/slo.json in tests.
+            .arg("--baselines-dir")
+            .arg(self.dir.path().join("baselines"))
             .args(extra)
             .env("WORKDIR", self.workdir.path());
         cmd
@@ -146,6 +149,25 @@ impl Sandbox {
             })
             .collect()
     }
+}
+
+/// `path` read by junitparser (`junit_read.py`): one entry per test suite with its cases,
+/// their results (`kind` Failure/Error/Skipped, `type`, `message`), properties and
+/// system-out. Panics if the file is not JUnit an independent reader accepts.
+pub fn read_junit(path: &Path) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("it/junit_read.py");
+    let o = Command::new("python3")
+        .arg(script)
+        .arg(path)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        o.status.success(),
+        "junitparser rejected {}: {}",
+        path.display(),
+        text(&o)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
 }
 
 pub fn code(o: &Output) -> i32 {

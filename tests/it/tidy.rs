@@ -73,3 +73,33 @@ fn help_documents_the_exit_codes() {
         assert!(help.contains(line), "missing {line:?} in:\n{help}");
     }
 }
+
+#[test]
+fn ci_gate_script_runs_the_gate_and_leaves_junit_where_ci_looks() {
+    use serde_json::json;
+    let s = crate::support::Sandbox::new();
+    let (a, b) = s.ab(json!({"tps": 1000.0}), json!({"tps": 900.0}));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let o = std::process::Command::new(root.join("ci/gate.sh"))
+        .current_dir(s.dir.path())
+        .args([
+            "--baseline-build",
+            a.to_str().unwrap(),
+            "--experiment-build",
+            b.to_str().unwrap(),
+        ])
+        .args(["--rows", "1000", "--keylen", "16", "--vallen", "16"])
+        .args(["--warmup-seconds", "2", "--seconds", "6", "--seed", "3"])
+        .env("WORKDIR", s.workdir.path())
+        .env("PERFGATE_TRIALS", "2")
+        .output()
+        .unwrap();
+    assert_eq!(crate::support::code(&o), 1, "{}", crate::support::text(&o));
+    let junit = crate::support::read_junit(&s.dir.path().join("junit.xml"));
+    assert_eq!(
+        junit[0]["cases"][0]["results"][0]["type"], "REGRESSION",
+        "{junit}"
+    );
+    assert!(s.dir.path().join("perfgate-results/summary.json").is_file());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("perfgate: exit status 1"));
+}

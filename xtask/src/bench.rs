@@ -28,7 +28,7 @@ use crate::{
     plan::{ArmPlan, Plan, PlannedTrial},
     report,
     sequential::Sequential,
-    supervise, workdir,
+    slo, supervise, workdir,
 };
 
 /// Runs the gate; returns the exit status (0, 1 or 2). Errors before the first trial
@@ -94,6 +94,15 @@ fn run_config(sh: &Shell, mut config: BenchConfig) -> Result<Option<Finished>> {
         }
         None => None,
     };
+    let slo_file = baseline::dir(config.baselines_dir.as_deref())?.join("slo.json");
+    let env = |var: &str| std::env::var(var).ok();
+    (config.slo, config.slo_sources) = slo::resolve(
+        config.slo_tps,
+        &config.workload.profile,
+        &config.engines,
+        &env,
+        &slo_file,
+    )?;
     let arm_plan = |arm: Arm| -> Result<ArmPlan> {
         let tree = FdbTree::open(&config.arm(arm).build_dir).with_context(|| {
             format!(
@@ -383,6 +392,7 @@ fn criteria(config: &BenchConfig, trials: u32) -> Criteria {
         trials,
         max_regression_pct: config.max_regression_pct,
         slo_tps: config.slo_tps,
+        slo: config.slo,
         strict: config.strict,
         unpaired: false,
     }
@@ -446,7 +456,8 @@ fn results_dir(explicit: Option<&Path>) -> Result<PathBuf> {
     }
     std::fs::create_dir_all(&dir)
         .with_context(|| format!("cannot create results dir {}", dir.display()))?;
-    Ok(dir)
+    // Absolute: mako and fdbserver run in other directories and get paths inside it.
+    std::fs::canonicalize(&dir).with_context(|| format!("cannot resolve {}", dir.display()))
 }
 
 /// Fails early, before hours of trials, when `path` could not be written at the end.

@@ -14,6 +14,7 @@ use crate::{
     execute::TrialRecord,
     flags::CompareArgs,
     judge::{exit_code, judge_looks, Criteria},
+    slo::SloTps,
 };
 
 /// What `compare` needs of a saved `meta.json` (`plan.config` and `plan.warnings`).
@@ -40,6 +41,8 @@ struct SavedConfig {
     time_budget: Option<serde_json::Value>,
     max_regression_pct: f64,
     slo_tps: Option<f64>,
+    #[serde(default)]
+    slo: SloTps,
     #[serde(default)]
     strict: bool,
 }
@@ -98,6 +101,7 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         },
         max_regression_pct: args.max_regression.unwrap_or(c.max_regression_pct),
         slo_tps: args.slo_tps.or(c.slo_tps),
+        slo: c.slo,
         strict: args.strict || c.strict,
         unpaired: meta.plan.recorded.is_some(),
     };

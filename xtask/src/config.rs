@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::flags::{
     BenchArgs, EngineArg, ProfileArg, RunArgs, TimeoutArgs, TrialsArg, WorkloadArgs,
 };
+use crate::slo::SloTps;
 
 /// Bad user input: the message names the flag and the fix. Maps to exit status 64.
 #[derive(Debug, thiserror::Error)]
@@ -360,8 +361,13 @@ pub struct BenchConfig {
     pub junit: Option<PathBuf>,
     /// Largest tolerated TPS loss of the experiment, percent.
     pub max_regression_pct: f64,
-    /// Absolute TPS floor of the experiment, if any.
+    /// Absolute TPS floor of the experiment for every engine (`--slo-tps`), if any.
     pub slo_tps: Option<f64>,
+    /// Effective floors per engine (flag, environment, `baselines/slo.json`), resolved
+    /// by `bench` before planning.
+    pub slo: SloTps,
+    /// Where each effective floor came from.
+    pub slo_sources: Vec<String>,
     /// INCONCLUSIVE fails the run.
     pub strict: bool,
     pub allow_same: bool,
@@ -478,6 +484,8 @@ impl BenchConfig {
             junit: a.junit.clone(),
             max_regression_pct: a.max_regression,
             slo_tps: a.slo_tps,
+            slo: SloTps::default(),
+            slo_sources: Vec::new(),
             strict: a.strict,
             allow_same,
             against_recorded: None,

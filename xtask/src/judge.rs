@@ -31,6 +31,7 @@ use statrs::statistics::Statistics;
 use crate::{
     config::{Arm, Engine},
     execute::{Outcome, TrialRecord},
+    slo::SloTps,
     stats::{self, Comparison, ALPHA},
 };
 
@@ -90,8 +91,11 @@ pub struct Criteria {
     pub trials: u32,
     /// Largest tolerated TPS loss, percent (the non-inferiority margin).
     pub max_regression_pct: f64,
-    /// Absolute TPS floor of the experiment.
+    /// Absolute TPS floor of the experiment for every engine (`--slo-tps`); in a
+    /// judgement, the floor that applied to its engine.
     pub slo_tps: Option<f64>,
+    /// Floors per engine from the environment or `baselines/slo.json`, below `slo_tps`.
+    pub slo: SloTps,
     /// INCONCLUSIVE fails the run (exit 1).
     pub strict: bool,
     /// The baseline trials are a recorded baseline's: compare unpaired (Welch), and expect
@@ -234,7 +238,8 @@ pub fn judge_looks(
 
 /// Stats, comparisons and the verdicts that need no statistics (TIMEOUT, ERROR, SLO);
 /// the rest is left MEASURED for `decide_family`.
-fn judge_engine(all: &[TrialRecord], engine: Engine, criteria: Criteria) -> Judgement {
+fn judge_engine(all: &[TrialRecord], engine: Engine, mut criteria: Criteria) -> Judgement {
+    criteria.slo_tps = criteria.slo_tps.or(criteria.slo.get(engine));
     let of = |arm: Arm| -> Vec<&TrialRecord> {
         all.iter()
             .filter(|t| t.engine == engine && t.arm == arm)
@@ -531,6 +536,11 @@ pub(crate) mod tests {
         trials: 3,
         max_regression_pct: 2.0,
         slo_tps: Some(500.0),
+        slo: SloTps {
+            redwood: None,
+            rocksdb: None,
+            sharded_rocksdb: None,
+        },
         strict: false,
         unpaired: false,
     };

@@ -19,6 +19,7 @@ mod monitor;
 mod plan;
 mod report;
 mod sequential;
+mod slo;
 mod stats;
 mod supervise;
 mod workdir;

@@ -53,7 +53,10 @@ pub fn choose(explicit: Option<&Path>) -> Result<Workdir> {
             )
         })?;
         ensure_writable(path)?;
-        return inspect(path, "--workdir");
+        // Absolute: the servers run in their own directories and get paths inside it.
+        let path = std::fs::canonicalize(path)
+            .with_context(|| format!("cannot resolve work dir {}", path.display()))?;
+        return inspect(&path, "--workdir");
     }
     let ram = Path::new("/mnt/ram");
     if ram.is_dir() && ensure_writable(ram).is_ok() {
@@ -156,5 +159,6 @@ tmpfs-look-alike /data ext4 rw 0 0
         let w = choose(Some(&path)).unwrap();
         assert!(path.is_dir());
         assert_eq!(w.chosen_by, "--workdir");
+        assert!(w.path.is_absolute());
     }
 }

@@ -1,0 +1,38 @@
+#!/usr/bin/env python3
+"""Reads a JUnit XML file with junitparser (an independent consumer, from PyPI) and
+prints what it understood as JSON, for tests/it to assert on. Exit 3 if junitparser is
+missing (ci/setup.sh installs it)."""
+import json
+import sys
+
+try:
+    from junitparser import Error, Failure, JUnitXml, Skipped
+except ImportError:
+    sys.stderr.write("junitparser is not installed: run ci/setup.sh (pip install junitparser)\n")
+    sys.exit(3)
+
+xml = JUnitXml.fromfile(sys.argv[1])
+suites = []
+for suite in xml:
+    cases = []
+    for case in suite:
+        results = [
+            {"kind": type(r).__name__, "type": r.type, "message": r.message}
+            for r in case.result
+            if isinstance(r, (Failure, Error, Skipped))
+        ]
+        cases.append(
+            {
+                "name": case.name,
+                "classname": case.classname,
+                "results": results,
+                # junitparser models properties on suites only; a case's are read from
+                # its element.
+                "properties": {
+                    p.get("name"): p.get("value") for p in case._elem.findall("properties/property")
+                },
+                "system_out": case.system_out or "",
+            }
+        )
+    suites.append({"name": suite.name, "tests": suite.tests, "cases": cases})
+print(json.dumps(suites))

@@ -1,0 +1,184 @@
+//! Config stage, I/O shell: absolute TPS floors (SLOs) per engine and profile.
+//!
+//! Precedence, highest first: `--slo-tps` (all engines), `PERFGATE_SLO_TPS_<ENGINE>`
+//! (`REDWOOD`, `ROCKSDB`, `SHARDED_ROCKSDB`), then `baselines/slo.json`:
+//!
+//! ```json
+//! { "schema_version": 1, "tps": { "quick": { "redwood": 1500.0 }, "standard": { ... } } }
+//! ```
+//!
+//! The effective floors and where each came from are recorded in `meta.json`.
+
+use std::{collections::BTreeMap, path::Path};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::config::{Engine, UsageError};
+
+/// Floor per engine, TPS.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct SloTps {
+    pub redwood: Option<f64>,
+    pub rocksdb: Option<f64>,
+    pub sharded_rocksdb: Option<f64>,
+}
+
+impl SloTps {
+    pub fn get(&self, engine: Engine) -> Option<f64> {
+        match engine {
+            Engine::Redwood => self.redwood,
+            Engine::Rocksdb => self.rocksdb,
+            Engine::ShardedRocksdb => self.sharded_rocksdb,
+        }
+    }
+
+    fn set(&mut self, engine: Engine, tps: f64) {
+        *match engine {
+            Engine::Redwood => &mut self.redwood,
+            Engine::Rocksdb => &mut self.rocksdb,
+            Engine::ShardedRocksdb => &mut self.sharded_rocksdb,
+        } = Some(tps);
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SloFile {
+    schema_version: u32,
+    /// profile -> engine -> floor, TPS.
+    tps: BTreeMap<String, BTreeMap<Engine, f64>>,
+}
+
+/// The environment variable that sets `engine`'s floor.
+pub fn env_var(engine: Engine) -> String {
+    format!(
+        "PERFGATE_SLO_TPS_{}",
+        engine.to_string().to_uppercase().replace('-', "_")
+    )
+}
+
+/// Resolves the floors of `engines` for `profile`: `flag` beats `env` beats `file` (read
+/// if it exists). Returns the floors and one line per floor saying where it came from.
+pub fn resolve(
+    flag: Option<f64>,
+    profile: &str,
+    engines: &[Engine],
+    env: &dyn Fn(&str) -> Option<String>,
+    file: &Path,
+) -> Result<(SloTps, Vec<String>)> {
+    let mut slo = SloTps::default();
+    let mut sources = Vec::new();
+    let from_file = if file.is_file() {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read {}", file.display()))?;
+        let f: SloFile = serde_json::from_str(&text)
+            .with_context(|| format!("SLO file {} does not match the format", file.display()))?;
+        if f.schema_version != 1 {
+            bail!(
+                "SLO file {} has schema_version {}; this perfgate reads 1",
+                file.display(),
+                f.schema_version
+            );
+        }
+        f.tps.get(profile).cloned().unwrap_or_default()
+    } else {
+        BTreeMap::new()
+    };
+    for &engine in engines {
+        let var = env_var(engine);
+        let chosen = if let Some(tps) = flag {
+            Some((tps, "--slo-tps".to_string()))
+        } else if let Some(raw) = env(&var) {
+            let tps: f64 = raw
+                .trim()
+                .parse()
+                .ok()
+                .filter(|t: &f64| t.is_finite() && *t > 0.0)
+                .ok_or_else(|| UsageError(format!("{var}='{raw}' is not a positive TPS figure")))?;
+            Some((tps, var))
+        } else {
+            from_file
+                .get(&engine)
+                .map(|&tps| (tps, format!("{} ({profile})", file.display())))
+        };
+        if let Some((tps, source)) = chosen {
+            if !(tps.is_finite() && tps > 0.0) {
+                bail!("SLO for {engine} from {source} is {tps}, not a positive TPS figure");
+            }
+            slo.set(engine, tps);
+            sources.push(format!("{engine}: {tps} TPS from {source}"));
+        }
+    }
+    Ok((slo, sources))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(text: &str) -> tempfile::NamedTempFile {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), text).unwrap();
+        f
+    }
+
+    const FILE: &str =
+        r#"{"schema_version": 1, "tps": {"quick": {"redwood": 1000.0, "rocksdb": 800.0}}}"#;
+
+    #[test]
+    fn flag_beats_environment_beats_file() {
+        let f = file(FILE);
+        let env = |v: &str| (v == "PERFGATE_SLO_TPS_ROCKSDB").then(|| "900".to_string());
+        let engines = [Engine::Redwood, Engine::Rocksdb, Engine::ShardedRocksdb];
+        let (slo, sources) = resolve(None, "quick", &engines, &env, f.path()).unwrap();
+        assert_eq!(
+            (slo.redwood, slo.rocksdb, slo.sharded_rocksdb),
+            (Some(1000.0), Some(900.0), None)
+        );
+        assert!(
+            sources[1].contains("from PERFGATE_SLO_TPS_ROCKSDB"),
+            "{sources:?}"
+        );
+        let (slo, _) = resolve(Some(50.0), "quick", &engines, &env, f.path()).unwrap();
+        assert_eq!(
+            (slo.redwood, slo.rocksdb, slo.sharded_rocksdb),
+            (Some(50.0), Some(50.0), Some(50.0))
+        );
+        // Another profile has no floors in the file.
+        let (slo, _) = resolve(None, "standard", &engines, &|_| None, f.path()).unwrap();
+        assert_eq!(slo, SloTps::default());
+        assert_eq!(
+            env_var(Engine::ShardedRocksdb),
+            "PERFGATE_SLO_TPS_SHARDED_ROCKSDB"
+        );
+    }
+
+    #[test]
+    fn bad_values_and_files_are_errors_naming_them() {
+        let f = file(FILE);
+        let env = |_: &str| Some("fast".to_string());
+        let err = resolve(None, "quick", &[Engine::Redwood], &env, f.path()).unwrap_err();
+        assert!(
+            err.to_string().contains("PERFGATE_SLO_TPS_REDWOOD='fast'"),
+            "{err}"
+        );
+        let bad = file(r#"{"schema_version": 1, "tps": {"quick": {"redwod": 1.0}}}"#);
+        let err = format!(
+            "{:#}",
+            resolve(None, "quick", &[Engine::Redwood], &|_| None, bad.path()).unwrap_err()
+        );
+        assert!(
+            err.contains("does not match the format") && err.contains("redwod"),
+            "{err}"
+        );
+        let missing = resolve(
+            None,
+            "quick",
+            &[Engine::Redwood],
+            &|_| None,
+            Path::new("/nonexistent/slo.json"),
+        );
+        assert_eq!(missing.unwrap().0, SloTps::default());
+    }
+}
