@@ -772,3 +772,43 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
         .unwrap();
     assert_eq!(code(&o), 64, "{}", text(&o));
 }
+
+#[test]
+fn a_trial_that_would_not_fit_the_ram_disk_or_the_cgroup_is_refused_before_starting() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    // A 16 MiB tmpfs, where this host lets the test mount one (CI runs as root).
+    let small = s.dir.path().join("small");
+    std::fs::create_dir_all(&small).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=16m", "tmpfs"])
+        .arg(&small)
+        .status()
+        .is_ok_and(|st| st.success());
+    if mounted {
+        let o = s.bench_in("small-run", &a, &b, &["--workdir", small.to_str().unwrap()]);
+        let _ = std::process::Command::new("umount").arg(&small).status();
+        assert_eq!(code(&o), 64, "{}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("free space on the work dir") && err.contains("a larger --workdir"),
+            "{err}"
+        );
+        assert!(err.contains("x 1 inserts x 6 s"), "{err}");
+        assert!(!s.dir.path().join("small-run").exists(), "nothing started");
+    }
+    // A memory cgroup with 50 MiB of headroom (simulated: tmpfs pages count against it).
+    let cg = s.dir.path().join("cgroup/memory");
+    std::fs::create_dir_all(&cg).unwrap();
+    std::fs::write(cg.join("memory.limit_in_bytes"), (100u64 << 20).to_string()).unwrap();
+    std::fs::write(cg.join("memory.usage_in_bytes"), (50u64 << 20).to_string()).unwrap();
+    let mut cmd = s.bench_command(&a, &b, &[]);
+    let o = cmd
+        .env("PERFGATE_CGROUP_ROOT", s.dir.path().join("cgroup"))
+        .output()
+        .unwrap();
+    if s.workdir_is_tmpfs() {
+        assert_eq!(code(&o), 64, "{}", text(&o));
+        assert!(text(&o).contains("memory cgroup headroom"), "{}", text(&o));
+    }
+}

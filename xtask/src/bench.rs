@@ -25,7 +25,8 @@ use crate::{
     flags::{BenchArgs, CalibrateArgs},
     host::Host,
     judge::{judge_looks, Criteria, Verdict},
-    plan::{ArmPlan, Plan, PlannedTrial},
+    plan::{ArmPlan, Plan, PlannedTrial, Preflight},
+    preflight::{self, Capacity, Footprint},
     report,
     sequential::Sequential,
     slo, supervise, workdir,
@@ -114,7 +115,7 @@ fn run_config(sh: &Shell, mut config: BenchConfig) -> Result<Option<Finished>> {
         Ok(ArmPlan { arm, tree, version })
     };
     let experiment = arm_plan(Arm::Experiment)?;
-    let plan = match recorded {
+    let mut plan = match recorded {
         Some((b, warnings)) => {
             let mut plan = Plan::new(config, workdir, None, experiment, false)?;
             plan.warnings.extend(warnings);
@@ -127,6 +128,7 @@ fn run_config(sh: &Shell, mut config: BenchConfig) -> Result<Option<Finished>> {
             Plan::new(config, workdir, Some(baseline), experiment, same)?
         }
     };
+    plan.preflight = Some(preflight(&plan)?);
     if plan.config.dry_run {
         let _ = write!(std::io::stdout(), "{}", plan.render());
         return Ok(None);
@@ -192,6 +194,35 @@ struct TrialsRun {
     trials: Vec<TrialRecord>,
     /// `--trials auto`: looks planned per engine (none: one look, the end).
     looks: BTreeMap<Engine, u32>,
+}
+
+/// Checks that a trial fits on the work dir (`preflight`), before anything starts.
+fn preflight(plan: &Plan) -> Result<Preflight> {
+    let expected_tps = plan
+        .recorded
+        .as_ref()
+        .and_then(|b| b.trials.iter().map(|t| t.tps).reduce(f64::max))
+        .map_or(preflight::DEFAULT_EXPECTED_TPS, |best| best * 1.2);
+    let footprint = Footprint::new(&plan.config.workload, expected_tps);
+    let cgroup = if plan.workdir.tmpfs {
+        // tmpfs pages are charged to the memory cgroup. PERFGATE_CGROUP_ROOT points the
+        // check elsewhere than /sys/fs/cgroup (tests simulate limits with it).
+        let root = std::env::var_os("PERFGATE_CGROUP_ROOT")
+            .map_or_else(|| PathBuf::from("/sys/fs/cgroup"), PathBuf::from);
+        preflight::cgroup_headroom(&root)
+    } else {
+        None
+    };
+    let capacity = Capacity {
+        free_bytes: plan.workdir.free_bytes,
+        cgroup_headroom_bytes: cgroup.as_ref().map(|c| c.0),
+        cgroup_source: cgroup.map(|c| c.1),
+    };
+    preflight::check(&footprint, &capacity, &plan.config.workload).map_err(UsageError)?;
+    Ok(Preflight {
+        footprint,
+        capacity,
+    })
 }
 
 /// Writes `summary.json` and `junit.xml` (and the `--junit` copy) into `out` and prints

@@ -266,17 +266,12 @@ impl Workload {
                 4 + digits
             )));
         }
-        if self.transaction.is_empty()
-            || !self
-                .transaction
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == ':')
-        {
-            return Err(usage(format!(
-                "--transaction '{}' is not a mako transaction spec such as g18ui",
+        transaction_ops(&self.transaction).map_err(|why| {
+            usage(format!(
+                "--transaction '{}' is not a mako transaction spec such as g18ui: {why}",
                 self.transaction
-            )));
-        }
+            ))
+        })?;
         if self.seconds > MAX_SECONDS {
             return Err(usage(format!(
                 "--seconds {} is longer than the {MAX_SECONDS} s (one week) a trial may take",
@@ -292,6 +287,69 @@ impl Workload {
         }
         Ok(())
     }
+}
+
+/// One operation of a mako transaction spec: its name, count and, for range operations,
+/// the range (`ir3:10`: 3 insert ranges of 10 keys).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxnOp {
+    pub name: &'static str,
+    pub count: u64,
+    pub range: Option<u64>,
+}
+
+/// Parses a mako transaction spec (`-x`) as mako does (`bindings/c/test/mako/mako.cpp`,
+/// `parseTransaction`): operation names matched longest first, an optional count (1 when
+/// omitted), and for range operations `:` an optional `-` (reverse) and the range.
+pub fn transaction_ops(spec: &str) -> Result<Vec<TxnOp>, String> {
+    // In mako's matching order; range operations take ":<range>".
+    const OPS: [(&str, bool); 15] = [
+        ("grv", false),
+        ("gr", true),
+        ("g", false),
+        ("sj", false),
+        ("sgr", true),
+        ("sg", false),
+        ("u", false),
+        ("ir", true),
+        ("i", false),
+        ("o", false),
+        ("cr", true),
+        ("c", false),
+        ("scr", true),
+        ("sc", false),
+        ("bg", true),
+    ];
+    let mut ops = Vec::new();
+    let mut rest = spec;
+    while !rest.is_empty() {
+        let (name, range_op) = OPS
+            .iter()
+            .find(|(n, _)| rest.starts_with(n))
+            .ok_or_else(|| format!("unknown operation at '{rest}'"))?;
+        rest = &rest[name.len()..];
+        let number = |s: &mut &str| -> Option<u64> {
+            let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+            let n = s[..end].parse().ok();
+            *s = &s[end..];
+            n
+        };
+        let count = number(&mut rest).unwrap_or(1);
+        let range = if *range_op {
+            rest = rest
+                .strip_prefix(':')
+                .ok_or_else(|| format!("'{name}' needs ':<range>'"))?;
+            rest = rest.strip_prefix('-').unwrap_or(rest);
+            Some(number(&mut rest).ok_or_else(|| format!("'{name}' needs a number after ':'"))?)
+        } else {
+            None
+        };
+        ops.push(TxnOp { name, count, range });
+    }
+    if ops.is_empty() {
+        return Err("it is empty".into());
+    }
+    Ok(ops)
 }
 
 /// Time bound of each phase of a trial.
@@ -587,6 +645,46 @@ mod tests {
         let err = config(&["--rows", "100000", "--keylen", "9"]).unwrap_err();
         assert!(err.0.contains("at least 10 bytes"), "{err}");
         assert!(config(&["--rows", "100000", "--keylen", "10"]).is_ok());
+    }
+
+    #[test]
+    fn transaction_specs_parse_as_mako_does() {
+        let ops = transaction_ops("g18ui").unwrap();
+        let names: Vec<_> = ops.iter().map(|o| (o.name, o.count)).collect();
+        assert_eq!(names, [("g", 18), ("u", 1), ("i", 1)]);
+        let ops = transaction_ops("grv2gr5:10ir3:-4").unwrap();
+        assert_eq!(
+            ops[0],
+            TxnOp {
+                name: "grv",
+                count: 2,
+                range: None
+            }
+        );
+        assert_eq!(
+            ops[1],
+            TxnOp {
+                name: "gr",
+                count: 5,
+                range: Some(10)
+            }
+        );
+        assert_eq!(
+            ops[2],
+            TxnOp {
+                name: "ir",
+                count: 3,
+                range: Some(4)
+            }
+        );
+        assert!(transaction_ops("gx")
+            .unwrap_err()
+            .contains("unknown operation at 'x'"));
+        assert!(transaction_ops("ir3").unwrap_err().contains("':<range>'"));
+        assert!(config(&["--transaction", "g18uz"])
+            .unwrap_err()
+            .0
+            .contains("unknown operation"));
     }
 
     #[test]

@@ -17,6 +17,7 @@ mod host;
 mod judge;
 mod monitor;
 mod plan;
+mod preflight;
 mod report;
 mod sequential;
 mod slo;

@@ -11,6 +11,7 @@ use crate::{
     baseline::Baseline,
     config::{Arm, BenchConfig, Engine, Knob, UsageError},
     fdbtree::{FdbTree, FdbVersion},
+    preflight::{Capacity, Footprint},
     workdir::Workdir,
 };
 
@@ -20,6 +21,13 @@ pub struct ArmPlan {
     pub arm: Arm,
     pub tree: FdbTree,
     pub version: FdbVersion,
+}
+
+/// What a trial is expected to need on the work dir, and what there is.
+#[derive(Debug, Clone, Serialize)]
+pub struct Preflight {
+    pub footprint: Footprint,
+    pub capacity: Capacity,
 }
 
 /// One trial: a fresh cluster, `mako --mode build`, `mako --mode run`, teardown.
@@ -45,6 +53,8 @@ pub struct Plan {
     pub experiment: ArmPlan,
     /// The recorded baseline the experiment is judged against (`--against-recorded`).
     pub recorded: Option<Baseline>,
+    /// The capacity check's numbers, once done.
+    pub preflight: Option<Preflight>,
     pub trials: Vec<PlannedTrial>,
     /// Things the user must see before trusting the numbers (e.g. a disk-backed work dir).
     pub warnings: Vec<String>,
@@ -101,6 +111,7 @@ impl Plan {
             baseline,
             experiment,
             recorded: None,
+            preflight: None,
             trials,
             warnings,
         })
