@@ -48,6 +48,10 @@ pub struct Behaviour {
     /// `mako --mode run` starts a worker process that outlives it when it is killed (the
     /// real mako's forked workers do not get the gate's parent-death signal).
     pub mako_forks_worker: bool,
+    /// The coordinator (stateless fdbserver) exits when asked to configure.
+    pub coordinator_exits_on_configure: bool,
+    /// `mako --mode run` writes half its JSON report and stops (a killed run).
+    pub mako_truncates_report: bool,
 }
 
 impl Default for Behaviour {
@@ -66,6 +70,8 @@ impl Default for Behaviour {
             mako_timeouts: 0,
             server_ignores_sigterm: false,
             mako_forks_worker: false,
+            coordinator_exits_on_configure: false,
+            mako_truncates_report: false,
         }
     }
 }
@@ -134,8 +140,11 @@ pub fn ask(cluster_file: &Path, request: &str) -> Option<String> {
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     writeln!(s, "{request}").ok()?;
     let mut line = String::new();
-    BufReader::new(s).read_line(&mut line).ok()?;
-    Some(line.trim().to_string())
+    // No answer (the server closed the connection, e.g. it died) is no answer.
+    match BufReader::new(s).read_line(&mut line) {
+        Ok(n) if n > 0 => Some(line.trim().to_string()),
+        _ => None,
+    }
 }
 
 /// Deterministic noise factor for the `k`-th mako run of a tree: 1 + noise_pct/100 * u,

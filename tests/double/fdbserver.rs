@@ -90,6 +90,7 @@ fn main() {
         });
     }
     let configured: Arc<Mutex<Option<String>>> = Arc::default();
+    let exit_on_configure = b.coordinator_exits_on_configure;
     for stream in listener.incoming().flatten() {
         let configured = Arc::clone(&configured);
         std::thread::spawn(move || {
@@ -100,6 +101,10 @@ fn main() {
             }
             let mut state = configured.lock().unwrap();
             let answer = match line.trim().split_once(' ') {
+                Some(("configure", _)) if exit_on_configure => {
+                    eprintln!("double: coordinator exiting during configure on purpose");
+                    std::process::exit(1);
+                }
                 Some(("configure", engine)) => {
                     *state = Some(engine.to_string());
                     "ok".to_string()

@@ -812,3 +812,83 @@ fn a_trial_that_would_not_fit_the_ram_disk_or_the_cgroup_is_refused_before_start
         assert!(text(&o).contains("memory cgroup headroom"), "{}", text(&o));
     }
 }
+
+#[test]
+fn a_server_exiting_during_configure_ends_the_trial_at_once() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({"coordinator_exits_on_configure": true}));
+    // fdbcli would wait for its own timeout; the gate notices the dead server instead.
+    let o = s.bench(&a, &b, &["--timeout-configure", "600"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let t = &s.read_json("trials.json")[1];
+    assert_eq!(
+        (&t["outcome"], &t["failed_phase"]),
+        (&json!("error"), &json!("configure")),
+        "{t}"
+    );
+    assert!(
+        t["error"]
+            .as_str()
+            .unwrap()
+            .contains("exiting during configure on purpose"),
+        "{t}"
+    );
+    let configure_s = t["phases"][1]["duration_s"].as_f64().unwrap();
+    assert!(
+        configure_s < 300.0,
+        "not bounded by the 600 s timeout: {configure_s}"
+    );
+    assert!(
+        s.leftover_processes().is_empty(),
+        "{:?}",
+        s.leftover_processes()
+    );
+}
+
+#[test]
+fn a_truncated_mako_report_is_an_error_naming_the_file() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({"mako_truncates_report": true}));
+    let o = s.bench(&a, &b, &[]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let t = &s.read_json("trials.json")[1];
+    let err = t["error"].as_str().unwrap();
+    assert!(err.contains("mako.json is not valid JSON"), "{err}");
+    assert_eq!(t["outcome"], "error");
+}
+
+#[test]
+fn two_gates_at_once_on_one_work_dir_do_not_collide() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"time_scale": 0.2}), json!({"time_scale": 0.2}));
+    let spawn = |out: &str| {
+        s.bench_command_out(&a, &b, &s.dir.path().join(out), &["--trials", "2"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (one, two) = (spawn("one"), spawn("two"));
+    for (name, child) in [("one", one), ("two", two)] {
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(code(&o), 0, "{name}: {}", text(&o));
+        let trials: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(s.dir.path().join(name).join("trials.json")).unwrap(),
+        )
+        .unwrap();
+        assert!(
+            trials
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|t| t["outcome"] == "measured"),
+            "{trials}"
+        );
+    }
+    assert!(
+        s.leftover_processes().is_empty(),
+        "{:?}",
+        s.leftover_processes()
+    );
+    assert_eq!(std::fs::read_dir(s.workdir.path()).unwrap().count(), 0);
+}

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::{
     config::{Engine, Knob},
     fdbtree::FdbTree,
-    supervise::{interrupted, process_running, run_bounded, Child, PhaseError, Signal, POLL},
+    supervise::{interrupted, process_running, Child, PhaseError, Signal, POLL},
 };
 
 /// Process class of a server (`fdbserver -c`).
@@ -231,7 +231,8 @@ impl Cluster {
     }
 
     /// Runs `fdbcli --exec command` killed at `bound`; fdbcli's own `--timeout` ends it a
-    /// second earlier so that it can say so itself.
+    /// second earlier so that it can say so itself. A server that dies meanwhile ends the
+    /// wait at once (fdbcli itself would wait for its timeout).
     fn fdbcli(
         &self,
         command: &str,
@@ -245,7 +246,8 @@ impl Cluster {
             .args(["--exec", command, "--timeout"])
             .arg(own.to_string());
         let err = out.with_extension("err");
-        run_bounded("fdbcli", cmd, out, &err, bound)
+        let mut child = Child::spawn("fdbcli", cmd, out, &err)?;
+        child.wait_until(Instant::now() + bound, bound, || self.check_alive())
     }
 
     /// Errors when a server has exited, naming it and the end of its stderr.

@@ -295,22 +295,22 @@ pub fn tail(path: &Path, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
-/// Runs a short command to completion within `bound`, stdout and stderr to files.
-/// Returns the exit status; the caller reads the files.
-pub fn run_bounded(
-    name: &str,
-    cmd: Command,
-    stdout: &Path,
-    stderr: &Path,
-    bound: Duration,
-) -> Result<ExitStatus, PhaseError> {
-    let mut child = Child::spawn(name, cmd, stdout, stderr)?;
-    child.wait_until(Instant::now() + bound, bound, || Ok(()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Runs a short command to completion within `bound`, stdout and stderr to files.
+    /// Returns the exit status; the caller reads the files.
+    fn run_bounded(
+        name: &str,
+        cmd: Command,
+        stdout: &Path,
+        stderr: &Path,
+        bound: Duration,
+    ) -> Result<ExitStatus, PhaseError> {
+        let mut child = Child::spawn(name, cmd, stdout, stderr)?;
+        child.wait_until(Instant::now() + bound, bound, || Ok(()))
+    }
 
     fn sh(script: &str) -> Command {
         let mut c = Command::new("sh");
