@@ -22,6 +22,8 @@ use serde::Deserialize;
 pub struct Behaviour {
     /// Mean TPS that `mako --mode run` reports.
     pub tps: f64,
+    /// p99 transaction latency mako reports, microseconds.
+    pub p99_us: f64,
     /// Trial-to-trial TPS noise, percent (deterministic sequence, see [`noise_factor`]).
     pub noise_pct: f64,
     /// mako's seconds are multiplied by this (0.01: a 10 s run takes 0.1 s).
@@ -58,6 +60,7 @@ impl Default for Behaviour {
     fn default() -> Self {
         Behaviour {
             tps: 1000.0,
+            p99_us: 4000.0,
             noise_pct: 0.0,
             time_scale: 0.01,
             source_version: "0000000000000000000000000000000000000001".into(),

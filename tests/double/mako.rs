@@ -114,10 +114,11 @@ fn main() {
          \"results\": {{\"runDuration\": {seconds:.3},\"warmupDuration\": {warmup:.3},\"totalDuration\": {measured:.3},\
          \"totalXacts\": {xacts},\"totalConflicts\": 0,\"totalErrors\": 0,\"totalTimeouts\": {},\"overallTPS\": {}, \
          \"tps\": {tps:.2}, \"numSamples\": {{\"TRANSACTION\": 16}}, \"medianLatency\": {{\"TRANSACTION\": 2000}}, \
-         \"p99Latency\": {{\"TRANSACTION\": 4000}}}}}}",
+         \"p99Latency\": {{\"TRANSACTION\": {}}}}}}}",
         samples.join(","),
         b.mako_timeouts,
-        tps as u64
+        tps as u64,
+        b.p99_us
     );
     if let Some(path) = common::flag(&args, &["--json_report"]) {
         if b.mako_truncates_report {

@@ -149,7 +149,7 @@ fn record_list_show_and_judge_a_candidate_against_the_record() {
     assert_eq!(code(&o), 0, "{}", text(&o));
     let j = &summary(&s, "pass")["judgements"][0];
     assert_eq!(j["verdict"], "MEASURED", "{j}");
-    assert_eq!(j["tps"]["method"], "welch", "{j}");
+    assert_eq!(j["comparison"]["method"], "welch", "{j}");
     let trials: Value = serde_json::from_str(
         &std::fs::read_to_string(s.dir.path().join("pass/trials.json")).unwrap(),
     )

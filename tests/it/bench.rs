@@ -654,7 +654,7 @@ fn noise_beyond_the_tolerance_is_inconclusive_and_fails_only_under_strict() {
     assert_eq!(code(&o), 0, "{}", text(&o));
     let j = &s.read_json("summary.json")["judgements"][0];
     assert_eq!(j["verdict"], "INCONCLUSIVE", "{j}");
-    assert!(j["tps"]["mde_pct"].as_f64().unwrap() > 2.0, "{j}");
+    assert!(j["comparison"]["mde_pct"].as_f64().unwrap() > 2.0, "{j}");
     let junit = std::fs::read_to_string(s.out().join("junit.xml")).unwrap();
     assert!(junit.contains("<skipped message=\"INCONCLUSIVE"), "{junit}");
     let case = &read_junit(&s.out().join("junit.xml"))[0]["cases"][0];
@@ -891,4 +891,33 @@ fn two_gates_at_once_on_one_work_dir_do_not_collide() {
         s.leftover_processes()
     );
     assert_eq!(std::fs::read_dir(s.workdir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn gate_latency_adds_a_p99_test_case_that_can_fail_on_its_own() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"p99_us": 4000.0}), json!({"p99_us": 5000.0}));
+    // Without the flag latency is only reported.
+    let o = s.bench(&a, &b, &["--trials", "2"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("p99 transaction latency +25.00%"),
+        "{}",
+        text(&o)
+    );
+    let o = s.bench_in("gated", &a, &b, &["--trials", "2", "--gate-latency"]);
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    let junit = read_junit(&s.dir.path().join("gated/junit.xml"));
+    let cases = junit[0]["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 2, "{junit}");
+    assert_eq!(
+        (&cases[0]["name"], &cases[0]["results"]),
+        (&json!("tps"), &json!([]))
+    );
+    assert_eq!(cases[1]["name"], "txn_latency_p99");
+    assert_eq!(cases[1]["results"][0]["type"], "REGRESSION", "{junit}");
+    assert_eq!(
+        cases[1]["properties"]["txn_latency_p99_change_pct"],
+        "25.00"
+    );
 }

@@ -426,6 +426,7 @@ fn criteria(config: &BenchConfig, trials: u32) -> Criteria {
         slo: config.slo,
         strict: config.strict,
         unpaired: false,
+        gate_latency: config.gate_latency,
     }
 }
 

@@ -45,6 +45,8 @@ struct SavedConfig {
     slo: SloTps,
     #[serde(default)]
     strict: bool,
+    #[serde(default)]
+    gate_latency: bool,
 }
 
 /// Looks per engine of an adaptive run, from its `summary.json` (absent: one look).
@@ -104,6 +106,7 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         slo: c.slo,
         strict: args.strict || c.strict,
         unpaired: meta.plan.recorded.is_some(),
+        gate_latency: c.gate_latency,
     };
     if !(criteria.max_regression_pct > 0.0 && criteria.max_regression_pct < 100.0) {
         return Err(UsageError("--max-regression must be between 0 and 100".into()).into());

@@ -428,6 +428,8 @@ pub struct BenchConfig {
     pub slo_sources: Vec<String>,
     /// INCONCLUSIVE fails the run.
     pub strict: bool,
+    /// p99 transaction latency is gated too.
+    pub gate_latency: bool,
     pub allow_same: bool,
     /// Judge against this recorded baseline (name or path) instead of a baseline arm.
     pub against_recorded: Option<String>,
@@ -545,6 +547,7 @@ impl BenchConfig {
             slo: SloTps::default(),
             slo_sources: Vec::new(),
             strict: a.strict,
+            gate_latency: a.gate_latency,
             allow_same,
             against_recorded: None,
             allow_host_mismatch: false,

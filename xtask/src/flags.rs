@@ -291,6 +291,12 @@ pub struct RunArgs {
     #[arg(long)]
     pub strict: bool,
 
+    /// Also gate p99 transaction latency (mako's, warmup included) with the same rule and
+    /// tolerance: a second test case per engine, and one more comparison in the Holm
+    /// family.
+    #[arg(long)]
+    pub gate_latency: bool,
+
     /// SLO-VIOLATION when the experiment's mean TPS is below this floor (TPS).
     #[arg(long, value_name = "TPS", allow_negative_numbers = true)]
     pub slo_tps: Option<f64>,

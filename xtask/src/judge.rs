@@ -98,6 +98,8 @@ pub struct Criteria {
     pub slo: SloTps,
     /// INCONCLUSIVE fails the run (exit 1).
     pub strict: bool,
+    /// Also gate p99 transaction latency (a second metric per engine).
+    pub gate_latency: bool,
     /// The baseline trials are a recorded baseline's: compare unpaired (Welch), and expect
     /// the planned number of trials of the experiment only.
     pub unpaired: bool,
@@ -156,12 +158,42 @@ fn txn_p99(t: &TrialRecord) -> Option<f64> {
     Some(t.report.as_ref()?.latency_us.get("TRANSACTION")?.p99)
 }
 
-/// The verdict on one engine's TPS, with the numbers behind it.
+/// A gated metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Metric {
+    /// mako's post-warmup TPS (higher is better).
+    #[serde(rename = "tps")]
+    Tps,
+    /// mako's p99 transaction latency (lower is better; warmup included), gated with
+    /// `--gate-latency`.
+    #[serde(rename = "txn_latency_p99")]
+    TxnLatencyP99,
+}
+
+impl Metric {
+    /// Test case name in JUnit, as serialized.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Tps => "tps",
+            Metric::TxnLatencyP99 => "txn_latency_p99",
+        }
+    }
+
+    /// Words for messages.
+    fn label(self) -> &'static str {
+        match self {
+            Metric::Tps => "TPS",
+            Metric::TxnLatencyP99 => "p99 transaction latency",
+        }
+    }
+}
+
+/// The verdict on one engine and metric, with the numbers behind it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Judgement {
     pub engine: Engine,
-    /// Gated metric; `tps`.
-    pub metric: &'static str,
+    /// The gated metric.
+    pub metric: Metric,
     pub verdict: Verdict,
     /// One sentence with the numbers that decided the verdict.
     pub reason: String,
@@ -169,8 +201,10 @@ pub struct Judgement {
     pub experiment: Option<ArmStats>,
     /// (experiment mean / baseline mean - 1) x 100, percent (plain means, for reading).
     pub tps_delta_pct: Option<f64>,
-    /// Paired comparison of TPS; `None` with fewer than two complete pairs.
-    pub tps: Option<Comparison>,
+    /// Comparison of the metric, oriented so that higher is better: TPS, or for latency
+    /// 1/latency (see [`Judgement::change_pct`] for the metric's own change). Paired, or
+    /// Welch against a record; `None` with too few trials.
+    pub comparison: Option<Comparison>,
     /// One-sided p of "loss >= tolerance", times `looks` (small: MEASURED). Not adjusted
     /// over engines: the run passes only if every engine passes (intersection-union), so
     /// false passes stay at alpha / 2 without it.
@@ -214,14 +248,18 @@ pub fn judge_looks(
     interrupted: bool,
     looks: &BTreeMap<Engine, u32>,
 ) -> Vec<Judgement> {
-    let mut judgements: Vec<Judgement> = engines
-        .iter()
-        .map(|&e| {
-            let mut j = judge_engine(trials, e, criteria);
-            j.looks = looks.get(&e).copied().unwrap_or(1).max(1);
-            j
-        })
-        .collect();
+    let mut judgements: Vec<Judgement> = Vec::new();
+    for &e in engines {
+        let mut j = judge_engine(trials, e, criteria);
+        j.looks = looks.get(&e).copied().unwrap_or(1).max(1);
+        if criteria.gate_latency {
+            let latency = latency_judgement(&j);
+            judgements.push(j);
+            judgements.push(latency);
+        } else {
+            judgements.push(j);
+        }
+    }
     decide_family(&mut judgements);
     for j in judgements
         .iter_mut()
@@ -272,7 +310,7 @@ fn judge_engine(all: &[TrialRecord], engine: Engine, mut criteria: Criteria) -> 
             .unzip();
         stats::paired(&a, &b)
     };
-    let tps = compare(&|t| t.report.as_ref().map(|r| r.tps));
+    let comparison = compare(&|t| t.report.as_ref().map(|r| r.tps));
     let txn_latency_p99 = compare(&txn_p99);
     let (verdict, reason) = precheck(&base, &exp, &experiment, criteria);
     let mut notes = Vec::new();
@@ -312,13 +350,13 @@ fn judge_engine(all: &[TrialRecord], engine: Engine, mut criteria: Criteria) -> 
     }
     Judgement {
         engine,
-        metric: "tps",
+        metric: Metric::Tps,
         verdict,
         reason,
         baseline,
         experiment,
         tps_delta_pct,
-        tps,
+        comparison,
         p_not_worse_adjusted: None,
         p_slower_adjusted: None,
         family_size: 0,
@@ -335,6 +373,20 @@ fn measured<'a>(trials: &[&'a TrialRecord]) -> Vec<&'a TrialRecord> {
         .copied()
         .filter(|t| t.outcome == Outcome::Measured)
         .collect()
+}
+
+/// The `--gate-latency` judgement beside an engine's TPS judgement: the same trials, the
+/// p99 latency compared as 1/latency (so the rule "higher is better" holds), and the
+/// same verdicts that need no statistics, except the TPS SLO.
+fn latency_judgement(tps: &Judgement) -> Judgement {
+    let mut j = tps.clone();
+    j.metric = Metric::TxnLatencyP99;
+    j.comparison = tps.txn_latency_p99.as_ref().map(Comparison::inverted);
+    j.notes.clear();
+    if j.verdict == Verdict::SloViolation {
+        (j.verdict, j.reason) = (Verdict::Measured, String::new());
+    }
+    j
 }
 
 /// Complete pairs: the baseline and experiment trial of one repetition, both measured.
@@ -404,7 +456,9 @@ fn precheck(
 /// the engine's looks; the REGRESSION test's are Holm-adjusted over the open engines.
 fn decide_family(judgements: &mut [Judgement]) {
     let open: Vec<usize> = (0..judgements.len())
-        .filter(|&i| judgements[i].verdict == Verdict::Measured && judgements[i].tps.is_some())
+        .filter(|&i| {
+            judgements[i].verdict == Verdict::Measured && judgements[i].comparison.is_some()
+        })
         .collect();
     let margin = |j: &Judgement| (1.0 - j.criteria.max_regression_pct / 100.0).ln();
     let looked = |j: &Judgement, p: f64| (p * f64::from(j.looks)).min(1.0);
@@ -413,14 +467,14 @@ fn decide_family(judgements: &mut [Judgement]) {
         .map(|&i| {
             looked(
                 &judgements[i],
-                judgements[i].tps.as_ref().expect("open").p_slower(),
+                judgements[i].comparison.as_ref().expect("open").p_slower(),
             )
         })
         .collect();
     let p_sl = stats::holm(&p_sl);
     for (k, &i) in open.iter().enumerate() {
         let j = &mut judgements[i];
-        let c = j.tps.as_ref().expect("open");
+        let c = j.comparison.as_ref().expect("open");
         j.p_not_worse_adjusted = Some(looked(j, c.p_not_worse_than(margin(j))));
         j.p_slower_adjusted = Some(p_sl[k]);
         j.family_size = open.len();
@@ -430,7 +484,7 @@ fn decide_family(judgements: &mut [Judgement]) {
         .filter(|j| j.verdict == Verdict::Measured)
     {
         let tol = j.criteria.max_regression_pct;
-        let Some(c) = &j.tps else {
+        let Some(c) = &j.comparison else {
             j.verdict = Verdict::Inconclusive;
             j.reason = format!(
                 "fewer than 2 complete pairs give no estimate of the noise: run more trials \
@@ -443,9 +497,17 @@ fn decide_family(judgements: &mut [Judgement]) {
             j.p_not_worse_adjusted.expect("set"),
             j.p_slower_adjusted.expect("set"),
         );
+        let (change, low, high) = j.change_pct().expect("a comparison");
+        let over = match c.method {
+            stats::Method::Paired => format!("{} pairs", c.n_baseline),
+            stats::Method::Welch => {
+                format!("{} recorded vs {} trials", c.n_baseline, c.n_experiment)
+            }
+        };
         let mut numbers = format!(
-            "{:+.2}% [{:+.2}%, {:+.2}%] over {} pairs, p={:.3}",
-            c.delta_pct, c.ci_low_pct, c.ci_high_pct, c.n_baseline, c.p_value
+            "{} {change:+.2}% [{low:+.2}%, {high:+.2}%] over {over}, p={:.3}",
+            j.metric.label(),
+            c.p_value
         );
         if j.looks > 1 || j.family_size > 1 {
             // The interval shown is the plain 95% one; the decision's tests are stricter.
@@ -458,16 +520,20 @@ fn decide_family(judgements: &mut [Judgement]) {
                 ALPHA / 2.0
             );
         }
+        let (loss, worse) = match j.metric {
+            Metric::Tps => ("a loss", "slower"),
+            Metric::TxnLatencyP99 => ("a worsening", "higher in latency"),
+        };
         (j.verdict, j.reason) = if nw < ALPHA / 2.0 {
             (
                 Verdict::Measured,
-                format!("{numbers}: a loss beyond {tol:.2}% is ruled out"),
+                format!("{numbers}: {loss} beyond {tol:.2}% is ruled out"),
             )
         } else if sl < ALPHA / 2.0 && c.log_delta < margin(j) {
             (
                 Verdict::Regression,
                 format!(
-                    "{numbers}: significantly slower, and the estimated loss exceeds the \
+                    "{numbers}: significantly {worse}, and the estimated change exceeds the \
                      {tol:.2}% tolerance"
                 ),
             )
@@ -475,13 +541,28 @@ fn decide_family(judgements: &mut [Judgement]) {
             (
                 Verdict::Inconclusive,
                 format!(
-                    "{numbers}: neither rules out a loss beyond {tol:.2}% nor shows one; at this \
-                     noise {} pairs detect a true loss of {:.2}% (MDE, 80% power): run more \
-                     trials (cargo xtask calibrate tells how many)",
-                    c.n_baseline, c.mde_pct
+                    "{numbers}: neither rules out {loss} beyond {tol:.2}% nor shows one; at this \
+                     noise these trials detect a true change of {:.2}% (MDE, 80% power): run \
+                     more trials (cargo xtask calibrate tells how many)",
+                    c.mde_pct
                 ),
             )
         };
+    }
+}
+
+impl Judgement {
+    /// The metric's own change, percent, with its 95% interval: `(change, low, high)`.
+    /// For latency a rise is positive (worse); for TPS a fall is negative (worse).
+    pub fn change_pct(&self) -> Option<(f64, f64, f64)> {
+        let c = self.comparison.as_ref()?;
+        Some(match self.metric {
+            Metric::Tps => (c.delta_pct, c.ci_low_pct, c.ci_high_pct),
+            Metric::TxnLatencyP99 => {
+                let back = |g: f64| 100.0 * (1.0 / (1.0 + g / 100.0) - 1.0);
+                (back(c.delta_pct), back(c.ci_high_pct), back(c.ci_low_pct))
+            }
+        })
     }
 }
 
@@ -543,6 +624,7 @@ pub(crate) mod tests {
         },
         strict: false,
         unpaired: false,
+        gate_latency: false,
     };
 
     fn verdict(trials: &[TrialRecord]) -> Judgement {
@@ -643,7 +725,7 @@ pub(crate) mod tests {
             &[990.0, 989.0, 991.0],
         ));
         assert_eq!(j.verdict, Verdict::Measured, "{}", j.reason);
-        assert!(j.tps.unwrap().p_value < 0.01);
+        assert!(j.comparison.unwrap().p_value < 0.01);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::{
     execute::TrialRecord,
-    judge::{exit_code, Judgement, Verdict},
+    judge::{exit_code, Judgement, Metric, Verdict},
 };
 
 /// `summary.json`: the verdicts and the numbers behind them.
@@ -129,11 +129,12 @@ fn numbers(j: &Judgement) -> Vec<(String, String)> {
         );
     }
     push("tps_delta_pct", j.tps_delta_pct, 2);
-    if let Some(c) = &j.tps {
-        push("pairs", Some(c.n_baseline as f64), 0);
-        push("tps_change_pct", Some(c.delta_pct), 2);
-        push("tps_change_ci95_low_pct", Some(c.ci_low_pct), 2);
-        push("tps_change_ci95_high_pct", Some(c.ci_high_pct), 2);
+    if let (Some(c), Some((change, low, high))) = (&j.comparison, j.change_pct()) {
+        let m = j.metric.name();
+        push("pairs", Some(c.n_experiment as f64), 0);
+        push(&format!("{m}_change_pct"), Some(change), 2);
+        push(&format!("{m}_change_ci95_low_pct"), Some(low), 2);
+        push(&format!("{m}_change_ci95_high_pct"), Some(high), 2);
         push("p_value", Some(c.p_value), 4);
         push("mde_pct", Some(c.mde_pct), 2);
     }
@@ -164,6 +165,7 @@ fn numbers(j: &Judgement) -> Vec<(String, String)> {
 /// `<skipped>` (with the MDE achieved in its message); the verdict is the type.
 pub fn junit(judgements: &[Judgement], table: &str) -> String {
     let mut report = Report::new("perfgate");
+    let mut suites: Vec<TestSuite> = Vec::new();
     for j in judgements {
         let text: Vec<String> = numbers(j).iter().map(|(k, v)| format!("{k}={v}")).collect();
         let mut status = match j.verdict {
@@ -179,7 +181,7 @@ pub fn junit(judgements: &[Judgement], table: &str) -> String {
             status.set_message(format!("{}: {}", j.verdict, j.reason));
             status.set_description(text.join("\n"));
         }
-        let mut case = TestCase::new(j.metric, status);
+        let mut case = TestCase::new(j.metric.name(), status);
         case.set_classname(format!("perfgate.{}", j.engine));
         case.add_properties(numbers(j).into_iter().map(|(k, v)| Property::new(k, v)));
         case.set_system_out(format!(
@@ -188,10 +190,19 @@ pub fn junit(judgements: &[Judgement], table: &str) -> String {
             j.reason,
             text.join("\n")
         ));
-        let mut suite = TestSuite::new(j.engine.to_string());
-        suite.add_test_case(case);
-        report.add_test_suite(suite);
+        let engine = j.engine.to_string();
+        match suites.iter_mut().find(|s| s.name.as_str() == engine) {
+            Some(suite) => {
+                suite.add_test_case(case);
+            }
+            None => {
+                let mut suite = TestSuite::new(engine);
+                suite.add_test_case(case);
+                suites.push(suite);
+            }
+        };
     }
+    report.add_test_suites(suites);
     report.to_string().expect("JUnit serializes")
 }
 
@@ -224,25 +235,24 @@ pub fn table(judgements: &[Judgement], warnings: &[String]) -> String {
     let rows: Vec<[String; 6]> = judgements
         .iter()
         .map(|j| {
-            let change = j.tps.as_ref().map_or_else(
+            let change = j.change_pct().map_or_else(
                 || {
                     j.tps_delta_pct
+                        .filter(|_| j.metric == Metric::Tps)
                         .map(|d| format!("{d:+.2}%"))
                         .unwrap_or_else(|| "-".into())
                 },
-                |c| {
-                    format!(
-                        "{:+.2}% [{:+.2}, {:+.2}]",
-                        c.delta_pct, c.ci_low_pct, c.ci_high_pct
-                    )
-                },
+                |(c, lo, hi)| format!("{c:+.2}% [{lo:+.2}, {hi:+.2}]"),
             );
-            let p_mde = j.tps.as_ref().map_or_else(
+            let p_mde = j.comparison.as_ref().map_or_else(
                 || "-".into(),
-                |c| format!("{:.3} / {:.2}% / {}", c.p_value, c.mde_pct, c.n_baseline),
+                |c| format!("{:.3} / {:.2}% / {}", c.p_value, c.mde_pct, c.n_experiment),
             );
             [
-                j.engine.to_string(),
+                match j.metric {
+                    Metric::Tps => j.engine.to_string(),
+                    Metric::TxnLatencyP99 => format!("{} p99", j.engine),
+                },
                 fmt_tps(&j.baseline),
                 fmt_tps(&j.experiment),
                 change,
@@ -338,7 +348,7 @@ mod tests {
         expect![[r#"
             engine   baseline TPS  experiment TPS  change [95% CI]        p / MDE / pairs    verdict
             redwood  1000.0 ±1.0%  951.8 ±0.8%     -4.82% [-5.41, -4.22]  0.001 / 0.77% / 3  REGRESSION
-            redwood REGRESSION: -4.82% [-5.41%, -4.22%] over 3 pairs, p=0.001: significantly slower, and the estimated loss exceeds the 2.00% tolerance
+            redwood REGRESSION: TPS -4.82% [-5.41%, -4.22%] over 3 pairs, p=0.001: significantly slower, and the estimated change exceeds the 2.00% tolerance
             redwood note: p99 transaction latency +7.89% [+0.96%, +15.29%] (not gating; mako's latency includes the warmup)
             WARNING: WORK DIR /x IS NOT A RAM DISK
         "#]]
@@ -401,7 +411,7 @@ mod tests {
                             <property name="txn_latency_p99_change_ci95_high_pct" value="15.29"/>
                             <property name="max_regression_pct" value="2.00"/>
                         </properties>
-                        <failure message="REGRESSION: -4.82% [-5.41%, -4.22%] over 3 pairs, p=0.001: significantly slower, and the estimated loss exceeds the 2.00% tolerance" type="REGRESSION">verdict=REGRESSION
+                        <failure message="REGRESSION: TPS -4.82% [-5.41%, -4.22%] over 3 pairs, p=0.001: significantly slower, and the estimated change exceeds the 2.00% tolerance" type="REGRESSION">verdict=REGRESSION
             baseline_tps_mean=1000.00
             baseline_tps_cv_pct=1.00
             baseline_trials=3
@@ -427,7 +437,7 @@ mod tests {
             txn_latency_p99_change_ci95_low_pct=0.96
             txn_latency_p99_change_ci95_high_pct=15.29
             max_regression_pct=2.00</failure>
-                        <system-out>REGRESSION: -4.82% [-5.41%, -4.22%] over 3 pairs, p=0.001: significantly slower, and the estimated loss exceeds the 2.00% tolerance
+                        <system-out>REGRESSION: TPS -4.82% [-5.41%, -4.22%] over 3 pairs, p=0.001: significantly slower, and the estimated change exceeds the 2.00% tolerance
             verdict=REGRESSION
             baseline_tps_mean=1000.00
             baseline_tps_cv_pct=1.00

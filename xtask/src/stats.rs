@@ -167,6 +167,20 @@ fn finish(method: Method, na: usize, nb: usize, d: f64, se: f64, df: f64, p: f64
 }
 
 impl Comparison {
+    /// The same comparison of 1/x: for a lower-is-better metric (latency) judged by the
+    /// higher-is-better rule. Log delta and interval change sign; p, se, df, MDE stay.
+    pub fn inverted(&self) -> Comparison {
+        let d = -self.log_delta;
+        let half = (self.ci_high_pct / 100.0).ln_1p() - self.log_delta;
+        Comparison {
+            log_delta: d,
+            delta_pct: pct(d),
+            ci_low_pct: pct(d - half),
+            ci_high_pct: pct(d + half),
+            ..self.clone()
+        }
+    }
+
     /// One-sided p of "the experiment is worse than `margin` (a log ratio, e.g.
     /// ln(0.98))": small when the data rule out a loss beyond the tolerance.
     pub fn p_not_worse_than(&self, margin: f64) -> f64 {
@@ -299,6 +313,25 @@ mod tests {
         assert_eq!((same.p_value, same.p_slower()), (1.0, 1.0));
         assert_eq!(same.p_not_worse_than(0.98f64.ln()), 0.0);
         assert_eq!(welch(&[5.0, 5.0], &[5.0, 5.0]).unwrap().p_value, 1.0);
+    }
+
+    #[test]
+    fn inverting_flips_the_change_and_keeps_the_evidence() {
+        let c = paired(&[1000.0, 1010.0, 990.0], &[1100.0, 1120.0, 1085.0]).unwrap();
+        let i = c.inverted();
+        close("log", i.log_delta, -c.log_delta);
+        close(
+            "low",
+            (i.ci_low_pct / 100.0).ln_1p(),
+            -(c.ci_high_pct / 100.0).ln_1p(),
+        );
+        close(
+            "high",
+            (i.ci_high_pct / 100.0).ln_1p(),
+            -(c.ci_low_pct / 100.0).ln_1p(),
+        );
+        assert_eq!((i.p_value, i.se, i.mde_pct), (c.p_value, c.se, c.mde_pct));
+        close("p_slower", i.p_slower(), 1.0 - c.p_slower());
     }
 
     #[test]
