@@ -103,3 +103,35 @@ fn ci_gate_script_runs_the_gate_and_leaves_junit_where_ci_looks() {
     assert!(s.dir.path().join("perfgate-results/summary.json").is_file());
     assert!(String::from_utf8_lossy(&o.stdout).contains("perfgate: exit status 1"));
 }
+
+#[test]
+fn doctor_checks_this_host_and_says_what_to_do() {
+    let s = crate::support::Sandbox::new();
+    let o = std::process::Command::new(xtask())
+        .arg("doctor")
+        .arg("--workdir")
+        .arg(s.workdir.path())
+        .output()
+        .unwrap();
+    assert_eq!(crate::support::code(&o), 0, "{}", crate::support::text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    for topic in [
+        "host",
+        "work dir",
+        "fsync latency",
+        "memory cgroup",
+        "cores",
+        "cpu frequency",
+        "other load",
+        "build tools",
+    ] {
+        assert!(
+            out.lines().any(|l| l[5..].starts_with(topic)),
+            "no {topic} in:\n{out}"
+        );
+    }
+    assert!(
+        out.contains(&s.workdir.path().display().to_string()),
+        "{out}"
+    );
+}

@@ -47,6 +47,15 @@ pub enum Command {
     /// meta.json and trials.json, runs nothing, writes summary.json and junit.xml anew.
     #[command(after_help = EXIT_CODES)]
     Compare(CompareArgs),
+    /// Check this host in seconds: RAM disk and free space, memory cgroup, cores, CPU
+    /// frequency scaling, other load, build tools, and an fsync latency probe of the work
+    /// dir. Exit 0, or 2 when a check fails.
+    Doctor {
+        /// Work dir to check; default: as `bench` would choose it (/mnt/ram, else the
+        /// largest tmpfs).
+        #[arg(long, env = "WORKDIR", value_name = "PATH")]
+        workdir: Option<PathBuf>,
+    },
     /// Recorded baselines in baselines/: record one from a finished run, list, show.
     #[command(subcommand)]
     Baseline(BaselineCommand),

@@ -10,6 +10,7 @@ mod calibrate;
 mod cluster;
 mod compare;
 mod config;
+mod doctor;
 mod execute;
 mod fdbtree;
 mod flags;
@@ -56,6 +57,7 @@ fn main() -> ExitCode {
         flags::Command::Calibrate(args) => bench::calibrate(&sh, args),
         flags::Command::Compare(args) => compare::run(args),
         flags::Command::Baseline(cmd) => baseline::run(cmd),
+        flags::Command::Doctor { workdir } => doctor::run(workdir.as_deref()),
     };
     match result {
         Ok(code) => ExitCode::from(code as u8),
