@@ -921,3 +921,33 @@ fn gate_latency_adds_a_p99_test_case_that_can_fail_on_its_own() {
         "25.00"
     );
 }
+
+#[test]
+fn a_debug_or_instrumented_tree_is_refused_unless_allowed() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    std::fs::write(
+        b.join("CMakeCache.txt"),
+        "CMAKE_BUILD_TYPE:STRING=Debug\nBUILD_MAKO:BOOL=ON\nUSE_TSAN:BOOL=ON\n",
+    )
+    .unwrap();
+    let o = s.bench(&a, &b, &["--trials", "2"]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("CMAKE_BUILD_TYPE is 'Debug'") && err.contains("USE_TSAN"),
+        "{err}"
+    );
+    assert!(err.contains("--allow-non-release"), "{err}");
+    let o = s.bench(&a, &b, &["--trials", "2", "--allow-non-release"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let w = &s.read_json("summary.json")["warnings"];
+    assert!(
+        w[0].as_str().unwrap().starts_with("NOT A RELEASE BUILD"),
+        "{w}"
+    );
+    assert_eq!(
+        s.read_json("meta.json")["plan"]["experiment"]["build_config"]["build_type"],
+        "Debug"
+    );
+}

@@ -60,6 +60,12 @@ impl Sandbox {
             std::os::unix::fs::symlink(exe, root.join("bin").join(program)).unwrap();
         }
         std::fs::write(root.join("lib/libfdb_c.so"), "").unwrap();
+        // What cmake -DCMAKE_BUILD_TYPE=Release -DBUILD_MAKO=ON leaves (tests may edit it).
+        std::fs::write(
+            root.join("CMakeCache.txt"),
+            "CMAKE_BUILD_TYPE:STRING=Release\nBUILD_MAKO:BOOL=ON\nUSE_ASAN:BOOL=OFF\nCMAKE_CXX_FLAGS:STRING=\n",
+        )
+        .unwrap();
         std::fs::write(root.join("double.json"), behaviour.to_string()).unwrap();
         root
     }

@@ -21,7 +21,7 @@ use crate::{
     calibrate::Calibration,
     config::{Arm, BenchConfig, Engine, UsageError},
     execute::{run_trial, Outcome, TrialContext, TrialRecord},
-    fdbtree::{self, FdbTree},
+    fdbtree::{self, BuildConfig, FdbTree},
     flags::{BenchArgs, CalibrateArgs},
     host::Host,
     judge::{judge_looks, Criteria, Verdict},
@@ -104,7 +104,8 @@ fn run_config(sh: &Shell, mut config: BenchConfig) -> Result<Option<Finished>> {
         &env,
         &slo_file,
     )?;
-    let arm_plan = |arm: Arm| -> Result<ArmPlan> {
+    let mut build_warnings = Vec::new();
+    let mut arm_plan = |arm: Arm| -> Result<ArmPlan> {
         let tree = FdbTree::open(&config.arm(arm).build_dir).with_context(|| {
             format!(
                 "the {arm} build tree {} is not usable",
@@ -112,7 +113,14 @@ fn run_config(sh: &Shell, mut config: BenchConfig) -> Result<Option<Finished>> {
             )
         })?;
         let version = tree.version(sh)?;
-        Ok(ArmPlan { arm, tree, version })
+        let build_config =
+            check_build_config(&tree, config.allow_non_release, &mut build_warnings)?;
+        Ok(ArmPlan {
+            arm,
+            tree,
+            version,
+            build_config,
+        })
     };
     let experiment = arm_plan(Arm::Experiment)?;
     let mut plan = match recorded {
@@ -128,6 +136,7 @@ fn run_config(sh: &Shell, mut config: BenchConfig) -> Result<Option<Finished>> {
             Plan::new(config, workdir, Some(baseline), experiment, same)?
         }
     };
+    plan.warnings.extend(build_warnings);
     plan.preflight = Some(preflight(&plan)?);
     if plan.config.dry_run {
         let _ = write!(std::io::stdout(), "{}", plan.render());
@@ -194,6 +203,43 @@ struct TrialsRun {
     trials: Vec<TrialRecord>,
     /// `--trials auto`: looks planned per engine (none: one look, the end).
     looks: BTreeMap<Engine, u32>,
+}
+
+/// Refuses a tree whose `CMakeCache.txt` shows a build whose numbers would be invalid
+/// (not Release, no mako, instrumented), unless `allow` (`--allow-non-release`: then each
+/// problem becomes a warning).
+fn check_build_config(
+    tree: &FdbTree,
+    allow: bool,
+    warnings: &mut Vec<String>,
+) -> Result<Option<BuildConfig>> {
+    let (config, problems) = match BuildConfig::read(&tree.root) {
+        Ok(c) => {
+            let p = c.problems();
+            (Some(c), p)
+        }
+        Err(e) => (
+            None,
+            vec![format!(
+                "{e:#}: cannot check it is a Release build with -DBUILD_MAKO=ON"
+            )],
+        ),
+    };
+    if problems.is_empty() {
+        return Ok(config);
+    }
+    let what = format!(
+        "build tree {}: {}",
+        tree.root.display(),
+        problems.join("; ")
+    );
+    if !allow {
+        return Err(
+            UsageError(format!("{what}; pass --allow-non-release to run it anyway")).into(),
+        );
+    }
+    warnings.push(format!("NOT A RELEASE BUILD (--allow-non-release): {what}"));
+    Ok(config)
 }
 
 /// Checks that a trial fits on the work dir (`preflight`), before anything starts.

@@ -439,6 +439,8 @@ pub struct BenchConfig {
     pub baselines_dir: Option<PathBuf>,
     /// A trial whose storage server used less than 0.85 cores is an error, not a warning.
     pub require_cpu_bound: bool,
+    /// Run build trees that are not Release, lack mako or are instrumented (warned).
+    pub allow_non_release: bool,
     pub dry_run: bool,
     pub bounds: PhaseBounds,
 }
@@ -553,6 +555,7 @@ impl BenchConfig {
             allow_host_mismatch: false,
             baselines_dir: None,
             require_cpu_bound: a.require_cpu_bound,
+            allow_non_release: a.allow_non_release,
             dry_run: a.dry_run,
             bounds: PhaseBounds::resolve(&a.timeouts)?,
         })

@@ -89,6 +89,109 @@ impl FdbTree {
     }
 }
 
+/// What a build tree's `CMakeCache.txt` says about how it was configured.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct BuildConfig {
+    /// `CMAKE_BUILD_TYPE`.
+    pub build_type: String,
+    /// `BUILD_MAKO`.
+    pub build_mako: bool,
+    /// `CMAKE_CXX_COMPILER`.
+    pub cxx_compiler: String,
+    /// `CMAKE_CXX_FLAGS`.
+    pub cxx_flags: String,
+    /// Instrumentation that is on: sanitizers, coverage, profile generation, valgrind.
+    pub instrumentation: Vec<String>,
+}
+
+/// Cache options that instrument the binaries (FDB's `cmake/ConfigureCompiler.cmake`,
+/// `CMakeLists.txt`): any of them makes TPS meaningless for a gate.
+const INSTRUMENTING_OPTIONS: [&str; 8] = [
+    "PROFILE_INSTR_GENERATE",
+    "USE_ASAN",
+    "USE_MSAN",
+    "USE_TSAN",
+    "USE_UBSAN",
+    "USE_GCOV",
+    "USE_VALGRIND",
+    "USE_SANITIZER",
+];
+const INSTRUMENTING_FLAGS: [&str; 4] = [
+    "-fprofile-instr-generate",
+    "-fprofile-generate",
+    "--coverage",
+    "-fsanitize",
+];
+
+impl BuildConfig {
+    /// Reads `<root>/CMakeCache.txt`.
+    pub fn read(root: &Path) -> Result<BuildConfig> {
+        let path = root.join("CMakeCache.txt");
+        let text = std::fs::read_to_string(&path).with_context(|| {
+            format!(
+                "{} is not a cmake build directory (no readable CMakeCache.txt)",
+                root.display()
+            )
+        })?;
+        Ok(BuildConfig::parse(&text))
+    }
+
+    /// Parses `NAME:TYPE=VALUE` lines.
+    pub fn parse(text: &str) -> BuildConfig {
+        let get = |key: &str| -> String {
+            text.lines()
+                .find_map(|l| {
+                    let (name, value) = l.split_once('=')?;
+                    (name.split(':').next()? == key).then(|| value.trim().to_string())
+                })
+                .unwrap_or_default()
+        };
+        let on = |v: &str| matches!(v.to_ascii_uppercase().as_str(), "ON" | "TRUE" | "1" | "YES");
+        let cxx_flags = get("CMAKE_CXX_FLAGS");
+        let mut instrumentation: Vec<String> = INSTRUMENTING_OPTIONS
+            .iter()
+            .filter(|o| on(&get(o)))
+            .map(|o| o.to_string())
+            .collect();
+        instrumentation.extend(
+            INSTRUMENTING_FLAGS
+                .iter()
+                .filter(|f| cxx_flags.contains(*f))
+                .map(|f| f.to_string()),
+        );
+        BuildConfig {
+            build_type: get("CMAKE_BUILD_TYPE"),
+            build_mako: on(&get("BUILD_MAKO")),
+            cxx_compiler: get("CMAKE_CXX_COMPILER"),
+            cxx_flags,
+            instrumentation,
+        }
+    }
+
+    /// Why numbers from this build would not be valid, one sentence each.
+    pub fn problems(&self) -> Vec<String> {
+        let mut p = Vec::new();
+        if self.build_type != "Release" {
+            p.push(format!(
+                "CMAKE_BUILD_TYPE is '{}', not Release: an unoptimized or debug build measures the \
+                 compiler settings, not the change",
+                self.build_type
+            ));
+        }
+        if !self.build_mako {
+            p.push("BUILD_MAKO is not ON: configure with -DBUILD_MAKO=ON".to_string());
+        }
+        if !self.instrumentation.is_empty() {
+            p.push(format!(
+                "instrumented build ({}): instrumentation costs far more CPU than the changes a gate \
+                 looks for",
+                self.instrumentation.join(", ")
+            ));
+        }
+        p
+    }
+}
+
 /// Whether two trees hold byte-identical `fdbserver`, `mako` and `libfdb_c.so` (the same
 /// tree twice, or a copy). Two trees built from the same commit with different uncommitted
 /// changes have the same source version but different binaries: a real A/B.
@@ -230,6 +333,17 @@ mod tests {
         assert!(same_binaries(&a, &tree(dirs[1].path(), "server v1")).unwrap());
         assert!(!same_binaries(&a, &tree(dirs[1].path(), "server v2")).unwrap());
         assert!(!same_binaries(&a, &tree(dirs[1].path(), "server v1 longer")).unwrap());
+    }
+
+    #[test]
+    fn cmake_cache_checks_build_type_mako_and_instrumentation() {
+        let release = BuildConfig::parse("# comment\nCMAKE_BUILD_TYPE:STRING=Release\nBUILD_MAKO:BOOL=ON\nUSE_ASAN:BOOL=OFF\nCMAKE_CXX_FLAGS:STRING=\n");
+        assert!(release.problems().is_empty(), "{release:?}");
+        let debug = BuildConfig::parse("CMAKE_BUILD_TYPE:STRING=Debug\nBUILD_MAKO:BOOL=OFF\nUSE_ASAN:BOOL=ON\nCMAKE_CXX_FLAGS:STRING=-O2 -fprofile-instr-generate\n");
+        let p = debug.problems();
+        assert_eq!(p.len(), 3, "{p:?}");
+        assert!(p[0].contains("'Debug'") && p[1].contains("-DBUILD_MAKO=ON"));
+        assert!(p[2].contains("USE_ASAN, -fprofile-instr-generate"), "{p:?}");
     }
 
     #[test]

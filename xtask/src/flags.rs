@@ -316,6 +316,12 @@ pub struct RunArgs {
     #[arg(long)]
     pub require_cpu_bound: bool,
 
+    /// Run build trees whose CMakeCache.txt shows a build that is not Release, lacks
+    /// BUILD_MAKO or is instrumented (sanitizers, coverage, profile generation): refused
+    /// otherwise, since their numbers say nothing about a change. Warned loudly.
+    #[arg(long)]
+    pub allow_non_release: bool,
+
     /// Print the plan (trial order, command lines' knobs, work dir) and exit.
     #[arg(long)]
     pub dry_run: bool,

@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::{
     baseline::Baseline,
     config::{Arm, BenchConfig, Engine, Knob, UsageError},
-    fdbtree::{FdbTree, FdbVersion},
+    fdbtree::{BuildConfig, FdbTree, FdbVersion},
     preflight::{Capacity, Footprint},
     workdir::Workdir,
 };
@@ -21,6 +21,8 @@ pub struct ArmPlan {
     pub arm: Arm,
     pub tree: FdbTree,
     pub version: FdbVersion,
+    /// How the tree was configured (`CMakeCache.txt`), when it says.
+    pub build_config: Option<BuildConfig>,
 }
 
 /// What a trial is expected to need on the work dir, and what there is.
