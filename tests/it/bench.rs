@@ -951,3 +951,20 @@ fn a_debug_or_instrumented_tree_is_refused_unless_allowed() {
         "Debug"
     );
 }
+
+#[test]
+fn json_prints_the_summary_for_scripts_and_quiet_keeps_the_terminal_to_warnings() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    let o = s.bench(&a, &b, &["--trials", "2", "--json", "--quiet"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let summary: serde_json::Value =
+        serde_json::from_slice(&o.stdout).expect("stdout is the summary JSON");
+    assert_eq!(summary, s.read_json("summary.json"));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!stderr.contains("INFO"), "{stderr}");
+    // run.log keeps everything.
+    assert!(std::fs::read_to_string(s.out().join("run.log"))
+        .unwrap()
+        .contains("INFO"));
+}

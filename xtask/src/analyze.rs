@@ -207,6 +207,21 @@ impl MakoReport {
     }
 }
 
+/// TPS of the last per-second line (`OPS ... TPS Conflicts/s`) mako printed so far, for
+/// progress display; `None` before the first one.
+pub fn last_sample_tps(text: &str) -> Option<f64> {
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with("OPS "))?;
+    let numbers: Vec<f64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    numbers.len().checked_sub(2).map(|i| numbers[i])
+}
+
 /// The summary block of mako's text report; its "Overall TPS" line is printed last, so its
 /// presence means the report is complete.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -465,6 +480,14 @@ mod tests {
         assert!(d.unsteady());
         r.samples_tps.truncate(7);
         assert_eq!(r.drift(), None, "4 samples after the warmup are too few");
+    }
+
+    #[test]
+    fn the_last_per_second_tps_is_read_for_progress() {
+        assert_eq!(last_sample_tps(RUN_TXT), Some(646.68));
+        let first = RUN_TXT.lines().take(3).collect::<Vec<_>>().join("\n");
+        assert_eq!(last_sample_tps(&first), Some(847.53));
+        assert_eq!(last_sample_tps(""), None);
     }
 
     #[test]

@@ -149,7 +149,7 @@ fn run_config(sh: &Shell, mut config: BenchConfig) -> Result<Option<Finished>> {
         anyhow::bail!("interrupted by a signal before the first trial; nothing was run");
     }
     let out = results_dir(plan.config.out.as_deref())?;
-    init_logging(&out)?;
+    init_logging(&out, plan.config.quiet)?;
     tracing::info!("results: {}", out.display());
     for line in plan.render().lines() {
         tracing::info!("{line}");
@@ -183,6 +183,7 @@ fn run_config(sh: &Shell, mut config: BenchConfig) -> Result<Option<Finished>> {
         interrupted,
         &plan.warnings,
         plan.config.junit.as_deref(),
+        plan.config.json,
     )?;
     let exit_code = if interrupted {
         2
@@ -279,19 +280,22 @@ pub fn export(
     interrupted: bool,
     warnings: &[String],
     junit_copy: Option<&Path>,
+    json_to_stdout: bool,
 ) -> Result<()> {
     let table = report::table(judgements, warnings);
     let junit = report::junit(judgements, &table);
-    write(
-        &out.join("summary.json"),
-        &report::summary_json(judgements, interrupted, warnings),
-    )?;
+    let summary = report::summary_json(judgements, interrupted, warnings);
+    write(&out.join("summary.json"), &summary)?;
     write(&out.join("junit.xml"), &junit)?;
     if let Some(extra) = junit_copy {
         write(extra, &junit)?;
     }
     // A closed stdout (`| head`) must not turn a verdict into a crash.
-    let _ = writeln!(std::io::stdout(), "\n{table}\nresults: {}", out.display());
+    let _ = if json_to_stdout {
+        std::io::stdout().write_all(summary.as_bytes())
+    } else {
+        writeln!(std::io::stdout(), "\n{table}\nresults: {}", out.display())
+    };
     Ok(())
 }
 
@@ -318,6 +322,7 @@ fn run_trials(plan: &Plan, out: &Path) -> Result<TrialsRun> {
             run_workdir: &run_workdir,
             results_dir: out,
             require_cpu_bound: plan.config.require_cpu_bound,
+            progress: !plan.config.quiet,
         },
         trials: Vec::new(),
     };
@@ -559,8 +564,10 @@ pub fn check_writable_file(path: &Path) -> Result<()> {
 }
 
 /// Logs go to stderr (short) and to `<out>/run.log` (with timestamps).
-fn init_logging(out: &Path) -> Result<()> {
-    use tracing_subscriber::{fmt, layer::SubscriberExt, util::SubscriberInitExt};
+fn init_logging(out: &Path, quiet: bool) -> Result<()> {
+    use tracing_subscriber::{
+        filter::LevelFilter, fmt, layer::SubscriberExt, util::SubscriberInitExt, Layer,
+    };
     let file = std::fs::File::create(out.join("run.log")).context("cannot create run.log")?;
     tracing_subscriber::registry()
         .with(
@@ -568,7 +575,12 @@ fn init_logging(out: &Path) -> Result<()> {
                 .with_ansi(std::io::stderr().is_terminal())
                 .with_writer(std::io::stderr)
                 .without_time()
-                .with_target(false),
+                .with_target(false)
+                .with_filter(if quiet {
+                    LevelFilter::WARN
+                } else {
+                    LevelFilter::INFO
+                }),
         )
         .with(
             fmt::layer()

@@ -143,6 +143,7 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         interrupted,
         &meta.plan.warnings,
         args.junit.as_deref(),
+        false,
     )?;
     Ok(exit_code(&judgements))
 }

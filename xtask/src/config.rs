@@ -442,6 +442,10 @@ pub struct BenchConfig {
     /// Run build trees that are not Release, lack mako or are instrumented (warned).
     pub allow_non_release: bool,
     pub dry_run: bool,
+    /// Warnings and errors only on the terminal, no progress bar.
+    pub quiet: bool,
+    /// summary.json on stdout instead of the table.
+    pub json: bool,
     pub bounds: PhaseBounds,
 }
 
@@ -557,6 +561,8 @@ impl BenchConfig {
             require_cpu_bound: a.require_cpu_bound,
             allow_non_release: a.allow_non_release,
             dry_run: a.dry_run,
+            quiet: a.quiet,
+            json: a.json,
             bounds: PhaseBounds::resolve(&a.timeouts)?,
         })
     }

@@ -111,6 +111,8 @@ pub struct TrialContext<'a> {
     pub results_dir: &'a Path,
     /// A trial whose storage server was not CPU-bound is an error (`--require-cpu-bound`).
     pub require_cpu_bound: bool,
+    /// Show a progress bar during mako's run (hidden anyway when stderr is no terminal).
+    pub progress: bool,
 }
 
 struct Failure {
@@ -370,6 +372,36 @@ fn mako_build(
     Ok(())
 }
 
+/// A bar over mako's `--seconds`: the phase (warmup or measuring), time left and the
+/// current TPS from mako's per-second lines. Hidden when not wanted or not a terminal.
+fn progress_bar(wanted: bool, w: &Workload) -> indicatif::ProgressBar {
+    if !wanted {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(w.seconds);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "  mako run {bar:30} {pos}/{len} s, {eta} left, {msg}",
+        )
+        .expect("valid template"),
+    );
+    bar
+}
+
+fn update_progress(bar: &indicatif::ProgressBar, elapsed: Duration, warmup: Duration, out: &Path) {
+    bar.set_position(elapsed.as_secs());
+    let phase = if elapsed < warmup {
+        "warmup"
+    } else {
+        "measuring"
+    };
+    let text = std::fs::read_to_string(out).unwrap_or_default();
+    match crate::analyze::last_sample_tps(&text) {
+        Some(tps) => bar.set_message(format!("{phase}, {tps:.0} TPS")),
+        None => bar.set_message(phase.to_string()),
+    }
+}
+
 fn mako_run(
     ctx: &TrialContext,
     tree: &FdbTree,
@@ -405,13 +437,20 @@ fn mako_run(
     // mako's start) to mako's exit.
     let storage = cluster.storage_pid().expect("the cluster has started");
     let warmup = Duration::from_secs(w.warmup_seconds);
+    let bar = progress_bar(ctx.progress, w);
+    let mut last_update = Instant::now();
     let status = child.wait_until(started + bound, bound, || {
         monitor.tick();
         if started.elapsed() >= warmup {
             monitor.start_cpu_window(storage);
         }
+        if last_update.elapsed() >= Duration::from_secs(1) {
+            last_update = Instant::now();
+            update_progress(&bar, started.elapsed(), warmup, &out);
+        }
         cluster.check_alive()
     });
+    bar.finish_and_clear();
     remove_mako_leftovers(child.pid());
     let status = status?;
     let cpu_cores = monitor.cpu_cores(storage);

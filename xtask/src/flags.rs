@@ -322,6 +322,14 @@ pub struct RunArgs {
     #[arg(long)]
     pub allow_non_release: bool,
 
+    /// Only warnings and errors on the terminal, no progress bar (run.log has it all).
+    #[arg(long)]
+    pub quiet: bool,
+
+    /// Print summary.json to stdout instead of the table, for scripts.
+    #[arg(long)]
+    pub json: bool,
+
     /// Print the plan (trial order, command lines' knobs, work dir) and exit.
     #[arg(long)]
     pub dry_run: bool,
