@@ -375,20 +375,7 @@ fn storage_server_crash_during_the_run_is_caught_promptly() {
 fn ctrl_c_tears_down_keeps_results_and_exits_2() {
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({"mako_run_hang": true}), json!({}));
-    let mut child = s
-        .bench_command(&a, &b, &[])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    // Wait until mako's run is under way (its report file exists), then interrupt.
-    // mako writes its pid once it runs (and started its worker, if asked to).
-    let started = a.join("double-mako-pids");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !started.exists() {
-        assert!(Instant::now() < deadline, "mako run never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut child = s.spawn_until_mako_runs(&a, &b);
     assert!(
         !s.leftover_processes().is_empty(),
         "the cluster should be running"
@@ -428,19 +415,7 @@ fn after_a_sigkill_of_the_gate_servers_die_and_the_next_run_cleans_up() {
         json!({"mako_run_hang": true, "mako_forks_worker": true}),
         json!({}),
     );
-    let mut gate = s
-        .bench_command(&a, &b, &[])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    // mako writes its pid once it runs (and started its worker, if asked to).
-    let started = a.join("double-mako-pids");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !started.exists() {
-        assert!(Instant::now() < deadline, "mako run never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut gate = s.spawn_until_mako_runs(&a, &b);
     gate.kill().unwrap(); // SIGKILL: no handler, no teardown
     gate.wait().unwrap();
     // The servers and mako die with the gate (parent-death signal); the worker lingers.

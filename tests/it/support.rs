@@ -115,6 +115,28 @@ impl Sandbox {
         cmd
     }
 
+    /// Starts the gate in the background and returns once the first trial's mako run is
+    /// under way (the double writes its pid to `<a>/double-mako-pids` when it runs, after
+    /// starting its worker if asked to); `a` must be the first trial's tree.
+    pub fn spawn_until_mako_runs(&self, a: &Path, b: &Path) -> std::process::Child {
+        let child = self
+            .bench_command(a, b, &[])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = a.join("double-mako-pids");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while !started.exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "mako run never started"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        child
+    }
+
     pub fn bench(&self, a: &Path, b: &Path, extra: &[&str]) -> Output {
         self.bench_command(a, b, extra).output().unwrap()
     }
