@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what perfgate's build and tests need on Debian/Ubuntu: a C linker and git
-# (Debian packages), and junitparser (PyPI), the independent JUnit reader the tests check
-# perfgate's junit.xml with. The Rust toolchain (cargo) must already be there (rustup).
+# (Debian packages), chromium (Debian; the tests render report.html in it headless), and
+# junitparser (PyPI), the independent JUnit reader the tests check junit.xml with. The Rust toolchain (cargo) must already be there (rustup).
 # Safe to run twice.
 set -euo pipefail
 
@@ -10,6 +10,7 @@ need=()
 command -v cc >/dev/null 2>&1 || need+=(build-essential)   # the linker rustc calls
 command -v git >/dev/null 2>&1 || need+=(git)
 command -v python3 >/dev/null 2>&1 || need+=(python3 python3-pip)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${need[@]}"

@@ -943,3 +943,86 @@ fn json_prints_the_summary_for_scripts_and_quiet_keeps_the_terminal_to_warnings(
         .unwrap()
         .contains("INFO"));
 }
+
+#[test]
+fn report_html_is_self_contained_and_renders_in_a_real_browser() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(
+        json!({"tps": 1000.0, "noise_pct": 0.3}),
+        json!({"tps": 900.0, "noise_pct": 0.3}),
+    );
+    let o = s.bench(&a, &b, &["--trials", "3"]);
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    let page = s.out().join("report.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<svg"), "charts are inlined");
+    assert!(
+        !html.contains("http://")
+            || html
+                .matches("http://")
+                .all(|_| html.contains("xmlns=\"http://www.w3.org/2000/svg\""))
+    );
+    assert!(!html.contains("<script"), "no script, nothing fetched");
+    assert!(
+        html.contains("REGRESSION")
+            && html.contains("Provenance")
+            && html.contains("TPS per second")
+    );
+    // Headless Chromium (Debian's `chromium`, installed by ci/setup.sh) renders it.
+    let Ok(chromium) = which_chromium() else {
+        panic!("chromium not found: run ci/setup.sh")
+    };
+    let profile = s.dir.path().join("chromium-profile");
+    let run = |extra: &[&str]| {
+        std::process::Command::new(&chromium)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+            ])
+            .args([
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ])
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .args(extra)
+            .arg(format!("file://{}", page.display()))
+            .output()
+            .unwrap()
+    };
+    let dom = run(&["--dump-dom"]);
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert!(
+        dom.contains("Verdicts") && dom.contains("REGRESSION"),
+        "{dom}"
+    );
+    let shot = s.dir.path().join("report.png");
+    let o = run(&[
+        &format!("--screenshot={}", shot.display()),
+        "--window-size=1200,2000",
+    ]);
+    let png = std::fs::read(&shot).unwrap_or_else(|e| panic!("no screenshot ({e}): {}", text(&o)));
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "{} bytes",
+        png.len()
+    );
+}
+
+fn which_chromium() -> Result<std::path::PathBuf, ()> {
+    ["chromium", "chromium-browser"]
+        .iter()
+        .find_map(|c| {
+            let o = std::process::Command::new("sh")
+                .args(["-c", &format!("command -v {c}")])
+                .output()
+                .ok()?;
+            o.status
+                .success()
+                .then(|| std::path::PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+        })
+        .ok_or(())
+}

@@ -185,6 +185,10 @@ fn run_config(sh: &Shell, mut config: BenchConfig) -> Result<Option<Finished>> {
         plan.config.junit.as_deref(),
         plan.config.json,
     )?;
+    write(
+        &out.join("report.html"),
+        &crate::html::render(&plan, &trials, &judgements, &plan.warnings),
+    )?;
     let exit_code = if interrupted {
         2
     } else {

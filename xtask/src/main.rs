@@ -15,6 +15,7 @@ mod execute;
 mod fdbtree;
 mod flags;
 mod host;
+mod html;
 mod judge;
 mod monitor;
 mod plan;
