@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs what perfgate's build and tests need on Debian/Ubuntu: a C linker and git
-# (Debian packages), chromium (Debian; the tests render report.html in it headless), and
+# Installs what perfgate's build and tests need on Debian/Ubuntu: a C linker, git, cmake
+# and ninja (Debian packages), chromium (Debian; the tests render report.html in it headless), and
 # junitparser (PyPI), the independent JUnit reader the tests check junit.xml with. The Rust toolchain (cargo) must already be there (rustup).
 # Safe to run twice.
 set -euo pipefail
@@ -11,6 +11,10 @@ command -v cc >/dev/null 2>&1 || need+=(build-essential)   # the linker rustc ca
 command -v git >/dev/null 2>&1 || need+=(git)
 command -v python3 >/dev/null 2>&1 || need+=(python3 python3-pip)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+# The build tests configure a tiny CMake project with Ninja (FDB itself needs cmake 3.30+,
+# which `pip install cmake` provides; Debian's is enough for the tests).
+command -v cmake >/dev/null 2>&1 || need+=(cmake)
+command -v ninja >/dev/null 2>&1 || need+=(ninja-build)
 if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${need[@]}"

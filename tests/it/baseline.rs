@@ -123,7 +123,7 @@ fn record_list_show_and_judge_a_candidate_against_the_record() {
     );
     assert_eq!(code(&o), 0, "{}", text(&o));
     assert!(
-        String::from_utf8_lossy(&o.stdout).starts_with("release  redwood standard  2 trials"),
+        String::from_utf8_lossy(&o.stdout).starts_with("release  redwood quick  2 trials"),
         "{}",
         text(&o)
     );
@@ -218,7 +218,7 @@ fn another_host_class_workload_or_a_broken_file_is_refused() {
         .starts_with("HOST MISMATCH"));
 
     std::fs::write(&file, &original).unwrap();
-    let o = against(&s, &dir, &exp, "workload", &["--profile", "quick"]);
+    let o = against(&s, &dir, &exp, "workload", &["--profile", "standard"]);
     assert_eq!(code(&o), 64, "{}", text(&o));
     assert!(text(&o).contains("another workload"), "{}", text(&o));
 

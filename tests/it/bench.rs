@@ -149,7 +149,7 @@ fn slo_floors_come_from_the_flag_the_environment_or_slo_json() {
     std::fs::create_dir_all(s.dir.path().join("baselines")).unwrap();
     std::fs::write(
         s.dir.path().join("baselines/slo.json"),
-        r#"{"schema_version": 1, "tps": {"standard": {"redwood": 1200.0}}}"#,
+        r#"{"schema_version": 1, "tps": {"quick": {"redwood": 1200.0}}}"#,
     )
     .unwrap();
     let o = s.bench(&a, &b, &["--trials", "2"]);

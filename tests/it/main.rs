@@ -4,5 +4,6 @@
 
 mod baseline;
 mod bench;
+mod build;
 mod support;
 mod tidy;

@@ -18,11 +18,12 @@ use xshell::Shell;
 
 use crate::{
     baseline::{self, Baseline},
+    build,
     calibrate::Calibration,
     config::{Arm, BenchConfig, Engine, UsageError},
     execute::{run_trial, Outcome, TrialContext, TrialRecord},
     fdbtree::{self, BuildConfig, FdbTree},
-    flags::{BenchArgs, CalibrateArgs},
+    flags::{BenchArgs, CalibrateArgs, SourceArgs},
     host::Host,
     judge::{judge_looks, Criteria, Verdict},
     plan::{ArmPlan, Plan, PlannedTrial, Preflight},
@@ -35,7 +36,20 @@ use crate::{
 /// Runs the gate; returns the exit status (0, 1 or 2). Errors before the first trial
 /// (bad input, missing binaries) are returned as errors.
 pub fn run(sh: &Shell, args: &BenchArgs) -> Result<i32> {
-    let config = BenchConfig::try_from(args)?;
+    let mut config = BenchConfig::try_from(args)?;
+    let baseline_needed = args.baseline_build.is_none() && args.against_recorded.is_none();
+    if baseline_needed || args.experiment_build.is_none() {
+        let built = build_arms(
+            sh,
+            &args.source,
+            baseline_needed,
+            args.experiment_build.is_none(),
+        )?;
+        for (arm, p) in built {
+            config.arm_mut(arm).build_dir = p.build_dir.clone();
+            config.provenance.push(p);
+        }
+    }
     let junit = config.junit.clone();
     match run_config(sh, config) {
         Ok(done) => Ok(done.map_or(0, |done| done.exit_code)),
@@ -48,6 +62,97 @@ pub fn run(sh: &Shell, args: &BenchArgs) -> Result<i32> {
             Err(e)
         }
     }
+}
+
+/// Builds the arms that have no tree from `--fdb-src` (`build` module), baseline at
+/// `--baseline` (default: merge base with upstream main), experiment at `--experiment`
+/// (default: the working tree).
+fn build_arms(
+    sh: &Shell,
+    args: &SourceArgs,
+    baseline: bool,
+    experiment: bool,
+) -> Result<Vec<(Arm, build::Provenance)>> {
+    let src = fdb_src(args)?;
+    build::check_tools()?;
+    let settings = build::BuildSettings {
+        cmake_args: args.cmake_args.clone(),
+        jobs: args
+            .build_jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
+        timeout_s: args.timeout_build,
+    };
+    let cache = target_dir()?.join("perfgate").join("fdb");
+    let mut built = Vec::new();
+    for (arm, wanted) in [(Arm::Baseline, baseline), (Arm::Experiment, experiment)] {
+        if !wanted {
+            continue;
+        }
+        let source = match (arm, &args.baseline, &args.experiment) {
+            (Arm::Baseline, Some(rev), _) | (Arm::Experiment, _, Some(rev)) => {
+                build::Source::Revision(rev.clone())
+            }
+            (Arm::Baseline, None, _) => build::Source::Revision(build::default_baseline(sh, &src)?),
+            (Arm::Experiment, _, None) => build::Source::WorkingTree,
+        };
+        eprintln!(
+            "building the {arm} arm ({source:?}) from {} ...",
+            src.display()
+        );
+        let p = build::build(sh, &src, &source, &settings, &cache)
+            .with_context(|| format!("cannot build the {arm} arm from {}", src.display()))?;
+        eprintln!(
+            "{arm}: {} ({}), {}",
+            p.build_dir.display(),
+            &p.commit[..p.commit.len().min(12)],
+            if p.cache_hit {
+                "cached".to_string()
+            } else {
+                format!("built in {:.0} s", p.build_s)
+            }
+        );
+        built.push((arm, p));
+    }
+    Ok(built)
+}
+
+/// `--fdb-src`/`FDB_SRC` (`.cargo/config.toml` sets `../foundationdb`), which must be a
+/// git checkout; the error says where it looked and the ways to point at one.
+fn fdb_src(args: &SourceArgs) -> Result<PathBuf> {
+    let src = args
+        .fdb_src
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("../foundationdb"));
+    if src.join(".git").exists() {
+        return Ok(std::fs::canonicalize(&src).unwrap_or(src));
+    }
+    Err(UsageError(format!(
+        "no FDB checkout at {} (from {}): give --fdb-src PATH, set FDB_SRC, or give prebuilt \
+         trees with --baseline-build and --experiment-build",
+        src.display(),
+        if args.fdb_src.is_some() {
+            "--fdb-src/FDB_SRC"
+        } else {
+            "the default"
+        }
+    ))
+    .into())
+}
+
+/// `cargo xtask build`: what `bench` would build, ahead of time.
+pub fn build_only(sh: &Shell, args: &SourceArgs) -> Result<i32> {
+    for (arm, p) in build_arms(sh, args, true, true)? {
+        let _ = writeln!(std::io::stdout(), "{arm}: {}", p.build_dir.display());
+    }
+    Ok(0)
+}
+
+fn target_dir() -> Result<PathBuf> {
+    let meta = cargo_metadata::MetadataCommand::new()
+        .no_deps()
+        .exec()
+        .context("cannot find the cargo target dir (cargo metadata)")?;
+    Ok(meta.target_directory.into_std_path_buf())
 }
 
 /// `cargo xtask calibrate`: an A/A run of one build, then the host's noise figures.

@@ -426,6 +426,8 @@ pub struct BenchConfig {
     pub slo: SloTps,
     /// Where each effective floor came from.
     pub slo_sources: Vec<String>,
+    /// How arms built from source came to be (`build`), in arm order.
+    pub provenance: Vec<crate::build::Provenance>,
     /// INCONCLUSIVE fails the run.
     pub strict: bool,
     /// p99 transaction latency is gated too.
@@ -450,6 +452,13 @@ pub struct BenchConfig {
 }
 
 impl BenchConfig {
+    pub fn arm_mut(&mut self, arm: Arm) -> &mut ArmConfig {
+        match arm {
+            Arm::Baseline => &mut self.baseline,
+            Arm::Experiment => &mut self.experiment,
+        }
+    }
+
     pub fn arm(&self, arm: Arm) -> &ArmConfig {
         match arm {
             Arm::Baseline => &self.baseline,
@@ -462,9 +471,11 @@ impl TryFrom<&BenchArgs> for BenchConfig {
     type Error = UsageError;
 
     fn try_from(a: &BenchArgs) -> Result<BenchConfig, UsageError> {
-        // With --against-recorded there is no baseline tree (clap requires one otherwise).
+        // Arms without a tree are built from source later (`bench::build_arms`) and get
+        // their tree then; with --against-recorded there is no baseline tree at all.
         let baseline = a.baseline_build.as_deref().unwrap_or(Path::new(""));
-        let mut c = BenchConfig::new(baseline, &a.experiment_build, a.allow_same, &a.run)?;
+        let experiment = a.experiment_build.as_deref().unwrap_or(Path::new(""));
+        let mut c = BenchConfig::new(baseline, experiment, a.allow_same, &a.run)?;
         if a.against_recorded.is_some() && c.time_budget.is_some() {
             return Err(usage(
                 "--trials auto does not work with --against-recorded yet; give --trials N",
@@ -552,6 +563,7 @@ impl BenchConfig {
             slo_tps: a.slo_tps,
             slo: SloTps::default(),
             slo_sources: Vec::new(),
+            provenance: Vec::new(),
             strict: a.strict,
             gate_latency: a.gate_latency,
             allow_same,
@@ -615,7 +627,7 @@ mod tests {
 
     #[test]
     fn standard_profile_is_the_upstream_workload() {
-        let w = config(&[]).unwrap().workload;
+        let w = config(&["--profile", "standard"]).unwrap().workload;
         assert_eq!((w.rows, w.keylen, w.vallen), (100_000, 128, 512));
         assert_eq!(
             (w.build_procs, w.procs, w.threads, w.async_xacts),
@@ -627,6 +639,11 @@ mod tests {
             (w.warmup_seconds, w.seconds, w.measured_seconds()),
             (300, 600, 300)
         );
+    }
+
+    #[test]
+    fn quick_is_the_default_profile() {
+        assert_eq!(config(&[]).unwrap().workload.profile, "quick");
     }
 
     #[test]

@@ -56,6 +56,9 @@ pub enum Command {
         #[arg(long, env = "WORKDIR", value_name = "PATH")]
         workdir: Option<PathBuf>,
     },
+    /// Build the arms' FDB trees from --fdb-src ahead of time (what `bench` would build),
+    /// and print where they are.
+    Build(SourceArgs),
     /// Recorded baselines in baselines/: record one from a finished run, list, show.
     #[command(subcommand)]
     Baseline(BaselineCommand),
@@ -176,13 +179,9 @@ impl std::str::FromStr for TrialsArg {
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// FDB build tree of the baseline arm (A): holds bin/fdbserver, bin/fdbcli, bin/mako and
-    /// lib/libfdb_c.so (cmake -DBUILD_MAKO=ON). Not with --against-recorded.
-    #[arg(
-        long,
-        value_name = "DIR",
-        required_unless_present = "against_recorded",
-        conflicts_with = "against_recorded"
-    )]
+    /// lib/libfdb_c.so (cmake -DBUILD_MAKO=ON). Without it the arm is built from --fdb-src
+    /// at --baseline. Not with --against-recorded.
+    #[arg(long, value_name = "DIR", conflicts_with = "against_recorded")]
     pub baseline_build: Option<PathBuf>,
 
     /// Judge the experiment against a recorded baseline (a name in baselines/, or a
@@ -202,8 +201,12 @@ pub struct BenchArgs {
 
     /// FDB build tree of the experiment arm (B); may be the same tree as the baseline for a
     /// knob A/B (then give --baseline-knob/--experiment-knob) or an A/A (--allow-same).
+    /// Without it the arm is built from --fdb-src at --experiment.
     #[arg(long, value_name = "DIR")]
-    pub experiment_build: PathBuf,
+    pub experiment_build: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub source: SourceArgs,
 
     /// Accept two arms with the same source version, the same binaries and the same knobs
     /// (an A/A run, e.g. to measure this host's noise; see also `calibrate`).
@@ -212,6 +215,32 @@ pub struct BenchArgs {
 
     #[command(flatten)]
     pub run: RunArgs,
+}
+
+/// Where arms without a build tree are built from.
+#[derive(Debug, Args)]
+pub struct SourceArgs {
+    /// FDB git checkout to build the arms from (default: ../foundationdb beside this
+    /// repository, set in .cargo/config.toml).
+    #[arg(long, env = "FDB_SRC", value_name = "PATH")]
+    pub fdb_src: Option<PathBuf>,
+    /// Revision of the baseline arm (any git rev syntax); default: the merge base of HEAD
+    /// with the upstream main branch.
+    #[arg(long, value_name = "REV")]
+    pub baseline: Option<String>,
+    /// Revision of the experiment arm; default: the working tree, uncommitted changes
+    /// included.
+    #[arg(long, value_name = "REV")]
+    pub experiment: Option<String>,
+    /// Extra cmake argument for both arms (repeatable), e.g. --cmake-arg=-DWITH_ROCKSDB=OFF.
+    #[arg(long = "cmake-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub cmake_args: Vec<String>,
+    /// Parallel build jobs; default: the host's cores.
+    #[arg(long, value_name = "N")]
+    pub build_jobs: Option<usize>,
+    /// Bound of one arm's configure + build, seconds.
+    #[arg(long, default_value_t = 6 * 3600, value_name = "SECONDS")]
+    pub timeout_build: u64,
 }
 
 /// Flags of `cargo xtask calibrate`.
@@ -239,8 +268,9 @@ pub struct RunArgs {
     )]
     pub engines: Vec<EngineArg>,
 
-    /// Workload profile.
-    #[arg(long, value_enum, default_value = "standard")]
+    /// Workload profile: quick, the everyday one, or standard, the upstream workload
+    /// for release qualification.
+    #[arg(long, value_enum, default_value = "quick")]
     pub profile: ProfileArg,
 
     #[command(flatten, next_help_heading = "Workload (defaults from --profile)")]

@@ -6,6 +6,7 @@
 mod analyze;
 mod baseline;
 mod bench;
+mod build;
 mod calibrate;
 mod cluster;
 mod compare;
@@ -58,6 +59,7 @@ fn main() -> ExitCode {
         flags::Command::Calibrate(args) => bench::calibrate(&sh, args),
         flags::Command::Compare(args) => compare::run(args),
         flags::Command::Baseline(cmd) => baseline::run(cmd),
+        flags::Command::Build(args) => bench::build_only(&sh, args),
         flags::Command::Doctor { workdir } => doctor::run(workdir.as_deref()),
     };
     match result {

@@ -1,0 +1,279 @@
+//! Building arms from an FDB-shaped checkout: a tiny CMake project in a temp git repo whose
+//! targets (fdbserver, fdbcli, mako with BUILD_MAKO, fdb_c) put the test double's binaries
+//! under bin/ and lib/, built with the real cmake and ninja.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output},
+};
+
+use serde_json::{json, Value};
+
+use crate::support::{code, text, xtask, Sandbox};
+
+const CMAKE: &str = r#"cmake_minimum_required(VERSION 3.13)
+project(fakefdb NONE)
+option(BUILD_MAKO "Build mako" OFF)
+set(DOUBLE_BIN "" CACHE PATH "the FDB test double's binaries")
+configure_file(double.json ${CMAKE_BINARY_DIR}/double.json COPYONLY)
+file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/bin ${CMAKE_BINARY_DIR}/lib)
+foreach(p fdbserver fdbcli)
+  add_custom_target(${p} COMMAND ${CMAKE_COMMAND} -E create_symlink ${DOUBLE_BIN}/${p} ${CMAKE_BINARY_DIR}/bin/${p})
+endforeach()
+if(BUILD_MAKO)
+  add_custom_target(mako COMMAND ${CMAKE_COMMAND} -E create_symlink ${DOUBLE_BIN}/mako ${CMAKE_BINARY_DIR}/bin/mako)
+endif()
+add_custom_target(fdb_c COMMAND ${CMAKE_COMMAND} -E touch ${CMAKE_BINARY_DIR}/lib/libfdb_c.so)
+"#;
+
+fn git(repo: &Path, args: &[&str]) {
+    let o = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "git {args:?}: {}", text(&o));
+}
+
+/// A repo with two commits: HEAD~1 and HEAD differ in source version only.
+fn checkout(s: &Sandbox) -> PathBuf {
+    let repo = s.dir.path().join("foundationdb");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["config", "user.email", "t@example.invalid"]);
+    git(&repo, &["config", "user.name", "t"]);
+    std::fs::write(repo.join("CMakeLists.txt"), CMAKE).unwrap();
+    for version in [
+        "1111111111111111111111111111111111111111",
+        "2222222222222222222222222222222222222222",
+    ] {
+        std::fs::write(
+            repo.join("double.json"),
+            json!({"tps": 1000.0, "source_version": version}).to_string(),
+        )
+        .unwrap();
+        git(&repo, &["add", "."]);
+        git(&repo, &["commit", "-q", "-m", version]);
+    }
+    repo
+}
+
+fn double_bin() -> String {
+    format!(
+        "--cmake-arg=-DDOUBLE_BIN={}",
+        Path::new(env!("CARGO_BIN_EXE_fdbserver"))
+            .parent()
+            .unwrap()
+            .display()
+    )
+}
+
+fn bench(s: &Sandbox, repo: &Path, out: &str, extra: &[&str]) -> Output {
+    Command::new(xtask())
+        .args(["bench", "--fdb-src"])
+        .arg(repo)
+        .arg("--out")
+        .arg(s.dir.path().join(out))
+        .arg(double_bin())
+        .args([
+            "--rows",
+            "1000",
+            "--keylen",
+            "16",
+            "--vallen",
+            "16",
+            "--warmup-seconds",
+            "2",
+            "--seconds",
+            "6",
+        ])
+        .args(["--trials", "2", "--baselines-dir"])
+        .arg(s.dir.path().join("baselines"))
+        .args(extra)
+        .env("WORKDIR", s.workdir.path())
+        .output()
+        .unwrap()
+}
+
+fn provenance(s: &Sandbox, out: &str) -> Value {
+    let meta: Value = serde_json::from_str(
+        &std::fs::read_to_string(s.dir.path().join(out).join("meta.json")).unwrap(),
+    )
+    .unwrap();
+    meta["plan"]["config"]["provenance"].clone()
+}
+
+fn tools_present() -> bool {
+    ["cmake", "ninja"].iter().all(|t| {
+        Command::new(t)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
+#[test]
+fn two_revisions_build_then_hit_the_cache_and_a_new_flag_rebuilds() {
+    assert!(
+        tools_present(),
+        "cmake and ninja are needed: run ci/setup.sh"
+    );
+    let s = Sandbox::new();
+    let repo = checkout(&s);
+    let o = bench(
+        &s,
+        &repo,
+        "first",
+        &["--baseline", "HEAD~1", "--experiment", "HEAD"],
+    );
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let p = provenance(&s, "first");
+    assert_eq!(
+        (&p[0]["asked"], &p[1]["asked"]),
+        (&json!("HEAD~1"), &json!("HEAD")),
+        "{p}"
+    );
+    assert_eq!(p[0]["cache_hit"], false);
+    assert!(p[0]["cmake_args"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("-DBUILD_MAKO=ON")));
+    let meta: Value = serde_json::from_str(
+        &std::fs::read_to_string(s.dir.path().join("first/meta.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        meta["plan"]["baseline"]["version"]["source_version"],
+        "1111111111111111111111111111111111111111"
+    );
+
+    let o = bench(
+        &s,
+        &repo,
+        "second",
+        &["--baseline", "HEAD~1", "--experiment", "HEAD"],
+    );
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let p = provenance(&s, "second");
+    assert_eq!(
+        (&p[0]["cache_hit"], &p[1]["cache_hit"]),
+        (&json!(true), &json!(true)),
+        "{p}"
+    );
+
+    let o = bench(
+        &s,
+        &repo,
+        "third",
+        &[
+            "--baseline",
+            "HEAD~1",
+            "--experiment",
+            "HEAD",
+            "--cmake-arg=-DSOMETHING=1",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert_eq!(provenance(&s, "third")[0]["cache_hit"], false);
+}
+
+#[test]
+fn the_working_tree_is_the_default_experiment_and_a_debug_build_is_refused() {
+    assert!(
+        tools_present(),
+        "cmake and ninja are needed: run ci/setup.sh"
+    );
+    let s = Sandbox::new();
+    let repo = checkout(&s);
+    // An uncommitted change that makes the experiment 10% slower.
+    std::fs::write(
+        repo.join("double.json"),
+        json!({"tps": 900.0, "source_version": "2222222222222222222222222222222222222222"})
+            .to_string(),
+    )
+    .unwrap();
+    let o = bench(&s, &repo, "dirty", &["--baseline", "HEAD~1"]);
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    let p = provenance(&s, "dirty");
+    assert_eq!(
+        (&p[1]["asked"], &p[1]["dirty"]),
+        (&json!("working tree"), &json!(true)),
+        "{p}"
+    );
+    assert!(p[1]["diff_hash"].is_string());
+
+    let o = bench(
+        &s,
+        &repo,
+        "debug",
+        &[
+            "--baseline",
+            "HEAD~1",
+            "--cmake-arg=-DCMAKE_BUILD_TYPE=Debug",
+        ],
+    );
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("CMAKE_BUILD_TYPE is 'Debug'"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn a_failing_build_shows_its_log_and_a_missing_checkout_or_cmake_is_named() {
+    assert!(
+        tools_present(),
+        "cmake and ninja are needed: run ci/setup.sh"
+    );
+    let s = Sandbox::new();
+    let repo = checkout(&s);
+    std::fs::write(
+        repo.join("CMakeLists.txt"),
+        CMAKE.replace("-E touch", "-E false_no_such_command"),
+    )
+    .unwrap();
+    let o = bench(&s, &repo, "broken", &["--baseline", "HEAD~1"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("cannot build the experiment arm") && err.contains("ninja failed"),
+        "{err}"
+    );
+    assert!(err.contains("build.log"), "{err}");
+
+    let o = bench(&s, &s.dir.path().join("nowhere"), "nowhere", &[]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("no FDB checkout at") && text(&o).contains("--fdb-src"),
+        "{}",
+        text(&o)
+    );
+
+    // A PATH with git but no cmake.
+    let bin = s.dir.path().join("pathbin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for tool in ["git", "ninja", "cc", "c++", "tar"] {
+        if let Ok(o) = Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+        {
+            let p = String::from_utf8_lossy(&o.stdout).trim().to_string();
+            if !p.is_empty() {
+                let _ = std::os::unix::fs::symlink(p, bin.join(tool));
+            }
+        }
+    }
+    let mut cmd = Command::new(xtask());
+    cmd.args(["build", "--fdb-src"])
+        .arg(&repo)
+        .env("PATH", &bin);
+    let o = cmd.output().unwrap();
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("cmake is not installed: apt-get install cmake"),
+        "{}",
+        text(&o)
+    );
+}

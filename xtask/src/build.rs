@@ -1,0 +1,300 @@
+//! Build stage: an FDB checkout and a revision (or its working tree) -> a build tree with
+//! `bin/fdbserver`, `bin/fdbcli`, `bin/mako`, `lib/libfdb_c.so`.
+//!
+//! `cmake -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_MAKO=ON` (plus `--cmake-arg`s and a
+//! compiler launcher, ccache or sccache, when found), then `ninja fdbserver fdbcli mako
+//! fdb_c` (the FDB targets the gate needs, nothing else). A revision is exported with
+//! `git archive` into a cache under the cargo target dir, keyed by commit and configure
+//! flags: a second run with the same revision and flags builds nothing. The working tree
+//! (the experiment by default: uncommitted changes included) builds from the checkout
+//! itself into its own build dir, incrementally. Every build is bounded in time; its
+//! output goes to `build.log` beside it, and a failure shows the log's tail.
+
+use std::{
+    hash::{Hash, Hasher},
+    path::{Path, PathBuf},
+    process::Command,
+    time::{Duration, Instant, SystemTime},
+};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use xshell::{cmd, Shell};
+
+use crate::{
+    config::UsageError,
+    supervise::{tail, Child, PhaseError},
+};
+
+/// The targets the gate needs (FDB's CMake target names).
+pub const TARGETS: [&str; 4] = ["fdbserver", "fdbcli", "mako", "fdb_c"];
+
+/// What to build one arm from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// A commit (any git rev syntax, resolved).
+    Revision(String),
+    /// The checkout's working tree, uncommitted changes included.
+    WorkingTree,
+}
+
+/// Configure and build settings shared by both arms.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BuildSettings {
+    /// Extra `cmake` arguments (`--cmake-arg`).
+    pub cmake_args: Vec<String>,
+    /// Parallel jobs for ninja.
+    pub jobs: usize,
+    /// Bound of one build (configure + ninja), seconds.
+    pub timeout_s: u64,
+}
+
+/// How an arm's build tree came to be; recorded in `meta.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// The revision asked for (`HEAD~1`, `origin/main`, `working tree`).
+    pub asked: String,
+    /// The commit it resolved to (for the working tree: its HEAD).
+    pub commit: String,
+    /// Uncommitted changes were built (working tree).
+    pub dirty: bool,
+    /// Hash of `git diff HEAD` and the untracked files' names, when dirty.
+    pub diff_hash: Option<String>,
+    /// The full cmake command line's arguments.
+    pub cmake_args: Vec<String>,
+    /// Wall time of this invocation's configure + build, seconds (0 on a cache hit).
+    pub build_s: f64,
+    /// Whether an earlier build was reused unchanged.
+    pub cache_hit: bool,
+    /// The build tree.
+    pub build_dir: PathBuf,
+    /// The build's log.
+    pub log: PathBuf,
+}
+
+/// Checks that cmake, ninja and a C++ compiler are installed, naming the Debian/Ubuntu
+/// package when one is not.
+pub fn check_tools() -> Result<()> {
+    for (tool, package) in [
+        (
+            "cmake",
+            "cmake (FDB needs 3.30 or newer: `pip install cmake` has it)",
+        ),
+        ("ninja", "ninja-build"),
+        ("git", "git"),
+    ] {
+        if which::which(tool).is_err() {
+            return Err(UsageError(format!(
+                "{tool} is not installed: apt-get install {package}"
+            ))
+            .into());
+        }
+    }
+    if ["c++", "clang++", "g++"]
+        .iter()
+        .all(|c| which::which(c).is_err())
+    {
+        return Err(
+            UsageError("no C++ compiler found: apt-get install clang (or g++)".into()).into(),
+        );
+    }
+    Ok(())
+}
+
+/// The default baseline: the merge base of HEAD with the upstream main branch (the first
+/// of `origin/main`, `upstream/main`, `origin/master`, `main` that exists).
+pub fn default_baseline(sh: &Shell, src: &Path) -> Result<String> {
+    for upstream in ["origin/main", "upstream/main", "origin/master", "main"] {
+        if let Ok(base) = cmd!(sh, "git -C {src} merge-base HEAD {upstream}")
+            .quiet()
+            .ignore_stderr()
+            .read()
+        {
+            return Ok(base.trim().to_string());
+        }
+    }
+    bail!(
+        "cannot find the merge base of HEAD in {} with origin/main, upstream/main, origin/master \
+         or main: give --baseline REV",
+        src.display()
+    )
+}
+
+/// Builds `source` of the checkout `src` under `cache`, or reuses an earlier build.
+pub fn build(
+    sh: &Shell,
+    src: &Path,
+    source: &Source,
+    settings: &BuildSettings,
+    cache: &Path,
+) -> Result<Provenance> {
+    let head = |rev: &str| -> Result<String> {
+        let spec = format!("{rev}^{{commit}}");
+        let out = cmd!(sh, "git -C {src} rev-parse --verify {spec}")
+            .quiet()
+            .ignore_stderr()
+            .read()
+            .map_err(|_| UsageError(format!("'{rev}' is not a revision of {}", src.display())))?;
+        Ok(out.trim().to_string())
+    };
+    let mut cmake_args = vec![
+        "-G".to_string(),
+        "Ninja".into(),
+        "-DCMAKE_BUILD_TYPE=Release".into(),
+        "-DBUILD_MAKO=ON".into(),
+    ];
+    if let Some(launcher) = ["ccache", "sccache"]
+        .iter()
+        .find(|l| which::which(l).is_ok())
+    {
+        cmake_args.push(format!("-DCMAKE_C_COMPILER_LAUNCHER={launcher}"));
+        cmake_args.push(format!("-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}"));
+    }
+    cmake_args.extend(settings.cmake_args.iter().cloned());
+    let flags = short_hash(&cmake_args);
+    let (asked, commit, dirty, diff_hash, source_dir, key) = match source {
+        Source::Revision(rev) => {
+            let commit = head(rev)?;
+            let key = format!("{}-{flags}", &commit[..12]);
+            (
+                rev.clone(),
+                commit.clone(),
+                false,
+                None,
+                cache.join(&key).join("src"),
+                key,
+            )
+        }
+        Source::WorkingTree => {
+            let commit = head("HEAD")?;
+            let diff = cmd!(sh, "git -C {src} diff HEAD")
+                .quiet()
+                .read()
+                .unwrap_or_default();
+            let untracked = cmd!(sh, "git -C {src} ls-files --others --exclude-standard")
+                .quiet()
+                .read()
+                .unwrap_or_default();
+            let dirty = !diff.is_empty() || !untracked.is_empty();
+            let diff_hash = dirty.then(|| short_hash(&(diff, untracked)));
+            let key = format!(
+                "worktree-{}-{flags}",
+                short_hash(&src.canonicalize().unwrap_or(src.to_path_buf()))
+            );
+            (
+                "working tree".to_string(),
+                commit,
+                dirty,
+                diff_hash,
+                src.to_path_buf(),
+                key,
+            )
+        }
+    };
+    let dir = cache.join(&key);
+    let build_dir = dir.join("build");
+    let log = dir.join("build.log");
+    let stamp = dir.join("stamp.json");
+    let mut provenance = Provenance {
+        asked,
+        commit: commit.clone(),
+        dirty,
+        diff_hash,
+        cmake_args: cmake_args.clone(),
+        build_s: 0.0,
+        cache_hit: false,
+        build_dir: build_dir.clone(),
+        log: log.clone(),
+    };
+    let is_revision = matches!(source, Source::Revision(_));
+    if is_revision && stamp.is_file() && TARGET_FILES.iter().all(|f| build_dir.join(f).is_file()) {
+        provenance.cache_hit = true;
+        return Ok(provenance);
+    }
+    std::fs::create_dir_all(&build_dir)
+        .with_context(|| format!("cannot create {}", build_dir.display()))?;
+    if is_revision && !source_dir.join("CMakeLists.txt").is_file() {
+        export(sh, src, &commit, &source_dir)?;
+    }
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(settings.timeout_s);
+    let mut configure = Command::new("cmake");
+    configure
+        .arg("-S")
+        .arg(&source_dir)
+        .arg("-B")
+        .arg(&build_dir)
+        .args(&cmake_args);
+    step(
+        "cmake configure",
+        configure,
+        &log,
+        deadline,
+        settings.timeout_s,
+    )?;
+    let mut ninja = Command::new("ninja");
+    ninja
+        .arg("-C")
+        .arg(&build_dir)
+        .arg(format!("-j{}", settings.jobs))
+        .args(TARGETS);
+    step("ninja", ninja, &log, deadline, settings.timeout_s)?;
+    provenance.build_s = started.elapsed().as_secs_f64();
+    let when = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    crate::bench::write(&stamp, &crate::bench::json(&(&provenance, when)))?;
+    Ok(provenance)
+}
+
+/// Files a finished build has.
+const TARGET_FILES: [&str; 4] = ["bin/fdbserver", "bin/fdbcli", "bin/mako", "lib/libfdb_c.so"];
+
+/// `git archive <commit> | tar -x -C <dest>`: a clean copy of the commit, no worktree
+/// bookkeeping in the user's repository.
+fn export(sh: &Shell, src: &Path, commit: &str, dest: &Path) -> Result<()> {
+    std::fs::create_dir_all(dest).with_context(|| format!("cannot create {}", dest.display()))?;
+    let archive = dest.with_extension("tar");
+    cmd!(
+        sh,
+        "git -C {src} archive --format=tar --output={archive} {commit}"
+    )
+    .quiet()
+    .run()
+    .with_context(|| format!("cannot export {commit} of {}", src.display()))?;
+    let result = cmd!(sh, "tar -xf {archive} -C {dest}").quiet().run();
+    let _ = std::fs::remove_file(&archive);
+    result.with_context(|| format!("cannot unpack {commit} into {}", dest.display()))
+}
+
+/// Runs one build step bounded by `deadline`, appending its output to `log`; a failure
+/// names the step and shows the log's tail.
+fn step(name: &str, cmd: Command, log: &Path, deadline: Instant, bound_s: u64) -> Result<()> {
+    let out = log.with_extension(format!("{}.log", name.replace(' ', "-")));
+    let mut child = Child::spawn(name, cmd, &out, &out.with_extension("err"))?;
+    let status = child.wait_until(deadline, Duration::from_secs(bound_s), || Ok(()));
+    // One log: each step's stdout then stderr, appended.
+    let mut text = std::fs::read_to_string(log).unwrap_or_default();
+    for f in [&out, &out.with_extension("err")] {
+        text += &std::fs::read_to_string(f).unwrap_or_default();
+        let _ = std::fs::remove_file(f);
+    }
+    std::fs::write(log, &text).with_context(|| format!("cannot write {}", log.display()))?;
+    match status {
+        Ok(s) if s.success() => Ok(()),
+        Ok(s) => bail!(
+            "{name} failed ({s}); the end of {}:\n{}",
+            log.display(),
+            tail(log, 25)
+        ),
+        Err(PhaseError::Timeout(..)) => bail!(
+            "TIMEOUT: {name} did not finish within {bound_s} s (--timeout-build); see {}",
+            log.display()
+        ),
+        Err(e) => bail!("{name}: {e}; see {}", log.display()),
+    }
+}
+
+fn short_hash(value: &impl Hash) -> String {
+    let mut h = std::hash::DefaultHasher::new();
+    value.hash(&mut h);
+    format!("{:016x}", h.finish())[..8].to_string()
+}
