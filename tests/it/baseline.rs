@@ -24,18 +24,7 @@ fn recorded(s: &Sandbox) -> std::path::PathBuf {
         .arg(&tree)
         .arg("--out")
         .arg(&run)
-        .args([
-            "--rows",
-            "1000",
-            "--keylen",
-            "16",
-            "--vallen",
-            "16",
-            "--warmup-seconds",
-            "2",
-            "--seconds",
-            "6",
-        ])
+        .args(crate::support::TINY)
         .args(["--trials", "2"])
         .env("WORKDIR", s.workdir.path())
         .output()
@@ -77,18 +66,7 @@ fn against(
         .arg(exp)
         .arg("--out")
         .arg(s.dir.path().join(out))
-        .args([
-            "--rows",
-            "1000",
-            "--keylen",
-            "16",
-            "--vallen",
-            "16",
-            "--warmup-seconds",
-            "2",
-            "--seconds",
-            "6",
-        ])
+        .args(crate::support::TINY)
         .args(extra)
         .env("WORKDIR", s.workdir.path())
         .output()

@@ -664,8 +664,8 @@ fn calibrate_runs_an_aa_and_reports_noise_mde_and_trials_needed() {
         .arg(&a)
         .arg("--out")
         .arg(s.out())
-        .args(["--rows", "1000", "--keylen", "16", "--vallen", "16"])
-        .args(["--warmup-seconds", "2", "--seconds", "6", "--trials", "4"])
+        .args(crate::support::TINY)
+        .args(["--trials", "4"])
         .env("WORKDIR", s.workdir.path())
         .output()
         .unwrap();

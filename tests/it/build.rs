@@ -76,18 +76,7 @@ fn bench(s: &Sandbox, repo: &Path, out: &str, extra: &[&str]) -> Output {
         .arg("--out")
         .arg(s.dir.path().join(out))
         .arg(double_bin())
-        .args([
-            "--rows",
-            "1000",
-            "--keylen",
-            "16",
-            "--vallen",
-            "16",
-            "--warmup-seconds",
-            "2",
-            "--seconds",
-            "6",
-        ])
+        .args(crate::support::TINY)
         .args(["--trials", "2", "--baselines-dir"])
         .arg(s.dir.path().join("baselines"))
         .args(extra)

@@ -10,6 +10,20 @@ use std::{
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
+/// A tiny workload: the test double needs no more, and tests stay fast.
+pub const TINY: [&str; 10] = [
+    "--rows",
+    "1000",
+    "--keylen",
+    "16",
+    "--vallen",
+    "16",
+    "--warmup-seconds",
+    "2",
+    "--seconds",
+    "6",
+];
+
 /// The `xtask` binary of this workspace, built once per test run (it is another package,
 /// so cargo does not build it for these tests by itself).
 pub fn xtask() -> &'static Path {
@@ -102,8 +116,7 @@ impl Sandbox {
             .arg(b)
             .arg("--out")
             .arg(out)
-            .args(["--rows", "1000", "--keylen", "16", "--vallen", "16"])
-            .args(["--warmup-seconds", "2", "--seconds", "6"])
+            .args(TINY)
             // Seed 3 orders the trials A B B A A B B A (pinned by Cargo.lock's rand), so
             // tests know which trial ran which arm; the order itself is a unit test.
             .args(["--seed", "3"])

@@ -88,8 +88,8 @@ fn ci_gate_script_runs_the_gate_and_leaves_junit_where_ci_looks() {
             "--experiment-build",
             b.to_str().unwrap(),
         ])
-        .args(["--rows", "1000", "--keylen", "16", "--vallen", "16"])
-        .args(["--warmup-seconds", "2", "--seconds", "6", "--seed", "3"])
+        .args(crate::support::TINY)
+        .args(["--seed", "3"])
         .env("WORKDIR", s.workdir.path())
         .env("PERFGATE_TRIALS", "2")
         .output()

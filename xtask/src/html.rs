@@ -297,11 +297,7 @@ fn provenance(plan: &Plan) -> String {
         format!(
             "{} ({}, {} by {})",
             plan.workdir.path.display(),
-            if plan.workdir.tmpfs {
-                "tmpfs"
-            } else {
-                "NOT tmpfs"
-            },
+            plan.workdir.kind(),
             plan.workdir.fs_type,
             plan.workdir.chosen_by
         ),

@@ -177,11 +177,7 @@ impl Plan {
             s,
             "work dir   {} ({}, {} free, chosen by {})",
             self.workdir.path.display(),
-            if self.workdir.tmpfs {
-                "tmpfs"
-            } else {
-                "NOT tmpfs"
-            },
+            self.workdir.kind(),
             human_bytes(self.workdir.free_bytes),
             self.workdir.chosen_by
         );

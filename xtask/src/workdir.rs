@@ -27,6 +27,17 @@ pub struct Workdir {
     pub chosen_by: String,
 }
 
+impl Workdir {
+    /// `tmpfs` or `NOT tmpfs`, for reports.
+    pub fn kind(&self) -> &'static str {
+        if self.tmpfs {
+            "tmpfs"
+        } else {
+            "NOT tmpfs"
+        }
+    }
+}
+
 /// Reads the filesystem facts of `path` (which must exist).
 pub fn inspect(path: &Path, chosen_by: &str) -> Result<Workdir> {
     let st = statfs(path).with_context(|| format!("cannot statfs work dir {}", path.display()))?;
