@@ -150,9 +150,13 @@ pub fn ask(cluster_file: &Path, request: &str) -> Option<String> {
     }
 }
 
-/// Deterministic noise factor for the `k`-th mako run of a tree: 1 + noise_pct/100 * u,
-/// u in [-1, 1) from a fixed low-discrepancy sequence.
-pub fn noise_factor(noise_pct: f64, k: u64) -> f64 {
-    let u = ((k as f64 + 1.0) * 0.618_033_988_749_895).fract() * 2.0 - 1.0;
+/// Deterministic noise factor for the `k`-th mako run of a tree whose noise stream is
+/// `stream`: 1 + noise_pct/100 * u, u in [-1, 1) from a hash of both, so two trees'
+/// streams are independent (a pair's ratio is noisy too).
+pub fn noise_factor(noise_pct: f64, k: u64, stream: u64) -> f64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    (k, stream).hash(&mut h);
+    let u = (h.finish() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0;
     1.0 + noise_pct / 100.0 * u
 }

@@ -76,9 +76,12 @@ fn main() {
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(0);
     let _ = std::fs::write(&counter, (k + 1).to_string());
-    // Offset by the source version, so that two trees' noise is not the same sequence.
-    let offset: u64 = b.source_version.bytes().map(|c| u64::from(c) * 7).sum();
-    let tps = b.tps * common::noise_factor(b.noise_pct, k + offset);
+    // Each source version has its own noise stream.
+    let stream: u64 = b
+        .source_version
+        .bytes()
+        .fold(0, |h, c| h.wrapping_mul(31).wrapping_add(u64::from(c)));
+    let tps = b.tps * common::noise_factor(b.noise_pct, k, stream);
     let mut text = String::from(
         "                      GET       UPDATE       INSERT          TPS  Conflicts/s \n",
     );

@@ -500,7 +500,7 @@ impl Runner<'_> {
                 record
                     .storage_cpu_cores
                     .map(|c| format!("{c:.2}"))
-                    .unwrap_or_else(|| "?".into())
+                    .unwrap_or_else(|| "? (not measured: the run ended before its warmup)".into())
             ),
             _ => tracing::error!(
                 "trial {}: {:?}: {}; artifacts in {}",

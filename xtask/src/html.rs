@@ -259,7 +259,14 @@ fn provenance(plan: &Plan) -> String {
         let build = a
             .build_config
             .as_ref()
-            .map(|c| format!(", {} build, {}", c.build_type, c.cxx_compiler))
+            .map(|c| {
+                let compiler = if c.cxx_compiler.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {}", c.cxx_compiler)
+                };
+                format!(", {} build{compiler}", c.build_type)
+            })
             .unwrap_or_default();
         rows.push((
             a.arm.to_string(),
@@ -295,7 +302,7 @@ fn provenance(plan: &Plan) -> String {
     rows.push((
         "work dir".into(),
         format!(
-            "{} ({}, {} by {})",
+            "{} ({}, filesystem {}, chosen by {})",
             plan.workdir.path.display(),
             plan.workdir.kind(),
             plan.workdir.fs_type,

@@ -121,6 +121,11 @@ fn numbers(j: &Judgement) -> Vec<(String, String)> {
             0,
         );
         push(
+            &format!("{arm}_trials_cpu_unmeasured"),
+            s.as_ref().map(|s| s.trials_cpu_unmeasured as f64),
+            0,
+        );
+        push(
             &format!("{arm}_workdir_peak_bytes"),
             s.as_ref()
                 .and_then(|s| s.workdir_peak_bytes_max)
@@ -390,12 +395,14 @@ mod tests {
                             <property name="baseline_trials" value="3"/>
                             <property name="baseline_storage_cpu_cores" value="0.970"/>
                             <property name="baseline_trials_not_cpu_bound" value="0"/>
+                            <property name="baseline_trials_cpu_unmeasured" value="0"/>
                             <property name="baseline_workdir_peak_bytes" value="1048576"/>
                             <property name="experiment_tps_mean" value="951.83"/>
                             <property name="experiment_tps_cv_pct" value="0.83"/>
                             <property name="experiment_trials" value="3"/>
                             <property name="experiment_storage_cpu_cores" value="0.970"/>
                             <property name="experiment_trials_not_cpu_bound" value="0"/>
+                            <property name="experiment_trials_cpu_unmeasured" value="0"/>
                             <property name="experiment_workdir_peak_bytes" value="1048576"/>
                             <property name="tps_delta_pct" value="-4.82"/>
                             <property name="pairs" value="3"/>
@@ -417,12 +424,14 @@ mod tests {
             baseline_trials=3
             baseline_storage_cpu_cores=0.970
             baseline_trials_not_cpu_bound=0
+            baseline_trials_cpu_unmeasured=0
             baseline_workdir_peak_bytes=1048576
             experiment_tps_mean=951.83
             experiment_tps_cv_pct=0.83
             experiment_trials=3
             experiment_storage_cpu_cores=0.970
             experiment_trials_not_cpu_bound=0
+            experiment_trials_cpu_unmeasured=0
             experiment_workdir_peak_bytes=1048576
             tps_delta_pct=-4.82
             pairs=3
@@ -444,12 +453,14 @@ mod tests {
             baseline_trials=3
             baseline_storage_cpu_cores=0.970
             baseline_trials_not_cpu_bound=0
+            baseline_trials_cpu_unmeasured=0
             baseline_workdir_peak_bytes=1048576
             experiment_tps_mean=951.83
             experiment_tps_cv_pct=0.83
             experiment_trials=3
             experiment_storage_cpu_cores=0.970
             experiment_trials_not_cpu_bound=0
+            experiment_trials_cpu_unmeasured=0
             experiment_workdir_peak_bytes=1048576
             tps_delta_pct=-4.82
             pairs=3

@@ -235,9 +235,24 @@ pub const RUN_DIR_PREFIX: &str = "perfgate-";
 /// Cleans up after earlier gates that were killed (SIGKILL, a crash) and could not tear
 /// down: for every `perfgate-<pid>` directory under `workdir` whose gate is gone, kills
 /// the processes still naming it (e.g. mako workers, which do not get the parent-death
-/// signal) and removes it. Returns one line per directory cleaned.
+/// signal) and removes it; removes the sample directories and shared memory of mako
+/// processes that are gone. Returns one line per run directory cleaned.
 pub fn clean_stale_runs(workdir: &Path) -> Vec<String> {
     let mut cleaned = Vec::new();
+    // A mako killed with its gate leaves files named after its dead pid.
+    for (dir, prefix) in [("/dev/shm", "mako"), ("/tmp", "makoTemp")] {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = name
+                .strip_prefix(prefix)
+                .and_then(|p| p.parse::<u32>().ok())
+            {
+                if !process_running(pid) {
+                    remove_mako_leftovers(pid);
+                }
+            }
+        }
+    }
     let Ok(entries) = std::fs::read_dir(workdir) else {
         return cleaned;
     };

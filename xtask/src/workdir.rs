@@ -17,7 +17,8 @@ pub struct Workdir {
     pub path: PathBuf,
     /// Whether the filesystem is tmpfs (RAM disk).
     pub tmpfs: bool,
-    /// `statfs` filesystem type, as hex (e.g. `0x1021994` for tmpfs).
+    /// Filesystem type from `statfs`: a name for the common ones (tmpfs, ext4, xfs, btrfs,
+    /// overlay, nfs), else its magic number in hex.
     pub fs_type: String,
     /// Free space available to us, in bytes, when the run started.
     pub free_bytes: u64,
@@ -45,11 +46,24 @@ pub fn inspect(path: &Path, chosen_by: &str) -> Result<Workdir> {
     Ok(Workdir {
         path: path.to_path_buf(),
         tmpfs: st.filesystem_type() == TMPFS_MAGIC,
-        fs_type: format!("{:#x}", st.filesystem_type().0),
+        fs_type: fs_name(st.filesystem_type().0 as i64),
         free_bytes: st.blocks_available() as u64 * block,
         total_bytes: st.blocks() as u64 * block,
         chosen_by: chosen_by.to_string(),
     })
+}
+
+/// A readable name for a `statfs` `f_type` (linux/magic.h).
+fn fs_name(magic: i64) -> String {
+    match magic {
+        0x0102_1994 => "tmpfs".into(),
+        0xEF53 => "ext4".into(),
+        0x5846_5342 => "xfs".into(),
+        0x9123_683E => "btrfs".into(),
+        0x794C_7630 => "overlay".into(),
+        0x6969 => "nfs".into(),
+        other => format!("{other:#x}"),
+    }
 }
 
 /// Chooses the work dir: `explicit` when given (created if missing), else `/mnt/ram` when
@@ -67,7 +81,7 @@ pub fn choose(explicit: Option<&Path>) -> Result<Workdir> {
         // Absolute: the servers run in their own directories and get paths inside it.
         let path = std::fs::canonicalize(path)
             .with_context(|| format!("cannot resolve work dir {}", path.display()))?;
-        return inspect(&path, "--workdir");
+        return inspect(&path, "--workdir/WORKDIR");
     }
     let ram = Path::new("/mnt/ram");
     if ram.is_dir() && ensure_writable(ram).is_ok() {
@@ -155,10 +169,10 @@ tmpfs-look-alike /data ext4 rw 0 0
         // target dir is on the build disk. Skip the tmpfs half where /dev/shm is absent.
         let disk = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
         let w = inspect(disk.path(), "test").unwrap();
-        assert!(!w.tmpfs || w.fs_type == "0x1021994");
+        assert!(!w.tmpfs || w.fs_type == "tmpfs");
         if Path::new("/dev/shm").is_dir() {
             let shm = inspect(Path::new("/dev/shm"), "test").unwrap();
-            assert!(shm.tmpfs, "{shm:?}");
+            assert!(shm.tmpfs && shm.fs_type == "tmpfs", "{shm:?}");
             assert!(shm.total_bytes > 0);
         }
     }
@@ -169,7 +183,7 @@ tmpfs-look-alike /data ext4 rw 0 0
         let path = base.path().join("a/b");
         let w = choose(Some(&path)).unwrap();
         assert!(path.is_dir());
-        assert_eq!(w.chosen_by, "--workdir");
+        assert_eq!(w.chosen_by, "--workdir/WORKDIR");
         assert!(w.path.is_absolute());
     }
 }
