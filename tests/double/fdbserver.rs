@@ -83,9 +83,14 @@ fn main() {
         std::process::exit(1)
     });
     if let (Some(ms), "storage") = (b.storage_crash_after_ms, role.as_str()) {
+        let trace = trace.clone();
         std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(ms));
             eprintln!("double: storage server crashing on purpose");
+            // Like flow's crash handler: a SevError event before dying.
+            let mut events = std::fs::read_to_string(&trace).unwrap_or_default();
+            events += "<Event Severity=\"40\" Type=\"Crash\" Signal=\"6\" Name=\"Aborted\" />\n";
+            let _ = std::fs::write(&trace, events);
             std::process::abort();
         });
     }

@@ -364,6 +364,7 @@ fn storage_server_crash_during_the_run_is_caught_promptly() {
         "{err}"
     );
     assert!(err.contains("crashing on purpose"), "{err}");
+    assert!(err.contains("last trace errors: Crash"), "{err}");
     assert!(
         s.leftover_processes().is_empty(),
         "{:?}",

@@ -296,6 +296,29 @@ struct RawResults {
     p999_latency: BTreeMap<String, f64>,
 }
 
+/// The last `n` error events (Severity 40, SevError) of fdbserver trace XML, as
+/// `Type (Error: ErrorDescription)`; FDB writes one `<Event .../>` per line
+/// (`flow/Trace.cpp`). For the failure text of a crashed server.
+pub fn trace_errors(trace: &str, n: usize) -> Vec<String> {
+    let attr = |line: &str, key: &str| -> Option<String> {
+        let start = line.find(&format!(" {key}=\""))? + key.len() + 3;
+        Some(line[start..].split('"').next()?.to_string())
+    };
+    let errors: Vec<String> = trace
+        .lines()
+        .filter(|l| attr(l, "Severity").as_deref() == Some("40"))
+        .map(|l| {
+            let kind = attr(l, "Type").unwrap_or_else(|| "?".into());
+            match (attr(l, "Error"), attr(l, "ErrorDescription")) {
+                (Some(e), Some(d)) => format!("{kind} ({e}: {d})"),
+                (Some(e), None) => format!("{kind} ({e})"),
+                _ => kind,
+            }
+        })
+        .collect();
+    errors[errors.len().saturating_sub(n)..].to_vec()
+}
+
 /// Knobs an fdbserver refused, from its stderr and trace files. fdbserver only warns and
 /// runs with the default (`fdbserver/core/ServerKnobs.cpp`, knob setup): on stderr
 /// `WARNING: Invalid knob option 'NAME'` or `WARNING: Invalid value 'V' for knob option
@@ -488,6 +511,23 @@ mod tests {
         let first = RUN_TXT.lines().take(3).collect::<Vec<_>>().join("\n");
         assert_eq!(last_sample_tps(&first), Some(847.53));
         assert_eq!(last_sample_tps(""), None);
+    }
+
+    #[test]
+    fn the_last_error_events_of_a_trace_are_named() {
+        let trace = r#"<Event Severity="10" Type="ProgramStart" />
+<Event Severity="40" Type="StorageServerFailed" Error="io_error" ErrorDescription="Disk i/o operation failed" />
+<Event Severity="30" Type="InvalidKnobName" Knob="x" />
+<Event Severity="40" Type="Crash" Signal="11" />"#;
+        assert_eq!(
+            trace_errors(trace, 5),
+            [
+                "StorageServerFailed (io_error: Disk i/o operation failed)",
+                "Crash"
+            ]
+        );
+        assert_eq!(trace_errors(trace, 1), ["Crash"]);
+        assert!(trace_errors(include_str!("../testdata/trace-knob-events.txt"), 5).is_empty());
     }
 
     #[test]

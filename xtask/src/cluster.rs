@@ -61,6 +61,19 @@ pub struct Server {
 }
 
 impl Server {
+    /// All of the server's trace files so far, concatenated.
+    fn trace_text(&self) -> String {
+        let mut trace = String::new();
+        for entry in std::fs::read_dir(&self.log_dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            trace += &std::fs::read_to_string(entry.path()).unwrap_or_default();
+        }
+        trace
+    }
+
     fn new(work: &Path, role: Role, port: u16) -> Result<Server> {
         let dir = work.join(format!("{}-{port}", role.as_str()));
         let (data_dir, log_dir) = (dir.join("data"), dir.join("log"));
@@ -250,19 +263,28 @@ impl Cluster {
         child.wait_until(Instant::now() + bound, bound, || self.check_alive())
     }
 
-    /// Errors when a server has exited, naming it and the end of its stderr.
+    /// Errors when a server has exited, naming it, the end of its stderr and the last
+    /// error events of its trace files.
     pub fn check_alive(&self) -> Result<(), PhaseError> {
-        for c in self.servers.iter().filter_map(|s| s.child.as_ref()) {
+        for s in &self.servers {
+            let Some(c) = &s.child else { continue };
             // `try_wait` needs `&mut`; /proc answers through a shared borrow.
-            if !process_running(c.pid()) {
-                return Err(anyhow!(
-                    "{} exited during the trial; stderr ends with:\n{}\nsee {}",
-                    c.name,
-                    c.stderr_tail(10),
-                    c.stderr.display()
-                )
-                .into());
+            if process_running(c.pid()) {
+                continue;
             }
+            let errors = crate::analyze::trace_errors(&s.trace_text(), 3);
+            let events = if errors.is_empty() {
+                String::new()
+            } else {
+                format!("\nlast trace errors: {}", errors.join("; "))
+            };
+            return Err(anyhow!(
+                "{} exited during the trial; stderr ends with:\n{}{events}\nsee {}",
+                c.name,
+                c.stderr_tail(10),
+                c.stderr.display()
+            )
+            .into());
         }
         Ok(())
     }
@@ -316,15 +338,7 @@ impl Cluster {
         for s in &self.servers {
             let Some(child) = &s.child else { continue };
             let stderr = std::fs::read_to_string(&child.stderr).unwrap_or_default();
-            let mut trace = String::new();
-            for entry in std::fs::read_dir(&s.log_dir)
-                .into_iter()
-                .flatten()
-                .flatten()
-            {
-                trace += &std::fs::read_to_string(entry.path()).unwrap_or_default();
-            }
-            for p in crate::analyze::knob_problems(&stderr, &trace) {
+            for p in crate::analyze::knob_problems(&stderr, &s.trace_text()) {
                 problems.push(format!("{}: {p}", child.name));
             }
         }

@@ -147,7 +147,10 @@ impl ArmStats {
             tps_cv_pct: stddev.map(|s| 100.0 * s / mean),
             txn_latency_us_p99_mean: mean_of(trials.iter().filter_map(|t| txn_p99(t)).collect()),
             trials_not_cpu_bound: trials.iter().filter(|t| t.cpu_bound == Some(false)).count(),
-            trials_cpu_unmeasured: trials.iter().filter(|t| t.storage_cpu_cores.is_none()).count(),
+            trials_cpu_unmeasured: trials
+                .iter()
+                .filter(|t| t.storage_cpu_cores.is_none())
+                .count(),
             workdir_peak_bytes_max: trials.iter().filter_map(|t| t.workdir_peak_bytes).max(),
             storage_cpu_cores_mean: mean_of(
                 trials.iter().filter_map(|t| t.storage_cpu_cores).collect(),
