@@ -221,8 +221,15 @@ impl Workload {
         }
     }
 
-    fn resolve(profile: ProfileArg, o: &WorkloadArgs) -> Result<Workload, UsageError> {
-        let p = Workload::from_profile(profile);
+    fn resolve(
+        profile: ProfileArg,
+        file: Option<&Path>,
+        o: &WorkloadArgs,
+    ) -> Result<Workload, UsageError> {
+        let p = match file {
+            Some(path) => ProfileFile::read(path)?.apply(profile),
+            None => Workload::from_profile(profile),
+        };
         let w = Workload {
             profile: p.profile.clone(),
             rows: o.rows.unwrap_or(p.rows),
@@ -350,6 +357,74 @@ pub fn transaction_ops(spec: &str) -> Result<Vec<TxnOp>, String> {
         return Err("it is empty".into());
     }
     Ok(ops)
+}
+
+/// A user profile file (`--profile-file`): a name, an optional base profile, and any
+/// workload values.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileFile {
+    /// Recorded as the workload's profile (baselines and SLOs are per profile).
+    name: String,
+    base: Option<ProfileArg>,
+    rows: Option<u64>,
+    keylen: Option<u32>,
+    vallen: Option<u32>,
+    transaction: Option<String>,
+    build_procs: Option<u32>,
+    procs: Option<u32>,
+    threads: Option<u32>,
+    async_xacts: Option<u32>,
+    warmup_seconds: Option<u64>,
+    seconds: Option<u64>,
+}
+
+impl ProfileFile {
+    fn read(path: &Path) -> Result<ProfileFile, UsageError> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            usage(format!(
+                "cannot read --profile-file {}: {e}",
+                path.display()
+            ))
+        })?;
+        let f: ProfileFile = serde_json::from_str(&text).map_err(|e| {
+            usage(format!(
+                "--profile-file {} is not a profile: {e}",
+                path.display()
+            ))
+        })?;
+        if f.name.is_empty()
+            || !f
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(usage(format!(
+                "--profile-file {}: field `name` '{}' must be letters, digits, '-' or '_'",
+                path.display(),
+                f.name
+            )));
+        }
+        Ok(f)
+    }
+
+    /// The workload: the file's base (else `profile`) with the file's values over it.
+    fn apply(self, profile: ProfileArg) -> Workload {
+        let b = Workload::from_profile(self.base.unwrap_or(profile));
+        Workload {
+            profile: self.name,
+            rows: self.rows.unwrap_or(b.rows),
+            keylen: self.keylen.unwrap_or(b.keylen),
+            vallen: self.vallen.unwrap_or(b.vallen),
+            transaction: self.transaction.unwrap_or(b.transaction),
+            build_procs: self.build_procs.unwrap_or(b.build_procs),
+            procs: self.procs.unwrap_or(b.procs),
+            threads: self.threads.unwrap_or(b.threads),
+            async_xacts: self.async_xacts.unwrap_or(b.async_xacts),
+            warmup_seconds: self.warmup_seconds.unwrap_or(b.warmup_seconds),
+            seconds: self.seconds.unwrap_or(b.seconds),
+        }
+    }
 }
 
 /// Time bound of each phase of a trial.
@@ -552,7 +627,7 @@ impl BenchConfig {
                 knobs: arm_knobs(&a.experiment_knobs, "--experiment-knob")?,
             },
             engines: expand_engines(&a.engines),
-            workload: Workload::resolve(a.profile, &a.workload)?,
+            workload: Workload::resolve(a.profile, a.profile_file.as_deref(), &a.workload)?,
             trials,
             time_budget,
             seed: a.seed.unwrap_or_else(clock_seed),
@@ -639,6 +714,32 @@ mod tests {
             (w.warmup_seconds, w.seconds, w.measured_seconds()),
             (300, 600, 300)
         );
+    }
+
+    #[test]
+    fn a_profile_file_names_the_workload_and_overrides_its_base() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.json");
+        std::fs::write(
+            &path,
+            r#"{"name": "big-values", "base": "standard", "vallen": 4096}"#,
+        )
+        .unwrap();
+        let p = path.to_str().unwrap();
+        let w = config(&["--profile-file", p, "--seconds", "700"])
+            .unwrap()
+            .workload;
+        assert_eq!(
+            (w.profile.as_str(), w.vallen, w.procs, w.seconds),
+            ("big-values", 4096, 7, 700)
+        );
+        std::fs::write(&path, r#"{"name": "x", "valen": 1}"#).unwrap();
+        let err = config(&["--profile-file", p]).unwrap_err();
+        assert!(err.0.contains("unknown field `valen`"), "{err}");
+        assert!(config(&["--profile-file", "/nonexistent.json"])
+            .unwrap_err()
+            .0
+            .contains("cannot read"));
     }
 
     #[test]

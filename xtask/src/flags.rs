@@ -145,7 +145,8 @@ pub enum EngineArg {
 }
 
 /// Named workload profile; every value it sets can be overridden by its own flag.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ProfileArg {
     /// The upstream `contrib/mako_storage_bench.sh` workload: rows 100000, build -p 4,
     /// run -p 7 -t 4 --async_xacts 128, 300 s warmup, 600 s run.
@@ -272,6 +273,12 @@ pub struct RunArgs {
     /// for release qualification.
     #[arg(long, value_enum, default_value = "quick")]
     pub profile: ProfileArg,
+
+    /// A user profile: a JSON file naming the profile and any workload values, e.g.
+    /// {"name": "big-values", "base": "standard", "vallen": 4096}. Its values override
+    /// --profile (or its "base"); workload flags override it.
+    #[arg(long, value_name = "PATH")]
+    pub profile_file: Option<PathBuf>,
 
     #[command(flatten, next_help_heading = "Workload (defaults from --profile)")]
     pub workload: WorkloadArgs,
