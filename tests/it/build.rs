@@ -118,6 +118,11 @@ fn two_revisions_build_then_hit_the_cache_and_a_new_flag_rebuilds() {
     );
     assert_eq!(code(&o), 0, "{}", text(&o));
     let p = provenance(&s, "first");
+    for arm in ["baseline", "experiment"] {
+        let log =
+            std::fs::read_to_string(s.dir.path().join(format!("first/build-{arm}.log"))).unwrap();
+        assert!(log.contains("Build files have been written"), "{log}");
+    }
     assert_eq!(
         (&p[0]["asked"], &p[1]["asked"]),
         (&json!("HEAD~1"), &json!("HEAD")),

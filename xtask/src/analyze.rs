@@ -530,6 +530,66 @@ mod tests {
         assert!(trace_errors(include_str!("../testdata/trace-knob-events.txt"), 5).is_empty());
     }
 
+    /// A deterministic stand-in for fuzzing: every prefix of the real reports, and every
+    /// single-byte corruption at a stride, parses to a value or an error, never a panic.
+    #[test]
+    fn parsers_never_panic_on_truncated_or_corrupted_reports() {
+        let status = include_str!("../testdata/status-json-available.json");
+        let trace = include_str!("../testdata/trace-knob-events.txt");
+        for (text, json) in [
+            (RUN_TXT, RUN_JSON),
+            (
+                include_str!("../testdata/mako-run-errors.txt"),
+                include_str!("../testdata/mako-errors.json"),
+            ),
+        ] {
+            for cut in (0..json.len()).filter(|i| json.is_char_boundary(*i)) {
+                let _ = MakoReport::parse(text, "t", &json[..cut], "j");
+            }
+            for cut in (0..text.len()).filter(|i| text.is_char_boundary(*i)) {
+                let _ = MakoReport::parse(&text[..cut], "t", json, "j");
+                let _ = last_sample_tps(&text[..cut]);
+            }
+            for (i, junk) in (0..json.len()).step_by(7).zip(
+                [b'{', b'"', b'9', b'-', b'e', b'}', b' ', b'x']
+                    .iter()
+                    .cycle(),
+            ) {
+                let mut bytes = json.as_bytes().to_vec();
+                bytes[i] = *junk;
+                if let Ok(mutated) = String::from_utf8(bytes) {
+                    if let Ok(r) = MakoReport::parse(text, "t", &mutated, "j") {
+                        let _ = (r.validity(), r.drift());
+                    }
+                }
+            }
+        }
+        for cut in (0..status.len())
+            .step_by(3)
+            .filter(|i| status.is_char_boundary(*i))
+        {
+            let _ = crate::cluster::parse_database_status(&status[..cut]);
+        }
+        for cut in 0..trace.len() {
+            let _ = (
+                knob_problems(&trace[..cut], &trace[..cut]),
+                trace_errors(&trace[..cut], 3),
+            );
+        }
+        for spec in [
+            "",
+            ":",
+            "ir",
+            "ir:",
+            "ir:-",
+            "g99999999999999999999999",
+            "gr1:99999999999999999999999",
+            "\u{e9}",
+        ] {
+            let _ = crate::config::transaction_ops(spec);
+        }
+    }
+
     #[test]
     fn build_mode_text_report_has_a_summary() {
         let s = TextSummary::parse(include_str!("../testdata/mako-build.txt")).unwrap();

@@ -99,8 +99,9 @@ fn build_arms(
             "building the {arm} arm ({source:?}) from {} ...",
             src.display()
         );
-        let p = build::build(sh, &src, &source, &settings, &cache)
+        let mut p = build::build(sh, &src, &source, &settings, &cache)
             .with_context(|| format!("cannot build the {arm} arm from {}", src.display()))?;
+        p.arm = arm.to_string();
         eprintln!(
             "{arm}: {} ({}), {}",
             p.build_dir.display(),
@@ -263,6 +264,10 @@ fn run_config(sh: &Shell, mut config: BenchConfig) -> Result<Option<Finished>> {
         tracing::warn!("{w}");
     }
     write(&out.join("meta.json"), &json(&Meta::new(&plan)))?;
+    // The build logs of arms built from source, beside the run's other logs.
+    for p in &plan.config.provenance {
+        let _ = std::fs::copy(&p.log, out.join(format!("build-{}.log", p.arm)));
+    }
 
     let TrialsRun { trials, looks } = run_trials(&plan, &out)?;
     let interrupted = supervise::interrupted();

@@ -52,6 +52,8 @@ pub struct BuildSettings {
 /// How an arm's build tree came to be; recorded in `meta.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Provenance {
+    /// The arm it was built for (set by the caller).
+    pub arm: String,
     /// The revision asked for (`HEAD~1`, `origin/main`, `working tree`).
     pub asked: String,
     /// The commit it resolved to (for the working tree: its HEAD).
@@ -196,6 +198,7 @@ pub fn build(
     let log = dir.join("build.log");
     let stamp = dir.join("stamp.json");
     let mut provenance = Provenance {
+        arm: String::new(),
         asked,
         commit: commit.clone(),
         dirty,

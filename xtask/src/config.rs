@@ -335,19 +335,27 @@ pub fn transaction_ops(spec: &str) -> Result<Vec<TxnOp>, String> {
             .find(|(n, _)| rest.starts_with(n))
             .ok_or_else(|| format!("unknown operation at '{rest}'"))?;
         rest = &rest[name.len()..];
-        let number = |s: &mut &str| -> Option<u64> {
+        // Digits, if any: `Ok(None)` when there are none; too many is an error, not a
+        // silent default.
+        let number = |s: &mut &str| -> Result<Option<u64>, String> {
             let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-            let n = s[..end].parse().ok();
+            let digits = &s[..end];
             *s = &s[end..];
-            n
+            if digits.is_empty() {
+                return Ok(None);
+            }
+            digits
+                .parse()
+                .map(Some)
+                .map_err(|_| format!("'{name}{digits}': {digits} is too large"))
         };
-        let count = number(&mut rest).unwrap_or(1);
+        let count = number(&mut rest)?.unwrap_or(1);
         let range = if *range_op {
             rest = rest
                 .strip_prefix(':')
                 .ok_or_else(|| format!("'{name}' needs ':<range>'"))?;
             rest = rest.strip_prefix('-').unwrap_or(rest);
-            Some(number(&mut rest).ok_or_else(|| format!("'{name}' needs a number after ':'"))?)
+            Some(number(&mut rest)?.ok_or_else(|| format!("'{name}' needs a number after ':'"))?)
         } else {
             None
         };
@@ -811,6 +819,9 @@ mod tests {
             .unwrap_err()
             .contains("unknown operation at 'x'"));
         assert!(transaction_ops("ir3").unwrap_err().contains("':<range>'"));
+        assert!(transaction_ops("g99999999999999999999999")
+            .unwrap_err()
+            .contains("too large"));
         assert!(config(&["--transaction", "g18uz"])
             .unwrap_err()
             .0
