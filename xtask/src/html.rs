@@ -65,7 +65,9 @@ pub fn render(
             let _ = writeln!(s, "<tr><td colspan=\"7\">note: {}</td></tr>", esc(note));
         }
     }
-    s.push_str("</table>\n<p><span class=\"a\">&#9632; baseline (A)</span> &nbsp; <span class=\"b\">&#9632; experiment (B)</span></p>\n");
+    s.push_str("</table>\n");
+    s.push_str(&chart_changes(judgements));
+    s.push_str("<p><span class=\"a\">&#9632; baseline (A)</span> &nbsp; <span class=\"b\">&#9632; experiment (B)</span></p>\n");
     for &engine in &plan.config.engines {
         let of: Vec<&TrialRecord> = trials.iter().filter(|t| t.engine == engine).collect();
         if of.is_empty() {
@@ -110,6 +112,85 @@ fn verdict_line(judgements: &[Judgement]) -> String {
         "<span class=\"{worst}\">{worst}</span> ({})",
         esc(&each.join(", "))
     )
+}
+
+/// Each judgement's change with its 95% interval, against 0 and the tolerance (for TPS
+/// the loss -M, for latency the rise +M).
+fn chart_changes(judgements: &[Judgement]) -> String {
+    let rows: Vec<(String, f64, f64, f64, f64)> = judgements
+        .iter()
+        .filter_map(|j| {
+            let (c, lo, hi) = j.change_pct()?;
+            let tol = j.criteria.max_regression_pct;
+            let limit = match j.metric {
+                crate::judge::Metric::Tps => -tol,
+                crate::judge::Metric::TxnLatencyP99 => tol,
+            };
+            Some((
+                format!("{} {}", j.engine, j.metric.name()),
+                c,
+                lo,
+                hi,
+                limit,
+            ))
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let extent = rows
+        .iter()
+        .flat_map(|r| [r.2.abs(), r.3.abs(), r.4.abs()])
+        .fold(1.0, f64::max)
+        * 1.15;
+    let n = rows.len() as f64;
+    svg(|root| {
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                "change with its 95% interval (dashed: the tolerance)",
+                ("sans-serif", 16),
+            )
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(10)
+            .build_cartesian_2d(-extent..extent, 0f64..n)?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .disable_y_axis()
+            .x_desc("percent")
+            .draw()?;
+        chart.draw_series(std::iter::once(PathElement::new(
+            vec![(0.0, 0.0), (0.0, n)],
+            BLACK,
+        )))?;
+        for (i, (label, c, lo, hi, limit)) in rows.iter().enumerate() {
+            let y = i as f64 + 0.5;
+            // Red when the change is for the worse (TPS down, latency up).
+            let tone = if (*c < 0.0) == (*limit < 0.0) {
+                EXPERIMENT
+            } else {
+                BASELINE
+            };
+            chart.draw_series(DashedLineSeries::new(
+                vec![(*limit, i as f64), (*limit, i as f64 + 1.0)],
+                4,
+                3,
+                RGBColor(120, 120, 120).into(),
+            ))?;
+            chart.draw_series(std::iter::once(PathElement::new(
+                vec![(*lo, y), (*hi, y)],
+                tone.stroke_width(2),
+            )))?;
+            chart.draw_series(std::iter::once(Circle::new((*c, y), 5, tone.filled())))?;
+            chart.draw_series(std::iter::once(Text::new(
+                label.clone(),
+                (-extent * 0.98, y + 0.15),
+                ("sans-serif", 12),
+            )))?;
+        }
+        Ok(())
+    })
 }
 
 /// A point per measured trial, x = trial index, colored by arm.

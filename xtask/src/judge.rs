@@ -347,7 +347,7 @@ fn judge_engine(all: &[TrialRecord], engine: Engine, mut criteria: Criteria) -> 
             unsteady.join(", ")
         ));
     }
-    if let Some(l) = &txn_latency_p99 {
+    if let Some(l) = txn_latency_p99.as_ref().filter(|_| !criteria.gate_latency) {
         notes.push(format!(
             "p99 transaction latency {:+.2}% [{:+.2}%, {:+.2}%] (not gating; mako's latency \
              includes the warmup)",
@@ -519,7 +519,7 @@ fn decide_family(judgements: &mut [Judgement]) {
             // The interval shown is the plain 95% one; the decision's tests are stricter.
             let _ = write!(
                 numbers,
-                " (decided on p-values adjusted for {} looks and {} engines: \
+                " (decided on p-values adjusted for {} looks and {} comparisons: \
                  not-worse {nw:.4}, slower {sl:.4}, each against {:.3})",
                 j.looks,
                 j.family_size,
