@@ -1027,3 +1027,27 @@ fn which_chromium() -> Result<std::path::PathBuf, ()> {
         })
         .ok_or(())
 }
+
+#[test]
+fn a_hanging_mako_run_is_a_timeout_and_is_killed() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({"mako_run_hang": true}));
+    // --seconds 6 plus a 1 s grace: the hang is cut after 7 s.
+    let o = s.bench(&a, &b, &["--trials", "2", "--timeout-mako-run-grace", "1"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let t = &s.read_json("trials.json")[1];
+    assert_eq!(
+        (&t["outcome"], &t["failed_phase"]),
+        (&json!("timeout"), &json!("mako-run")),
+        "{t}"
+    );
+    assert_eq!(
+        s.read_json("summary.json")["judgements"][0]["verdict"],
+        "TIMEOUT"
+    );
+    assert!(
+        s.leftover_processes().is_empty(),
+        "{:?}",
+        s.leftover_processes()
+    );
+}
