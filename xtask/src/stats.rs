@@ -37,7 +37,6 @@ pub enum Method {
     /// One-sample t on per-pair log ratios.
     Paired,
     /// Welch's unequal-variance t on log TPS.
-    #[allow(dead_code)]
     Welch,
 }
 
@@ -112,7 +111,6 @@ pub fn paired(baseline: &[f64], experiment: &[f64]) -> Option<Comparison> {
 /// Welch's comparison of two independent samples of TPS (for trials judged against
 /// recorded baseline trials, which cannot be paired). `None` unless both arms have at
 /// least two trials.
-#[allow(dead_code)] // the recorded-baseline comparison (`--against-recorded`) is next
 pub fn welch(baseline: &[f64], experiment: &[f64]) -> Option<Comparison> {
     let (la, lb): (Vec<f64>, Vec<f64>) = (
         baseline.iter().map(|x| x.ln()).collect(),
