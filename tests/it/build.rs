@@ -237,6 +237,35 @@ fn a_failing_build_shows_its_log_and_a_missing_checkout_or_cmake_is_named() {
     );
     assert!(err.contains("build.log"), "{err}");
 
+    // A build that hangs is cut at --timeout-build and reported as a TIMEOUT.
+    std::fs::write(
+        repo.join("CMakeLists.txt"),
+        CMAKE.replace("-E touch", "-E sleep 300 &&"),
+    )
+    .unwrap();
+    let junit = s.dir.path().join("hang-junit.xml");
+    let o = bench(
+        &s,
+        &repo,
+        "hang",
+        &[
+            "--baseline",
+            "HEAD~1",
+            "--timeout-build",
+            "3",
+            "--junit",
+            junit.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(
+        text(&o).contains("TIMEOUT: ninja did not finish within 3 s"),
+        "{}",
+        text(&o)
+    );
+    let case = &crate::support::read_junit(&junit)[0]["cases"][0];
+    assert_eq!(case["results"][0]["type"], "TIMEOUT", "{case}");
+
     let o = bench(&s, &s.dir.path().join("nowhere"), "nowhere", &[]);
     assert_eq!(code(&o), 64, "{}", text(&o));
     assert!(

@@ -37,27 +37,42 @@ use crate::{
 /// (bad input, missing binaries) are returned as errors.
 pub fn run(sh: &Shell, args: &BenchArgs) -> Result<i32> {
     let mut config = BenchConfig::try_from(args)?;
-    let baseline_needed = args.baseline_build.is_none() && args.against_recorded.is_none();
-    if baseline_needed || args.experiment_build.is_none() {
-        let built = build_arms(
-            sh,
-            &args.source,
-            baseline_needed,
-            args.experiment_build.is_none(),
-        )?;
-        for (arm, p) in built {
-            config.arm_mut(arm).build_dir = p.build_dir.clone();
-            config.provenance.push(p);
-        }
-    }
     let junit = config.junit.clone();
-    match run_config(sh, config) {
+    // Before hours of building and running, not after.
+    if let Some(j) = &junit {
+        check_writable_file(j)?;
+    }
+    let result = (|| {
+        let baseline_needed = args.baseline_build.is_none() && args.against_recorded.is_none();
+        if baseline_needed || args.experiment_build.is_none() {
+            let built = build_arms(
+                sh,
+                &args.source,
+                baseline_needed,
+                args.experiment_build.is_none(),
+            )?;
+            for (arm, p) in built {
+                config.arm_mut(arm).build_dir = p.build_dir.clone();
+                config.provenance.push(p);
+            }
+        }
+        run_config(sh, config)
+    })();
+    match result {
         Ok(done) => Ok(done.map_or(0, |done| done.exit_code)),
         Err(e) => {
-            // A CI job reads the JUnit file: a run that could not start is an error there
-            // too, not a missing file.
+            // A CI job reads the JUnit file: a run that could not start (a build that
+            // failed or timed out included) is an error there too, not a missing file.
             if let Some(path) = junit.filter(|_| e.downcast_ref::<UsageError>().is_none()) {
-                let _ = write(&path, &report::junit_setup_error(&format!("{e:#}")));
+                let verdict = if e.downcast_ref::<build::BuildTimeout>().is_some() {
+                    Verdict::Timeout
+                } else {
+                    Verdict::Error
+                };
+                let _ = write(
+                    &path,
+                    &report::junit_setup_error(verdict, &format!("{e:#}")),
+                );
             }
             Err(e)
         }
@@ -160,6 +175,9 @@ fn target_dir() -> Result<PathBuf> {
 /// Exit status 0 when every trial was measured, else 2.
 pub fn calibrate(sh: &Shell, args: &CalibrateArgs) -> Result<i32> {
     let config = BenchConfig::new(&args.build, &args.build, true, &args.run)?;
+    if let Some(j) = &config.junit {
+        check_writable_file(j)?;
+    }
     let Some(done) = run_config(sh, config)? else {
         return Ok(0);
     };
@@ -247,9 +265,6 @@ fn run_config(sh: &Shell, mut config: BenchConfig) -> Result<Option<Finished>> {
     if plan.config.dry_run {
         let _ = write!(std::io::stdout(), "{}", plan.render());
         return Ok(None);
-    }
-    if let Some(junit) = &plan.config.junit {
-        check_writable_file(junit)?;
     }
     if supervise::interrupted() {
         anyhow::bail!("interrupted by a signal before the first trial; nothing was run");

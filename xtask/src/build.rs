@@ -26,6 +26,11 @@ use crate::{
     supervise::{tail, Child, PhaseError},
 };
 
+/// A build passed its time bound: a TIMEOUT, in JUnit too.
+#[derive(Debug, thiserror::Error)]
+#[error("TIMEOUT: {0}")]
+pub struct BuildTimeout(pub String);
+
 /// The targets the gate needs (FDB's CMake target names).
 pub const TARGETS: [&str; 4] = ["fdbserver", "fdbcli", "mako", "fdb_c"];
 
@@ -210,12 +215,18 @@ pub fn build(
         log: log.clone(),
     };
     let is_revision = matches!(source, Source::Revision(_));
+    std::fs::create_dir_all(&build_dir)
+        .with_context(|| format!("cannot create {}", build_dir.display()))?;
+    // One build per cache entry at a time: two gates on one host may want the same
+    // commit; the second waits, then finds it built.
+    let lock = std::fs::File::create(dir.join("lock"))
+        .with_context(|| format!("cannot create {}", dir.join("lock").display()))?;
+    let _lock = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, e)| anyhow::anyhow!("cannot lock {}: {e}", dir.display()))?;
     if is_revision && stamp.is_file() && TARGET_FILES.iter().all(|f| build_dir.join(f).is_file()) {
         provenance.cache_hit = true;
         return Ok(provenance);
     }
-    std::fs::create_dir_all(&build_dir)
-        .with_context(|| format!("cannot create {}", build_dir.display()))?;
     if is_revision && !source_dir.join("CMakeLists.txt").is_file() {
         export(sh, src, &commit, &source_dir)?;
     }
@@ -254,8 +265,11 @@ const TARGET_FILES: [&str; 4] = ["bin/fdbserver", "bin/fdbcli", "bin/mako", "lib
 /// `git archive <commit> | tar -x -C <dest>`: a clean copy of the commit, no worktree
 /// bookkeeping in the user's repository.
 fn export(sh: &Shell, src: &Path, commit: &str, dest: &Path) -> Result<()> {
-    std::fs::create_dir_all(dest).with_context(|| format!("cannot create {}", dest.display()))?;
-    let archive = dest.with_extension("tar");
+    // Unpacked beside the destination, then renamed: a half export is never used.
+    let tmp = dest.with_extension(format!("tmp{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+    let archive = tmp.with_extension("tar");
     cmd!(
         sh,
         "git -C {src} archive --format=tar --output={archive} {commit}"
@@ -263,9 +277,12 @@ fn export(sh: &Shell, src: &Path, commit: &str, dest: &Path) -> Result<()> {
     .quiet()
     .run()
     .with_context(|| format!("cannot export {commit} of {}", src.display()))?;
-    let result = cmd!(sh, "tar -xf {archive} -C {dest}").quiet().run();
+    let result = cmd!(sh, "tar -xf {archive} -C {tmp}").quiet().run();
     let _ = std::fs::remove_file(&archive);
-    result.with_context(|| format!("cannot unpack {commit} into {}", dest.display()))
+    result.with_context(|| format!("cannot unpack {commit} into {}", tmp.display()))?;
+    let _ = std::fs::remove_dir_all(dest);
+    std::fs::rename(&tmp, dest)
+        .with_context(|| format!("cannot move {} to {}", tmp.display(), dest.display()))
 }
 
 /// Runs one build step bounded by `deadline`, appending its output to `log`; a failure
@@ -288,10 +305,11 @@ fn step(name: &str, cmd: Command, log: &Path, deadline: Instant, bound_s: u64) -
             log.display(),
             tail(log, 25)
         ),
-        Err(PhaseError::Timeout(..)) => bail!(
-            "TIMEOUT: {name} did not finish within {bound_s} s (--timeout-build); see {}",
+        Err(PhaseError::Timeout(..)) => Err(BuildTimeout(format!(
+            "{name} did not finish within {bound_s} s (--timeout-build); see {}",
             log.display()
-        ),
+        ))
+        .into()),
         Err(e) => bail!("{name}: {e}; see {}", log.display()),
     }
 }

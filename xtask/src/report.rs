@@ -212,10 +212,11 @@ pub fn junit(judgements: &[Judgement], table: &str) -> String {
 }
 
 /// `junit.xml` for a run that failed before its first trial (a build tree missing a
-/// binary, an unreadable work dir): one `<error type="ERROR">` test case.
-pub fn junit_setup_error(message: &str) -> String {
+/// binary, a build that failed or timed out): one `<error>` test case of type `verdict`
+/// (ERROR or TIMEOUT).
+pub fn junit_setup_error(verdict: Verdict, message: &str) -> String {
     let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
-    status.set_type(Verdict::Error.to_string());
+    status.set_type(verdict.to_string());
     status.set_message(message);
     let mut case = TestCase::new("setup", status);
     case.set_classname("perfgate");
