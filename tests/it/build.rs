@@ -44,6 +44,9 @@ fn checkout(s: &Sandbox) -> PathBuf {
     git(&repo, &["config", "user.email", "t@example.invalid"]);
     git(&repo, &["config", "user.name", "t"]);
     std::fs::write(repo.join("CMakeLists.txt"), CMAKE).unwrap();
+    // Commits of identical content and time have identical hashes, and the build cache is
+    // keyed by commit: a per-test file keeps each test's commits (and cache entries) apart.
+    std::fs::write(repo.join("nonce"), s.dir.path().display().to_string()).unwrap();
     for version in [
         "1111111111111111111111111111111111111111",
         "2222222222222222222222222222222222222222",
