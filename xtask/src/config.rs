@@ -189,7 +189,7 @@ impl Workload {
         self.seconds - self.warmup_seconds
     }
 
-    fn from_profile(profile: ProfileArg) -> Workload {
+    pub(crate) fn from_profile(profile: ProfileArg) -> Workload {
         // Standard: `contrib/mako_storage_bench.sh` defaults in the FDB repository.
         let standard = Workload {
             profile: "standard".to_string(),

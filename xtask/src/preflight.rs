@@ -193,19 +193,7 @@ mod tests {
     use super::*;
 
     fn quick() -> Workload {
-        Workload {
-            profile: "quick".into(),
-            rows: 100_000,
-            keylen: 128,
-            vallen: 512,
-            transaction: "g18ui".into(),
-            build_procs: 2,
-            procs: 2,
-            threads: 2,
-            async_xacts: 64,
-            warmup_seconds: 60,
-            seconds: 120,
-        }
+        Workload::from_profile(crate::flags::ProfileArg::Quick)
     }
 
     #[test]
