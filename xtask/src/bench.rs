@@ -261,6 +261,7 @@ fn run_config(sh: &Shell, mut config: BenchConfig) -> Result<Option<Finished>> {
         }
     };
     plan.warnings.extend(build_warnings);
+    plan.warnings.extend(plan.config.procs_scaled.clone());
     plan.preflight = Some(preflight(&plan)?);
     if plan.config.dry_run {
         let _ = write!(std::io::stdout(), "{}", plan.render());

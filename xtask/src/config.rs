@@ -156,6 +156,27 @@ impl Knob {
     }
 }
 
+/// Cores the cluster itself needs: one for the storage server (single-threaded, the
+/// process the gate measures) and one shared by the stateless and log processes.
+pub const SERVER_CORES: usize = 2;
+
+/// Cores a host needs before one storage server can be kept saturated: measured with the
+/// quick profile on FDB 8.0 (2-core host, g18ui), mako spends about 3x the storage
+/// server's CPU per transaction (2 client processes 1.1 cores, storage 0.38, stateless
+/// 0.21, log 0.12), so a saturated storage server needs about 3 client cores plus
+/// [`SERVER_CORES`].
+pub const SATURATING_CORES: usize = 6;
+
+/// The scaling rule for mako's run client processes (`-p`): the profile's count, but no
+/// more than the cores left after [`SERVER_CORES`], and at least 1. Client processes
+/// beyond the free cores only time-share with the storage server, so they add
+/// scheduling noise, not load. `cores` is the number of logical CPUs the gate may use
+/// (`std::thread::available_parallelism`, which honours affinity and cgroup quotas).
+pub fn client_procs(profile_procs: u32, cores: usize) -> u32 {
+    let free = cores.saturating_sub(SERVER_CORES).max(1);
+    profile_procs.min(u32::try_from(free).unwrap_or(u32::MAX))
+}
+
 /// The mako workload of a run (mako's `--help`, `bindings/c/test/mako/mako.cpp`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Workload {
@@ -206,8 +227,8 @@ impl Workload {
         };
         match profile {
             ProfileArg::Standard => standard,
-            // Two client processes leave the storage server a core of its own on a 2-4
-            // core host; 128 transactions in flight still keep it saturated.
+            // Two client processes leave the storage server and the other servers two
+            // cores on a 4-core host (client_procs scales -p down on smaller ones).
             ProfileArg::Quick => Workload {
                 profile: "quick".to_string(),
                 build_procs: 2,
@@ -221,14 +242,40 @@ impl Workload {
         }
     }
 
+    /// The workload from `profile` (or a profile file) with the user's flags over it.
+    /// Unless `--procs` or the profile file sets it, the run's client processes are scaled
+    /// to `cores` by [`client_procs`]; the second value then says so (a note for the run's
+    /// warnings, since numbers from hosts with other core counts are not comparable).
     fn resolve(
         profile: ProfileArg,
         file: Option<&Path>,
         o: &WorkloadArgs,
-    ) -> Result<Workload, UsageError> {
-        let p = match file {
-            Some(path) => ProfileFile::read(path)?.apply(profile),
-            None => Workload::from_profile(profile),
+        cores: usize,
+    ) -> Result<(Workload, Option<String>), UsageError> {
+        let (p, file_procs) = match file {
+            Some(path) => {
+                let f = ProfileFile::read(path)?;
+                let given = f.procs.is_some();
+                (f.apply(profile), given)
+            }
+            None => (Workload::from_profile(profile), false),
+        };
+        let mut scaled = None;
+        let procs = match o.procs {
+            Some(n) => n,
+            None if file_procs => p.procs,
+            None => {
+                let n = client_procs(p.procs, cores);
+                if n != p.procs {
+                    scaled = Some(format!(
+                        "client processes scaled to this host: mako run -p {n} instead of the \
+                         {} profile's {} ({cores} cores; rule: at most cores - {SERVER_CORES}, \
+                         at least 1; --procs overrides)",
+                        p.profile, p.procs
+                    ));
+                }
+                n
+            }
         };
         let w = Workload {
             profile: p.profile.clone(),
@@ -237,14 +284,14 @@ impl Workload {
             vallen: o.vallen.unwrap_or(p.vallen),
             transaction: o.transaction.clone().unwrap_or(p.transaction),
             build_procs: o.build_procs.unwrap_or(p.build_procs),
-            procs: o.procs.unwrap_or(p.procs),
+            procs,
             threads: o.threads.unwrap_or(p.threads),
             async_xacts: o.async_xacts.unwrap_or(p.async_xacts),
             warmup_seconds: o.warmup_seconds.unwrap_or(p.warmup_seconds),
             seconds: o.seconds.unwrap_or(p.seconds),
         };
         w.validate()?;
-        Ok(w)
+        Ok((w, scaled))
     }
 
     fn validate(&self) -> Result<(), UsageError> {
@@ -487,6 +534,9 @@ pub struct BenchConfig {
     /// Engines in the order they run; no duplicates.
     pub engines: Vec<Engine>,
     pub workload: Workload,
+    /// Set when the run's client processes were scaled to the host's cores
+    /// ([`client_procs`]): what was changed and why, for the run's warnings.
+    pub procs_scaled: Option<String>,
     /// Trials per arm and engine planned up front (with `--trials auto`, the minimum).
     pub trials: u32,
     /// `--trials auto`: pairs are added until decided or this budget is spent.
@@ -623,6 +673,9 @@ impl BenchConfig {
                 )));
             }
         }
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let (workload, procs_scaled) =
+            Workload::resolve(a.profile, a.profile_file.as_deref(), &a.workload, cores)?;
         Ok(BenchConfig {
             baseline: ArmConfig {
                 arm: Arm::Baseline,
@@ -635,7 +688,8 @@ impl BenchConfig {
                 knobs: arm_knobs(&a.experiment_knobs, "--experiment-knob")?,
             },
             engines: expand_engines(&a.engines),
-            workload: Workload::resolve(a.profile, a.profile_file.as_deref(), &a.workload)?,
+            workload,
+            procs_scaled,
             trials,
             time_budget,
             seed: a.seed.unwrap_or_else(clock_seed),
@@ -709,15 +763,69 @@ mod tests {
     }
 
     #[test]
+    fn client_processes_leave_two_cores_to_the_cluster() {
+        // (profile's -p, cores) -> -p
+        for (procs, cores, want) in [(7, 16, 7), (7, 9, 7), (7, 8, 6), (2, 4, 2), (2, 3, 1)] {
+            assert_eq!(
+                client_procs(procs, cores),
+                want,
+                "-p {procs} on {cores} cores"
+            );
+        }
+        assert_eq!(client_procs(2, 2), 1);
+        assert_eq!(client_procs(2, 1), 1, "never below one client process");
+        assert_eq!(client_procs(2, 0), 1, "unknown core count");
+    }
+
+    #[test]
+    fn client_processes_are_scaled_unless_given() {
+        let args = |extra: &[&str]| {
+            let mut argv = vec!["xtask", "bench", "--profile", "standard"];
+            argv.extend_from_slice(extra);
+            let Command::Bench(b) = Cli::try_parse_from(argv).unwrap().command else {
+                unreachable!("bench flags")
+            };
+            b
+        };
+        let a = args(&[]);
+        let (w, note) = Workload::resolve(a.run.profile, None, &a.run.workload, 4).unwrap();
+        assert_eq!(w.procs, 2);
+        let note = note.expect("scaling is reported");
+        assert!(
+            note.contains("-p 2 instead of the standard profile's 7 (4 cores"),
+            "{note}"
+        );
+        let (w, note) = Workload::resolve(a.run.profile, None, &a.run.workload, 32).unwrap();
+        assert_eq!(
+            (w.procs, note),
+            (7, None),
+            "enough cores: the profile's count"
+        );
+        let a = args(&["--procs", "5"]);
+        let (w, note) = Workload::resolve(a.run.profile, None, &a.run.workload, 2).unwrap();
+        assert_eq!(
+            (w.procs, note),
+            (5, None),
+            "--procs is the user's to choose"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("p.json");
+        std::fs::write(&file, r#"{"name": "mine", "procs": 3}"#).unwrap();
+        let (w, note) =
+            Workload::resolve(a.run.profile, Some(&file), &args(&[]).run.workload, 2).unwrap();
+        assert_eq!((w.procs, note), (3, None), "a profile file's procs is kept");
+    }
+
+    #[test]
     fn standard_profile_is_the_upstream_workload() {
-        let w = config(&["--profile", "standard"]).unwrap().workload;
+        let w = Workload::from_profile(ProfileArg::Standard);
         assert_eq!((w.rows, w.keylen, w.vallen), (100_000, 128, 512));
         assert_eq!(
             (w.build_procs, w.procs, w.threads, w.async_xacts),
             (4, 7, 4, 128)
         );
         assert_eq!(w.transaction, "g18ui");
-        assert_eq!(config(&[]).unwrap().trials, 3);
+        assert_eq!(config(&["--profile", "standard"]).unwrap().trials, 3);
         assert_eq!(
             (w.warmup_seconds, w.seconds, w.measured_seconds()),
             (300, 600, 300)
@@ -738,8 +846,8 @@ mod tests {
             .unwrap()
             .workload;
         assert_eq!(
-            (w.profile.as_str(), w.vallen, w.procs, w.seconds),
-            ("big-values", 4096, 7, 700)
+            (w.profile.as_str(), w.vallen, w.threads, w.seconds),
+            ("big-values", 4096, 4, 700)
         );
         std::fs::write(&path, r#"{"name": "x", "valen": 1}"#).unwrap();
         let err = config(&["--profile-file", p]).unwrap_err();

@@ -152,7 +152,7 @@ pub enum ProfileArg {
     /// run -p 7 -t 4 --async_xacts 128, 300 s warmup, 600 s run.
     Standard,
     /// For a small host (2-4 cores): build -p 2; run -p 2 -t 2 --async_xacts 64, 60 s
-    /// warmup, 120 s run.
+    /// warmup, 120 s run. Run -p of both profiles is scaled to the host's cores (README).
     Quick,
 }
 
@@ -393,7 +393,8 @@ pub struct WorkloadArgs {
     /// Client processes of `mako --mode build` (mako -p).
     #[arg(long, value_name = "N")]
     pub build_procs: Option<u32>,
-    /// Client processes of `mako --mode run` (mako -p).
+    /// Client processes of `mako --mode run` (mako -p); default: the profile's, scaled to
+    /// this host's cores (at most cores - 2, at least 1).
     #[arg(long, value_name = "N")]
     pub procs: Option<u32>,
     /// Worker threads per client process of `mako --mode run` (mako -t).
