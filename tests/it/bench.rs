@@ -556,9 +556,28 @@ fn a_non_empty_results_dir_or_unwritable_junit_path_is_refused_before_any_trial(
     assert_eq!(code(&o), 64, "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("is not an empty directory"));
     std::fs::remove_file(s.out().join("stale.txt")).unwrap();
-    let o = s.bench(&a, &b, &["--junit", "/nonexistent/dir/junit.xml"]);
+    let file = s.dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let o = s.bench(
+        &a,
+        &b,
+        &["--junit", file.join("junit.xml").to_str().unwrap()],
+    );
     assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("a-file: "),
+        "{}",
+        text(&o)
+    );
     assert!(!s.out().join("meta.json").exists(), "no trial may run");
+    // The JUnit file may go inside the results dir, which does not exist yet.
+    std::fs::remove_dir_all(s.out()).unwrap();
+    let junit = s.out().join("junit.xml");
+    let o = s.bench(&a, &b, &["--junit", junit.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(std::fs::read_to_string(&junit)
+        .unwrap()
+        .contains("<testcase"));
 }
 
 #[test]

@@ -273,8 +273,11 @@ fn run_config(sh: &Shell, mut config: BenchConfig) -> Result<Option<Finished>> {
     let out = results_dir(plan.config.out.as_deref())?;
     init_logging(&out, plan.config.quiet)?;
     tracing::info!("results: {}", out.display());
+    // The plan's warnings go out once, at warn level (shown even with --quiet).
     for line in plan.render().lines() {
-        tracing::info!("{line}");
+        if !line.starts_with("WARNING: ") {
+            tracing::info!("{line}");
+        }
     }
     for w in &plan.warnings {
         tracing::warn!("{w}");
@@ -679,14 +682,20 @@ pub fn check_writable_file(path: &Path) -> Result<()> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let ok = parent.is_dir()
+    // `--junit <out>/junit.xml` is the natural spelling: its directory may not exist yet.
+    let created = std::fs::create_dir_all(parent);
+    let ok = created.is_ok()
         && !path.is_dir()
         && nix::unistd::access(parent, nix::unistd::AccessFlags::W_OK).is_ok();
     if !ok {
+        let why = match created {
+            Err(e) => format!("cannot create {}: {e}", parent.display()),
+            Ok(()) if path.is_dir() => "the path is a directory".to_string(),
+            Ok(()) => format!("{} is not writable", parent.display()),
+        };
         return Err(UsageError(format!(
-            "--junit {}: {} is not a writable directory (or the path is a directory)",
-            path.display(),
-            parent.display()
+            "--junit {}: {why}; give a file path in a writable directory",
+            path.display()
         ))
         .into());
     }
