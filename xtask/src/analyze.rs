@@ -148,8 +148,8 @@ impl MakoReport {
 pub struct Drift {
     /// Least-squares change of TPS across the window, percent of the window's mean TPS.
     pub pct: f64,
-    /// Two-sided p of "no slope" from the regression's t statistic. Per-second samples are
-    /// autocorrelated, which makes it optimistic: it is a flag, never a verdict.
+    /// Two-sided p of "no slope" from the regression's t statistic, with the effective
+    /// sample size of autocorrelated (AR(1)) residuals: a flag, never a verdict.
     pub p_value: f64,
 }
 
@@ -185,14 +185,31 @@ impl MakoReport {
             .map(|(i, v)| (i as f64 - mx) * (v - my))
             .sum();
         let slope = sxy / sxx;
-        let sse: f64 = y
+        let resid: Vec<f64> = y
             .iter()
             .enumerate()
-            .map(|(i, v)| (v - my - slope * (i as f64 - mx)).powi(2))
-            .sum();
-        let se = (sse / (nf - 2.0) / sxx).sqrt();
-        let p_value = if se > 0.0 {
-            2.0 * StudentsT::new(0.0, 1.0, nf - 2.0)
+            .map(|(i, v)| v - my - slope * (i as f64 - mx))
+            .collect();
+        let sse: f64 = resid.iter().map(|e| e * e).sum();
+        // Per-second samples are autocorrelated (a slow oscillation looks like a trend
+        // over a short window): the lag-1 autocorrelation r1 of the residuals shrinks the
+        // sample size to n (1 - r1) / (1 + r1) for the slope's standard error and degrees
+        // of freedom (Santer et al. 2000, J. Geophys. Res. 105(D6), eq. 6).
+        let r1 = if sse > 0.0 {
+            resid.windows(2).map(|w| w[0] * w[1]).sum::<f64>() / sse
+        } else {
+            0.0
+        };
+        let n_eff = if r1 > 0.0 {
+            nf * (1.0 - r1) / (1.0 + r1)
+        } else {
+            nf
+        };
+        let se = (sse / (n_eff - 2.0) / sxx).sqrt();
+        let p_value = if n_eff <= 3.0 {
+            1.0 // too autocorrelated to tell a trend from noise
+        } else if se > 0.0 {
+            2.0 * StudentsT::new(0.0, 1.0, n_eff - 2.0)
                 .ok()?
                 .sf((slope / se).abs())
         } else if slope == 0.0 {
@@ -503,6 +520,19 @@ mod tests {
         assert!(d.unsteady());
         r.samples_tps.truncate(7);
         assert_eq!(r.drift(), None, "4 samples after the warmup are too few");
+        // A trend plus AR(1) noise (coefficient 0.8): the naive slope test gives p 8.8e-5,
+        // the effective sample size (r1 0.745, n_eff 5.83 of 40) p 0.2388 (scipy).
+        r.warmup_duration_s = 0.0;
+        r.samples_tps = vec![
+            694.88, 707.63, 703.39, 698.51, 682.61, 684.52, 712.85, 722.07, 741.99, 742.47, 746.07,
+            745.06, 707.53, 728.23, 738.11, 746.16, 709.1, 678.71, 671.77, 674.95, 693.27, 701.2,
+            719.18, 710.6, 723.05, 735.03, 723.8, 762.69, 770.88, 790.55, 770.23, 751.89, 745.43,
+            745.32, 760.3, 764.91, 754.98, 737.14, 731.9, 762.84,
+        ];
+        let d = r.drift().unwrap();
+        assert!((d.pct - 7.920220248).abs() < 1e-6, "{d:?}");
+        assert!((d.p_value - 0.238774322).abs() < 1e-6, "{d:?}");
+        assert!(!d.unsteady(), "an oscillation is not a trend");
     }
 
     #[test]
