@@ -150,10 +150,10 @@ pub fn build(
         "-DCMAKE_BUILD_TYPE=Release".into(),
         "-DBUILD_MAKO=ON".into(),
     ];
-    if let Some(launcher) = ["ccache", "sccache"]
-        .iter()
-        .find(|l| which::which(l).is_ok())
-    {
+    let launcher = ["ccache", "sccache"]
+        .into_iter()
+        .find(|l| which::which(l).is_ok());
+    if let Some(launcher) = launcher {
         cmake_args.push(format!("-DCMAKE_C_COMPILER_LAUNCHER={launcher}"));
         cmake_args.push(format!("-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}"));
     }
@@ -251,7 +251,10 @@ pub fn build(
         .arg("-C")
         .arg(&build_dir)
         .arg(format!("-j{}", settings.jobs))
-        .args(TARGETS);
+        .args(TARGETS)
+        .envs(ccache_env(launcher, cache, |k| {
+            std::env::var_os(k).is_some()
+        }));
     step("ninja", ninja, &log, deadline, settings.timeout_s)?;
     provenance.build_s = started.elapsed().as_secs_f64();
     let when = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
@@ -314,8 +317,52 @@ fn step(name: &str, cmd: Command, log: &Path, deadline: Instant, bound_s: u64) -
     }
 }
 
+/// Environment for the compiler launcher so that builds of different revisions share
+/// compiler-cache entries: each revision is exported to its own directory under `cache`,
+/// so the absolute paths in every compile differ. `CCACHE_BASEDIR=<cache>` makes them
+/// relative to the build dir (the same for every entry) and `CCACHE_NOHASHDIR=true`
+/// keeps the build dir itself out of the hash (it is hashed when compiling with `-g`).
+/// Only for ccache, and never over a value the user set (`is_set`).
+fn ccache_env(
+    launcher: Option<&str>,
+    cache: &Path,
+    is_set: impl Fn(&str) -> bool,
+) -> Vec<(&'static str, std::ffi::OsString)> {
+    if launcher != Some("ccache") {
+        return Vec::new();
+    }
+    [
+        ("CCACHE_BASEDIR", cache.as_os_str().to_owned()),
+        ("CCACHE_NOHASHDIR", "true".into()),
+    ]
+    .into_iter()
+    .filter(|(k, _)| !is_set(k))
+    .collect()
+}
+
 fn short_hash(value: &impl Hash) -> String {
     let mut h = std::hash::DefaultHasher::new();
     value.hash(&mut h);
     format!("{:016x}", h.finish())[..8].to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ccache_shares_entries_across_revision_dirs_unless_the_user_configured_it() {
+        let cache = Path::new("/t/perfgate/fdb");
+        assert_eq!(
+            ccache_env(Some("ccache"), cache, |_| false),
+            [
+                ("CCACHE_BASEDIR", "/t/perfgate/fdb".into()),
+                ("CCACHE_NOHASHDIR", "true".into())
+            ]
+        );
+        let kept = ccache_env(Some("ccache"), cache, |k| k == "CCACHE_BASEDIR");
+        assert_eq!(kept, [("CCACHE_NOHASHDIR", "true".into())]);
+        assert!(ccache_env(Some("sccache"), cache, |_| false).is_empty());
+        assert!(ccache_env(None, cache, |_| false).is_empty());
+    }
 }
