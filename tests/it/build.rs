@@ -72,8 +72,16 @@ fn double_bin() -> String {
     )
 }
 
+/// The gate, with its build cache in the sandbox (`<CARGO_TARGET_DIR>/perfgate/fdb`), not
+/// in the workspace's target dir.
+fn gate(s: &Sandbox) -> Command {
+    let mut cmd = Command::new(xtask());
+    cmd.env("CARGO_TARGET_DIR", s.dir.path().join("target"));
+    cmd
+}
+
 fn bench(s: &Sandbox, repo: &Path, out: &str, extra: &[&str]) -> Output {
-    Command::new(xtask())
+    gate(s)
         .args(["bench", "--fdb-src"])
         .arg(repo)
         .arg("--out")
@@ -132,6 +140,11 @@ fn two_revisions_build_then_hit_the_cache_and_a_new_flag_rebuilds() {
         "{p}"
     );
     assert_eq!(p[0]["cache_hit"], false);
+    let cache = s.dir.path().join("target/perfgate/fdb");
+    assert!(
+        Path::new(p[0]["build_dir"].as_str().unwrap()).starts_with(&cache),
+        "the build cache is the test's own: {p}"
+    );
     assert!(p[0]["cmake_args"]
         .as_array()
         .unwrap()
@@ -291,7 +304,7 @@ fn a_failing_build_shows_its_log_and_a_missing_checkout_or_cmake_is_named() {
             }
         }
     }
-    let mut cmd = Command::new(xtask());
+    let mut cmd = gate(&s);
     cmd.args(["build", "--fdb-src"])
         .arg(&repo)
         .env("PATH", &bin);
