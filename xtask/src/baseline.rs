@@ -23,6 +23,7 @@ use crate::{
     fdbtree::FdbVersion,
     flags::{ArmArg, BaselineCommand},
     host::Host,
+    saved::SavedRun,
 };
 
 /// The format version this perfgate writes and reads.
@@ -70,32 +71,38 @@ pub struct RecordedTrial {
 
 impl Baseline {
     /// Reads and checks a baseline file.
+    ///
+    /// Errors: unreadable file, or anything [`Baseline::parse`] refuses.
     pub fn load(path: &Path) -> Result<Baseline> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read baseline {}", path.display()))?;
-        let raw: serde_json::Value = serde_json::from_str(&text)
-            .with_context(|| format!("baseline {} is not valid JSON", path.display()))?;
+        Baseline::parse(&text, &path.display().to_string())
+    }
+
+    /// Parses and checks a baseline file's text; `origin` (its path) names it in errors.
+    ///
+    /// Errors: not JSON, `schema_version` missing or newer than [`SCHEMA_VERSION`], a
+    /// field missing or of the wrong type, fewer than 2 trials, or a trial's TPS not a
+    /// positive number.
+    pub fn parse(text: &str, origin: &str) -> Result<Baseline> {
+        let raw: serde_json::Value = serde_json::from_str(text)
+            .with_context(|| format!("baseline {origin} is not valid JSON"))?;
         match raw
             .get("schema_version")
             .and_then(serde_json::Value::as_u64)
         {
             Some(v) if v > u64::from(SCHEMA_VERSION) => bail!(
-                "baseline {} has schema_version {v}, newer than the {SCHEMA_VERSION} this perfgate \
-                 reads: update perfgate",
-                path.display()
+                "baseline {origin} has schema_version {v}, newer than the {SCHEMA_VERSION} this \
+                 perfgate reads: update perfgate"
             ),
             Some(_) => {}
-            None => bail!(
-                "baseline {}: field `schema_version` is missing or not a number",
-                path.display()
-            ),
+            None => bail!("baseline {origin}: field `schema_version` is missing or not a number"),
         }
         let b: Baseline = serde_json::from_value(raw)
-            .with_context(|| format!("baseline {} does not match the format", path.display()))?;
+            .with_context(|| format!("baseline {origin} does not match the format"))?;
         if b.trials.len() < 2 {
             bail!(
-                "baseline {}: field `trials` needs at least 2 trials, has {}",
-                path.display(),
+                "baseline {origin}: field `trials` needs at least 2 trials, has {}",
                 b.trials.len()
             );
         }
@@ -105,8 +112,7 @@ impl Baseline {
             .position(|t| !(t.tps.is_finite() && t.tps > 0.0))
         {
             bail!(
-                "baseline {}: field `trials[{i}].tps` is {}, not a positive TPS",
-                path.display(),
+                "baseline {origin}: field `trials[{i}].tps` is {}, not a positive TPS",
                 b.trials[i].tps
             );
         }
@@ -236,37 +242,6 @@ pub fn find(dir: &Path, name: &str) -> Result<(PathBuf, Baseline)> {
     Ok((path, b))
 }
 
-/// What `record` reads of a results dir's `meta.json`.
-#[derive(Deserialize)]
-struct SavedMeta {
-    host: Host,
-    plan: SavedPlan,
-}
-
-#[derive(Deserialize)]
-struct SavedPlan {
-    config: SavedConfig,
-    workdir: SavedWorkdir,
-    baseline: Option<SavedArm>,
-    experiment: SavedArm,
-}
-
-#[derive(Deserialize)]
-struct SavedConfig {
-    engines: Vec<Engine>,
-    workload: Workload,
-}
-
-#[derive(Deserialize)]
-struct SavedWorkdir {
-    tmpfs: bool,
-}
-
-#[derive(Deserialize)]
-struct SavedArm {
-    version: FdbVersion,
-}
-
 /// Records one baseline per engine from the `arm` trials of the run in `from`, into
 /// `dir`; returns the files written. `name` defaults to `<host class>-<profile>-<engine>`;
 /// with several engines the engine is appended to a given name. An existing file is
@@ -278,28 +253,7 @@ pub fn record(
     arm: Arm,
     force: bool,
 ) -> Result<Vec<PathBuf>> {
-    let read = |file: &str| -> Result<String> {
-        std::fs::read_to_string(from.join(file)).with_context(|| {
-            format!(
-                "cannot read {} (is {} a perfgate results dir?)",
-                from.join(file).display(),
-                from.display()
-            )
-        })
-    };
-    let meta: SavedMeta = serde_json::from_str(&read("meta.json")?).with_context(|| {
-        format!(
-            "{} is not a perfgate meta.json",
-            from.join("meta.json").display()
-        )
-    })?;
-    let trials: Vec<TrialRecord> =
-        serde_json::from_str(&read("trials.json")?).with_context(|| {
-            format!(
-                "{} is not a perfgate trials.json",
-                from.join("trials.json").display()
-            )
-        })?;
+    let SavedRun { meta, trials, .. } = SavedRun::read(from)?;
     let plan = meta.plan;
     let version = match arm {
         Arm::Baseline => plan
@@ -476,5 +430,27 @@ mod tests {
             slug("Intel(R) Xeon(R) CPU @ 2.20GHz x2, 24 GiB-quick-redwood"),
             "intel-r-xeon-r-cpu-2-20ghz-x2-24-gib-quick-redwood"
         );
+    }
+
+    #[test]
+    fn a_baseline_recorded_from_a_real_fdb_run_parses() {
+        // Recorded by `baseline record` from an A/A quick run of FDB 8.0.0 (c0c44752df67).
+        let text = include_str!("../testdata/baseline-real.json");
+        let b = Baseline::parse(text, "baseline-real.json").unwrap();
+        assert_eq!(
+            (b.engine, b.workload.profile.as_str()),
+            (Engine::Redwood, "quick")
+        );
+        assert_eq!(
+            b.trials.iter().map(|t| t.tps).collect::<Vec<_>>(),
+            [737.11, 699.67]
+        );
+        assert_eq!(
+            b.build.source_version,
+            "c0c44752df676e4a2d532b5cdb4bf96728a30b78"
+        );
+        let cut = text.replacen("\"tps\": 699.67", "\"tps\": -1", 1);
+        let err = Baseline::parse(&cut, "x.json").unwrap_err().to_string();
+        assert!(err.contains("field `trials[1].tps` is -1"), "{err}");
     }
 }

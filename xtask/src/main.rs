@@ -1,36 +1,10 @@
-//! perfgate: a throughput regression gate for FoundationDB, run as `cargo xtask`.
-//!
-//! Pipeline (one module per stage): flags -> config -> plan (workdir, fdbtree) -> execute
-//! (cluster, supervise) -> analyze -> judge -> report; `bench` wires them together.
-
-mod analyze;
-mod baseline;
-mod bench;
-mod build;
-mod calibrate;
-mod cluster;
-mod compare;
-mod config;
-mod doctor;
-mod execute;
-mod fdbtree;
-mod flags;
-mod host;
-mod html;
-mod judge;
-mod monitor;
-mod plan;
-mod preflight;
-mod report;
-mod sequential;
-mod slo;
-mod stats;
-mod supervise;
-mod workdir;
+//! perfgate's command line, `cargo xtask`: parses the flags and runs one subcommand of
+//! the library (`xtask/src/lib.rs`).
 
 use std::process::ExitCode;
 
 use clap::Parser;
+use xtask::{baseline, bench, compare, config, doctor, flags, supervise};
 
 /// Exit status for bad flags or flag values (BSD `EX_USAGE`), apart from 2 (TIMEOUT/error).
 const EXIT_USAGE: u8 = 64;

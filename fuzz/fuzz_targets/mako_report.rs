@@ -1,0 +1,22 @@
+//! mako's text report (stdout) and JSON report (`--json_report`) of one run, given as
+//! one input: the text, a NUL byte, then the JSON. Any input parses to a report or an
+//! error, and a parsed report's checks never panic.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use xtask::analyze::{last_sample_tps, MakoReport, TextSummary};
+
+fuzz_target!(|data: &[u8]| {
+    let (text, json) = match data.iter().position(|b| *b == 0) {
+        Some(i) => (&data[..i], &data[i + 1..]),
+        None => (data, &[][..]),
+    };
+    let (Ok(text), Ok(json)) = (std::str::from_utf8(text), std::str::from_utf8(json)) else {
+        return;
+    };
+    let _ = TextSummary::parse(text);
+    let _ = last_sample_tps(text);
+    if let Ok(r) = MakoReport::parse(text, "stdout", json, "report.json") {
+        let _ = (r.validity(), r.drift().map(|d| d.unsteady()));
+    }
+});
