@@ -409,15 +409,74 @@ fn ctrl_c_tears_down_keeps_results_and_exits_2() {
     }
 }
 
+/// The reaper (`xtask __reap`) watching the gate whose run dirs are under `workdir`.
+fn reaper_of(workdir: &Path) -> Option<i32> {
+    let needle = workdir.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+        let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+        let cmd = String::from_utf8_lossy(&cmd);
+        (cmd.contains("__reap") && cmd.contains(&needle)).then_some(pid)
+    })
+}
+
 #[test]
-fn after_a_sigkill_of_the_gate_servers_die_and_the_next_run_cleans_up() {
+fn after_a_sigkill_of_the_gate_its_reaper_ends_every_process_of_the_run() {
     let s = Sandbox::new();
     let (a, b) = s.ab(
         json!({"mako_run_hang": true, "mako_forks_worker": true}),
         json!({}),
     );
     let mut gate = s.spawn_until_mako_runs(&a, &b);
+    assert!(
+        reaper_of(s.workdir.path()).is_some(),
+        "a reaper watches the gate"
+    );
     gate.kill().unwrap(); // SIGKILL: no handler, no teardown
+    gate.wait().unwrap();
+    // Servers and mako die by the parent-death signal, mako's forked worker by the reaper.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !s.leftover_processes().is_empty()
+        || std::fs::read_dir(s.workdir.path()).unwrap().count() > 0
+    {
+        assert!(
+            Instant::now() < deadline,
+            "{:?} {:?}",
+            s.leftover_processes(),
+            std::fs::read_dir(s.workdir.path())
+                .unwrap()
+                .collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let log = std::fs::read_to_string(s.out().join("run.log")).unwrap();
+    assert!(
+        log.contains("reaper: the gate exited without tearing down: killed")
+            && log.contains("--double-worker"),
+        "{log}"
+    );
+    while reaper_of(s.workdir.path()).is_some() {
+        assert!(Instant::now() < deadline, "the reaper exits when done");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn after_a_sigkill_of_the_gate_and_its_reaper_the_next_run_cleans_up() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(
+        json!({"mako_run_hang": true, "mako_forks_worker": true}),
+        json!({}),
+    );
+    let mut gate = s.spawn_until_mako_runs(&a, &b);
+    // Both killed at once (e.g. the OOM killer, or `kill -9` of the whole session).
+    let reaper = reaper_of(s.workdir.path()).expect("a reaper watches the gate");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(reaper),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    gate.kill().unwrap();
     gate.wait().unwrap();
     // The servers and mako die with the gate (parent-death signal); the worker lingers.
     let deadline = Instant::now() + Duration::from_secs(30);

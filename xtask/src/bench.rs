@@ -446,6 +446,8 @@ fn run_trials(plan: &Plan, out: &Path) -> Result<TrialsRun> {
     ));
     std::fs::create_dir_all(&run_workdir)
         .with_context(|| format!("cannot create {}", run_workdir.display()))?;
+    // Ends what the trials started if this gate dies without tearing down (SIGKILL).
+    let _reaper = supervise::Reaper::start(&run_workdir, &out.join("run.log"))?;
     let mut runner = Runner {
         plan,
         out,

@@ -59,6 +59,15 @@ pub enum Command {
     /// Build the arms' FDB trees from --fdb-src ahead of time (what `bench` would build),
     /// and print where they are.
     Build(SourceArgs),
+    /// Internal: the watchdog `bench` starts beside itself, which ends a run's processes
+    /// when the gate dies however it dies (`supervise::Reaper`).
+    #[command(name = "__reap", hide = true)]
+    Reap {
+        /// The run's directory on the work dir (`perfgate-<gate pid>`).
+        run_dir: PathBuf,
+        /// The run's log, where what was cleaned up is appended.
+        log: PathBuf,
+    },
     /// Recorded baselines in baselines/: record one from a finished run, list, show.
     #[command(subcommand)]
     Baseline(BaselineCommand),

@@ -35,6 +35,7 @@ fn main() -> ExitCode {
         flags::Command::Baseline(cmd) => baseline::run(cmd),
         flags::Command::Build(args) => bench::build_only(&sh, args),
         flags::Command::Doctor { workdir } => doctor::run(workdir.as_deref()),
+        flags::Command::Reap { run_dir, log } => supervise::reap(run_dir, log),
     };
     match result {
         Ok(code) => ExitCode::from(code as u8),

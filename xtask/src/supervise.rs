@@ -4,7 +4,8 @@
 //! Each child runs in its own process group (mako forks worker processes; the group takes
 //! them all down), gets `PR_SET_PDEATHSIG(SIGKILL)` so it dies even if the gate is
 //! SIGKILLed, and has core dumps off (mako aborts in `_dl_fini` at every exit). A
-//! [`Child`] stops its group when dropped.
+//! [`Child`] stops its group when dropped. The parent-death signal does not reach what a
+//! child forks (mako's workers), so a [`Reaper`] process outlives the gate to end those.
 
 use std::{
     fs::File,
@@ -239,20 +240,7 @@ pub const RUN_DIR_PREFIX: &str = "perfgate-";
 /// processes that are gone. Returns one line per run directory cleaned.
 pub fn clean_stale_runs(workdir: &Path) -> Vec<String> {
     let mut cleaned = Vec::new();
-    // A mako killed with its gate leaves files named after its dead pid.
-    for (dir, prefix) in [("/dev/shm", "mako"), ("/tmp", "makoTemp")] {
-        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if let Some(pid) = name
-                .strip_prefix(prefix)
-                .and_then(|p| p.parse::<u32>().ok())
-            {
-                if !process_running(pid) {
-                    remove_mako_leftovers(pid);
-                }
-            }
-        }
-    }
+    remove_dead_makos_leftovers();
     let Ok(entries) = std::fs::read_dir(workdir) else {
         return cleaned;
     };
@@ -271,7 +259,7 @@ pub fn clean_stale_runs(workdir: &Path) -> Vec<String> {
             continue;
         }
         let dir = entry.path();
-        let leftovers = processes_mentioning(&dir.to_string_lossy());
+        let leftovers = processes_mentioning(&format!("{}/", dir.display()));
         for (p, _) in &leftovers {
             let _ = nix::sys::signal::kill(Pid::from_raw(*p as i32), Signal::SIGKILL);
         }
@@ -292,6 +280,134 @@ pub fn clean_stale_runs(workdir: &Path) -> Vec<String> {
         ));
     }
     cleaned
+}
+
+/// A mako killed with its gate leaves files named after its dead pid: removes those of
+/// every mako that is gone.
+fn remove_dead_makos_leftovers() {
+    for (dir, prefix) in [("/dev/shm", "mako"), ("/tmp", "makoTemp")] {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = name
+                .strip_prefix(prefix)
+                .and_then(|p| p.parse::<u32>().ok())
+            {
+                if !process_running(pid) {
+                    remove_mako_leftovers(pid);
+                }
+            }
+        }
+    }
+}
+
+/// A watchdog process beside the gate that ends the run's processes when the gate dies,
+/// however it dies: SIGKILL, OOM killer, a crash. The parent-death signal takes down the
+/// servers and mako's main process, but not what they fork: mako's worker processes
+/// would otherwise run on (seen on a real FDB run after `kill -9` of the gate) until the
+/// next gate on the work dir cleaned them up.
+///
+/// The reaper is this executable (`xtask __reap`) in its own session (a Ctrl-C to the
+/// terminal does not reach it), reading a pipe whose only writer is the gate: the write
+/// end is close-on-exec, so no server or mako holds it. When the gate exits, the kernel
+/// closes it, the reaper reads end-of-file, kills every process whose command line names
+/// the run dir, removes dead makos' files and the run dir, and appends what it did to the
+/// run's log. Dropping the `Reaper` (the gate's normal end) closes the pipe and waits for
+/// the reaper, which then finds nothing to do.
+pub struct Reaper {
+    pipe: Option<std::io::PipeWriter>,
+    child: std::process::Child,
+}
+
+impl Reaper {
+    /// Starts the reaper of `run_dir`; it appends to `log`. Errors: the pipe or the
+    /// process cannot be created.
+    pub fn start(run_dir: &Path, log: &Path) -> Result<Reaper> {
+        let (reader, writer) = std::io::pipe().context("cannot create the reaper's pipe")?;
+        let exe = std::env::current_exe().context("cannot find the gate's own executable")?;
+        let mut cmd = Command::new(exe);
+        cmd.arg("__reap")
+            .arg(run_dir)
+            .arg(log)
+            .stdin(reader)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            cmd.pre_exec(|| {
+                nix::unistd::setsid()
+                    .map(drop)
+                    .map_err(std::io::Error::from)
+            });
+        }
+        let child = cmd
+            .spawn()
+            .context("cannot start the reaper (xtask __reap)")?;
+        Ok(Reaper {
+            pipe: Some(writer),
+            child,
+        })
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        drop(self.pipe.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// The reaper's side (`xtask __reap RUN_DIR LOG`): waits until stdin, the gate's pipe,
+/// reaches end-of-file, then cleans up after the gate (see [`Reaper`]). Returns 0.
+pub fn reap(run_dir: &Path, log: &Path) -> Result<i32> {
+    use std::io::{Read as _, Write as _};
+    let mut stdin = std::io::stdin().lock();
+    let mut buf = [0u8; 64];
+    loop {
+        match stdin.read(&mut buf) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    // The trailing slash keeps `perfgate-12` from matching `perfgate-123`.
+    let needle = format!("{}/", run_dir.display());
+    let mut killed: Vec<(u32, String)> = Vec::new();
+    // A few rounds: a process may fork while it is being killed.
+    for _ in 0..20 {
+        let left = processes_mentioning(&needle);
+        if left.is_empty() {
+            break;
+        }
+        for (pid, cmd) in left {
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+            if !killed.iter().any(|(p, _)| *p == pid) {
+                killed.push((pid, cmd));
+            }
+        }
+        thread::sleep(POLL);
+    }
+    remove_dead_makos_leftovers();
+    let removed = run_dir.exists() && std::fs::remove_dir_all(run_dir).is_ok();
+    if !killed.is_empty() || removed {
+        let mut text = format!(
+            "{} reaper: the gate exited without tearing down: killed {} process(es){}\n",
+            humantime::format_rfc3339_seconds(std::time::SystemTime::now()),
+            killed.len(),
+            if removed {
+                format!(", removed {}", run_dir.display())
+            } else {
+                String::new()
+            }
+        );
+        for (pid, cmd) in &killed {
+            text += &format!("  {pid}: {cmd}\n");
+        }
+        if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(log) {
+            let _ = f.write_all(text.as_bytes());
+        }
+    }
+    Ok(0)
 }
 
 /// Removes what a killed mako main process `pid` leaves behind: its sample directory
