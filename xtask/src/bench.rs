@@ -111,7 +111,7 @@ fn build_arms(
             (Arm::Experiment, _, None) => build::Source::WorkingTree,
         };
         eprintln!(
-            "building the {arm} arm ({source:?}) from {} ...",
+            "building the {arm} arm ({source}) from {} ...",
             src.display()
         );
         let mut p = build::build(sh, &src, &source, &settings, &cache)

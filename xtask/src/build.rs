@@ -43,6 +43,15 @@ pub enum Source {
     WorkingTree,
 }
 
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Revision(rev) => write!(f, "revision {rev}"),
+            Source::WorkingTree => f.write_str("the working tree"),
+        }
+    }
+}
+
 /// Configure and build settings shared by both arms.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BuildSettings {
