@@ -254,6 +254,7 @@ pub fn build(
         &log,
         deadline,
         settings.timeout_s,
+        |_| {},
     )?;
     let mut ninja = Command::new("ninja");
     ninja
@@ -264,7 +265,11 @@ pub fn build(
         .envs(ccache_env(launcher, cache, |k| {
             std::env::var_os(k).is_some()
         }));
-    step("ninja", ninja, &log, deadline, settings.timeout_s)?;
+    let mut progress = NinjaProgress::new();
+    step("ninja", ninja, &log, deadline, settings.timeout_s, |out| {
+        progress.update(out)
+    })?;
+    progress.bar.finish_and_clear();
     provenance.build_s = started.elapsed().as_secs_f64();
     let when = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     crate::bench::write(&stamp, &crate::bench::json(&(&provenance, when)))?;
@@ -299,10 +304,22 @@ fn export(sh: &Shell, src: &Path, commit: &str, dest: &Path) -> Result<()> {
 
 /// Runs one build step bounded by `deadline`, appending its output to `log`; a failure
 /// names the step and shows the log's tail.
-fn step(name: &str, cmd: Command, log: &Path, deadline: Instant, bound_s: u64) -> Result<()> {
+/// Runs one build step with its output in a file beside `log` (appended to `log` at the
+/// end); `watch` gets that file's path every poll, e.g. for progress.
+fn step(
+    name: &str,
+    cmd: Command,
+    log: &Path,
+    deadline: Instant,
+    bound_s: u64,
+    mut watch: impl FnMut(&Path),
+) -> Result<()> {
     let out = log.with_extension(format!("{}.log", name.replace(' ', "-")));
     let mut child = Child::spawn(name, cmd, &out, &out.with_extension("err"))?;
-    let status = child.wait_until(deadline, Duration::from_secs(bound_s), || Ok(()));
+    let status = child.wait_until(deadline, Duration::from_secs(bound_s), || {
+        watch(&out);
+        Ok(())
+    });
     // One log: each step's stdout then stderr, appended.
     let mut text = std::fs::read_to_string(log).unwrap_or_default();
     for f in [&out, &out.with_extension("err")] {
@@ -324,6 +341,66 @@ fn step(name: &str, cmd: Command, log: &Path, deadline: Instant, bound_s: u64) -
         .into()),
         Err(e) => bail!("{name}: {e}; see {}", log.display()),
     }
+}
+
+/// Build progress from ninja's status lines (`[166/572] Building CXX object ...`): a bar
+/// on a terminal, else a line every [`NinjaProgress::EVERY`] for CI logs.
+struct NinjaProgress {
+    bar: indicatif::ProgressBar,
+    started: Instant,
+    read: Instant,
+    printed: Instant,
+}
+
+impl NinjaProgress {
+    /// Interval of the plain progress lines when stderr is not a terminal.
+    const EVERY: Duration = Duration::from_secs(300);
+
+    fn new() -> NinjaProgress {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "  ninja {bar:30} {pos}/{len} steps, {elapsed} so far, ~{eta} left",
+            )
+            .expect("valid template"),
+        );
+        let now = Instant::now();
+        NinjaProgress {
+            bar,
+            started: now,
+            read: now,
+            printed: now,
+        }
+    }
+
+    /// Reads the end of ninja's output `out` (at most once a second).
+    fn update(&mut self, out: &Path) {
+        if self.read.elapsed() < Duration::from_secs(1) {
+            return;
+        }
+        self.read = Instant::now();
+        let Some((done, total)) = ninja_progress(&tail(out, 50)) else {
+            return;
+        };
+        self.bar.set_length(total);
+        self.bar.set_position(done);
+        if self.bar.is_hidden() && self.printed.elapsed() >= Self::EVERY {
+            self.printed = Instant::now();
+            eprintln!(
+                "  ninja: {done}/{total} steps after {} min",
+                self.started.elapsed().as_secs() / 60
+            );
+        }
+    }
+}
+
+/// The last `[done/total]` status line in ninja's output; `None` before the first.
+fn ninja_progress(text: &str) -> Option<(u64, u64)> {
+    text.lines().rev().find_map(|line| {
+        let (counts, _) = line.strip_prefix('[')?.split_once(']')?;
+        let (done, total) = counts.split_once('/')?;
+        Some((done.trim().parse().ok()?, total.trim().parse().ok()?))
+    })
 }
 
 /// Environment for the compiler launcher so that builds of different revisions share
@@ -358,6 +435,18 @@ fn short_hash(value: &impl Hash) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ninja_progress_is_the_last_status_line() {
+        let out = "ninja: Entering directory `build'\n\
+                   [1/572] Building CXX object flow/CMakeFiles/flow.dir/Arena.cpp.o\n\
+                   [166/572] Building CXX object fdbclient/CMakeFiles/x.cpp.o\n\
+                   clang++: warning: argument unused [-Wunused]\n";
+        assert_eq!(ninja_progress(out), Some((166, 572)));
+        assert_eq!(ninja_progress("ninja: Entering directory `build'\n"), None);
+        assert_eq!(ninja_progress("[x/572] odd\n[-1/2] odd"), None);
+        assert_eq!(ninja_progress(""), None);
+    }
 
     #[test]
     fn ccache_shares_entries_across_revision_dirs_unless_the_user_configured_it() {
