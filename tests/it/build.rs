@@ -285,7 +285,22 @@ fn a_failing_build_shows_its_log_and_a_missing_checkout_or_cmake_is_named() {
     let o = bench(&s, &s.dir.path().join("nowhere"), "nowhere", &[]);
     assert_eq!(code(&o), 64, "{}", text(&o));
     assert!(
-        text(&o).contains("no FDB checkout at") && text(&o).contains("--fdb-src"),
+        text(&o).contains("no FDB checkout at")
+            && text(&o).contains("--fdb-src")
+            && text(&o).contains("FDB_SRC")
+            && text(&o).contains("--baseline-build and --experiment-build"),
+        "{}",
+        text(&o)
+    );
+    // `build` takes no prebuilt trees, so it does not suggest them.
+    let o = gate(&s)
+        .args(["build", "--fdb-src"])
+        .arg(s.dir.path().join("nowhere"))
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("no FDB checkout at") && !text(&o).contains("--baseline-build"),
         "{}",
         text(&o)
     );
@@ -314,5 +329,37 @@ fn a_failing_build_shows_its_log_and_a_missing_checkout_or_cmake_is_named() {
         text(&o).contains("cmake is not installed: apt-get install cmake"),
         "{}",
         text(&o)
+    );
+}
+
+#[test]
+fn bad_flags_are_refused_before_any_build() {
+    let s = Sandbox::new();
+    let repo = checkout(&s);
+    let o = bench(&s, &repo, "typo", &["--against-recorded", "no-such-record"]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(text(&o).contains("no-such-record"), "{}", text(&o));
+    let busy = s.dir.path().join("busy");
+    std::fs::create_dir_all(&busy).unwrap();
+    std::fs::write(busy.join("earlier.txt"), "an earlier run").unwrap();
+    let o = bench(&s, &repo, "busy", &[]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("is not an empty directory"),
+        "{}",
+        text(&o)
+    );
+    for (flag, value) in [("--build-jobs", "0"), ("--timeout-build", "0")] {
+        let o = bench(&s, &repo, "zero", &[flag, value]);
+        assert_eq!(code(&o), 64, "{}", text(&o));
+        assert!(
+            text(&o).contains(&format!("{flag} must be at least 1")),
+            "{}",
+            text(&o)
+        );
+    }
+    assert!(
+        !s.dir.path().join("target/perfgate/fdb").exists(),
+        "nothing was exported or built"
     );
 }

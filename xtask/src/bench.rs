@@ -43,6 +43,8 @@ pub fn run(sh: &Shell, args: &BenchArgs) -> Result<i32> {
         check_writable_file(j)?;
     }
     let result = (|| {
+        // Everything cheap to check is checked before a build that may take hours.
+        let prepared = prepare(&mut config)?;
         let baseline_needed = args.baseline_build.is_none() && args.against_recorded.is_none();
         if baseline_needed || args.experiment_build.is_none() {
             let built = build_arms(
@@ -50,13 +52,14 @@ pub fn run(sh: &Shell, args: &BenchArgs) -> Result<i32> {
                 &args.source,
                 baseline_needed,
                 args.experiment_build.is_none(),
+                true,
             )?;
             for (arm, p) in built {
                 config.arm_mut(arm).build_dir = p.build_dir.clone();
                 config.provenance.push(p);
             }
         }
-        run_config(sh, config)
+        run_config(sh, config, prepared)
     })();
     match result {
         Ok(done) => Ok(done.map_or(0, |done| done.exit_code)),
@@ -87,8 +90,15 @@ fn build_arms(
     args: &SourceArgs,
     baseline: bool,
     experiment: bool,
+    for_bench: bool,
 ) -> Result<Vec<(Arm, build::Provenance)>> {
-    let src = fdb_src(args)?;
+    if args.build_jobs == Some(0) {
+        return Err(UsageError("--build-jobs must be at least 1".into()).into());
+    }
+    if args.timeout_build == 0 {
+        return Err(UsageError("--timeout-build must be at least 1 second".into()).into());
+    }
+    let src = fdb_src(args, for_bench)?;
     build::check_tools()?;
     let settings = build::BuildSettings {
         cmake_args: args.cmake_args.clone(),
@@ -134,7 +144,8 @@ fn build_arms(
 
 /// `--fdb-src`/`FDB_SRC` (`.cargo/config.toml` sets `../foundationdb`), which must be a
 /// git checkout; the error says where it looked and the ways to point at one.
-fn fdb_src(args: &SourceArgs) -> Result<PathBuf> {
+/// `bench` also takes prebuilt trees (`for_bench`); `build` does not.
+fn fdb_src(args: &SourceArgs, for_bench: bool) -> Result<PathBuf> {
     let src = args
         .fdb_src
         .clone()
@@ -143,13 +154,17 @@ fn fdb_src(args: &SourceArgs) -> Result<PathBuf> {
         return Ok(std::fs::canonicalize(&src).unwrap_or(src));
     }
     Err(UsageError(format!(
-        "no FDB checkout at {} (from {}): give --fdb-src PATH, set FDB_SRC, or give prebuilt \
-         trees with --baseline-build and --experiment-build",
+        "no FDB checkout at {} (from {}): give --fdb-src PATH or set FDB_SRC{}",
         src.display(),
         if args.fdb_src.is_some() {
             "--fdb-src/FDB_SRC"
         } else {
             "the default"
+        },
+        if for_bench {
+            ", or give prebuilt trees with --baseline-build and --experiment-build"
+        } else {
+            ""
         }
     ))
     .into())
@@ -157,7 +172,7 @@ fn fdb_src(args: &SourceArgs) -> Result<PathBuf> {
 
 /// `cargo xtask build`: what `bench` would build, ahead of time.
 pub fn build_only(sh: &Shell, args: &SourceArgs) -> Result<i32> {
-    for (arm, p) in build_arms(sh, args, true, true)? {
+    for (arm, p) in build_arms(sh, args, true, true, false)? {
         let _ = writeln!(std::io::stdout(), "{arm}: {}", p.build_dir.display());
     }
     Ok(0)
@@ -174,11 +189,12 @@ fn target_dir() -> Result<PathBuf> {
 /// `cargo xtask calibrate`: an A/A run of one build, then the host's noise figures.
 /// Exit status 0 when every trial was measured, else 2.
 pub fn calibrate(sh: &Shell, args: &CalibrateArgs) -> Result<i32> {
-    let config = BenchConfig::new(&args.build, &args.build, true, &args.run)?;
+    let mut config = BenchConfig::new(&args.build, &args.build, true, &args.run)?;
     if let Some(j) = &config.junit {
         check_writable_file(j)?;
     }
-    let Some(done) = run_config(sh, config)? else {
+    let prepared = prepare(&mut config)?;
+    let Some(done) = run_config(sh, config, prepared)? else {
         return Ok(0);
     };
     let cal = Calibration::new(
@@ -205,9 +221,17 @@ struct Finished {
     exit_code: i32,
 }
 
-/// Plans, runs, judges and exports; `None` for `--dry-run`.
-fn run_config(sh: &Shell, mut config: BenchConfig) -> Result<Option<Finished>> {
-    let workdir = workdir::choose(config.workdir.as_deref())?;
+/// What a run resolves from its flags before anything slow starts (a build, a trial).
+struct Prepared {
+    workdir: workdir::Workdir,
+    /// `--against-recorded`: the record and the warnings of comparing with it.
+    recorded: Option<(baseline::Baseline, Vec<String>)>,
+}
+
+/// Checks and resolves the flags that need no build tree: the recorded baseline (which
+/// also fixes the engine), the SLO floors, that `--out` is free, and the work dir (last:
+/// it may create the directory). Errors are the user's to fix, before hours of building.
+fn prepare(config: &mut BenchConfig) -> Result<Prepared> {
     let recorded = match &config.against_recorded {
         Some(name) => {
             let (_, b) = baseline::find(&baseline::dir(config.baselines_dir.as_deref())?, name)?;
@@ -228,6 +252,19 @@ fn run_config(sh: &Shell, mut config: BenchConfig) -> Result<Option<Finished>> {
         &env,
         &slo_file,
     )?;
+    if let Some(out) = &config.out {
+        check_results_dir(out)?;
+    }
+    let workdir = workdir::choose(config.workdir.as_deref())?;
+    Ok(Prepared { workdir, recorded })
+}
+
+/// Plans, runs, judges and exports; `None` for `--dry-run`.
+fn run_config(
+    sh: &Shell,
+    config: BenchConfig,
+    Prepared { workdir, recorded }: Prepared,
+) -> Result<Option<Finished>> {
     let mut build_warnings = Vec::new();
     let mut arm_plan = |arm: Arm| -> Result<ArmPlan> {
         let tree = FdbTree::open(&config.arm(arm).build_dir).with_context(|| {
@@ -663,7 +700,16 @@ fn results_dir(explicit: Option<&Path>) -> Result<PathBuf> {
                 .join(format!("{stamp}-{}", std::process::id()))
         }
     };
-    let occupied = std::fs::read_dir(&dir).map(|mut d| d.next().is_some());
+    check_results_dir(&dir)?;
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create results dir {}", dir.display()))?;
+    // Absolute: mako and fdbserver run in other directories and get paths inside it.
+    std::fs::canonicalize(&dir).with_context(|| format!("cannot resolve {}", dir.display()))
+}
+
+/// A results dir must be missing or empty: results are never mixed with an earlier run's.
+fn check_results_dir(dir: &Path) -> Result<()> {
+    let occupied = std::fs::read_dir(dir).map(|mut d| d.next().is_some());
     if dir.exists() && !matches!(occupied, Ok(false)) {
         return Err(UsageError(format!(
             "results dir {} is not an empty directory; choose another --out (results are \
@@ -672,10 +718,7 @@ fn results_dir(explicit: Option<&Path>) -> Result<PathBuf> {
         ))
         .into());
     }
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("cannot create results dir {}", dir.display()))?;
-    // Absolute: mako and fdbserver run in other directories and get paths inside it.
-    std::fs::canonicalize(&dir).with_context(|| format!("cannot resolve {}", dir.display()))
+    Ok(())
 }
 
 /// Fails early, before hours of trials, when `path` could not be written at the end.

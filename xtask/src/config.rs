@@ -156,6 +156,10 @@ impl Knob {
     }
 }
 
+/// Upper bound of mako's client processes (`-p`) and threads (`-t`): beyond it a value
+/// is a typo, not a workload.
+pub const MAX_CLIENTS: u32 = 256;
+
 /// Cores the cluster itself needs: one for the storage server (single-threaded, the
 /// process the gate measures) and one shared by the stateless and log processes.
 pub const SERVER_CORES: usize = 2;
@@ -299,10 +303,23 @@ impl Workload {
             ("--build-procs", self.build_procs),
             ("--procs", self.procs),
             ("--threads", self.threads),
+            ("--async-xacts", self.async_xacts),
             ("--vallen", self.vallen),
         ] {
             if v == 0 {
                 return Err(usage(format!("{flag} must be at least 1")));
+            }
+        }
+        for (flag, v) in [
+            ("--build-procs", self.build_procs),
+            ("--procs", self.procs),
+            ("--threads", self.threads),
+        ] {
+            if v > MAX_CLIENTS {
+                return Err(usage(format!(
+                    "{flag} {v} is more than {MAX_CLIENTS}: that many mako processes or \
+                     threads would measure the host's scheduler, not FDB"
+                )));
             }
         }
         if self.rows == 0 {
@@ -397,6 +414,11 @@ pub fn transaction_ops(spec: &str) -> Result<Vec<TxnOp>, String> {
                 .map_err(|_| format!("'{name}{digits}': {digits} is too large"))
         };
         let count = number(&mut rest)?.unwrap_or(1);
+        if count == 0 {
+            return Err(format!(
+                "'{name}0': an operation's count must be at least 1"
+            ));
+        }
         let range = if *range_op {
             rest = rest
                 .strip_prefix(':')
@@ -934,6 +956,27 @@ mod tests {
             .unwrap_err()
             .0
             .contains("unknown operation"));
+        assert!(transaction_ops("g0u").unwrap_err().contains("'g0'"));
+    }
+
+    #[test]
+    fn client_counts_must_be_a_workload_not_a_typo() {
+        for (flags, want) in [
+            (
+                &["--async-xacts", "0"][..],
+                "--async-xacts must be at least 1",
+            ),
+            (&["--procs", "100000"], "--procs 100000 is more than 256"),
+            (&["--threads", "257"], "--threads 257 is more than 256"),
+            (
+                &["--build-procs", "300"],
+                "--build-procs 300 is more than 256",
+            ),
+        ] {
+            let err = config(flags).unwrap_err();
+            assert!(err.0.contains(want), "{flags:?}: {err}");
+        }
+        assert_eq!(config(&["--procs", "256"]).unwrap().workload.procs, 256);
     }
 
     #[test]

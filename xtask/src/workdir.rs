@@ -10,6 +10,8 @@ use anyhow::{Context, Result};
 use nix::sys::statfs::{statfs, TMPFS_MAGIC};
 use serde::Serialize;
 
+use crate::config::UsageError;
+
 /// The chosen work directory and what its filesystem is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Workdir {
@@ -71,12 +73,32 @@ fn fs_name(magic: i64) -> String {
 /// with the most free space. Errors when nothing usable exists, naming `--workdir`.
 pub fn choose(explicit: Option<&Path>) -> Result<Workdir> {
     if let Some(path) = explicit {
-        std::fs::create_dir_all(path).with_context(|| {
-            format!(
-                "cannot create work dir {} (from --workdir/WORKDIR)",
+        if path.exists() && !path.is_dir() {
+            return Err(UsageError(format!(
+                "work dir {} (--workdir/WORKDIR) is not a directory",
                 path.display()
-            )
-        })?;
+            ))
+            .into());
+        }
+        if !path.exists() {
+            // One level only: a typo must not grow a tree of directories on the wrong disk.
+            let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+            if parent.is_some_and(|p| !p.is_dir()) {
+                return Err(UsageError(format!(
+                    "work dir {} (--workdir/WORKDIR) does not exist, nor does its parent: \
+                     create it, e.g. mount a RAM disk there (`mount -t tmpfs -o size=8g tmpfs \
+                     DIR`)",
+                    path.display()
+                ))
+                .into());
+            }
+            std::fs::create_dir(path).with_context(|| {
+                format!(
+                    "cannot create work dir {} (from --workdir/WORKDIR)",
+                    path.display()
+                )
+            })?;
+        }
         ensure_writable(path)?;
         // Absolute: the servers run in their own directories and get paths inside it.
         let path = std::fs::canonicalize(path)
@@ -150,6 +172,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_explicit_work_dir_is_a_directory_and_grows_one_level_at_most() {
+        let t = tempfile::tempdir().unwrap();
+        let file = t.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        let err = choose(Some(&file)).unwrap_err();
+        assert!(err.downcast_ref::<UsageError>().is_some(), "{err:#}");
+        assert!(err.to_string().contains("is not a directory"), "{err:#}");
+        let deep = t.path().join("a/b");
+        let err = choose(Some(&deep)).unwrap_err();
+        assert!(err.to_string().contains("nor does its parent"), "{err:#}");
+        assert!(!t.path().join("a").exists(), "nothing was created");
+        let one = t.path().join("ram");
+        assert_eq!(
+            choose(Some(&one)).unwrap().path,
+            one.canonicalize().unwrap()
+        );
+    }
+
+    #[test]
     fn tmpfs_mount_points_come_from_the_type_column() {
         let mounts = "\
 tmpfs /dev/shm tmpfs rw,nosuid,nodev 0 0
@@ -175,15 +216,5 @@ tmpfs-look-alike /data ext4 rw 0 0
             assert!(shm.tmpfs && shm.fs_type == "tmpfs", "{shm:?}");
             assert!(shm.total_bytes > 0);
         }
-    }
-
-    #[test]
-    fn explicit_workdir_is_created() {
-        let base = tempfile::tempdir().unwrap();
-        let path = base.path().join("a/b");
-        let w = choose(Some(&path)).unwrap();
-        assert!(path.is_dir());
-        assert_eq!(w.chosen_by, "--workdir/WORKDIR");
-        assert!(w.path.is_absolute());
     }
 }
