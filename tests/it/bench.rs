@@ -611,9 +611,16 @@ fn a_non_empty_results_dir_or_unwritable_junit_path_is_refused_before_any_trial(
     let (a, b) = s.ab(json!({}), json!({}));
     std::fs::create_dir_all(s.out()).unwrap();
     std::fs::write(s.out().join("stale.txt"), "earlier run").unwrap();
-    let o = s.bench(&a, &b, &[]);
+    let junit = s.dir.path().join("usage-junit.xml");
+    let o = s.bench(&a, &b, &["--junit", junit.to_str().unwrap()]);
     assert_eq!(code(&o), 64, "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("is not an empty directory"));
+    // CI still gets a JUnit file saying why nothing ran.
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains(r#"type="ERROR""#) && xml.contains("is not an empty directory"),
+        "{xml}"
+    );
     std::fs::remove_file(s.out().join("stale.txt")).unwrap();
     let file = s.dir.path().join("a-file");
     std::fs::write(&file, "").unwrap();

@@ -36,13 +36,13 @@ use crate::{
 /// Runs the gate; returns the exit status (0, 1 or 2). Errors before the first trial
 /// (bad input, missing binaries) are returned as errors.
 pub fn run(sh: &Shell, args: &BenchArgs) -> Result<i32> {
-    let mut config = BenchConfig::try_from(args)?;
-    let junit = config.junit.clone();
+    let junit = args.run.junit.clone();
     // Before hours of building and running, not after.
     if let Some(j) = &junit {
         check_writable_file(j)?;
     }
     let result = (|| {
+        let mut config = BenchConfig::try_from(args)?;
         // Everything cheap to check is checked before a build that may take hours.
         let prepared = prepare(&mut config)?;
         let baseline_needed = args.baseline_build.is_none() && args.against_recorded.is_none();
@@ -64,9 +64,9 @@ pub fn run(sh: &Shell, args: &BenchArgs) -> Result<i32> {
     match result {
         Ok(done) => Ok(done.map_or(0, |done| done.exit_code)),
         Err(e) => {
-            // A CI job reads the JUnit file: a run that could not start (a build that
-            // failed or timed out included) is an error there too, not a missing file.
-            if let Some(path) = junit.filter(|_| e.downcast_ref::<UsageError>().is_none()) {
+            // A CI job reads the JUnit file: a run that could not start (bad flags, a
+            // build that failed or timed out) is an error there too, not a missing file.
+            if let Some(path) = junit {
                 let verdict = if e.downcast_ref::<build::BuildTimeout>().is_some() {
                     Verdict::Timeout
                 } else {
