@@ -1136,3 +1136,17 @@ fn a_hanging_mako_run_is_a_timeout_and_is_killed() {
         s.leftover_processes()
     );
 }
+
+#[test]
+fn two_missing_build_trees_are_named_together_as_a_usage_error() {
+    let s = Sandbox::new();
+    let (a, b) = (s.dir.path().join("no-a"), s.dir.path().join("no-b"));
+    let o = s.bench(&a, &b, &[]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("the baseline build tree") && err.contains("the experiment build tree"),
+        "{err}"
+    );
+    assert!(err.contains("no-a does not exist") && err.contains("no-b does not exist"));
+}

@@ -266,10 +266,17 @@ fn run_config(
     Prepared { workdir, recorded }: Prepared,
 ) -> Result<Option<Finished>> {
     let mut build_warnings = Vec::new();
+    // calibrate runs one tree as both arms: then it is just "the build tree".
+    let one_tree = config.baseline.build_dir == config.experiment.build_dir;
     let mut arm_plan = |arm: Arm| -> Result<ArmPlan> {
         let tree = FdbTree::open(&config.arm(arm).build_dir).with_context(|| {
             format!(
-                "the {arm} build tree {} is not usable",
+                "the {}build tree {} is not usable",
+                if one_tree {
+                    String::new()
+                } else {
+                    format!("{arm} ")
+                },
                 config.arm(arm).build_dir.display()
             )
         })?;
@@ -283,7 +290,15 @@ fn run_config(
             build_config,
         })
     };
-    let experiment = arm_plan(Arm::Experiment)?;
+    let experiment = match arm_plan(Arm::Experiment) {
+        Ok(e) => e,
+        // Both trees wrong: say so at once, not one per attempt.
+        Err(e) if recorded.is_none() && !one_tree => match arm_plan(Arm::Baseline) {
+            Err(b) => return Err(e.context(format!("{b:#}\nand"))),
+            Ok(_) => return Err(e),
+        },
+        Err(e) => return Err(e),
+    };
     let mut plan = match recorded {
         Some((b, warnings)) => {
             let mut plan = Plan::new(config, workdir, None, experiment, false)?;

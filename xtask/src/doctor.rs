@@ -298,7 +298,9 @@ fn fsync_probe(dir: &Path, tmpfs: bool) -> Finding {
     let _ = std::fs::remove_file(&path);
     match result {
         Ok(median) => {
-            let slow = median > Duration::from_millis(1);
+            // A disk-backed work dir is a warning however fast its fsync: commit latency,
+            // not the storage server, then bounds TPS.
+            let slow = !tmpfs || median > Duration::from_millis(1);
             finding(
                 if slow { Level::Warn } else { Level::Ok },
                 "fsync latency",
@@ -308,7 +310,8 @@ fn fsync_probe(dir: &Path, tmpfs: bool) -> Finding {
                     if tmpfs { " (tmpfs)" } else { "" }
                 ),
                 if slow {
-                    "a disk this slow bounds TPS by commit latency: use a RAM disk"
+                    "on a disk, commit latency bounds TPS, not the storage server's CPU: use a \
+                     RAM disk"
                 } else {
                     ""
                 },
@@ -380,7 +383,7 @@ mod tests {
     fn the_fsync_probe_measures_a_directory_and_cleans_up() {
         let dir = tempfile::tempdir().unwrap();
         let f = fsync_probe(dir.path(), false);
-        assert_ne!(f.level, Level::Fail, "{f:?}");
+        assert_eq!(f.level, Level::Warn, "not a RAM disk: {f:?}");
         assert!(f.found.starts_with("median "), "{f:?}");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
