@@ -105,6 +105,18 @@ fn record_list_show_and_judge_a_candidate_against_the_record() {
         "{}",
         text(&o)
     );
+    let missing = s.dir.path().join("no-baselines");
+    let o = xtask_in(
+        &s,
+        &[
+            "baseline",
+            "list",
+            "--baselines-dir",
+            missing.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(text(&o).contains("does not exist"), "{}", text(&o));
     let o = xtask_in(
         &s,
         &[

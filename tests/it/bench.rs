@@ -826,12 +826,21 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
         "{}",
         text(&o)
     );
-    // Not a results dir: a clear error.
-    let o = std::process::Command::new(crate::support::xtask())
-        .args(["compare", "/nonexistent"])
-        .output()
-        .unwrap();
-    assert_eq!(code(&o), 64, "{}", text(&o));
+    // Not a results dir: a clear usage error, saying which way it is not.
+    let empty = s.dir.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    for (dir, why) in [
+        (Path::new("/nonexistent"), "does not exist"),
+        (empty.as_path(), "holds no meta.json"),
+    ] {
+        let o = std::process::Command::new(crate::support::xtask())
+            .arg("compare")
+            .arg(dir)
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 64, "{}", text(&o));
+        assert!(text(&o).contains(why), "{}", text(&o));
+    }
 }
 
 #[test]

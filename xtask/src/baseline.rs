@@ -330,6 +330,14 @@ pub fn record(
 /// One line per baseline in `dir`: name, engine, profile, host class, trials, mean TPS,
 /// recorded. A file that does not load is listed with its error.
 pub fn list(dir: &Path) -> Result<String> {
+    if !dir.is_dir() {
+        return Err(UsageError(format!(
+            "baselines dir {} does not exist: give --baselines-dir DIR, or record one first \
+             (cargo xtask baseline record --from RESULTS_DIR)",
+            dir.display()
+        ))
+        .into());
+    }
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("cannot read {}", dir.display()))?
         .flatten()

@@ -18,10 +18,22 @@ use crate::{
 /// Judges the saved run in `args.dir` again and exports into `--out` (default
 /// `<dir>/compare-<UTC time>`). Exit status as `bench`.
 pub fn run(args: &CompareArgs) -> Result<i32> {
-    if !args.dir.is_dir() {
-        return Err(
-            UsageError(format!("{} is not a results directory", args.dir.display())).into(),
-        );
+    let why = if !args.dir.exists() {
+        Some("does not exist")
+    } else if !args.dir.is_dir() {
+        Some("is not a directory")
+    } else if !args.dir.join("meta.json").is_file() {
+        Some("holds no meta.json")
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        return Err(UsageError(format!(
+            "{} {why}: give the results dir of a bench or calibrate run (the --out dir, or \
+             target/perfgate/<time>-<pid>)",
+            args.dir.display()
+        ))
+        .into());
     }
     let SavedRun {
         meta,

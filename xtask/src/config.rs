@@ -466,10 +466,19 @@ impl ProfileFile {
         })?;
         let f: ProfileFile = serde_json::from_str(&text).map_err(|e| {
             usage(format!(
-                "--profile-file {} is not a profile: {e}",
+                "--profile-file {} is not a profile: {e}; a profile is JSON such as \
+                 {{\"name\": \"big-values\", \"base\": \"standard\", \"vallen\": 4096}}",
                 path.display()
             ))
         })?;
+        if ["quick", "standard"].contains(&f.name.as_str()) {
+            return Err(usage(format!(
+                "--profile-file {}: name '{}' is a built-in profile's; choose another name \
+                 (baselines and SLO floors are per profile name)",
+                path.display(),
+                f.name
+            )));
+        }
         if f.name.is_empty()
             || !f
                 .name
@@ -874,6 +883,10 @@ mod tests {
         std::fs::write(&path, r#"{"name": "x", "valen": 1}"#).unwrap();
         let err = config(&["--profile-file", p]).unwrap_err();
         assert!(err.0.contains("unknown field `valen`"), "{err}");
+        assert!(err.0.contains("a profile is JSON such as"), "{err}");
+        std::fs::write(&path, r#"{"name": "quick", "rows": 10}"#).unwrap();
+        let err = config(&["--profile-file", p]).unwrap_err();
+        assert!(err.0.contains("is a built-in profile's"), "{err}");
         assert!(config(&["--profile-file", "/nonexistent.json"])
             .unwrap_err()
             .0
