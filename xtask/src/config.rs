@@ -471,6 +471,23 @@ impl ProfileFile {
                 path.display()
             ))
         })?;
+        // Named by the file's own fields: the user gave no flag.
+        let counts = [
+            ("rows", f.rows),
+            ("keylen", f.keylen.map(u64::from)),
+            ("vallen", f.vallen.map(u64::from)),
+            ("build_procs", f.build_procs.map(u64::from)),
+            ("procs", f.procs.map(u64::from)),
+            ("threads", f.threads.map(u64::from)),
+            ("async_xacts", f.async_xacts.map(u64::from)),
+            ("seconds", f.seconds),
+        ];
+        if let Some((field, _)) = counts.iter().find(|(_, v)| *v == Some(0)) {
+            return Err(usage(format!(
+                "--profile-file {}: field `{field}` must be at least 1",
+                path.display()
+            )));
+        }
         if ["quick", "standard"].contains(&f.name.as_str()) {
             return Err(usage(format!(
                 "--profile-file {}: name '{}' is a built-in profile's; choose another name \
@@ -884,6 +901,9 @@ mod tests {
         let err = config(&["--profile-file", p]).unwrap_err();
         assert!(err.0.contains("unknown field `valen`"), "{err}");
         assert!(err.0.contains("a profile is JSON such as"), "{err}");
+        std::fs::write(&path, r#"{"name": "mine", "procs": 0}"#).unwrap();
+        let err = config(&["--profile-file", p]).unwrap_err();
+        assert!(err.0.contains("field `procs` must be at least 1"), "{err}");
         std::fs::write(&path, r#"{"name": "quick", "rows": 10}"#).unwrap();
         let err = config(&["--profile-file", p]).unwrap_err();
         assert!(err.0.contains("is a built-in profile's"), "{err}");
