@@ -497,6 +497,10 @@ fn after_a_sigkill_of_the_gate_and_its_reaper_the_next_run_cleans_up() {
         .flatten()
         .collect();
     assert_eq!(stale.len(), 1, "the killed gate's run dir is left");
+    // A directory that merely looks like a run dir (no gate's lock file) is not touched.
+    let foreign = s.workdir.path().join("perfgate-2");
+    std::fs::create_dir_all(&foreign).unwrap();
+    std::fs::write(foreign.join("important.txt"), "keep").unwrap();
 
     // The next gate on this work dir ends the worker and removes the stale dir.
     let (c, d) = (
@@ -514,7 +518,17 @@ fn after_a_sigkill_of_the_gate_and_its_reaper_the_next_run_cleans_up() {
         text(&o)
     );
     assert_eq!(worker(&s), 0, "{:?}", s.leftover_processes());
-    assert_eq!(std::fs::read_dir(s.workdir.path()).unwrap().count(), 0);
+    let left: Vec<_> = std::fs::read_dir(s.workdir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(
+        left,
+        std::slice::from_ref(&foreign),
+        "only the foreign directory is left"
+    );
+    assert!(foreign.join("important.txt").is_file());
 }
 
 #[test]
@@ -636,10 +650,18 @@ fn a_non_empty_results_dir_or_unwritable_junit_path_is_refused_before_any_trial(
         text(&o)
     );
     assert!(!s.out().join("meta.json").exists(), "no trial may run");
-    // The JUnit file may go inside the results dir, which does not exist yet.
+    // The JUnit file may go inside the results dir, which does not exist yet, also in a
+    // subdirectory; and a run that failed at once (its error JUnit file the only thing
+    // there) does not block the corrected rerun.
     std::fs::remove_dir_all(s.out()).unwrap();
-    let junit = s.out().join("junit.xml");
-    let o = s.bench(&a, &b, &["--junit", junit.to_str().unwrap()]);
+    let junit = s.out().join("ci/junit.xml");
+    let j = junit.to_str().unwrap();
+    let o = s.bench(&a, &b, &["--junit", j, "--procs", "0"]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(std::fs::read_to_string(&junit)
+        .unwrap()
+        .contains(r#"type="ERROR""#));
+    let o = s.bench(&a, &b, &["--junit", j]);
     assert_eq!(code(&o), 0, "{}", text(&o));
     assert!(std::fs::read_to_string(&junit)
         .unwrap()

@@ -95,8 +95,12 @@ fn build_arms(
     if args.build_jobs == Some(0) {
         return Err(UsageError("--build-jobs must be at least 1".into()).into());
     }
-    if args.timeout_build == 0 {
-        return Err(UsageError("--timeout-build must be at least 1 second".into()).into());
+    if args.timeout_build == 0 || args.timeout_build > crate::config::MAX_SECONDS {
+        return Err(UsageError(format!(
+            "--timeout-build must be at least 1 second and at most {} (one week)",
+            crate::config::MAX_SECONDS
+        ))
+        .into());
     }
     let src = fdb_src(args, for_bench)?;
     build::check_tools()?;
@@ -253,7 +257,7 @@ fn prepare(config: &mut BenchConfig) -> Result<Prepared> {
         &slo_file,
     )?;
     if let Some(out) = &config.out {
-        check_results_dir(out)?;
+        check_results_dir(out, config.junit.as_deref())?;
     }
     let workdir = workdir::choose(config.workdir.as_deref())?;
     Ok(Prepared { workdir, recorded })
@@ -322,7 +326,7 @@ fn run_config(
     if supervise::interrupted() {
         anyhow::bail!("interrupted by a signal before the first trial; nothing was run");
     }
-    let out = results_dir(plan.config.out.as_deref())?;
+    let out = results_dir(plan.config.out.as_deref(), plan.config.junit.as_deref())?;
     init_logging(&out, plan.config.quiet)?;
     tracing::info!("results: {}", out.display());
     // The plan's warnings go out once, at warn level (shown even with --quiet).
@@ -491,15 +495,11 @@ fn run_trials(plan: &Plan, out: &Path) -> Result<TrialsRun> {
     for line in supervise::clean_stale_runs(&plan.workdir.path) {
         tracing::warn!("{line}");
     }
-    let run_workdir = plan.workdir.path.join(format!(
-        "{}{}",
-        supervise::RUN_DIR_PREFIX,
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&run_workdir)
-        .with_context(|| format!("cannot create {}", run_workdir.display()))?;
-    // Ends what the trials started if this gate dies without tearing down (SIGKILL).
-    let _reaper = supervise::Reaper::start(&run_workdir, &out.join("run.log"))?;
+    let run_dir = supervise::RunDir::create(&plan.workdir.path)?;
+    let run_workdir = run_dir.path.clone();
+    // Ends what the trials started if this gate dies without tearing down (SIGKILL); it
+    // owns the run dir, which goes first when this function returns.
+    let _reaper = supervise::Reaper::start(run_dir, &out.join("run.log"))?;
     let mut runner = Runner {
         plan,
         out,
@@ -534,7 +534,6 @@ fn run_trials(plan: &Plan, out: &Path) -> Result<TrialsRun> {
             }
         }
     }
-    let _ = std::fs::remove_dir(&run_workdir);
     Ok(TrialsRun {
         trials: runner.trials,
         looks,
@@ -698,7 +697,7 @@ impl<'a> Meta<'a> {
 
 /// The results dir: `--out`, else `<cargo target dir>/perfgate/<UTC time>-<pid>`. It must
 /// not hold an earlier run's results.
-fn results_dir(explicit: Option<&Path>) -> Result<PathBuf> {
+fn results_dir(explicit: Option<&Path>, junit: Option<&Path>) -> Result<PathBuf> {
     let dir = match explicit {
         Some(d) => d.to_path_buf(),
         None => {
@@ -715,7 +714,7 @@ fn results_dir(explicit: Option<&Path>) -> Result<PathBuf> {
                 .join(format!("{stamp}-{}", std::process::id()))
         }
     };
-    check_results_dir(&dir)?;
+    check_results_dir(&dir, junit)?;
     std::fs::create_dir_all(&dir)
         .with_context(|| format!("cannot create results dir {}", dir.display()))?;
     // Absolute: mako and fdbserver run in other directories and get paths inside it.
@@ -723,9 +722,23 @@ fn results_dir(explicit: Option<&Path>) -> Result<PathBuf> {
 }
 
 /// A results dir must be missing or empty: results are never mixed with an earlier run's.
-fn check_results_dir(dir: &Path) -> Result<()> {
-    let occupied = std::fs::read_dir(dir).map(|mut d| d.next().is_some());
-    if dir.exists() && !matches!(occupied, Ok(false)) {
+/// The way to the `--junit` file is not counted: `--junit <out>/ci/junit.xml` creates its
+/// directory first, and a run that failed before its first trial leaves only that file.
+fn check_results_dir(dir: &Path, junit: Option<&Path>) -> Result<()> {
+    if !dir.exists() {
+        return Ok(());
+    }
+    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let junit = junit.map(abs);
+    let occupied = match std::fs::read_dir(dir) {
+        Ok(entries) => entries.flatten().any(|e| {
+            !junit
+                .as_ref()
+                .is_some_and(|j| j.starts_with(abs(&e.path())))
+        }),
+        Err(_) => true,
+    };
+    if occupied {
         return Err(UsageError(format!(
             "results dir {} is not an empty directory; choose another --out (results are \
              never mixed with an earlier run's)",

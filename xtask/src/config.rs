@@ -156,6 +156,11 @@ impl Knob {
     }
 }
 
+/// FDB's largest key, bytes.
+pub const MAX_KEY_BYTES: u32 = 10_000;
+/// FDB's largest value, bytes.
+pub const MAX_VALUE_BYTES: u32 = 100_000;
+
 /// Upper bound of mako's client processes (`-p`) and threads (`-t`): beyond it a value
 /// is a typo, not a workload.
 pub const MAX_CLIENTS: u32 = 256;
@@ -324,6 +329,15 @@ impl Workload {
         }
         if self.rows == 0 {
             return Err(usage("--rows must be at least 1"));
+        }
+        // FDB's limits (documentation, "Known Limitations"): keys up to 10,000 bytes,
+        // values up to 100,000 bytes.
+        if self.keylen > MAX_KEY_BYTES || self.vallen > MAX_VALUE_BYTES {
+            return Err(usage(format!(
+                "--keylen {} / --vallen {}: FDB allows keys up to {MAX_KEY_BYTES} bytes and \
+                 values up to {MAX_VALUE_BYTES} bytes",
+                self.keylen, self.vallen
+            )));
         }
         // mako refuses keys shorter than "mako" + the digits of the largest row number
         // (mako.cpp, argument validation: "--keylen must be larger than ...").
@@ -1010,6 +1024,14 @@ mod tests {
             assert!(err.0.contains(want), "{flags:?}: {err}");
         }
         assert_eq!(config(&["--procs", "256"]).unwrap().workload.procs, 256);
+        let err = config(&["--keylen", "4294967295", "--vallen", "1"]).unwrap_err();
+        assert!(err.0.contains("keys up to 10000 bytes"), "{err}");
+        assert!(config(&["--vallen", "100001"]).is_err());
+        // A huge insert range is a workload, not an overflow (the preflight estimate).
+        let w = config(&["--transaction", "ir4294967296:4294967296"])
+            .unwrap()
+            .workload;
+        assert!(crate::preflight::inserts_per_transaction(&w.transaction) > 1e18);
     }
 
     #[test]

@@ -63,7 +63,7 @@ pub enum Command {
     /// when the gate dies however it dies (`supervise::Reaper`).
     #[command(name = "__reap", hide = true)]
     Reap {
-        /// The run's directory on the work dir (`perfgate-<gate pid>`).
+        /// The run's directory on the work dir (`perfgate-<gate pid>-<nonce>`).
         run_dir: PathBuf,
         /// The run's log, where what was cleaned up is appended.
         log: PathBuf,

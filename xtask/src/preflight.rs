@@ -39,7 +39,7 @@ impl Footprint {
     pub fn new(w: &Workload, expected_tps: f64) -> Footprint {
         let inserts = inserts_per_transaction(&w.transaction);
         Footprint {
-            data_bytes: w.rows as f64 * f64::from(w.keylen + w.vallen) * DATA_OVERHEAD
+            data_bytes: w.rows as f64 * (f64::from(w.keylen) + f64::from(w.vallen)) * DATA_OVERHEAD
                 + FIXED_BYTES,
             growth_bytes: expected_tps * inserts * w.seconds as f64 * BYTES_PER_INSERT,
             expected_tps,
@@ -60,7 +60,7 @@ pub fn inserts_per_transaction(spec: &str) -> f64 {
         .iter()
         .map(|op| match op.name {
             "i" => op.count as f64,
-            "ir" => (op.count * op.range.unwrap_or(1)) as f64,
+            "ir" => op.count as f64 * op.range.unwrap_or(1) as f64,
             _ => 0.0,
         })
         .sum()

@@ -229,15 +229,69 @@ pub fn processes_mentioning(needle: &str) -> Vec<(u32, String)> {
         .collect()
 }
 
-/// Prefix of a run's directory on the work dir, `perfgate-<pid of the gate>`: the pid
-/// keeps two gates apart and tells a stale directory (its gate is gone) from a live one.
+/// Prefix of a run's directory on the work dir, `perfgate-<gate pid>-<nonce>`.
 pub const RUN_DIR_PREFIX: &str = "perfgate-";
 
+/// The lock file in every run dir. The gate holds an exclusive `flock` on it for its
+/// whole life, so a run dir whose lock can be taken belongs to a gate that is gone (in
+/// any PID namespace: the lock lives on the file, not on a pid), and a `perfgate-*`
+/// directory without one is not a gate's and is left alone.
+pub const RUN_LOCK: &str = ".perfgate-run.lock";
+
+/// A run's own directory on the work dir, created exclusively (two gates never share
+/// one, even with equal pids in different PID namespaces) and locked while the gate
+/// lives. Dropping it removes the lock and the directory if it is empty.
+pub struct RunDir {
+    pub path: PathBuf,
+    _lock: nix::fcntl::Flock<File>,
+}
+
+impl RunDir {
+    /// Creates `perfgate-<pid>-<nonce>` under `workdir` and takes its lock. Errors: the
+    /// work dir is not writable.
+    pub fn create(workdir: &Path) -> Result<RunDir> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        for attempt in 0..100u32 {
+            let path = workdir.join(format!(
+                "{RUN_DIR_PREFIX}{}-{:08x}",
+                std::process::id(),
+                nanos.wrapping_add(attempt)
+            ));
+            match std::fs::create_dir(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    return Err(e).with_context(|| format!("cannot create {}", path.display()))
+                }
+            }
+            let file = File::create(path.join(RUN_LOCK))
+                .with_context(|| format!("cannot create the lock in {}", path.display()))?;
+            let lock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
+                .map_err(|(_, e)| anyhow::anyhow!("cannot lock {}: {e}", path.display()))?;
+            return Ok(RunDir { path, _lock: lock });
+        }
+        anyhow::bail!(
+            "cannot find a free run dir name under {}",
+            workdir.display()
+        )
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(self.path.join(RUN_LOCK));
+        let _ = std::fs::remove_dir(&self.path);
+    }
+}
+
 /// Cleans up after earlier gates that were killed (SIGKILL, a crash) and could not tear
-/// down: for every `perfgate-<pid>` directory under `workdir` whose gate is gone, kills
-/// the processes still naming it (e.g. mako workers, which do not get the parent-death
-/// signal) and removes it; removes the sample directories and shared memory of mako
-/// processes that are gone. Returns one line per run directory cleaned.
+/// down, and whose reaper did not either: for every run dir under `workdir` whose lock
+/// ([`RUN_LOCK`]) is free, kills the processes still naming it (e.g. mako workers, which
+/// do not get the parent-death signal) and removes it; removes the sample directories
+/// and shared memory of mako processes that are gone. Returns one line per run directory
+/// cleaned.
 pub fn clean_stale_runs(workdir: &Path) -> Vec<String> {
     let mut cleaned = Vec::new();
     remove_dead_makos_leftovers();
@@ -246,19 +300,19 @@ pub fn clean_stale_runs(workdir: &Path) -> Vec<String> {
     };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name
-            .strip_prefix(RUN_DIR_PREFIX)
-            .and_then(|p| p.parse::<u32>().ok())
+        let Some(rest) = name.strip_prefix(RUN_DIR_PREFIX) else {
+            continue;
+        };
+        let dir = entry.path();
+        // Not a gate's run dir (no lock file), or its gate is alive (lock held).
+        let Ok(file) = File::open(dir.join(RUN_LOCK)) else {
+            continue;
+        };
+        let Ok(_stale) = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
         else {
             continue;
         };
-        let gate_alive = process_running(pid)
-            && std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("xtask"));
-        if gate_alive || pid == std::process::id() {
-            continue;
-        }
-        let dir = entry.path();
+        let pid = rest.split('-').next().unwrap_or("?");
         let leftovers = processes_mentioning(&format!("{}/", dir.display()));
         for (p, _) in &leftovers {
             let _ = nix::sys::signal::kill(Pid::from_raw(*p as i32), Signal::SIGKILL);
@@ -314,19 +368,22 @@ fn remove_dead_makos_leftovers() {
 /// run's log. Dropping the `Reaper` (the gate's normal end) closes the pipe and waits for
 /// the reaper, which then finds nothing to do.
 pub struct Reaper {
+    /// Removed before the reaper is released, so that on a normal end it finds nothing.
+    run_dir: Option<RunDir>,
     pipe: Option<std::io::PipeWriter>,
     child: std::process::Child,
 }
 
 impl Reaper {
-    /// Starts the reaper of `run_dir`; it appends to `log`. Errors: the pipe or the
-    /// process cannot be created.
-    pub fn start(run_dir: &Path, log: &Path) -> Result<Reaper> {
+    /// Starts the reaper of `run_dir` (which it keeps until dropped); it appends to `log`.
+    /// Errors: the pipe or the process cannot be created.
+    pub fn start(run_dir: RunDir, log: &Path) -> Result<Reaper> {
         let (reader, writer) = std::io::pipe().context("cannot create the reaper's pipe")?;
-        let exe = std::env::current_exe().context("cannot find the gate's own executable")?;
-        let mut cmd = Command::new(exe);
+        // /proc/self/exe, not the path: a rebuild of xtask during an hours-long FDB build
+        // replaces the file, while this names the running binary's own inode.
+        let mut cmd = Command::new("/proc/self/exe");
         cmd.arg("__reap")
-            .arg(run_dir)
+            .arg(&run_dir.path)
             .arg(log)
             .stdin(reader)
             .stdout(Stdio::null())
@@ -343,6 +400,7 @@ impl Reaper {
             .spawn()
             .context("cannot start the reaper (xtask __reap)")?;
         Ok(Reaper {
+            run_dir: Some(run_dir),
             pipe: Some(writer),
             child,
         })
@@ -351,6 +409,7 @@ impl Reaper {
 
 impl Drop for Reaper {
     fn drop(&mut self) {
+        drop(self.run_dir.take());
         drop(self.pipe.take());
         let _ = self.child.wait();
     }
