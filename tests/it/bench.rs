@@ -1181,3 +1181,56 @@ fn two_missing_build_trees_are_named_together_as_a_usage_error() {
     );
     assert!(err.contains("no-a does not exist") && err.contains("no-b does not exist"));
 }
+
+#[test]
+fn on_a_normal_end_the_reaper_leaves_other_processes_alone() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    let mut gate = s
+        .bench_command(&a, &b, &["--trials", "1"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let run_dir = loop {
+        let found = std::fs::read_dir(s.workdir.path())
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with("perfgate-"));
+        if let Some(e) = found {
+            break e.path();
+        }
+        assert!(Instant::now() < deadline, "no run dir appeared");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    // Someone watching a trial's log: its command line names the run dir.
+    let mut viewer = std::process::Command::new("sh")
+        .args(["-c", "sleep 300", "viewer"])
+        .arg(run_dir.join("trial.log"))
+        .spawn()
+        .unwrap();
+    assert!(gate.wait().unwrap().success());
+    let alive = viewer.try_wait().unwrap().is_none();
+    let _ = viewer.kill();
+    let _ = viewer.wait();
+    assert!(alive, "the reaper killed a process that was not the gate's");
+}
+
+#[test]
+fn an_out_dir_under_a_file_is_refused_before_any_trial() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    let file = s.dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let o = s
+        .bench_command_out(&a, &b, &file.join("res"), &[])
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("a-file is not a directory"),
+        "{}",
+        text(&o)
+    );
+}

@@ -726,6 +726,18 @@ fn results_dir(explicit: Option<&Path>, junit: Option<&Path>) -> Result<PathBuf>
 /// directory first, and a run that failed before its first trial leaves only that file.
 fn check_results_dir(dir: &Path, junit: Option<&Path>) -> Result<()> {
     if !dir.exists() {
+        // It will be created: its nearest existing ancestor must be a directory.
+        let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+        if let Some(a) = abs.ancestors().skip(1).find(|a| a.exists()) {
+            if !a.is_dir() {
+                return Err(UsageError(format!(
+                    "results dir {}: {} is not a directory; choose another --out",
+                    dir.display(),
+                    a.display()
+                ))
+                .into());
+            }
+        }
         return Ok(());
     }
     let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());

@@ -410,10 +410,18 @@ impl Reaper {
 impl Drop for Reaper {
     fn drop(&mut self) {
         drop(self.run_dir.take());
-        drop(self.pipe.take());
+        // The gate ended on its own feet: tell the reaper so that it touches nothing (a
+        // user's `tail -f` of a trial log, say). Only a silent end-of-file means death.
+        if let Some(mut pipe) = self.pipe.take() {
+            use std::io::Write as _;
+            let _ = pipe.write_all(REAPER_DONE);
+        }
         let _ = self.child.wait();
     }
 }
+
+/// What the gate writes to the reaper's pipe when it ends normally.
+const REAPER_DONE: &[u8] = b"done";
 
 /// The reaper's side (`xtask __reap RUN_DIR LOG`): waits until stdin, the gate's pipe,
 /// reaches end-of-file, then cleans up after the gate (see [`Reaper`]). Returns 0.
@@ -421,13 +429,17 @@ pub fn reap(run_dir: &Path, log: &Path) -> Result<i32> {
     use std::io::{Read as _, Write as _};
     let mut stdin = std::io::stdin().lock();
     let mut buf = [0u8; 64];
+    let mut done = false;
     loop {
         match stdin.read(&mut buf) {
             Ok(0) => break,
-            Ok(_) => {}
+            Ok(n) => done |= buf[..n].starts_with(REAPER_DONE),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => break,
         }
+    }
+    if done {
+        return Ok(0);
     }
     // The trailing slash keeps `perfgate-12` from matching `perfgate-123`.
     let needle = format!("{}/", run_dir.display());
