@@ -365,8 +365,8 @@ fn remove_dead_makos_leftovers() {
 /// end is close-on-exec, so no server or mako holds it. When the gate exits, the kernel
 /// closes it, the reaper reads end-of-file, kills every process whose command line names
 /// the run dir, removes dead makos' files and the run dir, and appends what it did to the
-/// run's log. Dropping the `Reaper` (the gate's normal end) closes the pipe and waits for
-/// the reaper, which then finds nothing to do.
+/// run's log. Dropping the `Reaper` (the gate's normal end) removes the run dir, writes
+/// "done" into the pipe and waits for the reaper, which then touches nothing.
 pub struct Reaper {
     /// Removed before the reaper is released, so that on a normal end it finds nothing.
     run_dir: Option<RunDir>,
@@ -428,17 +428,10 @@ const REAPER_DONE: &[u8] = b"done";
 pub fn reap(run_dir: &Path, log: &Path) -> Result<i32> {
     use std::io::{Read as _, Write as _};
     let mut stdin = std::io::stdin().lock();
-    let mut buf = [0u8; 64];
-    let mut done = false;
-    loop {
-        match stdin.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => done |= buf[..n].starts_with(REAPER_DONE),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
-    }
-    if done {
+    let mut got = Vec::new();
+    // Until end-of-file (the gate gone); an error reads as end-of-file too.
+    let _ = stdin.read_to_end(&mut got);
+    if got.starts_with(REAPER_DONE) {
         return Ok(0);
     }
     // The trailing slash keeps `perfgate-12` from matching `perfgate-123`.
