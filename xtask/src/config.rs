@@ -676,6 +676,12 @@ impl TryFrom<&BenchArgs> for BenchConfig {
                 "--trials auto does not work with --against-recorded yet; give --trials N",
             ));
         }
+        if a.against_recorded.is_some() && !a.run.engines.is_empty() {
+            return Err(usage(
+                "--engine does not go with --against-recorded: a record is one engine's, and \
+                 that engine runs; record one baseline per engine to judge several",
+            ));
+        }
         c.against_recorded = a.against_recorded.clone();
         c.allow_host_mismatch = a.allow_host_mismatch;
         c.baselines_dir = a.baselines_dir.clone();
@@ -784,7 +790,11 @@ fn clock_seed() -> u64 {
     now.map_or(0, |d| d.as_nanos() as u64) ^ u64::from(std::process::id())
 }
 
+/// The engines named by `--engine` (redwood when none is).
 fn expand_engines(args: &[EngineArg]) -> Vec<Engine> {
+    if args.is_empty() {
+        return vec![Engine::Redwood];
+    }
     let mut engines = Vec::new();
     for arg in args {
         let add: &[Engine] = match arg {
@@ -925,6 +935,26 @@ mod tests {
             .unwrap_err()
             .0
             .contains("cannot read"));
+    }
+
+    #[test]
+    fn redwood_is_the_default_engine_and_a_record_fixes_its_own() {
+        assert_eq!(config(&[]).unwrap().engines, [Engine::Redwood]);
+        let parse = |extra: &[&str]| {
+            let mut argv = vec!["xtask", "bench", "--experiment-build", "/b"];
+            argv.extend_from_slice(extra);
+            let Command::Bench(args) = Cli::try_parse_from(argv).unwrap().command else {
+                unreachable!("bench flags")
+            };
+            BenchConfig::try_from(&*args)
+        };
+        assert!(parse(&["--against-recorded", "rel"]).is_ok());
+        let err = parse(&["--against-recorded", "rel", "--engine", "rocksdb"]).unwrap_err();
+        assert!(
+            err.0
+                .contains("--engine does not go with --against-recorded"),
+            "{err}"
+        );
     }
 
     #[test]

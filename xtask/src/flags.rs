@@ -269,13 +269,9 @@ pub struct CalibrateArgs {
 /// criteria, bounds.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Storage engine to benchmark; repeat for several.
-    #[arg(
-        long = "engine",
-        value_enum,
-        default_value = "redwood",
-        value_name = "ENGINE"
-    )]
+    /// Storage engine to benchmark; repeat for several [default: redwood; with
+    /// --against-recorded: the record's engine].
+    #[arg(long = "engine", value_enum, value_name = "ENGINE")]
     pub engines: Vec<EngineArg>,
 
     /// Workload profile: quick, the everyday one, or standard, the upstream workload
