@@ -313,20 +313,13 @@ pub fn clean_stale_runs(workdir: &Path) -> Vec<String> {
             continue;
         };
         let pid = rest.split('-').next().unwrap_or("?");
-        let leftovers = processes_mentioning(&format!("{}/", dir.display()));
-        for (p, _) in &leftovers {
-            let _ = nix::sys::signal::kill(Pid::from_raw(*p as i32), Signal::SIGKILL);
-        }
-        let removed = std::fs::remove_dir_all(&dir).is_ok();
+        let ended = end_run(&dir);
         cleaned.push(format!(
             "an earlier gate (pid {pid}) died without cleaning up: killed {} leftover \
              process(es){}{}",
-            leftovers.len(),
-            leftovers
-                .iter()
-                .map(|(p, c)| format!("\n  {p}: {c}"))
-                .collect::<String>(),
-            if removed {
+            ended.killed.len(),
+            ended.process_lines(),
+            if ended.removed {
                 format!("\n  removed {}", dir.display())
             } else {
                 String::new()
@@ -434,10 +427,51 @@ pub fn reap(run_dir: &Path, log: &Path) -> Result<i32> {
     if got.starts_with(REAPER_DONE) {
         return Ok(0);
     }
+    let ended = end_run(run_dir);
+    remove_dead_makos_leftovers();
+    if !ended.killed.is_empty() || ended.removed {
+        let text = format!(
+            "{} reaper: the gate exited without tearing down: killed {} process(es){}{}\n",
+            humantime::format_rfc3339_seconds(std::time::SystemTime::now()),
+            ended.killed.len(),
+            if ended.removed {
+                format!(", removed {}", run_dir.display())
+            } else {
+                String::new()
+            },
+            ended.process_lines()
+        );
+        if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(log) {
+            let _ = f.write_all(text.as_bytes());
+        }
+    }
+    Ok(0)
+}
+
+/// What [`end_run`] did: the processes it killed (`(pid, command)`) and whether it
+/// removed the run dir.
+struct Ended {
+    killed: Vec<(u32, String)>,
+    removed: bool,
+}
+
+impl Ended {
+    /// One `\n  <pid>: <command>` line per killed process.
+    fn process_lines(&self) -> String {
+        self.killed
+            .iter()
+            .map(|(p, c)| format!("\n  {p}: {c}"))
+            .collect()
+    }
+}
+
+/// Ends a dead gate's run: kills every process whose command line names the run dir
+/// `dir`, in a few rounds (a process may fork while it is being killed), then removes
+/// the directory. Shared by the reaper and the next gate's stale-run cleanup.
+fn end_run(dir: &Path) -> Ended {
     // The trailing slash keeps `perfgate-12` from matching `perfgate-123`.
-    let needle = format!("{}/", run_dir.display());
+    let needle = format!("{}/", dir.display());
     let mut killed: Vec<(u32, String)> = Vec::new();
-    // A few rounds: a process may fork while it is being killed.
     for _ in 0..20 {
         let left = processes_mentioning(&needle);
         if left.is_empty() {
@@ -451,27 +485,8 @@ pub fn reap(run_dir: &Path, log: &Path) -> Result<i32> {
         }
         thread::sleep(POLL);
     }
-    remove_dead_makos_leftovers();
-    let removed = run_dir.exists() && std::fs::remove_dir_all(run_dir).is_ok();
-    if !killed.is_empty() || removed {
-        let mut text = format!(
-            "{} reaper: the gate exited without tearing down: killed {} process(es){}\n",
-            humantime::format_rfc3339_seconds(std::time::SystemTime::now()),
-            killed.len(),
-            if removed {
-                format!(", removed {}", run_dir.display())
-            } else {
-                String::new()
-            }
-        );
-        for (pid, cmd) in &killed {
-            text += &format!("  {pid}: {cmd}\n");
-        }
-        if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(log) {
-            let _ = f.write_all(text.as_bytes());
-        }
-    }
-    Ok(0)
+    let removed = dir.exists() && std::fs::remove_dir_all(dir).is_ok();
+    Ended { killed, removed }
 }
 
 /// Removes what a killed mako main process `pid` leaves behind: its sample directory
