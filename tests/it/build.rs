@@ -358,6 +358,19 @@ fn bad_flags_are_refused_before_any_build() {
             text(&o)
         );
     }
+    // A data set no work dir holds (100 billion rows) is refused before the build too.
+    let o = gate(&s)
+        .args(["bench", "--fdb-src"])
+        .arg(&repo)
+        .arg("--out")
+        .arg(s.dir.path().join("huge"))
+        .arg(double_bin())
+        .args(["--rows", "100000000000", "--keylen", "32", "--vallen", "16"])
+        .env("WORKDIR", s.workdir.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(text(&o).contains("a larger --workdir"), "{}", text(&o));
     assert!(
         !s.dir.path().join("target/perfgate/fdb").exists(),
         "nothing was exported or built"

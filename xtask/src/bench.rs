@@ -20,7 +20,7 @@ use crate::{
     baseline::{self, Baseline},
     build,
     calibrate::Calibration,
-    config::{Arm, BenchConfig, Engine, UsageError},
+    config::{Arm, BenchConfig, Engine, UsageError, Workload},
     execute::{run_trial, Outcome, TrialContext, TrialRecord},
     fdbtree::{self, BuildConfig, FdbTree},
     flags::{BenchArgs, CalibrateArgs, SourceArgs},
@@ -230,11 +230,13 @@ struct Prepared {
     workdir: workdir::Workdir,
     /// `--against-recorded`: the record and the warnings of comparing with it.
     recorded: Option<(baseline::Baseline, Vec<String>)>,
+    /// That a trial fits on the work dir.
+    preflight: Preflight,
 }
 
 /// Checks and resolves the flags that need no build tree: the recorded baseline (which
-/// also fixes the engine), the SLO floors, that `--out` is free, and the work dir (last:
-/// it may create the directory). Errors are the user's to fix, before hours of building.
+/// also fixes the engine), the SLO floors, that `--out` is free, the work dir (it may create
+/// the directory) and that a trial fits on it. Errors are the user's to fix, before hours of building.
 fn prepare(config: &mut BenchConfig) -> Result<Prepared> {
     let recorded = match &config.against_recorded {
         Some(name) => {
@@ -260,14 +262,27 @@ fn prepare(config: &mut BenchConfig) -> Result<Prepared> {
         check_results_dir(out, config.junit.as_deref())?;
     }
     let workdir = workdir::choose(config.workdir.as_deref())?;
-    Ok(Prepared { workdir, recorded })
+    let preflight = preflight(
+        &config.workload,
+        &workdir,
+        recorded.as_ref().map(|(b, _)| b),
+    )?;
+    Ok(Prepared {
+        workdir,
+        recorded,
+        preflight,
+    })
 }
 
 /// Plans, runs, judges and exports; `None` for `--dry-run`.
 fn run_config(
     sh: &Shell,
     config: BenchConfig,
-    Prepared { workdir, recorded }: Prepared,
+    Prepared {
+        workdir,
+        recorded,
+        preflight,
+    }: Prepared,
 ) -> Result<Option<Finished>> {
     let mut build_warnings = Vec::new();
     // calibrate runs one tree as both arms: then it is just "the build tree".
@@ -318,7 +333,7 @@ fn run_config(
     };
     plan.warnings.extend(build_warnings);
     plan.warnings.extend(plan.config.procs_scaled.clone());
-    plan.preflight = Some(preflight(&plan)?);
+    plan.preflight = Some(preflight);
     if plan.config.dry_run {
         let _ = write!(std::io::stdout(), "{}", plan.render());
         return Ok(None);
@@ -432,15 +447,19 @@ fn check_build_config(
     Ok(config)
 }
 
-/// Checks that a trial fits on the work dir (`preflight`), before anything starts.
-fn preflight(plan: &Plan) -> Result<Preflight> {
-    let expected_tps = plan
-        .recorded
-        .as_ref()
+/// Checks that a trial fits on the work dir (`preflight`), before anything starts (a build
+/// included): the footprint needs only the workload, the work dir and, for the expected TPS,
+/// the recorded baseline's best trial.
+fn preflight(
+    workload: &Workload,
+    workdir: &workdir::Workdir,
+    recorded: Option<&Baseline>,
+) -> Result<Preflight> {
+    let expected_tps = recorded
         .and_then(|b| b.trials.iter().map(|t| t.tps).reduce(f64::max))
         .map_or(preflight::DEFAULT_EXPECTED_TPS, |best| best * 1.2);
-    let footprint = Footprint::new(&plan.config.workload, expected_tps);
-    let cgroup = if plan.workdir.tmpfs {
+    let footprint = Footprint::new(workload, expected_tps);
+    let cgroup = if workdir.tmpfs {
         // tmpfs pages are charged to the memory cgroup. PERFGATE_CGROUP_ROOT points the
         // check elsewhere than /sys/fs/cgroup (tests simulate limits with it).
         let root = std::env::var_os("PERFGATE_CGROUP_ROOT")
@@ -450,11 +469,11 @@ fn preflight(plan: &Plan) -> Result<Preflight> {
         None
     };
     let capacity = Capacity {
-        free_bytes: plan.workdir.free_bytes,
+        free_bytes: workdir.free_bytes,
         cgroup_headroom_bytes: cgroup.as_ref().map(|c| c.0),
         cgroup_source: cgroup.map(|c| c.1),
     };
-    preflight::check(&footprint, &capacity, &plan.config.workload).map_err(UsageError)?;
+    preflight::check(&footprint, &capacity, workload).map_err(UsageError)?;
     Ok(Preflight {
         footprint,
         capacity,
