@@ -290,6 +290,18 @@ fn usage_errors_exit_64() {
     let o = s.bench(&a, &b, &["--knob", "no_equals_sign"]);
     assert_eq!(code(&o), 64, "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("NAME=VALUE"));
+    // An empty WORKDIR is named as such, not as a --workdir the user never typed.
+    let o = s
+        .bench_command(&a, &b, &[])
+        .env("WORKDIR", "")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("WORKDIR is set but empty (it stands for --workdir)"),
+        "{}",
+        text(&o)
+    );
 }
 
 #[test]

@@ -440,10 +440,56 @@ pub struct TimeoutArgs {
     pub timeout_teardown: u64,
 }
 
+/// The environment variables that stand for flags (`WORKDIR` for `--workdir`, ...) and are
+/// set but empty, as `(variable, flag)`: clap reads an empty one as a flag given without a
+/// value, and its message names the flag the user never typed. `main` says which variable
+/// it was instead.
+pub fn empty_env_flags(get: impl Fn(&str) -> Option<std::ffi::OsString>) -> Vec<(String, String)> {
+    use clap::CommandFactory;
+    fn walk(
+        cmd: &clap::Command,
+        get: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+        found: &mut Vec<(String, String)>,
+    ) {
+        for arg in cmd.get_arguments() {
+            let (Some(var), Some(long)) = (arg.get_env(), arg.get_long()) else {
+                continue;
+            };
+            let var = var.to_string_lossy().into_owned();
+            if get(&var).is_some_and(|v| v.is_empty()) && !found.iter().any(|(v, _)| *v == var) {
+                found.push((var, format!("--{long}")));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            walk(sub, get, found);
+        }
+    }
+    let mut found = Vec::new();
+    walk(&Cli::command(), &get, &mut found);
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    #[test]
+    fn empty_env_flags_names_each_empty_variable_once() {
+        let env = |set: &'static [(&'static str, &'static str)]| {
+            move |v: &str| {
+                set.iter()
+                    .find(|(k, _)| *k == v)
+                    .map(|(_, x)| std::ffi::OsString::from(x))
+            }
+        };
+        assert_eq!(
+            empty_env_flags(env(&[("WORKDIR", ""), ("FDB_SRC", "/src")])),
+            [("WORKDIR".to_string(), "--workdir".to_string())]
+        );
+        assert!(empty_env_flags(env(&[("WORKDIR", "/dev/shm")])).is_empty());
+        assert_eq!(empty_env_flags(env(&[("FDB_SRC", "")])).len(), 1);
+    }
 
     #[test]
     fn clap_definition_is_consistent() {

@@ -13,6 +13,16 @@ fn main() -> ExitCode {
     let cli = match flags::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
+            let empty = flags::empty_env_flags(|v| std::env::var_os(v));
+            if e.kind() == clap::error::ErrorKind::InvalidValue && !empty.is_empty() {
+                for (var, flag) in empty {
+                    eprintln!(
+                        "error: {var} is set but empty (it stands for {flag}): unset it \
+                         (`unset {var}`) or set it to a path"
+                    );
+                }
+                return ExitCode::from(EXIT_USAGE);
+            }
             let _ = e.print();
             return ExitCode::from(if e.use_stderr() { EXIT_USAGE } else { 0 });
         }
