@@ -15,15 +15,22 @@ const CMAKE: &str = r#"cmake_minimum_required(VERSION 3.13)
 project(fakefdb NONE)
 option(BUILD_MAKO "Build mako" OFF)
 set(DOUBLE_BIN "" CACHE PATH "the FDB test double's binaries")
-configure_file(double.json ${CMAKE_BINARY_DIR}/double.json COPYONLY)
 file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/bin ${CMAKE_BINARY_DIR}/lib)
+# The fake libfdb_c.so carries the double's behaviour (the gate copies only FDB's files).
+configure_file(double.json ${CMAKE_BINARY_DIR}/lib/libfdb_c.so COPYONLY)
 foreach(p fdbserver fdbcli)
   add_custom_target(${p} COMMAND ${CMAKE_COMMAND} -E create_symlink ${DOUBLE_BIN}/${p} ${CMAKE_BINARY_DIR}/bin/${p})
 endforeach()
 if(BUILD_MAKO)
   add_custom_target(mako COMMAND ${CMAKE_COMMAND} -E create_symlink ${DOUBLE_BIN}/mako ${CMAKE_BINARY_DIR}/bin/mako)
 endif()
-add_custom_target(fdb_c COMMAND ${CMAKE_COMMAND} -E touch ${CMAKE_BINARY_DIR}/lib/libfdb_c.so)
+add_custom_target(fdb_c COMMAND ${CMAKE_COMMAND} -E true)
+# A source file both commits share: an incremental build does not compile it again.
+add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/shared.o
+  COMMAND ${CMAKE_COMMAND} -E copy ${CMAKE_SOURCE_DIR}/shared.cpp ${CMAKE_BINARY_DIR}/shared.o
+  DEPENDS ${CMAKE_SOURCE_DIR}/shared.cpp COMMENT "Compiling shared.cpp")
+add_custom_target(shared DEPENDS ${CMAKE_BINARY_DIR}/shared.o)
+add_dependencies(fdbserver shared)
 "#;
 
 fn git(repo: &Path, args: &[&str]) {
@@ -44,6 +51,7 @@ fn checkout(s: &Sandbox) -> PathBuf {
     git(&repo, &["config", "user.email", "t@example.invalid"]);
     git(&repo, &["config", "user.name", "t"]);
     std::fs::write(repo.join("CMakeLists.txt"), CMAKE).unwrap();
+    std::fs::write(repo.join("shared.cpp"), "int shared() { return 1; }\n").unwrap();
     // Commits of identical content and time have identical hashes, and the build cache is
     // keyed by commit: a per-test file keeps each test's commits (and cache entries) apart.
     std::fs::write(repo.join("nonce"), s.dir.path().display().to_string()).unwrap();
@@ -129,11 +137,28 @@ fn two_revisions_build_then_hit_the_cache_and_a_new_flag_rebuilds() {
     );
     assert_eq!(code(&o), 0, "{}", text(&o));
     let p = provenance(&s, "first");
+    let log = |out: &str, arm: &str| {
+        std::fs::read_to_string(s.dir.path().join(format!("{out}/build-{arm}.log"))).unwrap()
+    };
     for arm in ["baseline", "experiment"] {
-        let log =
-            std::fs::read_to_string(s.dir.path().join(format!("first/build-{arm}.log"))).unwrap();
-        assert!(log.contains("Build files have been written"), "{log}");
+        assert!(
+            log("first", arm).contains("Build files have been written"),
+            "{}",
+            log("first", arm)
+        );
     }
+    // The experiment is built where the baseline was: only what the commit changed is
+    // built again, a file both share is not.
+    assert!(
+        log("first", "baseline").contains("Compiling shared.cpp"),
+        "{}",
+        log("first", "baseline")
+    );
+    assert!(
+        !log("first", "experiment").contains("Compiling shared.cpp"),
+        "{}",
+        log("first", "experiment")
+    );
     assert_eq!(
         (&p[0]["asked"], &p[1]["asked"]),
         (&json!("HEAD~1"), &json!("HEAD")),
@@ -149,13 +174,19 @@ fn two_revisions_build_then_hit_the_cache_and_a_new_flag_rebuilds() {
         .as_array()
         .unwrap()
         .contains(&json!("-DBUILD_MAKO=ON")));
-    let meta: Value = serde_json::from_str(
-        &std::fs::read_to_string(s.dir.path().join("first/meta.json")).unwrap(),
-    )
-    .unwrap();
+    let versions = |out: &str| {
+        let meta: Value = serde_json::from_str(
+            &std::fs::read_to_string(s.dir.path().join(format!("{out}/meta.json"))).unwrap(),
+        )
+        .unwrap();
+        ["baseline", "experiment"].map(|arm| meta["plan"][arm]["version"]["source_version"].clone())
+    };
     assert_eq!(
-        meta["plan"]["baseline"]["version"]["source_version"],
-        "1111111111111111111111111111111111111111"
+        versions("first"),
+        [
+            json!("1111111111111111111111111111111111111111"),
+            json!("2222222222222222222222222222222222222222")
+        ]
     );
 
     let o = bench(
@@ -171,6 +202,8 @@ fn two_revisions_build_then_hit_the_cache_and_a_new_flag_rebuilds() {
         (&json!(true), &json!(true)),
         "{p}"
     );
+    // The baseline's tree was kept as built, not replaced by the experiment's build.
+    assert_eq!(versions("second"), versions("first"));
 
     let o = bench(
         &s,
@@ -241,7 +274,7 @@ fn a_failing_build_shows_its_log_and_a_missing_checkout_or_cmake_is_named() {
     let repo = checkout(&s);
     std::fs::write(
         repo.join("CMakeLists.txt"),
-        CMAKE.replace("-E touch", "-E false_no_such_command"),
+        CMAKE.replace("-E true", "-E false_no_such_command"),
     )
     .unwrap();
     let o = bench(&s, &repo, "broken", &["--baseline", "HEAD~1"]);
@@ -256,7 +289,7 @@ fn a_failing_build_shows_its_log_and_a_missing_checkout_or_cmake_is_named() {
     // A build that hangs is cut at --timeout-build and reported as a TIMEOUT.
     std::fs::write(
         repo.join("CMakeLists.txt"),
-        CMAKE.replace("-E touch", "-E sleep 300 &&"),
+        CMAKE.replace("-E true", "-E sleep 300"),
     )
     .unwrap();
     let junit = s.dir.path().join("hang-junit.xml");

@@ -3,12 +3,21 @@
 //!
 //! `cmake -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_MAKO=ON` (plus `--cmake-arg`s and a
 //! compiler launcher, ccache or sccache, when found), then `ninja fdbserver fdbcli mako
-//! fdb_c` (the FDB targets the gate needs, nothing else). A revision is exported with
-//! `git archive` into a cache under the cargo target dir, keyed by commit and configure
-//! flags: a second run with the same revision and flags builds nothing. The working tree
-//! (the experiment by default: uncommitted changes included) builds from the checkout
-//! itself into its own build dir, incrementally. Every build is bounded in time; its
-//! output goes to `build.log` beside it, and a failure shows the log's tail.
+//! fdb_c` (the FDB targets the gate needs, nothing else), in a cache under the cargo target
+//! dir (`<target>/perfgate/fdb`):
+//!
+//! - `slot-<flags>/`: one per set of configure flags; `src/` is a `git clone --shared` of the
+//!   checkout and `build/` its build dir. Revisions are built here one after another: a
+//!   checkout changes only the files that differ, so the second arm of an A/B rebuilds only
+//!   what its diff touches (minutes, not the hours of a cold FDB build on a small host).
+//! - `<commit>-<flags>/`: a revision's tree, the files the gate runs copied out of the
+//!   slot, with `build.log` and `stamp.json`; a second run with the same revision and
+//!   flags builds nothing.
+//! - `worktree-<checkout>-<flags>/build/`: the working tree (the experiment by default:
+//!   uncommitted changes included), built from the checkout itself, incrementally.
+//!
+//! Every build is bounded in time; its output goes to `build.log`, and a failure shows the
+//! log's tail.
 
 use std::{
     hash::{Hash, Hasher},
@@ -168,21 +177,9 @@ pub fn build(
     }
     cmake_args.extend(settings.cmake_args.iter().cloned());
     let flags = short_hash(&cmake_args);
-    let (asked, commit, dirty, diff_hash, source_dir, key) = match source {
-        Source::Revision(rev) => {
-            let commit = head(rev)?;
-            let key = format!("{}-{flags}", &commit[..12]);
-            (
-                rev.clone(),
-                commit.clone(),
-                false,
-                None,
-                cache.join(&key).join("src"),
-                key,
-            )
-        }
+    let (asked, commit, dirty, diff_hash) = match source {
+        Source::Revision(rev) => (rev.clone(), head(rev)?, false, None),
         Source::WorkingTree => {
-            let commit = head("HEAD")?;
             let diff = cmd!(sh, "git -C {src} diff HEAD")
                 .quiet()
                 .read()
@@ -193,24 +190,30 @@ pub fn build(
                 .unwrap_or_default();
             let dirty = !diff.is_empty() || !untracked.is_empty();
             let diff_hash = dirty.then(|| short_hash(&(diff, untracked)));
-            let key = format!(
-                "worktree-{}-{flags}",
-                short_hash(&src.canonicalize().unwrap_or(src.to_path_buf()))
-            );
-            (
-                "working tree".to_string(),
-                commit,
-                dirty,
-                diff_hash,
-                src.to_path_buf(),
-                key,
-            )
+            ("working tree".to_string(), head("HEAD")?, dirty, diff_hash)
         }
     };
-    let dir = cache.join(&key);
-    let build_dir = dir.join("build");
-    let log = dir.join("build.log");
-    let stamp = dir.join("stamp.json");
+    // Revisions: built one after another in one slot per set of configure flags (a clone
+    // of the checkout and its build dir, at a fixed path), then the tree's files are copied
+    // into an entry per commit. The working tree: built in place into its own build dir.
+    let (source_dir, work, tree) = match source {
+        Source::Revision(_) => {
+            let slot = cache.join(format!("slot-{flags}"));
+            let entry = cache.join(format!("{}-{flags}", &commit[..12]));
+            (slot.join("src"), slot, entry)
+        }
+        Source::WorkingTree => {
+            let dir = cache.join(format!(
+                "worktree-{}-{flags}",
+                short_hash(&src.canonicalize().unwrap_or(src.to_path_buf()))
+            ));
+            (src.to_path_buf(), dir.clone(), dir.join("build"))
+        }
+    };
+    let build_dir = work.join("build");
+    let is_revision = matches!(source, Source::Revision(_));
+    let log = if is_revision { &tree } else { &work }.join("build.log");
+    let stamp = tree.join("stamp.json");
     let mut provenance = Provenance {
         arm: String::new(),
         asked,
@@ -220,27 +223,31 @@ pub fn build(
         cmake_args: cmake_args.clone(),
         build_s: 0.0,
         cache_hit: false,
-        build_dir: build_dir.clone(),
+        build_dir: tree.clone(),
         log: log.clone(),
     };
-    let is_revision = matches!(source, Source::Revision(_));
-    std::fs::create_dir_all(&build_dir)
-        .with_context(|| format!("cannot create {}", build_dir.display()))?;
-    // One build per cache entry at a time: two gates on one host may want the same
-    // commit; the second waits, then finds it built.
-    let lock = std::fs::File::create(dir.join("lock"))
-        .with_context(|| format!("cannot create {}", dir.join("lock").display()))?;
+    for dir in [&build_dir, &tree] {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    // One build per slot (or working-tree build dir) at a time: two gates on one host may
+    // want the same commit; the second waits, then finds it built.
+    let lock = std::fs::File::create(work.join("lock"))
+        .with_context(|| format!("cannot create {}", work.join("lock").display()))?;
     let _lock = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive)
-        .map_err(|(_, e)| anyhow::anyhow!("cannot lock {}: {e}", dir.display()))?;
-    if is_revision && stamp.is_file() && TARGET_FILES.iter().all(|f| build_dir.join(f).is_file()) {
+        .map_err(|(_, e)| anyhow::anyhow!("cannot lock {}: {e}", work.display()))?;
+    if is_revision && stamp.is_file() && TREE_FILES.iter().all(|f| tree.join(f).is_file()) {
         provenance.cache_hit = true;
         return Ok(provenance);
     }
-    if is_revision && !source_dir.join("CMakeLists.txt").is_file() {
-        export(sh, src, &commit, &source_dir)?;
-    }
+    let _ = std::fs::remove_file(&stamp);
+    let _ = std::fs::remove_file(&log);
     let started = Instant::now();
+    if is_revision {
+        checkout(sh, src, &commit, &source_dir)?;
+    }
     let deadline = started + Duration::from_secs(settings.timeout_s);
+    // Every build configures: FDB's configure step writes the source version (the commit)
+    // into the build, and a checkout alone would not redo it.
     let mut configure = Command::new("cmake");
     configure
         .arg("-S")
@@ -270,36 +277,73 @@ pub fn build(
         progress.update(out)
     })?;
     progress.bar.finish_and_clear();
+    if is_revision {
+        copy_tree(&build_dir, &tree)?;
+    }
     provenance.build_s = started.elapsed().as_secs_f64();
     let when = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     crate::bench::write(&stamp, &crate::bench::json(&(&provenance, when)))?;
     Ok(provenance)
 }
 
-/// Files a finished build has.
-const TARGET_FILES: [&str; 4] = ["bin/fdbserver", "bin/fdbcli", "bin/mako", "lib/libfdb_c.so"];
+/// The files of a build tree the gate uses: what a revision's cache entry keeps.
+const TREE_FILES: [&str; 5] = [
+    "bin/fdbserver",
+    "bin/fdbcli",
+    "bin/mako",
+    "lib/libfdb_c.so",
+    "CMakeCache.txt",
+];
 
-/// `git archive <commit> | tar -x -C <dest>`: a clean copy of the commit, no worktree
-/// bookkeeping in the user's repository.
-fn export(sh: &Shell, src: &Path, commit: &str, dest: &Path) -> Result<()> {
-    // Unpacked beside the destination, then renamed: a half export is never used.
-    let tmp = dest.with_extension(format!("tmp{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
-    let archive = tmp.with_extension("tar");
-    cmd!(
-        sh,
-        "git -C {src} archive --format=tar --output={archive} {commit}"
-    )
-    .quiet()
-    .run()
-    .with_context(|| format!("cannot export {commit} of {}", src.display()))?;
-    let result = cmd!(sh, "tar -xf {archive} -C {tmp}").quiet().run();
-    let _ = std::fs::remove_file(&archive);
-    result.with_context(|| format!("cannot unpack {commit} into {}", tmp.display()))?;
-    let _ = std::fs::remove_dir_all(dest);
-    std::fs::rename(&tmp, dest)
-        .with_context(|| format!("cannot move {} to {}", tmp.display(), dest.display()))
+/// Puts `commit` of the checkout `src` into `dest`, a `git clone --shared` of it (objects
+/// are read from the checkout; nothing is written there). `git checkout` rewrites only the
+/// files that differ from the commit built before, so ninja rebuilds only what changed and
+/// every path stays the same (FDB's actor compiler writes absolute source paths into the
+/// files it generates: at another path no compiler-cache entry would match).
+fn checkout(sh: &Shell, src: &Path, commit: &str, dest: &Path) -> Result<()> {
+    let attempt = |fresh: bool| -> Result<()> {
+        if fresh || !dest.join(".git").exists() {
+            let _ = std::fs::remove_dir_all(dest);
+            cmd!(sh, "git clone --quiet --shared --no-checkout {src} {dest}")
+                .quiet()
+                .run()?;
+        }
+        cmd!(
+            sh,
+            "git -C {dest} checkout --quiet --force --detach {commit}"
+        )
+        .quiet()
+        .run()?;
+        cmd!(sh, "git -C {dest} clean --quiet -ffdx")
+            .quiet()
+            .run()?;
+        Ok(())
+    };
+    // A clone the checkout's `git gc` pulled objects from under: clone it again.
+    attempt(false).or_else(|_| attempt(true)).with_context(|| {
+        format!(
+            "cannot check out {commit} of {} in {}",
+            src.display(),
+            dest.display()
+        )
+    })
+}
+
+/// Copies [`TREE_FILES`] from the build dir into a revision's entry (following symlinks:
+/// the entry must not change when the slot builds the next revision).
+fn copy_tree(build_dir: &Path, tree: &Path) -> Result<()> {
+    for f in TREE_FILES {
+        let (from, to) = (build_dir.join(f), tree.join(f));
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        // Removed first: a running gate may still execute the old file (ETXTBSY).
+        let _ = std::fs::remove_file(&to);
+        std::fs::copy(&from, &to)
+            .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
+    }
+    Ok(())
 }
 
 /// Runs one build step bounded by `deadline`, appending its output to `log`; a failure
@@ -403,11 +447,12 @@ fn ninja_progress(text: &str) -> Option<(u64, u64)> {
     })
 }
 
-/// Environment for the compiler launcher so that builds of different revisions share
-/// compiler-cache entries: each revision is exported to its own directory under `cache`,
-/// so the absolute paths in every compile differ. `CCACHE_BASEDIR=<cache>` makes them
-/// relative to the build dir (the same for every entry) and `CCACHE_NOHASHDIR=true`
-/// keeps the build dir itself out of the hash (it is hashed when compiling with `-g`).
+/// Environment for the compiler launcher so that the working-tree build and the revision
+/// slot (different directories under `cache`) share compiler-cache entries where they can:
+/// `CCACHE_BASEDIR=<cache>` makes the absolute paths in each compile command relative to
+/// the build dir and `CCACHE_NOHASHDIR=true` keeps the build dir itself out of the hash (it
+/// is hashed when compiling with `-g`). Files FDB's actor compiler generates hold absolute
+/// source paths and match only at the same path, which is why revisions share one slot.
 /// Only for ccache, and never over a value the user set (`is_set`).
 fn ccache_env(
     launcher: Option<&str>,
