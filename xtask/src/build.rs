@@ -268,10 +268,7 @@ pub fn build(
         .arg("-C")
         .arg(&build_dir)
         .arg(format!("-j{}", settings.jobs))
-        .args(TARGETS)
-        .envs(ccache_env(launcher, cache, |k| {
-            std::env::var_os(k).is_some()
-        }));
+        .args(TARGETS);
     let mut progress = NinjaProgress::new();
     step("ninja", ninja, &log, deadline, settings.timeout_s, |out| {
         progress.update(out)
@@ -297,9 +294,11 @@ const TREE_FILES: [&str; 5] = [
 
 /// Puts `commit` of the checkout `src` into `dest`, a `git clone --shared` of it (objects
 /// are read from the checkout; nothing is written there). `git checkout` rewrites only the
-/// files that differ from the commit built before, so ninja rebuilds only what changed and
-/// every path stays the same (FDB's actor compiler writes absolute source paths into the
-/// files it generates: at another path no compiler-cache entry would match).
+/// files that differ from the commit built before, so ninja rebuilds only what changed, and
+/// every path stays the same: FDB compiles each file with its absolute path in a macro
+/// (`-DCOMPILATION_UNIT=<path>`, `cmake/FlowCommands.cmake`) and its actor compiler writes
+/// absolute paths into the files it generates (`#line`, `flow/actorcompiler`), so at
+/// another path no compiler-cache entry would match.
 fn checkout(sh: &Shell, src: &Path, commit: &str, dest: &Path) -> Result<()> {
     let attempt = |fresh: bool| -> Result<()> {
         if fresh || !dest.join(".git").exists() {
@@ -447,30 +446,6 @@ fn ninja_progress(text: &str) -> Option<(u64, u64)> {
     })
 }
 
-/// Environment for the compiler launcher so that the working-tree build and the revision
-/// slot (different directories under `cache`) share compiler-cache entries where they can:
-/// `CCACHE_BASEDIR=<cache>` makes the absolute paths in each compile command relative to
-/// the build dir and `CCACHE_NOHASHDIR=true` keeps the build dir itself out of the hash (it
-/// is hashed when compiling with `-g`). Files FDB's actor compiler generates hold absolute
-/// source paths and match only at the same path, which is why revisions share one slot.
-/// Only for ccache, and never over a value the user set (`is_set`).
-fn ccache_env(
-    launcher: Option<&str>,
-    cache: &Path,
-    is_set: impl Fn(&str) -> bool,
-) -> Vec<(&'static str, std::ffi::OsString)> {
-    if launcher != Some("ccache") {
-        return Vec::new();
-    }
-    [
-        ("CCACHE_BASEDIR", cache.as_os_str().to_owned()),
-        ("CCACHE_NOHASHDIR", "true".into()),
-    ]
-    .into_iter()
-    .filter(|(k, _)| !is_set(k))
-    .collect()
-}
-
 fn short_hash(value: &impl Hash) -> String {
     let mut h = std::hash::DefaultHasher::new();
     value.hash(&mut h);
@@ -491,21 +466,5 @@ mod tests {
         assert_eq!(ninja_progress("ninja: Entering directory `build'\n"), None);
         assert_eq!(ninja_progress("[x/572] odd\n[-1/2] odd"), None);
         assert_eq!(ninja_progress(""), None);
-    }
-
-    #[test]
-    fn ccache_shares_entries_across_revision_dirs_unless_the_user_configured_it() {
-        let cache = Path::new("/t/perfgate/fdb");
-        assert_eq!(
-            ccache_env(Some("ccache"), cache, |_| false),
-            [
-                ("CCACHE_BASEDIR", "/t/perfgate/fdb".into()),
-                ("CCACHE_NOHASHDIR", "true".into())
-            ]
-        );
-        let kept = ccache_env(Some("ccache"), cache, |k| k == "CCACHE_BASEDIR");
-        assert_eq!(kept, [("CCACHE_NOHASHDIR", "true".into())]);
-        assert!(ccache_env(Some("sccache"), cache, |_| false).is_empty());
-        assert!(ccache_env(None, cache, |_| false).is_empty());
     }
 }
