@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use crate::support::{code, text, xtask, Sandbox};
 
 const CMAKE: &str = r#"cmake_minimum_required(VERSION 3.13)
-project(fakefdb NONE)
+project(fakefdb CXX)
 option(BUILD_MAKO "Build mako" OFF)
 set(DOUBLE_BIN "" CACHE PATH "the FDB test double's binaries")
 file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/bin ${CMAKE_BINARY_DIR}/lib)
@@ -104,12 +104,15 @@ fn bench(s: &Sandbox, repo: &Path, out: &str, extra: &[&str]) -> Output {
         .unwrap()
 }
 
-fn provenance(s: &Sandbox, out: &str) -> Value {
-    let meta: Value = serde_json::from_str(
+fn meta(s: &Sandbox, out: &str) -> Value {
+    serde_json::from_str(
         &std::fs::read_to_string(s.dir.path().join(out).join("meta.json")).unwrap(),
     )
-    .unwrap();
-    meta["plan"]["config"]["provenance"].clone()
+    .unwrap()
+}
+
+fn provenance(s: &Sandbox, out: &str) -> Value {
+    meta(s, out)["plan"]["config"]["provenance"].clone()
 }
 
 fn tools_present() -> bool {
@@ -175,12 +178,15 @@ fn two_revisions_build_then_hit_the_cache_and_a_new_flag_rebuilds() {
         .unwrap()
         .contains(&json!("-DBUILD_MAKO=ON")));
     let versions = |out: &str| {
-        let meta: Value = serde_json::from_str(
-            &std::fs::read_to_string(s.dir.path().join(format!("{out}/meta.json"))).unwrap(),
-        )
-        .unwrap();
-        ["baseline", "experiment"].map(|arm| meta["plan"][arm]["version"]["source_version"].clone())
+        ["baseline", "experiment"]
+            .map(|arm| meta(&s, out)["plan"][arm]["version"]["source_version"].clone())
     };
+    // cmake's record of the compiler is copied into the revision's tree with its files.
+    let compiler = &meta(&s, "first")["plan"]["baseline"]["build_config"]["cxx_compiler_version"];
+    assert!(
+        compiler.as_str().is_some_and(|c| c.contains('.')),
+        "{compiler}"
+    );
     assert_eq!(
         versions("first"),
         [

@@ -328,11 +328,14 @@ fn checkout(sh: &Shell, src: &Path, commit: &str, dest: &Path) -> Result<()> {
     })
 }
 
-/// Copies [`TREE_FILES`] from the build dir into a revision's entry (following symlinks:
-/// the entry must not change when the slot builds the next revision).
+/// Copies [`TREE_FILES`] and cmake's record of the compiler from the build dir into a
+/// revision's entry (following symlinks: the entry must not change when the slot builds
+/// the next revision).
 fn copy_tree(build_dir: &Path, tree: &Path) -> Result<()> {
-    for f in TREE_FILES {
-        let (from, to) = (build_dir.join(f), tree.join(f));
+    let compiler = crate::fdbtree::compiler_file(build_dir)
+        .and_then(|f| Some(f.strip_prefix(build_dir).ok()?.to_path_buf()));
+    for f in TREE_FILES.iter().map(PathBuf::from).chain(compiler) {
+        let (from, to) = (build_dir.join(&f), tree.join(&f));
         if let Some(parent) = to.parent() {
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("cannot create {}", parent.display()))?;

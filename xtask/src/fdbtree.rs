@@ -98,6 +98,10 @@ pub struct BuildConfig {
     pub build_mako: bool,
     /// `CMAKE_CXX_COMPILER`.
     pub cxx_compiler: String,
+    /// The compiler as cmake identified it, `<CMAKE_CXX_COMPILER_ID> <..._VERSION>`, e.g.
+    /// `Clang 19.1.7`, from [`compiler_file`]; empty when the tree lacks that file.
+    #[serde(default)]
+    pub cxx_compiler_version: String,
     /// `CMAKE_CXX_FLAGS`.
     pub cxx_flags: String,
     /// Instrumentation that is on: sanitizers, coverage, profile generation, valgrind.
@@ -133,7 +137,11 @@ impl BuildConfig {
                 root.display()
             )
         })?;
-        Ok(BuildConfig::parse(&text))
+        let mut config = BuildConfig::parse(&text);
+        if let Some(text) = compiler_file(root).and_then(|f| std::fs::read_to_string(f).ok()) {
+            config.cxx_compiler_version = compiler_id_version(&text);
+        }
+        Ok(config)
     }
 
     /// Parses `NAME:TYPE=VALUE` lines.
@@ -163,6 +171,7 @@ impl BuildConfig {
             build_type: get("CMAKE_BUILD_TYPE"),
             build_mako: on(&get("BUILD_MAKO")),
             cxx_compiler: get("CMAKE_CXX_COMPILER"),
+            cxx_compiler_version: String::new(),
             cxx_flags,
             instrumentation,
         }
@@ -189,6 +198,36 @@ impl BuildConfig {
             ));
         }
         p
+    }
+}
+
+/// `CMakeFiles/<cmake version>/CMakeCXXCompiler.cmake` of a cmake build dir: where cmake
+/// records the C++ compiler it detected (the newest such file, if cmake was upgraded).
+pub fn compiler_file(root: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(root.join("CMakeFiles"))
+        .ok()?
+        .flatten()
+        .map(|e| e.path().join("CMakeCXXCompiler.cmake"))
+        .filter(|f| f.is_file())
+        .max_by_key(|f| f.metadata().and_then(|m| m.modified()).ok())
+}
+
+/// `Clang 19.1.7` from `set(CMAKE_CXX_COMPILER_ID "Clang")` and
+/// `set(CMAKE_CXX_COMPILER_VERSION "19.1.7")`; empty when either is missing.
+fn compiler_id_version(text: &str) -> String {
+    let get = |key: &str| {
+        text.lines().find_map(|l| {
+            let rest = l.trim().strip_prefix("set(")?.strip_prefix(key)?;
+            let value = rest.trim().strip_suffix(')')?.trim().trim_matches('"');
+            (!value.is_empty()).then(|| value.to_string())
+        })
+    };
+    match (
+        get("CMAKE_CXX_COMPILER_ID "),
+        get("CMAKE_CXX_COMPILER_VERSION "),
+    ) {
+        (Some(id), Some(version)) => format!("{id} {version}"),
+        _ => String::new(),
     }
 }
 
@@ -344,6 +383,40 @@ mod tests {
         assert_eq!(p.len(), 3, "{p:?}");
         assert!(p[0].contains("'Debug'") && p[1].contains("-DBUILD_MAKO=ON"));
         assert!(p[2].contains("USE_ASAN, -fprofile-instr-generate"), "{p:?}");
+    }
+
+    #[test]
+    fn compiler_version_comes_from_cmake_detection_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("CMakeCache.txt"),
+            "CMAKE_BUILD_TYPE:STRING=Release\n",
+        )
+        .unwrap();
+        assert_eq!(
+            BuildConfig::read(dir.path()).unwrap().cxx_compiler_version,
+            ""
+        );
+        let detected = dir.path().join("CMakeFiles/4.4.5");
+        std::fs::create_dir_all(&detected).unwrap();
+        // As cmake 4.4 writes it for clang-19.
+        std::fs::write(
+            detected.join("CMakeCXXCompiler.cmake"),
+            "set(CMAKE_CXX_COMPILER \"/usr/bin/clang++-19\")\n\
+             set(CMAKE_CXX_COMPILER_ARG1 \"\")\n\
+             set(CMAKE_CXX_COMPILER_ID \"Clang\")\n\
+             set(CMAKE_CXX_COMPILER_VERSION \"19.1.7\")\n\
+             set(CMAKE_CXX_COMPILER_VERSION_INTERNAL \"\")\n",
+        )
+        .unwrap();
+        assert_eq!(
+            BuildConfig::read(dir.path()).unwrap().cxx_compiler_version,
+            "Clang 19.1.7"
+        );
+        assert_eq!(
+            compiler_id_version("set(CMAKE_CXX_COMPILER_ID \"GNU\")"),
+            ""
+        );
     }
 
     #[test]

@@ -341,10 +341,10 @@ fn provenance(plan: &Plan) -> String {
             .build_config
             .as_ref()
             .map(|c| {
-                let compiler = if c.cxx_compiler.is_empty() {
-                    String::new()
-                } else {
-                    format!(", {}", c.cxx_compiler)
+                let compiler = match (c.cxx_compiler.as_str(), c.cxx_compiler_version.as_str()) {
+                    ("", "") => String::new(),
+                    (path, "") | ("", path) => format!(", {path}"),
+                    (path, version) => format!(", {version} ({path})"),
                 };
                 format!(", {} build{compiler}", c.build_type)
             })
