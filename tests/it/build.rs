@@ -16,8 +16,11 @@ project(fakefdb CXX)
 option(BUILD_MAKO "Build mako" OFF)
 set(DOUBLE_BIN "" CACHE PATH "the FDB test double's binaries")
 file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/bin ${CMAKE_BINARY_DIR}/lib)
+# The source version is the checked-out commit, as FDB's configure finds it.
+execute_process(COMMAND git rev-parse HEAD WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
+  OUTPUT_VARIABLE SOURCE_VERSION OUTPUT_STRIP_TRAILING_WHITESPACE)
 # The fake libfdb_c.so carries the double's behaviour (the gate copies only FDB's files).
-configure_file(double.json ${CMAKE_BINARY_DIR}/lib/libfdb_c.so COPYONLY)
+configure_file(double.json ${CMAKE_BINARY_DIR}/lib/libfdb_c.so @ONLY)
 foreach(p fdbserver fdbcli)
   add_custom_target(${p} COMMAND ${CMAKE_COMMAND} -E create_symlink ${DOUBLE_BIN}/${p} ${CMAKE_BINARY_DIR}/bin/${p})
 endforeach()
@@ -43,7 +46,8 @@ fn git(repo: &Path, args: &[&str]) {
     assert!(o.status.success(), "git {args:?}: {}", text(&o));
 }
 
-/// A repo with two commits: HEAD~1 and HEAD differ in source version only.
+/// A repo with two commits: HEAD~1 and HEAD differ in `version.txt` only, and their
+/// binaries in the source version they report (their commit).
 fn checkout(s: &Sandbox) -> PathBuf {
     let repo = s.dir.path().join("foundationdb");
     std::fs::create_dir_all(&repo).unwrap();
@@ -55,19 +59,28 @@ fn checkout(s: &Sandbox) -> PathBuf {
     // Commits of identical content and time have identical hashes, and the build cache is
     // keyed by commit: a per-test file keeps each test's commits (and cache entries) apart.
     std::fs::write(repo.join("nonce"), s.dir.path().display().to_string()).unwrap();
-    for version in [
-        "1111111111111111111111111111111111111111",
-        "2222222222222222222222222222222222222222",
-    ] {
-        std::fs::write(
-            repo.join("double.json"),
-            json!({"tps": 1000.0, "source_version": version}).to_string(),
-        )
-        .unwrap();
+    std::fs::write(repo.join("double.json"), behaviour(1000.0)).unwrap();
+    for version in ["1", "2"] {
+        std::fs::write(repo.join("version.txt"), version).unwrap();
         git(&repo, &["add", "."]);
         git(&repo, &["commit", "-q", "-m", version]);
     }
     repo
+}
+
+/// The fixture's `double.json`: `tps`, and the commit as source version (at configure).
+fn behaviour(tps: f64) -> String {
+    json!({"tps": tps, "source_version": "@SOURCE_VERSION@"}).to_string()
+}
+
+fn rev(repo: &Path, spec: &str) -> String {
+    let o = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["rev-parse", spec])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
 }
 
 fn double_bin() -> String {
@@ -189,10 +202,7 @@ fn two_revisions_build_then_hit_the_cache_and_a_new_flag_rebuilds() {
     );
     assert_eq!(
         versions("first"),
-        [
-            json!("1111111111111111111111111111111111111111"),
-            json!("2222222222222222222222222222222222222222")
-        ]
+        [json!(rev(&repo, "HEAD~1")), json!(rev(&repo, "HEAD"))]
     );
 
     let o = bench(
@@ -236,12 +246,7 @@ fn the_working_tree_is_the_default_experiment_and_a_debug_build_is_refused() {
     let s = Sandbox::new();
     let repo = checkout(&s);
     // An uncommitted change that makes the experiment 10% slower.
-    std::fs::write(
-        repo.join("double.json"),
-        json!({"tps": 900.0, "source_version": "2222222222222222222222222222222222222222"})
-            .to_string(),
-    )
-    .unwrap();
+    std::fs::write(repo.join("double.json"), behaviour(900.0)).unwrap();
     let o = bench(&s, &repo, "dirty", &["--baseline", "HEAD~1"]);
     assert_eq!(code(&o), 1, "{}", text(&o));
     let p = provenance(&s, "dirty");
@@ -251,6 +256,40 @@ fn the_working_tree_is_the_default_experiment_and_a_debug_build_is_refused() {
         "{p}"
     );
     assert!(p[1]["diff_hash"].is_string());
+    // Built as a snapshot in the revisions' slot: only the changed file is built again.
+    let log = std::fs::read_to_string(s.dir.path().join("dirty/build-experiment.log")).unwrap();
+    assert!(!log.contains("Compiling shared.cpp"), "{log}");
+    // The same uncommitted change again: nothing to build, and the checkout untouched
+    // (its index too: the snapshot used a copy).
+    let status = || {
+        let o = Command::new("git")
+            .arg("-C")
+            .arg(&repo)
+            .args(["--no-optional-locks", "status", "--porcelain"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let index = || std::fs::read(repo.join(".git/index")).unwrap();
+    let (status_before, index_before) = (status(), index());
+    std::fs::write(repo.join("untracked.txt"), "new file").unwrap();
+    let o = bench(&s, &repo, "dirty-again", &["--baseline", "HEAD~1"]);
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    let again = provenance(&s, "dirty-again");
+    assert_eq!(
+        again[1]["cache_hit"], false,
+        "an untracked file is a change"
+    );
+    std::fs::remove_file(repo.join("untracked.txt")).unwrap();
+    let o = bench(&s, &repo, "dirty-third", &["--baseline", "HEAD~1"]);
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    let third = provenance(&s, "dirty-third");
+    assert_eq!(
+        (&third[1]["cache_hit"], &third[1]["diff_hash"]),
+        (&json!(true), &p[1]["diff_hash"]),
+        "{third}"
+    );
+    assert_eq!((status(), index()), (status_before, index_before));
 
     let o = bench(
         &s,
@@ -268,6 +307,165 @@ fn the_working_tree_is_the_default_experiment_and_a_debug_build_is_refused() {
         "{}",
         text(&o)
     );
+}
+
+#[test]
+fn each_revision_is_configured_with_its_own_cache_defaults() {
+    assert!(
+        tools_present(),
+        "cmake and ninja are needed: run ci/setup.sh"
+    );
+    let s = Sandbox::new();
+    let repo = checkout(&s);
+    // HEAD adds an option whose default is ON and doubles the TPS; HEAD~1 had it OFF. The
+    // slot configured for HEAD~1 must not hand HEAD its cached OFF.
+    for default in ["OFF", "ON"] {
+        let cmake = CMAKE.replace(
+            "configure_file(double.json ${CMAKE_BINARY_DIR}/lib/libfdb_c.so @ONLY)",
+            &format!(
+                "option(FAST_PATH \"a faster path\" {default})\n\
+                 if(FAST_PATH)\n\
+                 file(WRITE ${{CMAKE_BINARY_DIR}}/lib/libfdb_c.so \"{{\\\"tps\\\": 2000, \\\"source_version\\\": \\\"${{SOURCE_VERSION}}\\\"}}\")\n\
+                 else()\n\
+                 file(WRITE ${{CMAKE_BINARY_DIR}}/lib/libfdb_c.so \"{{\\\"tps\\\": 1000, \\\"source_version\\\": \\\"${{SOURCE_VERSION}}\\\"}}\")\n\
+                 endif()"
+            ),
+        );
+        std::fs::write(repo.join("CMakeLists.txt"), cmake).unwrap();
+        git(&repo, &["commit", "-q", "-am", default]);
+    }
+    let o = gate(&s)
+        .args(["build", "--fdb-src"])
+        .arg(&repo)
+        .args(["--baseline", "HEAD~1", "--experiment", "HEAD"])
+        .arg(double_bin())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let trees: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| {
+            std::fs::read_to_string(
+                Path::new(l.split_once(": ").unwrap().1).join("lib/libfdb_c.so"),
+            )
+            .unwrap()
+        })
+        .collect();
+    let tps: Vec<f64> = trees
+        .iter()
+        .map(|t| {
+            serde_json::from_str::<Value>(t).unwrap()["tps"]
+                .as_f64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(tps, [1000.0, 2000.0], "{trees:?}");
+}
+
+#[test]
+fn a_file_the_build_did_not_replace_is_caught_not_cached() {
+    assert!(
+        tools_present(),
+        "cmake and ninja are needed: run ci/setup.sh"
+    );
+    let s = Sandbox::new();
+    let repo = checkout(&s);
+    // HEAD writes its libfdb_c.so elsewhere: the slot still holds HEAD~1's.
+    std::fs::write(
+        repo.join("CMakeLists.txt"),
+        CMAKE.replace("lib/libfdb_c.so @ONLY", "lib/moved.so @ONLY"),
+    )
+    .unwrap();
+    git(&repo, &["commit", "-q", "-am", "moved"]);
+    let build = |baseline: &str, experiment: &str| {
+        gate(&s)
+            .args(["build", "--fdb-src"])
+            .arg(&repo)
+            .args(["--baseline", baseline, "--experiment", experiment])
+            .arg(double_bin())
+            .output()
+            .unwrap()
+    };
+    let o = build("HEAD~1", "HEAD");
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let head = rev(&repo, "HEAD");
+    assert!(
+        text(&o).contains(&format!("but commit {head} was built")),
+        "{}",
+        text(&o)
+    );
+    // Not recorded as built: the next run tries again instead of using it.
+    let o = build("HEAD", "HEAD");
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(text(&o).contains("reports source version"), "{}", text(&o));
+}
+
+#[test]
+fn compile_jobs_a_killed_gate_left_in_the_slot_are_killed_before_the_next_build() {
+    assert!(
+        tools_present(),
+        "cmake and ninja are needed: run ci/setup.sh"
+    );
+    let s = Sandbox::new();
+    let repo = checkout(&s);
+    // A "compile job" that runs for 5 minutes and names the build dir, as compilers do.
+    std::fs::write(repo.join("hang.py"), "import time\ntime.sleep(300)\n").unwrap();
+    let hang = "python3 ${CMAKE_SOURCE_DIR}/hang.py ${CMAKE_BINARY_DIR}/job";
+    std::fs::write(
+        repo.join("CMakeLists.txt"),
+        CMAKE.replace("${CMAKE_COMMAND} -E true", hang),
+    )
+    .unwrap();
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "hangs"]);
+    let jobs = || -> Vec<String> {
+        let root = s.dir.path().display().to_string();
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| {
+                let raw = std::fs::read(e.path().join("cmdline")).ok()?;
+                let cmd = String::from_utf8_lossy(&raw).replace('\0', " ");
+                (cmd.contains("hang.py") && cmd.contains(&root)).then_some(cmd)
+            })
+            .collect()
+    };
+    let mut gate_run = gate(&s)
+        .args(["build", "--fdb-src"])
+        .arg(&repo)
+        .args(["--baseline", "HEAD", "--experiment", "HEAD"])
+        .arg(double_bin())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while jobs().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the job never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    gate_run.kill().unwrap(); // SIGKILL: no teardown
+    gate_run.wait().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(!jobs().is_empty(), "ninja's job outlives a killed gate");
+    std::fs::write(repo.join("CMakeLists.txt"), CMAKE).unwrap();
+    git(&repo, &["commit", "-q", "-am", "fixed"]);
+    let o = gate(&s)
+        .args(["build", "--fdb-src"])
+        .arg(&repo)
+        .args(["--baseline", "HEAD", "--experiment", "HEAD"])
+        .arg(double_bin())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(
+        text(&o).contains("left from an earlier build in the slot"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(jobs(), Vec::<String>::new());
 }
 
 #[test]
@@ -307,14 +505,15 @@ fn a_failing_build_shows_its_log_and_a_missing_checkout_or_cmake_is_named() {
             "--baseline",
             "HEAD~1",
             "--timeout-build",
-            "3",
+            // Room for cmake's configure (compiler detection) on a loaded host.
+            "30",
             "--junit",
             junit.to_str().unwrap(),
         ],
     );
     assert_eq!(code(&o), 2, "{}", text(&o));
     assert!(
-        text(&o).contains("TIMEOUT: ninja did not finish within 3 s"),
+        text(&o).contains("TIMEOUT: ninja did not finish within 30 s"),
         "{}",
         text(&o)
     );
@@ -397,6 +596,22 @@ fn bad_flags_are_refused_before_any_build() {
             text(&o)
         );
     }
+    // A partial clone, whose missing objects the gate's clone could not read.
+    let partial = s.dir.path().join("partial");
+    let o = Command::new("git")
+        .args(["clone", "-q", "--filter=blob:none"])
+        .arg(format!("file://{}", repo.display()))
+        .arg(&partial)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let o = bench(&s, &partial, "partial-out", &["--baseline", "HEAD~1"]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("is a partial clone") && text(&o).contains("fetch --refetch"),
+        "{}",
+        text(&o)
+    );
     // A data set no work dir holds (100 billion rows) is refused before the build too.
     let o = gate(&s)
         .args(["bench", "--fdb-src"])

@@ -7,14 +7,14 @@
 //! dir (`<target>/perfgate/fdb`):
 //!
 //! - `slot-<flags>/`: one per set of configure flags; `src/` is a `git clone --shared` of the
-//!   checkout and `build/` its build dir. Revisions are built here one after another: a
+//!   checkout and `build/` its build dir. Commits are built here one after another: a
 //!   checkout changes only the files that differ, so the second arm of an A/B rebuilds only
 //!   what its diff touches (minutes, not the hours of a cold FDB build on a small host).
-//! - `<commit>-<flags>/`: a revision's tree, the files the gate runs copied out of the
-//!   slot, with `build.log` and `stamp.json`; a second run with the same revision and
-//!   flags builds nothing.
-//! - `worktree-<checkout>-<flags>/build/`: the working tree (the experiment by default:
-//!   uncommitted changes included), built from the checkout itself, incrementally.
+//!   The working tree (the experiment by default: uncommitted changes included) is built
+//!   as a snapshot commit of it ([`snapshot`]).
+//! - `<commit>-<flags>/`: a commit's tree, the files the gate runs copied out of the slot,
+//!   with `build.log` and `stamp.json`; a second run with the same commit and flags builds
+//!   nothing.
 //!
 //! Every build is bounded in time; its output goes to `build.log`, and a failure shows the
 //! log's tail.
@@ -177,42 +177,35 @@ pub fn build(
     }
     cmake_args.extend(settings.cmake_args.iter().cloned());
     let flags = short_hash(&cmake_args);
-    let (asked, commit, dirty, diff_hash) = match source {
-        Source::Revision(rev) => (rev.clone(), head(rev)?, false, None),
-        Source::WorkingTree => {
-            let diff = cmd!(sh, "git -C {src} diff HEAD")
-                .quiet()
-                .read()
-                .unwrap_or_default();
-            let untracked = cmd!(sh, "git -C {src} ls-files --others --exclude-standard")
-                .quiet()
-                .read()
-                .unwrap_or_default();
-            let dirty = !diff.is_empty() || !untracked.is_empty();
-            let diff_hash = dirty.then(|| short_hash(&(diff, untracked)));
-            ("working tree".to_string(), head("HEAD")?, dirty, diff_hash)
-        }
+    let (asked, commit) = match source {
+        Source::Revision(rev) => (rev.clone(), head(rev)?),
+        Source::WorkingTree => ("working tree".to_string(), head("HEAD")?),
     };
-    // Revisions: built one after another in one slot per set of configure flags (a clone
-    // of the checkout and its build dir, at a fixed path), then the tree's files are copied
-    // into an entry per commit. The working tree: built in place into its own build dir.
-    let (source_dir, work, tree) = match source {
-        Source::Revision(_) => {
-            let slot = cache.join(format!("slot-{flags}"));
-            let entry = cache.join(format!("{}-{flags}", &commit[..12]));
-            (slot.join("src"), slot, entry)
-        }
-        Source::WorkingTree => {
-            let dir = cache.join(format!(
-                "worktree-{}-{flags}",
-                short_hash(&src.canonicalize().unwrap_or(src.to_path_buf()))
-            ));
-            (src.to_path_buf(), dir.clone(), dir.join("build"))
-        }
+    if is_partial_clone(sh, src) {
+        return Err(UsageError(format!(
+            "{} is a partial clone (git clone --filter): the gate checks out revisions from its \
+             objects and some are missing; fetch them (`git -C {0} config --unset \
+             remote.origin.partialclonefilter && git -C {0} fetch --refetch origin`) or use a \
+             full clone",
+            src.display()
+        ))
+        .into());
+    }
+    // The working tree is built as a snapshot commit of it (`snapshot`), like a revision.
+    let (built, dirty, diff_hash) = match source {
+        Source::Revision(_) => (commit.clone(), false, None),
+        Source::WorkingTree => match snapshot(sh, src, &commit, cache)? {
+            None => (commit.clone(), false, None),
+            Some((snap, tree)) => (snap, true, Some(tree[..12].to_string())),
+        },
     };
-    let build_dir = work.join("build");
-    let is_revision = matches!(source, Source::Revision(_));
-    let log = if is_revision { &tree } else { &work }.join("build.log");
+    // Built one after another in one slot per set of configure flags (a clone of the
+    // checkout and its build dir, at a fixed path); the tree's files are then copied into
+    // an entry per commit.
+    let slot = cache.join(format!("slot-{flags}"));
+    let tree = cache.join(format!("{}-{flags}", &built[..12]));
+    let (source_dir, build_dir) = (slot.join("src"), slot.join("build"));
+    let log = tree.join("build.log");
     let stamp = tree.join("stamp.json");
     let mut provenance = Provenance {
         arm: String::new(),
@@ -226,30 +219,55 @@ pub fn build(
         build_dir: tree.clone(),
         log: log.clone(),
     };
-    for dir in [&build_dir, &tree] {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    // One build per slot (or working-tree build dir) at a time: two gates on one host may
-    // want the same commit; the second waits, then finds it built.
-    let lock = std::fs::File::create(work.join("lock"))
-        .with_context(|| format!("cannot create {}", work.join("lock").display()))?;
-    let _lock = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive)
-        .map_err(|(_, e)| anyhow::anyhow!("cannot lock {}: {e}", work.display()))?;
-    if is_revision && stamp.is_file() && TREE_FILES.iter().all(|f| tree.join(f).is_file()) {
+    // The stamp is written last and removed before a rebuild: with it, the entry is whole.
+    let built_already = || stamp.is_file() && TREE_FILES.iter().all(|f| tree.join(f).is_file());
+    if built_already() {
         provenance.cache_hit = true;
         return Ok(provenance);
     }
+    for dir in [&build_dir, &tree] {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    // One build per slot at a time: two gates on one host may want the same commit; the
+    // second waits, then finds it built.
+    let lock = std::fs::File::create(slot.join("lock"))
+        .with_context(|| format!("cannot create {}", slot.join("lock").display()))?;
+    let _lock = match nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+        Ok(l) => l,
+        Err((lock, _)) => {
+            eprintln!(
+                "waiting for another gate's build in {} (one build per slot at a time) ...",
+                slot.display()
+            );
+            nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive)
+                .map_err(|(_, e)| anyhow::anyhow!("cannot lock {}: {e}", slot.display()))?
+        }
+    };
+    if built_already() {
+        provenance.cache_hit = true;
+        return Ok(provenance);
+    }
+    // A gate killed mid-build (SIGKILL) leaves ninja's compile jobs running, each in its
+    // own process group: they would write the old revision's objects into this build.
+    for (pid, command) in crate::supervise::kill_mentioning(&slot) {
+        eprintln!("killed {pid}, left from an earlier build in the slot: {command}");
+    }
     let _ = std::fs::remove_file(&stamp);
     let _ = std::fs::remove_file(&log);
-    let started = Instant::now();
-    if is_revision {
-        checkout(sh, src, &commit, &source_dir)?;
+    // An entry from before slots held a whole source and build tree.
+    for old in ["src", "build"] {
+        let _ = std::fs::remove_dir_all(tree.join(old));
     }
+    let started = Instant::now();
+    checkout(src, &built, &source_dir)?;
     let deadline = started + Duration::from_secs(settings.timeout_s);
-    // Every build configures: FDB's configure step writes the source version (the commit)
-    // into the build, and a checkout alone would not redo it.
+    // Every build configures, from scratch (`--fresh`): FDB's configure writes the source
+    // version (the commit) into the build, and cache defaults (`option()`, `set(... CACHE)`)
+    // must be this commit's, not those of the commit the slot built before. Files it
+    // regenerates unchanged keep their times, so this rebuilds nothing by itself.
     let mut configure = Command::new("cmake");
     configure
+        .arg("--fresh")
         .arg("-S")
         .arg(&source_dir)
         .arg("-B")
@@ -274,12 +292,22 @@ pub fn build(
         progress.update(out)
     })?;
     progress.bar.finish_and_clear();
-    if is_revision {
-        copy_tree(&build_dir, &tree)?;
+    copy_tree(&build_dir, &tree)?;
+    // FDB's configure puts the checked-out commit into the binaries (`fdbserver --version`,
+    // "source version"): any other commit means a file this build did not replace.
+    let version = crate::fdbtree::FdbTree::open(&tree)?.version(sh)?;
+    if version.source_version != built {
+        bail!(
+            "{} reports source version {}, but commit {built} was built: the build left an \
+             older file in place; delete {} and run again",
+            tree.join("bin/fdbserver").display(),
+            version.source_version,
+            slot.display()
+        );
     }
     provenance.build_s = started.elapsed().as_secs_f64();
     let when = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    crate::bench::write(&stamp, &crate::bench::json(&(&provenance, when)))?;
+    crate::bench::write(&stamp, &crate::bench::json(&(&provenance, &built, when)))?;
     Ok(provenance)
 }
 
@@ -292,6 +320,72 @@ const TREE_FILES: [&str; 5] = [
     "CMakeCache.txt",
 ];
 
+/// Whether the checkout is a partial clone (`git clone --filter`), whose missing objects
+/// a clone of it cannot read.
+fn is_partial_clone(sh: &Shell, src: &Path) -> bool {
+    // Older git marks it with `extensions.partialClone`, newer with the remote's filter
+    // (`remote.<r>.partialclonefilter`, unset by the fix the error gives).
+    let pattern = r"^(extensions\.partialclone|remote\..*\.partialclonefilter)$";
+    cmd!(sh, "git -C {src} config --get-regexp {pattern}")
+        .quiet()
+        .ignore_stderr()
+        .read()
+        .is_ok_and(|v| v.lines().any(|l| !l.trim_end().ends_with(" false")))
+}
+
+/// The working tree of `src` as a commit on top of `head`, when it differs from `head`:
+/// `(commit, tree)`. Tracked changes and untracked files that are not ignored go into a
+/// tree through a temporary copy of the index (`git add -A`, `git write-tree`), then a
+/// commit with fixed author and date, so the same changes give the same commit and a
+/// second run finds them built. Writes only objects into the checkout's repository: no
+/// ref, its index and files untouched.
+fn snapshot(sh: &Shell, src: &Path, head: &str, cache: &Path) -> Result<Option<(String, String)>> {
+    let index = cmd!(
+        sh,
+        "git -C {src} rev-parse --path-format=absolute --git-path index"
+    )
+    .quiet()
+    .read()
+    .context("cannot find the checkout's git index")?;
+    std::fs::create_dir_all(cache).with_context(|| format!("cannot create {}", cache.display()))?;
+    let tmp = tempfile::Builder::new()
+        .prefix("index-")
+        .tempfile_in(cache)
+        .context("cannot create a temporary git index")?;
+    // A copy keeps the index's file times: only changed files are hashed again.
+    if Path::new(index.trim()).is_file() {
+        std::fs::copy(index.trim(), tmp.path()).context("cannot copy the git index")?;
+    }
+    let tmp_index = tmp.path();
+    let _env = sh.push_env("GIT_INDEX_FILE", tmp_index);
+    cmd!(sh, "git -C {src} add --all")
+        .quiet()
+        .run()
+        .context("cannot snapshot the working tree (git add --all on a temporary index)")?;
+    let tree = cmd!(sh, "git -C {src} write-tree").quiet().read()?;
+    let head_spec = format!("{head}^{{tree}}");
+    let head_tree = cmd!(sh, "git -C {src} rev-parse {head_spec}")
+        .quiet()
+        .read()?;
+    if tree.trim() == head_tree.trim() {
+        return Ok(None);
+    }
+    let tree = tree.trim().to_string();
+    let fixed = "perfgate";
+    let _a = sh.push_env("GIT_AUTHOR_NAME", fixed);
+    let _b = sh.push_env("GIT_AUTHOR_EMAIL", "perfgate@localhost");
+    let _c = sh.push_env("GIT_AUTHOR_DATE", "1700000000 +0000");
+    let _d = sh.push_env("GIT_COMMITTER_NAME", fixed);
+    let _e = sh.push_env("GIT_COMMITTER_EMAIL", "perfgate@localhost");
+    let _f = sh.push_env("GIT_COMMITTER_DATE", "1700000000 +0000");
+    let message = "perfgate: the working tree";
+    let commit = cmd!(sh, "git -C {src} commit-tree {tree} -p {head} -m {message}")
+        .quiet()
+        .read()
+        .context("cannot snapshot the working tree (git commit-tree)")?;
+    Ok(Some((commit.trim().to_string(), tree)))
+}
+
 /// Puts `commit` of the checkout `src` into `dest`, a `git clone --shared` of it (objects
 /// are read from the checkout; nothing is written there). `git checkout` rewrites only the
 /// files that differ from the commit built before, so ninja rebuilds only what changed, and
@@ -299,33 +393,72 @@ const TREE_FILES: [&str; 5] = [
 /// (`-DCOMPILATION_UNIT=<path>`, `cmake/FlowCommands.cmake`) and its actor compiler writes
 /// absolute paths into the files it generates (`#line`, `flow/actorcompiler`), so at
 /// another path no compiler-cache entry would match.
-fn checkout(sh: &Shell, src: &Path, commit: &str, dest: &Path) -> Result<()> {
-    let attempt = |fresh: bool| -> Result<()> {
-        if fresh || !dest.join(".git").exists() {
-            let _ = std::fs::remove_dir_all(dest);
-            cmd!(sh, "git clone --quiet --shared --no-checkout {src} {dest}")
-                .quiet()
-                .run()?;
+fn checkout(src: &Path, commit: &str, dest: &Path) -> Result<()> {
+    // git's output is shown only when every way failed.
+    let git = |args: &[&str]| -> Result<(), String> {
+        let o = Command::new("git")
+            .arg("-C")
+            .arg(dest)
+            .args(args)
+            .output()
+            .map_err(|e| format!("cannot run git: {e}"))?;
+        if o.status.success() {
+            Ok(())
+        } else {
+            Err(String::from_utf8_lossy(&o.stderr).trim().to_string())
         }
-        cmd!(
-            sh,
-            "git -C {dest} checkout --quiet --force --detach {commit}"
-        )
-        .quiet()
-        .run()?;
-        cmd!(sh, "git -C {dest} clean --quiet -ffdx")
-            .quiet()
-            .run()?;
-        Ok(())
     };
-    // A clone the checkout's `git gc` pulled objects from under: clone it again.
-    attempt(false).or_else(|_| attempt(true)).with_context(|| {
-        format!(
-            "cannot check out {commit} of {} in {}",
-            src.display(),
-            dest.display()
-        )
-    })
+    let update = || -> Result<(), String> {
+        let _ = std::fs::remove_file(dest.join(".git/index.lock"));
+        git(&["checkout", "--quiet", "--force", "--detach", commit])?;
+        git(&["clean", "--quiet", "-ffdx"])
+    };
+    let clone = || -> Result<(), String> {
+        let _ = std::fs::remove_dir_all(dest);
+        let o = Command::new("git")
+            .args([
+                "-c",
+                "init.defaultBranch=perfgate",
+                "clone",
+                "--quiet",
+                "--shared",
+            ])
+            .arg("--no-checkout")
+            .arg(src)
+            .arg(dest)
+            .output()
+            .map_err(|e| format!("cannot run git: {e}"))?;
+        if o.status.success() {
+            Ok(())
+        } else {
+            Err(String::from_utf8_lossy(&o.stderr).trim().to_string())
+        }
+    };
+    if !dest.join(".git").exists() {
+        clone().map_err(|e| anyhow::anyhow!("cannot clone {}: {e}", src.display()))?;
+    }
+    // A commit the clone cannot see (a shallow checkout is copied, not shared): fetch it
+    // from the checkout; a clone broken otherwise: clone again (everything rebuilds).
+    update()
+        .or_else(|_| {
+            let src = src.display().to_string();
+            git(&[
+                "fetch",
+                "--quiet",
+                &src,
+                "+HEAD:refs/perfgate/head",
+                "+refs/*:refs/perfgate/all/*",
+            ])?;
+            update()
+        })
+        .or_else(|_| clone().and_then(|()| update()))
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "cannot check out {commit} of {} in {}: {e}",
+                src.display(),
+                dest.display()
+            )
+        })
 }
 
 /// Copies [`TREE_FILES`] and cmake's record of the compiler from the build dir into a

@@ -469,6 +469,16 @@ impl Ended {
 /// `dir`, in a few rounds (a process may fork while it is being killed), then removes
 /// the directory. Shared by the reaper and the next gate's stale-run cleanup.
 fn end_run(dir: &Path) -> Ended {
+    let killed = kill_mentioning(dir);
+    let removed = dir.exists() && std::fs::remove_dir_all(dir).is_ok();
+    Ended { killed, removed }
+}
+
+/// Kills (SIGKILL) every process whose command line names a path under `dir`, in a few
+/// rounds (a process may fork while it is being killed): what a dead gate's run, or its
+/// build's compile jobs (ninja starts each in its own process group, out of reach of the
+/// parent-death signal), left running. Returns them as `(pid, command)`.
+pub fn kill_mentioning(dir: &Path) -> Vec<(u32, String)> {
     // The trailing slash keeps `perfgate-12` from matching `perfgate-123`.
     let needle = format!("{}/", dir.display());
     let mut killed: Vec<(u32, String)> = Vec::new();
@@ -485,8 +495,7 @@ fn end_run(dir: &Path) -> Ended {
         }
         thread::sleep(POLL);
     }
-    let removed = dir.exists() && std::fs::remove_dir_all(dir).is_ok();
-    Ended { killed, removed }
+    killed
 }
 
 /// Removes what a killed mako main process `pid` leaves behind: its sample directory
