@@ -83,7 +83,8 @@ pub struct Provenance {
     pub commit: String,
     /// Uncommitted changes were built (working tree).
     pub dirty: bool,
-    /// Hash of `git diff HEAD` and the untracked files' names, when dirty.
+    /// When dirty: the first 12 hex digits of the git tree of the working tree as built
+    /// (tracked changes and untracked, not ignored files); the same changes, the same hash.
     pub diff_hash: Option<String>,
     /// The full cmake command line's arguments.
     pub cmake_args: Vec<String>,
