@@ -363,6 +363,47 @@ fn each_revision_is_configured_with_its_own_cache_defaults() {
 }
 
 #[test]
+fn a_shallow_checkout_builds_revisions_and_its_working_tree_incrementally() {
+    assert!(
+        tools_present(),
+        "cmake and ninja are needed: run ci/setup.sh"
+    );
+    let s = Sandbox::new();
+    let repo = checkout(&s);
+    // What CI checkouts are: git copies a shallow source instead of sharing its objects.
+    let shallow = s.dir.path().join("shallow");
+    let o = Command::new("git")
+        .args(["clone", "-q", "--depth", "1"])
+        .arg(format!("file://{}", repo.display()))
+        .arg(&shallow)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    std::fs::write(shallow.join("double.json"), behaviour(900.0)).unwrap();
+    let o = gate(&s)
+        .args(["build", "--fdb-src"])
+        .arg(&shallow)
+        .args(["--baseline", "HEAD"])
+        .arg(double_bin())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let trees: Vec<PathBuf> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| PathBuf::from(l.split_once(": ").unwrap().1))
+        .collect();
+    let tps = |tree: &Path| -> f64 {
+        let text = std::fs::read_to_string(tree.join("lib/libfdb_c.so")).unwrap();
+        serde_json::from_str::<Value>(&text).unwrap()["tps"]
+            .as_f64()
+            .unwrap()
+    };
+    assert_eq!([tps(&trees[0]), tps(&trees[1])], [1000.0, 900.0]);
+    let log = std::fs::read_to_string(trees[1].join("build.log")).unwrap();
+    assert!(!log.contains("Compiling shared.cpp"), "{log}");
+}
+
+#[test]
 fn a_file_the_build_did_not_replace_is_caught_not_cached() {
     assert!(
         tools_present(),

@@ -300,7 +300,8 @@ pub fn build(
     if version.source_version != built {
         bail!(
             "{} reports source version {}, but commit {built} was built: the build left an \
-             older file in place; delete {} and run again",
+             older file in place (delete {} and run again), or this tree does not take its \
+             source version from git as FDB's configure does",
             tree.join("bin/fdbserver").display(),
             version.source_version,
             slot.display()
@@ -435,11 +436,37 @@ fn checkout(src: &Path, commit: &str, dest: &Path) -> Result<()> {
             Err(String::from_utf8_lossy(&o.stderr).trim().to_string())
         }
     };
+    // git ignores --shared for a shallow checkout and copies it; the clone reads the
+    // checkout's objects anyway (alternates), so that later commits and the working-tree
+    // snapshot, which no ref names, can be checked out.
+    let share = || -> Result<(), String> {
+        let o = Command::new("git")
+            .arg("-C")
+            .arg(src)
+            .args([
+                "rev-parse",
+                "--path-format=absolute",
+                "--git-path",
+                "objects",
+            ])
+            .output()
+            .map_err(|e| format!("cannot run git: {e}"))?;
+        let objects = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        let alternates = dest.join(".git/objects/info/alternates");
+        let listed = std::fs::read_to_string(&alternates).unwrap_or_default();
+        if !o.status.success() || listed.lines().any(|l| l.trim() == objects) {
+            return Ok(());
+        }
+        std::fs::create_dir_all(dest.join(".git/objects/info"))
+            .and_then(|()| std::fs::write(&alternates, format!("{listed}{objects}\n")))
+            .map_err(|e| format!("cannot write {}: {e}", alternates.display()))
+    };
     if !dest.join(".git").exists() {
         clone().map_err(|e| anyhow::anyhow!("cannot clone {}: {e}", src.display()))?;
     }
-    // A commit the clone cannot see (a shallow checkout is copied, not shared): fetch it
-    // from the checkout; a clone broken otherwise: clone again (everything rebuilds).
+    share().map_err(|e| anyhow::anyhow!(e))?;
+    // A clone that still cannot see the commit: fetch the checkout's refs; a clone broken
+    // otherwise: clone again (everything rebuilds).
     update()
         .or_else(|_| {
             let src = src.display().to_string();
@@ -452,7 +479,7 @@ fn checkout(src: &Path, commit: &str, dest: &Path) -> Result<()> {
             ])?;
             update()
         })
-        .or_else(|_| clone().and_then(|()| update()))
+        .or_else(|_| clone().and_then(|()| share()).and_then(|()| update()))
         .map_err(|e| {
             anyhow::anyhow!(
                 "cannot check out {commit} of {} in {}: {e}",
