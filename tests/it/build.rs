@@ -28,11 +28,13 @@ if(BUILD_MAKO)
   add_custom_target(mako COMMAND ${CMAKE_COMMAND} -E create_symlink ${DOUBLE_BIN}/mako ${CMAKE_BINARY_DIR}/bin/mako)
 endif()
 add_custom_target(fdb_c COMMAND ${CMAKE_COMMAND} -E true)
-# A source file both commits share: an incremental build does not compile it again.
-add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/shared.o
-  COMMAND ${CMAKE_COMMAND} -E copy ${CMAKE_SOURCE_DIR}/shared.cpp ${CMAKE_BINARY_DIR}/shared.o
+# A source file both commits share: an incremental build does not compile it again. Its
+# object sits where cmake puts a top-directory target's objects (CMakeFiles/<target>.dir).
+set(SHARED_O ${CMAKE_BINARY_DIR}/CMakeFiles/shared.dir/shared.o)
+add_custom_command(OUTPUT ${SHARED_O}
+  COMMAND ${CMAKE_COMMAND} -E copy ${CMAKE_SOURCE_DIR}/shared.cpp ${SHARED_O}
   DEPENDS ${CMAKE_SOURCE_DIR}/shared.cpp COMMENT "Compiling shared.cpp")
-add_custom_target(shared DEPENDS ${CMAKE_BINARY_DIR}/shared.o)
+add_custom_target(shared DEPENDS ${SHARED_O})
 add_dependencies(fdbserver shared)
 "#;
 

@@ -262,13 +262,15 @@ pub fn build(
     let started = Instant::now();
     checkout(src, &built, &source_dir)?;
     let deadline = started + Duration::from_secs(settings.timeout_s);
-    // Every build configures, from scratch (`--fresh`): FDB's configure writes the source
-    // version (the commit) into the build, and cache defaults (`option()`, `set(... CACHE)`)
-    // must be this commit's, not those of the commit the slot built before. Files it
-    // regenerates unchanged keep their times, so this rebuilds nothing by itself.
+    // Every build configures, without the cache the commit before left: FDB's configure
+    // writes the source version (the commit) into the build, and cache defaults
+    // (`option()`, `set(... CACHE)`) must be this commit's. Only `CMakeCache.txt` goes, not
+    // `cmake --fresh`, which also deletes `CMakeFiles/` and with it the objects of targets
+    // in the top directory. Files configure regenerates unchanged keep their times, so
+    // this rebuilds nothing by itself.
+    let _ = std::fs::remove_file(build_dir.join("CMakeCache.txt"));
     let mut configure = Command::new("cmake");
     configure
-        .arg("--fresh")
         .arg("-S")
         .arg(&source_dir)
         .arg("-B")
