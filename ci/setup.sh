@@ -9,7 +9,8 @@ if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
 need=()
 command -v cc >/dev/null 2>&1 || need+=(build-essential)   # the linker rustc calls
 command -v git >/dev/null 2>&1 || need+=(git)
-command -v python3 >/dev/null 2>&1 || need+=(python3 python3-pip)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || need+=(chromium)
 # The build tests configure a tiny CMake project with Ninja (FDB itself needs cmake 3.30+,
 # which `pip install cmake` provides; Debian's is enough for the tests).

@@ -403,6 +403,16 @@ fn a_shallow_checkout_builds_revisions_and_its_working_tree_incrementally() {
     assert_eq!([tps(&trees[0]), tps(&trees[1])], [1000.0, 900.0]);
     let log = std::fs::read_to_string(trees[1].join("build.log")).unwrap();
     assert!(!log.contains("Compiling shared.cpp"), "{log}");
+    // A commit older than its history: a usage error that says why.
+    let o = gate(&s)
+        .args(["build", "--fdb-src"])
+        .arg(&shallow)
+        .args(["--baseline", "HEAD~1"])
+        .arg(double_bin())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(text(&o).contains("the checkout is shallow"), "{}", text(&o));
 }
 
 #[test]
@@ -566,7 +576,7 @@ fn a_failing_build_shows_its_log_and_a_missing_checkout_or_cmake_is_named() {
     let o = bench(&s, &s.dir.path().join("nowhere"), "nowhere", &[]);
     assert_eq!(code(&o), 64, "{}", text(&o));
     assert!(
-        text(&o).contains("no FDB checkout at")
+        text(&o).contains("no FDB checkout: ")
             && text(&o).contains("--fdb-src")
             && text(&o).contains("FDB_SRC")
             && text(&o).contains("--baseline-build and --experiment-build"),
@@ -581,7 +591,7 @@ fn a_failing_build_shows_its_log_and_a_missing_checkout_or_cmake_is_named() {
         .unwrap();
     assert_eq!(code(&o), 64, "{}", text(&o));
     assert!(
-        text(&o).contains("no FDB checkout at") && !text(&o).contains("--baseline-build"),
+        text(&o).contains("no FDB checkout: ") && !text(&o).contains("--baseline-build"),
         "{}",
         text(&o)
     );

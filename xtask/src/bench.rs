@@ -157,14 +157,24 @@ fn fdb_src(args: &SourceArgs, for_bench: bool) -> Result<PathBuf> {
     if src.join(".git").exists() {
         return Ok(std::fs::canonicalize(&src).unwrap_or(src));
     }
+    // `.cargo/config.toml` sets FDB_SRC to ../foundationdb beside this repository.
+    let from = match &args.fdb_src {
+        None => "the default",
+        Some(p) if p.ends_with("foundationdb") => {
+            "--fdb-src/FDB_SRC; `cargo xtask` sets FDB_SRC to ../foundationdb beside this \
+             repository (.cargo/config.toml) unless you do"
+        }
+        Some(_) => "--fdb-src/FDB_SRC",
+    };
+    let what = if src.is_dir() {
+        "is not a git checkout (no .git)"
+    } else {
+        "does not exist"
+    };
     Err(UsageError(format!(
-        "no FDB checkout at {} (from {}): give --fdb-src PATH or set FDB_SRC{}",
+        "no FDB checkout: {} {what} (from {from}); clone one there (git clone \
+         https://github.com/apple/foundationdb), give --fdb-src PATH or set FDB_SRC{}",
         src.display(),
-        if args.fdb_src.is_some() {
-            "--fdb-src/FDB_SRC"
-        } else {
-            "the default"
-        },
         if for_bench {
             ", or give prebuilt trees with --baseline-build and --experiment-build"
         } else {

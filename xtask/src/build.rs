@@ -139,11 +139,28 @@ pub fn default_baseline(sh: &Shell, src: &Path) -> Result<String> {
             return Ok(base.trim().to_string());
         }
     }
-    bail!(
+    Err(UsageError(format!(
         "cannot find the merge base of HEAD in {} with origin/main, upstream/main, origin/master \
-         or main: give --baseline REV",
-        src.display()
-    )
+         or main: give --baseline REV{}",
+        src.display(),
+        shallow_hint(sh, src)
+    ))
+    .into())
+}
+
+/// For errors about missing commits: a note when the checkout is shallow, else "".
+fn shallow_hint(sh: &Shell, src: &Path) -> &'static str {
+    let shallow = cmd!(sh, "git -C {src} rev-parse --is-shallow-repository")
+        .quiet()
+        .ignore_stderr()
+        .read()
+        .is_ok_and(|v| v.trim() == "true");
+    if shallow {
+        " (the checkout is shallow: fetch more history, e.g. `git fetch --deepen 1000` or \
+         `git fetch --unshallow`)"
+    } else {
+        ""
+    }
 }
 
 /// Builds `source` of the checkout `src` under `cache`, or reuses an earlier build.
@@ -160,7 +177,13 @@ pub fn build(
             .quiet()
             .ignore_stderr()
             .read()
-            .map_err(|_| UsageError(format!("'{rev}' is not a revision of {}", src.display())))?;
+            .map_err(|_| {
+                UsageError(format!(
+                    "'{rev}' is not a revision of {}{}",
+                    src.display(),
+                    shallow_hint(sh, src)
+                ))
+            })?;
         Ok(out.trim().to_string())
     };
     let mut cmake_args = vec![
