@@ -119,6 +119,21 @@ fn bench(s: &Sandbox, repo: &Path, out: &str, extra: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `cargo xtask build --fdb-src <repo> <revs> <double>`, as a command to run or spawn.
+fn build_command(s: &Sandbox, repo: &Path, revs: &[&str]) -> Command {
+    let mut cmd = gate(s);
+    cmd.args(["build", "--fdb-src"])
+        .arg(repo)
+        .args(revs)
+        .arg(double_bin());
+    cmd
+}
+
+/// [`build_command`], run to completion.
+fn build(s: &Sandbox, repo: &Path, revs: &[&str]) -> Output {
+    build_command(s, repo, revs).output().unwrap()
+}
+
 fn meta(s: &Sandbox, out: &str) -> Value {
     serde_json::from_str(
         &std::fs::read_to_string(s.dir.path().join(out).join("meta.json")).unwrap(),
@@ -336,13 +351,7 @@ fn each_revision_is_configured_with_its_own_cache_defaults() {
         std::fs::write(repo.join("CMakeLists.txt"), cmake).unwrap();
         git(&repo, &["commit", "-q", "-am", default]);
     }
-    let o = gate(&s)
-        .args(["build", "--fdb-src"])
-        .arg(&repo)
-        .args(["--baseline", "HEAD~1", "--experiment", "HEAD"])
-        .arg(double_bin())
-        .output()
-        .unwrap();
+    let o = build(&s, &repo, &["--baseline", "HEAD~1", "--experiment", "HEAD"]);
     assert_eq!(code(&o), 0, "{}", text(&o));
     let trees: Vec<String> = String::from_utf8_lossy(&o.stdout)
         .lines()
@@ -382,13 +391,7 @@ fn a_shallow_checkout_builds_revisions_and_its_working_tree_incrementally() {
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     std::fs::write(shallow.join("double.json"), behaviour(900.0)).unwrap();
-    let o = gate(&s)
-        .args(["build", "--fdb-src"])
-        .arg(&shallow)
-        .args(["--baseline", "HEAD"])
-        .arg(double_bin())
-        .output()
-        .unwrap();
+    let o = build(&s, &shallow, &["--baseline", "HEAD"]);
     assert_eq!(code(&o), 0, "{}", text(&o));
     let trees: Vec<PathBuf> = String::from_utf8_lossy(&o.stdout)
         .lines()
@@ -404,13 +407,7 @@ fn a_shallow_checkout_builds_revisions_and_its_working_tree_incrementally() {
     let log = std::fs::read_to_string(trees[1].join("build.log")).unwrap();
     assert!(!log.contains("Compiling shared.cpp"), "{log}");
     // A commit older than its history: a usage error that says why.
-    let o = gate(&s)
-        .args(["build", "--fdb-src"])
-        .arg(&shallow)
-        .args(["--baseline", "HEAD~1"])
-        .arg(double_bin())
-        .output()
-        .unwrap();
+    let o = build(&s, &shallow, &["--baseline", "HEAD~1"]);
     assert_eq!(code(&o), 64, "{}", text(&o));
     assert!(text(&o).contains("the checkout is shallow"), "{}", text(&o));
 }
@@ -430,16 +427,7 @@ fn a_file_the_build_did_not_replace_is_caught_not_cached() {
     )
     .unwrap();
     git(&repo, &["commit", "-q", "-am", "moved"]);
-    let build = |baseline: &str, experiment: &str| {
-        gate(&s)
-            .args(["build", "--fdb-src"])
-            .arg(&repo)
-            .args(["--baseline", baseline, "--experiment", experiment])
-            .arg(double_bin())
-            .output()
-            .unwrap()
-    };
-    let o = build("HEAD~1", "HEAD");
+    let o = build(&s, &repo, &["--baseline", "HEAD~1", "--experiment", "HEAD"]);
     assert_eq!(code(&o), 2, "{}", text(&o));
     let head = rev(&repo, "HEAD");
     assert!(
@@ -448,7 +436,7 @@ fn a_file_the_build_did_not_replace_is_caught_not_cached() {
         text(&o)
     );
     // Not recorded as built: the next run tries again instead of using it.
-    let o = build("HEAD", "HEAD");
+    let o = build(&s, &repo, &["--baseline", "HEAD", "--experiment", "HEAD"]);
     assert_eq!(code(&o), 2, "{}", text(&o));
     assert!(text(&o).contains("reports source version"), "{}", text(&o));
 }
@@ -483,11 +471,7 @@ fn compile_jobs_a_killed_gate_left_in_the_slot_are_killed_before_the_next_build(
             })
             .collect()
     };
-    let mut gate_run = gate(&s)
-        .args(["build", "--fdb-src"])
-        .arg(&repo)
-        .args(["--baseline", "HEAD", "--experiment", "HEAD"])
-        .arg(double_bin())
+    let mut gate_run = build_command(&s, &repo, &["--baseline", "HEAD", "--experiment", "HEAD"])
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -505,13 +489,7 @@ fn compile_jobs_a_killed_gate_left_in_the_slot_are_killed_before_the_next_build(
     assert!(!jobs().is_empty(), "ninja's job outlives a killed gate");
     std::fs::write(repo.join("CMakeLists.txt"), CMAKE).unwrap();
     git(&repo, &["commit", "-q", "-am", "fixed"]);
-    let o = gate(&s)
-        .args(["build", "--fdb-src"])
-        .arg(&repo)
-        .args(["--baseline", "HEAD", "--experiment", "HEAD"])
-        .arg(double_bin())
-        .output()
-        .unwrap();
+    let o = build(&s, &repo, &["--baseline", "HEAD", "--experiment", "HEAD"]);
     assert_eq!(code(&o), 0, "{}", text(&o));
     assert!(
         text(&o).contains("left from an earlier build in the slot"),

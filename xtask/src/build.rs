@@ -421,65 +421,42 @@ fn snapshot(sh: &Shell, src: &Path, head: &str, cache: &Path) -> Result<Option<(
 /// absolute paths into the files it generates (`#line`, `flow/actorcompiler`), so at
 /// another path no compiler-cache entry would match.
 fn checkout(src: &Path, commit: &str, dest: &Path) -> Result<()> {
-    // git's output is shown only when every way failed.
-    let git = |args: &[&str]| -> Result<(), String> {
-        let o = Command::new("git")
-            .arg("-C")
-            .arg(dest)
-            .args(args)
-            .output()
-            .map_err(|e| format!("cannot run git: {e}"))?;
-        if o.status.success() {
-            Ok(())
-        } else {
-            Err(String::from_utf8_lossy(&o.stderr).trim().to_string())
-        }
-    };
+    use std::ffi::OsStr;
+    fn strs(args: &[&'static str]) -> Vec<&'static OsStr> {
+        args.iter().map(|a| OsStr::new(*a)).collect()
+    }
     let update = || -> Result<(), String> {
         let _ = std::fs::remove_file(dest.join(".git/index.lock"));
-        git(&["checkout", "--quiet", "--force", "--detach", commit])?;
-        git(&["clean", "--quiet", "-ffdx"])
+        git(
+            dest,
+            &strs(&["checkout", "--quiet", "--force", "--detach"]),
+            &[commit],
+        )?;
+        git(dest, &strs(&["clean", "--quiet", "-ffdx"]), &[]).map(drop)
     };
     let clone = || -> Result<(), String> {
         let _ = std::fs::remove_dir_all(dest);
-        let o = Command::new("git")
-            .args([
-                "-c",
-                "init.defaultBranch=perfgate",
-                "clone",
-                "--quiet",
-                "--shared",
-            ])
-            .arg("--no-checkout")
-            .arg(src)
-            .arg(dest)
-            .output()
-            .map_err(|e| format!("cannot run git: {e}"))?;
-        if o.status.success() {
-            Ok(())
-        } else {
-            Err(String::from_utf8_lossy(&o.stderr).trim().to_string())
-        }
+        let mut args = strs(&["-c", "init.defaultBranch=perfgate", "clone", "--quiet"]);
+        args.extend(strs(&["--shared", "--no-checkout"]));
+        args.extend([src.as_os_str(), dest.as_os_str()]);
+        git(src, &args, &[]).map(drop)
     };
     // git ignores --shared for a shallow checkout and copies it; the clone reads the
     // checkout's objects anyway (alternates), so that later commits and the working-tree
     // snapshot, which no ref names, can be checked out.
     let share = || -> Result<(), String> {
-        let o = Command::new("git")
-            .arg("-C")
-            .arg(src)
-            .args([
-                "rev-parse",
-                "--path-format=absolute",
-                "--git-path",
-                "objects",
-            ])
-            .output()
-            .map_err(|e| format!("cannot run git: {e}"))?;
-        let objects = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        let args = strs(&[
+            "rev-parse",
+            "--path-format=absolute",
+            "--git-path",
+            "objects",
+        ]);
+        let Ok(objects) = git(src, &args, &[]) else {
+            return Ok(());
+        };
         let alternates = dest.join(".git/objects/info/alternates");
         let listed = std::fs::read_to_string(&alternates).unwrap_or_default();
-        if !o.status.success() || listed.lines().any(|l| l.trim() == objects) {
+        if listed.lines().any(|l| l.trim() == objects) {
             return Ok(());
         }
         std::fs::create_dir_all(dest.join(".git/objects/info"))
@@ -494,14 +471,10 @@ fn checkout(src: &Path, commit: &str, dest: &Path) -> Result<()> {
     // otherwise: clone again (everything rebuilds).
     update()
         .or_else(|_| {
-            let src = src.display().to_string();
-            git(&[
-                "fetch",
-                "--quiet",
-                &src,
-                "+HEAD:refs/perfgate/head",
-                "+refs/*:refs/perfgate/all/*",
-            ])?;
+            let mut args = strs(&["fetch", "--quiet"]);
+            args.push(src.as_os_str());
+            let refs = ["+HEAD:refs/perfgate/head", "+refs/*:refs/perfgate/all/*"];
+            git(dest, &args, &refs)?;
             update()
         })
         .or_else(|_| clone().and_then(|()| share()).and_then(|()| update()))
@@ -512,6 +485,23 @@ fn checkout(src: &Path, commit: &str, dest: &Path) -> Result<()> {
                 dest.display()
             )
         })
+}
+
+/// `git -C <dir> <args> <more>`: its stdout (trimmed), or its stderr as the error (shown
+/// only when every way of getting a checkout failed).
+fn git(dir: &Path, args: &[&std::ffi::OsStr], more: &[&str]) -> Result<String, String> {
+    let o = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .args(more)
+        .output()
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    if o.status.success() {
+        Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
+    } else {
+        Err(String::from_utf8_lossy(&o.stderr).trim().to_string())
+    }
 }
 
 /// Copies [`TREE_FILES`] and cmake's record of the compiler from the build dir into a
