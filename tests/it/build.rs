@@ -50,7 +50,12 @@ fn git(repo: &Path, args: &[&str]) {
 
 /// A repo with two commits: HEAD~1 and HEAD differ in `version.txt` only, and their
 /// binaries in the source version they report (their commit).
+/// Fails the test when cmake or ninja is missing (CI installs them: `ci/setup.sh`).
 fn checkout(s: &Sandbox) -> PathBuf {
+    assert!(
+        tools_present(),
+        "cmake and ninja are needed: run ci/setup.sh"
+    );
     let repo = s.dir.path().join("foundationdb");
     std::fs::create_dir_all(&repo).unwrap();
     git(&repo, &["init", "-q", "-b", "main"]);
@@ -156,10 +161,6 @@ fn tools_present() -> bool {
 
 #[test]
 fn two_revisions_build_then_hit_the_cache_and_a_new_flag_rebuilds() {
-    assert!(
-        tools_present(),
-        "cmake and ninja are needed: run ci/setup.sh"
-    );
     let s = Sandbox::new();
     let repo = checkout(&s);
     let o = bench(
@@ -256,10 +257,6 @@ fn two_revisions_build_then_hit_the_cache_and_a_new_flag_rebuilds() {
 
 #[test]
 fn the_working_tree_is_the_default_experiment_and_a_debug_build_is_refused() {
-    assert!(
-        tools_present(),
-        "cmake and ninja are needed: run ci/setup.sh"
-    );
     let s = Sandbox::new();
     let repo = checkout(&s);
     // An uncommitted change that makes the experiment 10% slower.
@@ -328,10 +325,6 @@ fn the_working_tree_is_the_default_experiment_and_a_debug_build_is_refused() {
 
 #[test]
 fn each_revision_is_configured_with_its_own_cache_defaults() {
-    assert!(
-        tools_present(),
-        "cmake and ninja are needed: run ci/setup.sh"
-    );
     let s = Sandbox::new();
     let repo = checkout(&s);
     // HEAD adds an option whose default is ON and doubles the TPS; HEAD~1 had it OFF. The
@@ -375,10 +368,6 @@ fn each_revision_is_configured_with_its_own_cache_defaults() {
 
 #[test]
 fn a_shallow_checkout_builds_revisions_and_its_working_tree_incrementally() {
-    assert!(
-        tools_present(),
-        "cmake and ninja are needed: run ci/setup.sh"
-    );
     let s = Sandbox::new();
     let repo = checkout(&s);
     // What CI checkouts are: git copies a shallow source instead of sharing its objects.
@@ -414,10 +403,6 @@ fn a_shallow_checkout_builds_revisions_and_its_working_tree_incrementally() {
 
 #[test]
 fn a_file_the_build_did_not_replace_is_caught_not_cached() {
-    assert!(
-        tools_present(),
-        "cmake and ninja are needed: run ci/setup.sh"
-    );
     let s = Sandbox::new();
     let repo = checkout(&s);
     // HEAD writes its libfdb_c.so elsewhere: the slot still holds HEAD~1's.
@@ -443,10 +428,6 @@ fn a_file_the_build_did_not_replace_is_caught_not_cached() {
 
 #[test]
 fn compile_jobs_a_killed_gate_left_in_the_slot_are_killed_before_the_next_build() {
-    assert!(
-        tools_present(),
-        "cmake and ninja are needed: run ci/setup.sh"
-    );
     let s = Sandbox::new();
     let repo = checkout(&s);
     // A "compile job" that runs for 5 minutes and names the build dir, as compilers do.
@@ -501,10 +482,6 @@ fn compile_jobs_a_killed_gate_left_in_the_slot_are_killed_before_the_next_build(
 
 #[test]
 fn a_failing_build_shows_its_log_and_a_missing_checkout_or_cmake_is_named() {
-    assert!(
-        tools_present(),
-        "cmake and ninja are needed: run ci/setup.sh"
-    );
     let s = Sandbox::new();
     let repo = checkout(&s);
     std::fs::write(
