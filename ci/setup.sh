@@ -12,8 +12,8 @@ command -v git >/dev/null 2>&1 || need+=(git)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || need+=(chromium)
-# The build tests configure a tiny CMake project with Ninja (FDB itself needs cmake 3.30+,
-# which `pip install cmake` provides; Debian's is enough for the tests).
+# The build tests configure a tiny CMake project with Ninja (FDB asks for cmake 3.24.2+:
+# Debian 12 has 3.25, `pip install cmake` the latest).
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v ninja >/dev/null 2>&1 || need+=(ninja-build)
 if [ ${#need[@]} -gt 0 ]; then

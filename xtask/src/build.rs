@@ -104,7 +104,7 @@ pub fn check_tools() -> Result<()> {
     for (tool, package) in [
         (
             "cmake",
-            "cmake (FDB needs 3.30 or newer: `pip install cmake` has it)",
+            "cmake (FDB asks for 3.24.2 or newer; `pip install cmake` has the latest)",
         ),
         ("ninja", "ninja-build"),
         ("git", "git"),

@@ -137,7 +137,7 @@ fn check_all(explicit_workdir: Option<&Path>) -> Vec<Finding> {
     for (tools, package) in [
         (
             &["cmake"][..],
-            "cmake (3.30 or newer; the PyPI wheel works)",
+            "cmake (3.24.2 or newer for FDB; the PyPI wheel works)",
         ),
         (&["ninja"][..], "ninja-build"),
         (
