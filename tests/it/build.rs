@@ -139,6 +139,11 @@ fn build(s: &Sandbox, repo: &Path, revs: &[&str]) -> Output {
     build_command(s, repo, revs).output().unwrap()
 }
 
+/// Writes the fixture's CMakeLists.txt with `from` replaced by `to`.
+fn write_cmake(repo: &Path, from: &str, to: &str) {
+    std::fs::write(repo.join("CMakeLists.txt"), CMAKE.replace(from, to)).unwrap();
+}
+
 fn meta(s: &Sandbox, out: &str) -> Value {
     serde_json::from_str(
         &std::fs::read_to_string(s.dir.path().join(out).join("meta.json")).unwrap(),
@@ -406,11 +411,7 @@ fn a_file_the_build_did_not_replace_is_caught_not_cached() {
     let s = Sandbox::new();
     let repo = checkout(&s);
     // HEAD writes its libfdb_c.so elsewhere: the slot still holds HEAD~1's.
-    std::fs::write(
-        repo.join("CMakeLists.txt"),
-        CMAKE.replace("lib/libfdb_c.so @ONLY", "lib/moved.so @ONLY"),
-    )
-    .unwrap();
+    write_cmake(&repo, "lib/libfdb_c.so @ONLY", "lib/moved.so @ONLY");
     git(&repo, &["commit", "-q", "-am", "moved"]);
     let o = build(&s, &repo, &["--baseline", "HEAD~1", "--experiment", "HEAD"]);
     assert_eq!(code(&o), 2, "{}", text(&o));
@@ -433,11 +434,7 @@ fn compile_jobs_a_killed_gate_left_in_the_slot_are_killed_before_the_next_build(
     // A "compile job" that runs for 5 minutes and names the build dir, as compilers do.
     std::fs::write(repo.join("hang.py"), "import time\ntime.sleep(300)\n").unwrap();
     let hang = "python3 ${CMAKE_SOURCE_DIR}/hang.py ${CMAKE_BINARY_DIR}/job";
-    std::fs::write(
-        repo.join("CMakeLists.txt"),
-        CMAKE.replace("${CMAKE_COMMAND} -E true", hang),
-    )
-    .unwrap();
+    write_cmake(&repo, "${CMAKE_COMMAND} -E true", hang);
     git(&repo, &["add", "."]);
     git(&repo, &["commit", "-q", "-m", "hangs"]);
     let jobs = || -> Vec<String> {
@@ -484,11 +481,7 @@ fn compile_jobs_a_killed_gate_left_in_the_slot_are_killed_before_the_next_build(
 fn a_failing_build_shows_its_log_and_a_missing_checkout_or_cmake_is_named() {
     let s = Sandbox::new();
     let repo = checkout(&s);
-    std::fs::write(
-        repo.join("CMakeLists.txt"),
-        CMAKE.replace("-E true", "-E false_no_such_command"),
-    )
-    .unwrap();
+    write_cmake(&repo, "-E true", "-E false_no_such_command");
     let o = bench(&s, &repo, "broken", &["--baseline", "HEAD~1"]);
     assert_eq!(code(&o), 2, "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
@@ -499,11 +492,7 @@ fn a_failing_build_shows_its_log_and_a_missing_checkout_or_cmake_is_named() {
     assert!(err.contains("build.log"), "{err}");
 
     // A build that hangs is cut at --timeout-build and reported as a TIMEOUT.
-    std::fs::write(
-        repo.join("CMakeLists.txt"),
-        CMAKE.replace("-E true", "-E sleep 300"),
-    )
-    .unwrap();
+    write_cmake(&repo, "-E true", "-E sleep 300");
     let junit = s.dir.path().join("hang-junit.xml");
     let o = bench(
         &s,
