@@ -243,6 +243,10 @@ fn two_revisions_build_then_hit_the_cache_and_a_new_flag_rebuilds() {
     );
     // The baseline's tree was kept as built, not replaced by the experiment's build.
     assert_eq!(versions("second"), versions("first"));
+    // A cache hit reports the time of the build that made the tree.
+    let first = provenance(&s, "first");
+    assert!(first[0]["build_s"].as_f64().unwrap() > 0.0, "{first}");
+    assert_eq!(p[0]["build_s"], first[0]["build_s"], "{p}");
 
     let o = bench(
         &s,
@@ -258,6 +262,29 @@ fn two_revisions_build_then_hit_the_cache_and_a_new_flag_rebuilds() {
     );
     assert_eq!(code(&o), 0, "{}", text(&o));
     assert_eq!(provenance(&s, "third")[0]["cache_hit"], false);
+
+    // cmake reads CXXFLAGS into a new cache, which the gate makes on every build: flags
+    // in the environment make another build, not a hit on the one without them.
+    let o = build_command(&s, &repo, &["--baseline", "HEAD~1", "--experiment", "HEAD"])
+        .env("CXXFLAGS", "-DPERFGATE_FLAGS_TEST")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    let tree = PathBuf::from(stdout.lines().next().unwrap().split_once(": ").unwrap().1);
+    assert_ne!(tree.to_str(), p[0]["build_dir"].as_str(), "{stdout}");
+    let cmake_cache = std::fs::read_to_string(tree.join("CMakeCache.txt")).unwrap();
+    assert!(
+        cmake_cache.contains("CMAKE_CXX_FLAGS:STRING=-DPERFGATE_FLAGS_TEST"),
+        "{cmake_cache}"
+    );
+    let stamp: Value =
+        serde_json::from_str(&std::fs::read_to_string(tree.join("stamp.json")).unwrap()).unwrap();
+    assert_eq!(
+        stamp[0]["compiler_env"]["CXXFLAGS"],
+        json!("-DPERFGATE_FLAGS_TEST"),
+        "{stamp}"
+    );
 }
 
 #[test]

@@ -135,7 +135,9 @@ fn build_arms(
             "{arm}: {} ({}), {}",
             p.build_dir.display(),
             &p.commit[..p.commit.len().min(12)],
-            if p.cache_hit {
+            if p.cache_hit && p.build_s > 0.0 {
+                format!("cached (built in {:.0} s by an earlier run)", p.build_s)
+            } else if p.cache_hit {
                 "cached".to_string()
             } else {
                 format!("built in {:.0} s", p.build_s)

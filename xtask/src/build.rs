@@ -20,7 +20,7 @@
 //! log's tail.
 
 use std::{
-    hash::{Hash, Hasher},
+    collections::BTreeMap,
     path::{Path, PathBuf},
     process::Command,
     time::{Duration, Instant, SystemTime},
@@ -28,6 +28,7 @@ use std::{
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
+use sha2::Digest;
 use xshell::{cmd, Shell};
 
 use crate::{
@@ -88,7 +89,12 @@ pub struct Provenance {
     pub diff_hash: Option<String>,
     /// The full cmake command line's arguments.
     pub cmake_args: Vec<String>,
-    /// Wall time of this invocation's configure + build, seconds (0 on a cache hit).
+    /// The environment variables cmake reads into a new build's cache (`COMPILER_ENV`)
+    /// that were set and not empty, by name: part of what a cached build is keyed on.
+    #[serde(default)]
+    pub compiler_env: BTreeMap<String, String>,
+    /// Wall time of the configure + build that made this tree, seconds; on a cache hit,
+    /// the earlier build's (0 for entries from before this was recorded).
     pub build_s: f64,
     /// Whether an earlier build was reused unchanged.
     pub cache_hit: bool,
@@ -200,7 +206,8 @@ pub fn build(
         cmake_args.push(format!("-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}"));
     }
     cmake_args.extend(settings.cmake_args.iter().cloned());
-    let flags = short_hash(&cmake_args);
+    let compiler_env = compiler_env(|name| std::env::var(name).ok());
+    let flags = flags_key(&cmake_args, &compiler_env);
     let (asked, commit) = match source {
         Source::Revision(rev) => (rev.clone(), head(rev)?),
         Source::WorkingTree => ("working tree".to_string(), head("HEAD")?),
@@ -238,6 +245,7 @@ pub fn build(
         dirty,
         diff_hash,
         cmake_args: cmake_args.clone(),
+        compiler_env,
         build_s: 0.0,
         cache_hit: false,
         build_dir: tree.clone(),
@@ -246,8 +254,7 @@ pub fn build(
     // The stamp is written last and removed before a rebuild: with it, the entry is whole.
     let built_already = || stamp.is_file() && TREE_FILES.iter().all(|f| tree.join(f).is_file());
     if built_already() {
-        provenance.cache_hit = true;
-        return Ok(provenance);
+        return Ok(cache_hit(provenance, &stamp));
     }
     for dir in [&build_dir, &tree] {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -268,8 +275,7 @@ pub fn build(
         }
     };
     if built_already() {
-        provenance.cache_hit = true;
-        return Ok(provenance);
+        return Ok(cache_hit(provenance, &stamp));
     }
     // A gate killed mid-build (SIGKILL) leaves ninja's compile jobs running, each in its
     // own process group: they would write the old revision's objects into this build.
@@ -625,15 +631,59 @@ fn ninja_progress(text: &str) -> Option<(u64, u64)> {
     })
 }
 
-fn short_hash(value: &impl Hash) -> String {
-    let mut h = std::hash::DefaultHasher::new();
-    value.hash(&mut h);
-    format!("{:016x}", h.finish())[..8].to_string()
+/// The environment variables cmake reads when it makes a new cache: the compilers and the
+/// flags it starts `CMAKE_<LANG>_FLAGS` and the linker flags from (cmake-env-variables(7),
+/// "Environment Variables for Languages" and `LDFLAGS`). The gate deletes the slot's cache
+/// before each configure, so these matter on every build.
+pub const COMPILER_ENV: [&str; 7] = [
+    "CC", "CXX", "CFLAGS", "CXXFLAGS", "LDFLAGS", "ASM", "ASMFLAGS",
+];
+
+/// Those of `COMPILER_ENV` that `var` reports set and not empty.
+fn compiler_env(var: impl Fn(&str) -> Option<String>) -> BTreeMap<String, String> {
+    COMPILER_ENV
+        .iter()
+        .filter_map(|name| Some((name.to_string(), var(name).filter(|v| !v.is_empty())?)))
+        .collect()
+}
+
+/// The 8 hex digits naming a slot and its entries: the first of the SHA-256 of the cmake
+/// arguments and the compiler environment, so that they are the same with every Rust
+/// toolchain (std's `DefaultHasher` may change between releases) and every build of it.
+fn flags_key(cmake_args: &[String], compiler_env: &BTreeMap<String, String>) -> String {
+    let text = serde_json::json!({"cmake_args": cmake_args, "env": compiler_env}).to_string();
+    let digest = sha2::Sha256::digest(text.as_bytes());
+    digest[..4].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `provenance` for an entry built earlier: its build time is the one its stamp records.
+fn cache_hit(mut provenance: Provenance, stamp: &Path) -> Provenance {
+    provenance.cache_hit = true;
+    provenance.build_s = std::fs::read_to_string(stamp)
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .and_then(|v| v[0]["build_s"].as_f64())
+        .unwrap_or(0.0);
+    provenance
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_flags_key_is_sha256_of_the_args_and_compiler_env() {
+        let env = compiler_env(|name| match name {
+            "CXX" => Some("clang++-19".into()),
+            "CFLAGS" => Some(String::new()),
+            _ => None,
+        });
+        assert_eq!(env.keys().collect::<Vec<_>>(), ["CXX"], "empty is unset");
+        let args = ["-G".to_string(), "Ninja".into()];
+        // printf '%s' '{"cmake_args":["-G","Ninja"],"env":{"CXX":"clang++-19"}}' | sha256sum
+        assert_eq!(flags_key(&args, &env), "da15b41b");
+        assert_ne!(flags_key(&args, &BTreeMap::new()), "da15b41b");
+    }
 
     #[test]
     fn ninja_progress_is_the_last_status_line() {
