@@ -461,16 +461,17 @@ fn after_a_sigkill_of_the_gate_its_reaper_ends_every_process_of_the_run() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+    // The reaper logs what it did after doing it, then exits: read the log after that.
+    while reaper_of(s.workdir.path()).is_some() {
+        assert!(Instant::now() < deadline, "the reaper exits when done");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let log = std::fs::read_to_string(s.out().join("run.log")).unwrap();
     assert!(
         log.contains("reaper: the gate exited without tearing down: killed")
             && log.contains("--double-worker"),
         "{log}"
     );
-    while reaper_of(s.workdir.path()).is_some() {
-        assert!(Instant::now() < deadline, "the reaper exits when done");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[test]
