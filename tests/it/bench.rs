@@ -1058,6 +1058,38 @@ fn a_debug_or_instrumented_tree_is_refused_unless_allowed() {
 }
 
 #[test]
+fn arms_built_with_other_compilers_are_measured_with_a_warning_naming_the_difference() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    for (tree, compiler) in [(&a, "/usr/bin/clang++-19"), (&b, "/usr/bin/g++")] {
+        std::fs::write(
+            tree.join("CMakeCache.txt"),
+            format!(
+                "CMAKE_BUILD_TYPE:STRING=Release\nBUILD_MAKO:BOOL=ON\n\
+                 CMAKE_CXX_COMPILER:STRING={compiler}\nUSE_JEMALLOC:BOOL=ON\n"
+            ),
+        )
+        .unwrap();
+    }
+    let o = s.bench(&a, &b, &["--trials", "2"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let warnings = s.read_json("summary.json")["warnings"].clone();
+    let w = warnings
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w.as_str())
+        .find(|w| w.starts_with("THE ARMS WERE CONFIGURED DIFFERENTLY"))
+        .unwrap_or_else(|| panic!("{warnings}"));
+    assert!(
+        w.contains("CMAKE_CXX_COMPILER: '/usr/bin/clang++-19' vs '/usr/bin/g++'")
+            && !w.contains("USE_JEMALLOC"),
+        "{w}"
+    );
+    assert!(text(&o).contains("CONFIGURED DIFFERENTLY"), "{}", text(&o));
+}
+
+#[test]
 fn json_prints_the_summary_for_scripts_and_quiet_keeps_the_terminal_to_warnings() {
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({}), json!({}));

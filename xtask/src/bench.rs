@@ -339,6 +339,17 @@ fn run_config(
         }
         None => {
             let baseline = arm_plan(Arm::Baseline)?;
+            if let (Some(a), Some(b)) = (&baseline.build_config, &experiment.build_config) {
+                let differences = a.differences(b);
+                if !differences.is_empty() {
+                    build_warnings.push(format!(
+                        "THE ARMS WERE CONFIGURED DIFFERENTLY (CMakeCache.txt, baseline vs \
+                         experiment): {}; the TPS change includes their effect, not only the \
+                         code's",
+                        differences.join("; ")
+                    ));
+                }
+            }
             let same = fdbtree::same_binaries(&baseline.tree, &experiment.tree)?;
             Plan::new(config, workdir, Some(baseline), experiment, same)?
         }

@@ -3,7 +3,10 @@
 //! A tree from `cmake -G Ninja -DBUILD_MAKO=ON` + `ninja fdbserver fdbcli mako fdb_c`
 //! has `bin/fdbserver`, `bin/fdbcli`, `bin/mako` and `lib/libfdb_c.so`.
 
-use std::path::{Path, PathBuf};
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+};
 
 use anyhow::{bail, Context, Result};
 use nix::unistd::{access, AccessFlags};
@@ -106,11 +109,36 @@ pub struct BuildConfig {
     pub cxx_flags: String,
     /// Instrumentation that is on: sanitizers, coverage, profile generation, valgrind.
     pub instrumentation: Vec<String>,
+    /// The other cache entries that change the binaries (`CODEGEN_ENTRIES`) that the cache
+    /// has, by name; values as written there.
+    #[serde(default)]
+    pub codegen: BTreeMap<String, String>,
 }
+
+/// Cache entries besides the build type, C++ compiler and flags that change what the
+/// compiler and linker make: cmake's C compiler and linker flags, and FDB's options for
+/// the allocator, linker, C++ library and profile-guided optimization
+/// (`cmake/ConfigureCompiler.cmake`, read there with `env_set`).
+const CODEGEN_ENTRIES: [&str; 13] = [
+    "CMAKE_C_COMPILER",
+    "CMAKE_C_FLAGS",
+    "CMAKE_EXE_LINKER_FLAGS",
+    "CMAKE_SHARED_LINKER_FLAGS",
+    "CMAKE_TOOLCHAIN_FILE",
+    "USE_JEMALLOC",
+    "USE_CUSTOM_JEMALLOC",
+    "USE_LD",
+    "USE_LIBCXX",
+    "STATIC_LINK_LIBCXX",
+    "PROFILE_INSTR_USE",
+    "USE_GPERFTOOLS",
+    "USE_DTRACE",
+];
 
 /// Cache options that instrument the binaries (FDB's `cmake/ConfigureCompiler.cmake`,
 /// `CMakeLists.txt`): any of them makes TPS meaningless for a gate.
-const INSTRUMENTING_OPTIONS: [&str; 8] = [
+const INSTRUMENTING_OPTIONS: [&str; 9] = [
+    "ALLOC_INSTRUMENTATION",
     "PROFILE_INSTR_GENERATE",
     "USE_ASAN",
     "USE_MSAN",
@@ -146,14 +174,13 @@ impl BuildConfig {
 
     /// Parses `NAME:TYPE=VALUE` lines.
     pub fn parse(text: &str) -> BuildConfig {
-        let get = |key: &str| -> String {
-            text.lines()
-                .find_map(|l| {
-                    let (name, value) = l.split_once('=')?;
-                    (name.split(':').next()? == key).then(|| value.trim().to_string())
-                })
-                .unwrap_or_default()
+        let entry = |key: &str| -> Option<String> {
+            text.lines().find_map(|l| {
+                let (name, value) = l.split_once('=')?;
+                (name.split(':').next()? == key).then(|| value.trim().to_string())
+            })
         };
+        let get = |key: &str| entry(key).unwrap_or_default();
         let on = |v: &str| matches!(v.to_ascii_uppercase().as_str(), "ON" | "TRUE" | "1" | "YES");
         let cxx_flags = get("CMAKE_CXX_FLAGS");
         let mut instrumentation: Vec<String> = INSTRUMENTING_OPTIONS
@@ -174,7 +201,51 @@ impl BuildConfig {
             cxx_compiler_version: String::new(),
             cxx_flags,
             instrumentation,
+            codegen: CODEGEN_ENTRIES
+                .iter()
+                .filter_map(|k| Some((k.to_string(), entry(k)?)))
+                .collect(),
         }
+    }
+
+    /// How `other` (the experiment's) was configured differently from this (the
+    /// baseline's), one `what: this vs other` each: beside the code change, each changes
+    /// TPS by itself.
+    pub fn differences(&self, other: &BuildConfig) -> Vec<String> {
+        let mut d = Vec::new();
+        let mut compare = |what: &str, a: &str, b: &str| {
+            if a != b {
+                let show = |v: &str| {
+                    if v.is_empty() {
+                        "(unset)".to_string()
+                    } else {
+                        format!("'{v}'")
+                    }
+                };
+                d.push(format!("{what}: {} vs {}", show(a), show(b)));
+            }
+        };
+        compare("CMAKE_BUILD_TYPE", &self.build_type, &other.build_type);
+        compare(
+            "CMAKE_CXX_COMPILER",
+            &self.cxx_compiler,
+            &other.cxx_compiler,
+        );
+        compare(
+            "C++ compiler",
+            &self.cxx_compiler_version,
+            &other.cxx_compiler_version,
+        );
+        compare("CMAKE_CXX_FLAGS", &self.cxx_flags, &other.cxx_flags);
+        let none = String::new();
+        for key in CODEGEN_ENTRIES {
+            compare(
+                key,
+                self.codegen.get(key).unwrap_or(&none),
+                other.codegen.get(key).unwrap_or(&none),
+            );
+        }
+        d
     }
 
     /// Why numbers from this build would not be valid, one sentence each.
@@ -383,6 +454,40 @@ mod tests {
         assert_eq!(p.len(), 3, "{p:?}");
         assert!(p[0].contains("'Debug'") && p[1].contains("-DBUILD_MAKO=ON"));
         assert!(p[2].contains("USE_ASAN, -fprofile-instr-generate"), "{p:?}");
+    }
+
+    #[test]
+    fn arms_configured_differently_are_named_by_cache_entry() {
+        // Entries as a real FDB 8.0 build's CMakeCache.txt has them (clang 19, lld).
+        let real = "CMAKE_BUILD_TYPE:STRING=Release\nBUILD_MAKO:BOOL=ON\n\
+            CMAKE_CXX_COMPILER:STRING=/usr/bin/clang++-19\nCMAKE_CXX_FLAGS:STRING=\n\
+            CMAKE_C_COMPILER:STRING=/usr/bin/clang-19\nUSE_JEMALLOC:BOOL=OFF\n\
+            USE_LD:STRING=LLD\nALLOC_INSTRUMENTATION:BOOL=OFF\n";
+        let a = BuildConfig::parse(real);
+        assert!(a.problems().is_empty(), "{a:?}");
+        assert!(a.differences(&a.clone()).is_empty());
+        let b = BuildConfig::parse(
+            &real
+                .replace("USE_JEMALLOC:BOOL=OFF", "USE_JEMALLOC:BOOL=ON")
+                .replace("/usr/bin/clang++-19", "/usr/bin/g++")
+                .replace("USE_LD:STRING=LLD\n", ""),
+        );
+        assert_eq!(
+            a.differences(&b),
+            [
+                "CMAKE_CXX_COMPILER: '/usr/bin/clang++-19' vs '/usr/bin/g++'",
+                "USE_JEMALLOC: 'OFF' vs 'ON'",
+                "USE_LD: 'LLD' vs (unset)"
+            ]
+        );
+        let instrumented = BuildConfig::parse(&real.replace(
+            "ALLOC_INSTRUMENTATION:BOOL=OFF",
+            "ALLOC_INSTRUMENTATION:BOOL=ON",
+        ));
+        assert!(
+            instrumented.problems()[0].contains("ALLOC_INSTRUMENTATION"),
+            "{instrumented:?}"
+        );
     }
 
     #[test]
