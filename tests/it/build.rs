@@ -281,10 +281,72 @@ fn two_revisions_build_then_hit_the_cache_and_a_new_flag_rebuilds() {
     let stamp: Value =
         serde_json::from_str(&std::fs::read_to_string(tree.join("stamp.json")).unwrap()).unwrap();
     assert_eq!(
-        stamp[0]["compiler_env"]["CXXFLAGS"],
+        stamp[0]["configure_env"]["CXXFLAGS"],
         json!("-DPERFGATE_FLAGS_TEST"),
         "{stamp}"
     );
+}
+
+#[test]
+fn another_compiler_found_on_path_is_another_build() {
+    let s = Sandbox::new();
+    let repo = checkout(&s);
+    let trees = |o: &Output| -> Vec<PathBuf> {
+        assert_eq!(code(o), 0, "{}", text(o));
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(|l| PathBuf::from(l.split_once(": ").unwrap().1))
+            .collect()
+    };
+    let run = |path: Option<&str>| {
+        let mut cmd = build_command(&s, &repo, &["--baseline", "HEAD", "--experiment", "HEAD"]);
+        cmd.env_remove("CXX").env_remove("CC");
+        if let Some(path) = path {
+            cmd.env("PATH", path);
+        }
+        cmd.output().unwrap()
+    };
+    let first = trees(&run(None));
+    // A `c++` earlier on PATH, as a newly installed compiler or a switched alternative is:
+    // cmake finds it when CXX is unset, so the cached build is not this one's.
+    let real = which::which("c++").expect("a C++ compiler (ci/setup.sh)");
+    let dir = s.dir.path().join("newer-compiler");
+    std::fs::create_dir_all(&dir).unwrap();
+    let wrapper = dir.join("c++");
+    std::fs::write(
+        &wrapper,
+        format!("#!/bin/sh\nexec {} \"$@\"\n", real.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let path = format!("{}:{}", dir.display(), std::env::var("PATH").unwrap());
+    let second = trees(&run(Some(&path)));
+    assert_ne!(first[0], second[0]);
+    let stamp: Value =
+        serde_json::from_str(&std::fs::read_to_string(second[0].join("stamp.json")).unwrap())
+            .unwrap();
+    let cxx = stamp[0]["compilers"]["CXX"].as_str().unwrap();
+    let real_wrapper = std::fs::canonicalize(&wrapper).unwrap();
+    assert!(
+        cxx.starts_with(&format!("{}: ", real_wrapper.display())),
+        "{stamp}"
+    );
+    let cmake_cache = std::fs::read_to_string(second[0].join("CMakeCache.txt")).unwrap();
+    assert!(
+        cmake_cache.contains(&format!(
+            "CMAKE_CXX_COMPILER:FILEPATH={}",
+            wrapper.display()
+        )),
+        "{cmake_cache}"
+    );
+    // The first compiler again: its cached build.
+    let o = run(None);
+    assert_eq!(trees(&o), first);
+    assert!(text(&o).contains("cached"), "{}", text(&o));
 }
 
 #[test]

@@ -20,7 +20,7 @@
 //! log's tail.
 
 use std::{
-    collections::BTreeMap,
+    collections::{BTreeMap, BTreeSet},
     path::{Path, PathBuf},
     process::Command,
     time::{Duration, Instant, SystemTime},
@@ -89,10 +89,14 @@ pub struct Provenance {
     pub diff_hash: Option<String>,
     /// The full cmake command line's arguments.
     pub cmake_args: Vec<String>,
-    /// The environment variables cmake reads into a new build's cache (`COMPILER_ENV`)
-    /// that were set and not empty, by name: part of what a cached build is keyed on.
+    /// The environment a configure in a new cache reads that was set and not empty, by
+    /// name ([`configure_env`]): part of what a cached build is keyed on.
     #[serde(default)]
-    pub compiler_env: BTreeMap<String, String>,
+    pub configure_env: BTreeMap<String, String>,
+    /// The compilers cmake was to find, by language (`C`, `CXX`): `<real path>: <first line
+    /// of its --version>` ([`compiler_identity`]); part of the key too.
+    #[serde(default)]
+    pub compilers: BTreeMap<String, String>,
     /// Wall time of the configure + build that made this tree, seconds; on a cache hit,
     /// the earlier build's (0 for entries from before this was recorded).
     pub build_s: f64,
@@ -201,13 +205,14 @@ pub fn build(
     let launcher = ["ccache", "sccache"]
         .into_iter()
         .find(|l| which::which(l).is_ok());
-    if let Some(launcher) = launcher {
-        cmake_args.push(format!("-DCMAKE_C_COMPILER_LAUNCHER={launcher}"));
-        cmake_args.push(format!("-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}"));
-    }
+    let launcher_args = launcher.map(|launcher| {
+        [
+            format!("-DCMAKE_C_COMPILER_LAUNCHER={launcher}"),
+            format!("-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}"),
+        ]
+    });
+    cmake_args.extend(launcher_args.iter().flatten().cloned());
     cmake_args.extend(settings.cmake_args.iter().cloned());
-    let compiler_env = compiler_env(|name| std::env::var(name).ok());
-    let flags = flags_key(&cmake_args, &compiler_env);
     let (asked, commit) = match source {
         Source::Revision(rev) => (rev.clone(), head(rev)?),
         Source::WorkingTree => ("working tree".to_string(), head("HEAD")?),
@@ -230,6 +235,30 @@ pub fn build(
             Some((snap, tree)) => (snap, true, Some(tree[..12].to_string())),
         },
     };
+    // The key: what the configure reads, but the launcher found here (it changes how
+    // objects are made, not what they are; CI hosts with and without ccache share builds).
+    let configure_env = configure_env(std::env::vars(), &env_options(sh, src, &built));
+    let compilers: BTreeMap<String, String> = [
+        ("C", vec!["cc", "gcc", "clang"]),
+        ("CXX", vec!["CC", "c++", "g++", "clang++"]),
+    ]
+    .into_iter()
+    .map(|(lang, defaults)| {
+        let name = lang.to_string();
+        let identity = compiler_identity(
+            &cmake_args,
+            lang,
+            configure_env.get(if lang == "C" { "CC" } else { "CXX" }),
+            &defaults,
+        );
+        (name, identity)
+    })
+    .collect();
+    let keyed_args: Vec<&String> = cmake_args
+        .iter()
+        .filter(|a| !launcher_args.iter().flatten().any(|l| l == *a))
+        .collect();
+    let flags = flags_key(&keyed_args, &configure_env, &compilers);
     // Built one after another in one slot per set of configure flags (a clone of the
     // checkout and its build dir, at a fixed path); the tree's files are then copied into
     // an entry per commit.
@@ -245,7 +274,8 @@ pub fn build(
         dirty,
         diff_hash,
         cmake_args: cmake_args.clone(),
-        compiler_env,
+        configure_env,
+        compilers,
         build_s: 0.0,
         cache_hit: false,
         build_dir: tree.clone(),
@@ -631,27 +661,121 @@ fn ninja_progress(text: &str) -> Option<(u64, u64)> {
     })
 }
 
-/// The environment variables cmake reads when it makes a new cache: the compilers and the
-/// flags it starts `CMAKE_<LANG>_FLAGS` and the linker flags from (cmake-env-variables(7),
-/// "Environment Variables for Languages" and `LDFLAGS`). The gate deletes the slot's cache
-/// before each configure, so these matter on every build.
+/// The environment variables cmake reads when it makes a new cache, besides its own
+/// `CMAKE_*` ones: the compilers and the flags it starts `CMAKE_<LANG>_FLAGS` and the linker
+/// flags from (cmake-env-variables(7), "Environment Variables for Languages", `LDFLAGS`).
+/// The gate deletes the slot's cache before each configure, so these matter on every build.
 pub const COMPILER_ENV: [&str; 7] = [
     "CC", "CXX", "CFLAGS", "CXXFLAGS", "LDFLAGS", "ASM", "ASMFLAGS",
 ];
 
-/// Those of `COMPILER_ENV` that `var` reports set and not empty.
-fn compiler_env(var: impl Fn(&str) -> Option<String>) -> BTreeMap<String, String> {
-    COMPILER_ENV
-        .iter()
-        .filter_map(|name| Some((name.to_string(), var(name).filter(|v| !v.is_empty())?)))
+/// cmake's own environment variables that do not change what is built: parallelism,
+/// output, the launcher, and those the gate's arguments override (`-G`, the build type).
+const CMAKE_ENV_NOT_BUILT: [&str; 8] = [
+    "CMAKE_BUILD_PARALLEL_LEVEL",
+    "CMAKE_COLOR_DIAGNOSTICS",
+    "CMAKE_EXPORT_COMPILE_COMMANDS",
+    "CMAKE_NO_VERBOSE",
+    "CMAKE_C_COMPILER_LAUNCHER",
+    "CMAKE_CXX_COMPILER_LAUNCHER",
+    "CMAKE_GENERATOR",
+    "CMAKE_BUILD_TYPE",
+];
+
+/// The environment, of `vars` (name, value), that a configure in a new cache reads:
+/// [`COMPILER_ENV`], cmake's `CMAKE_*` variables (e.g. `CMAKE_TOOLCHAIN_FILE`) but
+/// [`CMAKE_ENV_NOT_BUILT`], and `fdb_options`, the names FDB's configure reads
+/// ([`env_options`]); those set and not empty.
+pub fn configure_env(
+    vars: impl IntoIterator<Item = (String, String)>,
+    fdb_options: &BTreeSet<String>,
+) -> BTreeMap<String, String> {
+    vars.into_iter()
+        .filter(|(name, value)| {
+            !value.is_empty()
+                && (COMPILER_ENV.contains(&name.as_str())
+                    || fdb_options.contains(name)
+                    || (name.starts_with("CMAKE_")
+                        && !CMAKE_ENV_NOT_BUILT.contains(&name.as_str())))
+        })
         .collect()
 }
 
+/// The names the configure of `commit` reads from the environment with FDB's
+/// `env_set(NAME default type doc)` (`cmake/CompilerChecks.cmake`; `USE_JEMALLOC`, `USE_LD`,
+/// `USE_LIBCXX`, `PROFILE_INSTR_USE`, ...): one set changes the build as a `-D` does. Empty
+/// for a tree without it.
+fn env_options(sh: &Shell, src: &Path, commit: &str) -> BTreeSet<String> {
+    let pattern = r"env_set\([A-Za-z0-9_]+";
+    let out = cmd!(
+        sh,
+        "git -C {src} grep -h -o -E {pattern} {commit} -- *.cmake *CMakeLists.txt"
+    )
+    .quiet()
+    .ignore_status()
+    .ignore_stderr()
+    .read()
+    .unwrap_or_default();
+    out.lines()
+        .filter_map(|l| Some(l.strip_prefix("env_set(")?.to_string()))
+        .collect()
+}
+
+/// The compiler cmake will find for `lang` (`C`, `CXX`), as `<real path>: <first line of
+/// its --version>`: the last `-DCMAKE_<lang>_COMPILER` in `cmake_args`, else the first word
+/// of `env` (`CC`/`CXX`), else the first of `defaults` (cmake's own search order,
+/// `CMakeDetermine<lang>Compiler.cmake`) on PATH. The real path sees through
+/// `update-alternatives` and `c++` links, the version line through an upgrade in place.
+/// The name as given when it is not found (cmake will say so).
+fn compiler_identity(
+    cmake_args: &[String],
+    lang: &str,
+    env: Option<&String>,
+    defaults: &[&str],
+) -> String {
+    let prefix = format!("-DCMAKE_{lang}_COMPILER");
+    let asked = cmake_args
+        .iter()
+        .rev()
+        .find_map(|a| {
+            let (name, value) = a.strip_prefix(&prefix)?.split_once('=')?;
+            (name.is_empty() || name.starts_with(':')).then(|| value.to_string())
+        })
+        .or_else(|| env.and_then(|e| e.split_whitespace().next().map(str::to_string)));
+    let path = match &asked {
+        Some(name) => which::which(name).ok(),
+        None => defaults.iter().find_map(|d| which::which(d).ok()),
+    };
+    let Some(path) = path.map(|p| std::fs::canonicalize(&p).unwrap_or(p)) else {
+        return asked.unwrap_or_else(|| "(none found)".to_string());
+    };
+    let version = Command::new(&path)
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| {
+            let text = String::from_utf8_lossy(if o.stdout.is_empty() {
+                &o.stderr
+            } else {
+                &o.stdout
+            })
+            .into_owned();
+            text.lines().next().map(str::to_string)
+        })
+        .unwrap_or_default();
+    format!("{}: {version}", path.display())
+}
+
 /// The 8 hex digits naming a slot and its entries: the first of the SHA-256 of the cmake
-/// arguments and the compiler environment, so that they are the same with every Rust
-/// toolchain (std's `DefaultHasher` may change between releases) and every build of it.
-fn flags_key(cmake_args: &[String], compiler_env: &BTreeMap<String, String>) -> String {
-    let text = serde_json::json!({"cmake_args": cmake_args, "env": compiler_env}).to_string();
+/// arguments, the configure environment and the compilers' identities, the same with every
+/// Rust toolchain (std's `DefaultHasher` may change between releases).
+fn flags_key(
+    cmake_args: &[&String],
+    env: &BTreeMap<String, String>,
+    compilers: &BTreeMap<String, String>,
+) -> String {
+    let text = serde_json::json!({"cmake_args": cmake_args, "compilers": compilers, "env": env})
+        .to_string();
     let digest = sha2::Sha256::digest(text.as_bytes());
     digest[..4].iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -672,17 +796,124 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_flags_key_is_sha256_of_the_args_and_compiler_env() {
-        let env = compiler_env(|name| match name {
-            "CXX" => Some("clang++-19".into()),
-            "CFLAGS" => Some(String::new()),
-            _ => None,
-        });
-        assert_eq!(env.keys().collect::<Vec<_>>(), ["CXX"], "empty is unset");
+    fn the_flags_key_is_sha256_of_args_env_and_compilers() {
         let args = ["-G".to_string(), "Ninja".into()];
-        // printf '%s' '{"cmake_args":["-G","Ninja"],"env":{"CXX":"clang++-19"}}' | sha256sum
-        assert_eq!(flags_key(&args, &env), "da15b41b");
-        assert_ne!(flags_key(&args, &BTreeMap::new()), "da15b41b");
+        let env = BTreeMap::from([("CXX".to_string(), "clang++-19".to_string())]);
+        let compilers = BTreeMap::from([("CXX".to_string(), "/c: v1".to_string())]);
+        // printf '%s' '{"cmake_args":["-G","Ninja"],"compilers":{"CXX":"/c: v1"},"env":{"CXX":"clang++-19"}}' | sha256sum
+        let key = flags_key(&args.iter().collect::<Vec<_>>(), &env, &compilers);
+        assert_eq!(key, "bbc88c90");
+        assert_ne!(flags_key(&[&args[0]], &env, &compilers), key);
+        assert_ne!(
+            flags_key(&[&args[0], &args[1]], &BTreeMap::new(), &compilers),
+            key
+        );
+        assert_ne!(
+            flags_key(&[&args[0], &args[1]], &env, &BTreeMap::new()),
+            key
+        );
+    }
+
+    #[test]
+    fn the_configure_env_is_compilers_flags_cmake_vars_and_fdb_options() {
+        let vars = [
+            ("CXX", "clang++-19"),
+            ("CFLAGS", ""),
+            ("CMAKE_TOOLCHAIN_FILE", "/tc.cmake"),
+            ("CMAKE_BUILD_PARALLEL_LEVEL", "8"),
+            ("CMAKE_CXX_COMPILER_LAUNCHER", "ccache"),
+            ("USE_JEMALLOC", "OFF"),
+            ("USE_OTHER", "ON"),
+            ("HOME", "/root"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()));
+        let fdb = BTreeSet::from(["USE_JEMALLOC".to_string()]);
+        let env = configure_env(vars, &fdb);
+        assert_eq!(
+            env.keys().collect::<Vec<_>>(),
+            ["CMAKE_TOOLCHAIN_FILE", "CXX", "USE_JEMALLOC"],
+            "empty is unset; parallelism, the launcher and unread names are not keyed"
+        );
+    }
+
+    #[test]
+    fn fdb_env_options_are_read_from_the_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let sh = Shell::new().unwrap();
+        let repo = dir.path();
+        std::fs::create_dir(repo.join("cmake")).unwrap();
+        // As FDB's cmake/ConfigureCompiler.cmake calls it.
+        std::fs::write(
+            repo.join("cmake/ConfigureCompiler.cmake"),
+            "env_set(USE_JEMALLOC ON BOOL \"Link against jemalloc\")\n\
+             env_set(USE_LD \"${default_linker}\" STRING \"The linker to use\")\n",
+        )
+        .unwrap();
+        std::fs::write(repo.join("notes.txt"), "env_set(NOT_CMAKE x)\n").unwrap();
+        for args in [
+            &["init", "-q"][..],
+            &["add", "."],
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@example.invalid",
+                "commit",
+                "-q",
+                "-m",
+                "c",
+            ],
+        ] {
+            cmd!(sh, "git -C {repo} {args...}").quiet().run().unwrap();
+        }
+        // The commit, not the files: a later edit does not count.
+        std::fs::write(repo.join("cmake/ConfigureCompiler.cmake"), "").unwrap();
+        assert_eq!(
+            env_options(&sh, repo, "HEAD"),
+            BTreeSet::from(["USE_JEMALLOC".to_string(), "USE_LD".to_string()])
+        );
+        assert!(env_options(&sh, repo, "no-such-rev").is_empty());
+    }
+
+    #[test]
+    fn a_compiler_is_identified_by_its_real_path_and_version_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = |name: &str, version: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, format!("#!/bin/sh\necho '{version}'\necho more\n")).unwrap();
+            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .unwrap();
+            path
+        };
+        let a = fake("cxx-a", "fake c++ 1.0");
+        let b = fake("cxx-b", "fake c++ 2.0");
+        let link = dir.path().join("c++");
+        std::os::unix::fs::symlink(&a, &link).unwrap();
+        let arg = |p: &Path| vec![format!("-DCMAKE_CXX_COMPILER={}", p.display())];
+        let real_a = std::fs::canonicalize(&a).unwrap();
+        let id_a = format!("{}: fake c++ 1.0", real_a.display());
+        assert_eq!(compiler_identity(&arg(&a), "CXX", None, &[]), id_a);
+        // Through a link (update-alternatives), the compiler it points at.
+        assert_eq!(compiler_identity(&arg(&link), "CXX", None, &[]), id_a);
+        // The argument wins over the environment; the last argument wins; a typed one counts.
+        let env = b.display().to_string();
+        assert_eq!(compiler_identity(&arg(&a), "CXX", Some(&env), &[]), id_a);
+        let typed = vec![
+            format!("-DCMAKE_CXX_COMPILER={}", b.display()),
+            format!("-DCMAKE_CXX_COMPILER:FILEPATH={}", a.display()),
+        ];
+        assert_eq!(compiler_identity(&typed, "CXX", None, &[]), id_a);
+        let with_flag = format!("{} -m64", b.display());
+        assert!(compiler_identity(&[], "CXX", Some(&with_flag), &[]).ends_with("fake c++ 2.0"));
+        assert!(compiler_identity(&arg(&b), "C", Some(&env), &[]).ends_with("fake c++ 2.0"));
+        assert_eq!(
+            compiler_identity(&[], "CXX", None, &["no-such-compiler-xyz"]),
+            "(none found)"
+        );
+        assert_eq!(
+            compiler_identity(&[], "CXX", Some(&"no-such-cc".to_string()), &[]),
+            "no-such-cc"
+        );
     }
 
     #[test]
