@@ -21,6 +21,7 @@
 
 use std::{
     collections::{BTreeMap, BTreeSet},
+    ffi::OsStr,
     path::{Path, PathBuf},
     process::Command,
     time::{Duration, Instant, SystemTime},
@@ -205,13 +206,10 @@ pub fn build(
     let launcher = ["ccache", "sccache"]
         .into_iter()
         .find(|l| which::which(l).is_ok());
-    let launcher_args = launcher.map(|launcher| {
-        [
-            format!("-DCMAKE_C_COMPILER_LAUNCHER={launcher}"),
-            format!("-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}"),
-        ]
-    });
-    cmake_args.extend(launcher_args.iter().flatten().cloned());
+    if let Some(launcher) = launcher {
+        cmake_args.push(format!("-DCMAKE_C_COMPILER_LAUNCHER={launcher}"));
+        cmake_args.push(format!("-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}"));
+    }
     cmake_args.extend(settings.cmake_args.iter().cloned());
     let (asked, commit) = match source {
         Source::Revision(rev) => (rev.clone(), head(rev)?),
@@ -235,10 +233,16 @@ pub fn build(
             Some((snap, tree)) => (snap, true, Some(tree[..12].to_string())),
         },
     };
-    // The key: what the configure reads, but the launcher found here (it changes how
-    // objects are made, not what they are; CI hosts with and without ccache share builds).
-    let configure_env = configure_env(std::env::vars(), &env_options(sh, src, &built));
-    let compilers: BTreeMap<String, String> = [
+    // The key: what the configure reads, but a compiler launcher (it changes how objects
+    // are made, not what they are: hosts with and without ccache share builds).
+    let vars = std::env::vars_os().filter_map(|(name, value)| {
+        Some((
+            name.into_string().ok()?,
+            value.to_string_lossy().into_owned(),
+        ))
+    });
+    let configure_env = configure_env(vars, &env_options(sh, src, &built));
+    let mut compilers: BTreeMap<String, String> = [
         ("C", vec!["cc", "gcc", "clang"]),
         ("CXX", vec!["CC", "c++", "g++", "clang++"]),
     ]
@@ -250,14 +254,15 @@ pub fn build(
             lang,
             configure_env.get(if lang == "C" { "CC" } else { "CXX" }),
             &defaults,
+            std::env::var_os("PATH").as_deref(),
         );
         (name, identity)
     })
     .collect();
-    let keyed_args: Vec<&String> = cmake_args
-        .iter()
-        .filter(|a| !launcher_args.iter().flatten().any(|l| l == *a))
-        .collect();
+    if let Some(toolchain) = toolchain_file(&cmake_args, &configure_env) {
+        compilers.insert("toolchain file".into(), toolchain);
+    }
+    let keyed_args: Vec<&String> = cmake_args.iter().filter(|a| !is_launcher_arg(a)).collect();
     let flags = flags_key(&keyed_args, &configure_env, &compilers);
     // Built one after another in one slot per set of configure flags (a clone of the
     // checkout and its build dir, at a fixed path); the tree's files are then copied into
@@ -544,9 +549,11 @@ fn git(dir: &Path, args: &[&std::ffi::OsStr], more: &[&str]) -> Result<String, S
 /// revision's entry (following symlinks: the entry must not change when the slot builds
 /// the next revision).
 fn copy_tree(build_dir: &Path, tree: &Path) -> Result<()> {
-    let compiler = crate::fdbtree::compiler_file(build_dir)
-        .and_then(|f| Some(f.strip_prefix(build_dir).ok()?.to_path_buf()));
-    for f in TREE_FILES.iter().map(PathBuf::from).chain(compiler) {
+    let compilers = ["C", "CXX"].into_iter().filter_map(|lang| {
+        let f = crate::fdbtree::compiler_file(build_dir, lang)?;
+        Some(f.strip_prefix(build_dir).ok()?.to_path_buf())
+    });
+    for f in TREE_FILES.iter().map(PathBuf::from).chain(compilers) {
         let (from, to) = (build_dir.join(&f), tree.join(&f));
         if let Some(parent) = to.parent() {
             std::fs::create_dir_all(parent)
@@ -684,29 +691,31 @@ const CMAKE_ENV_NOT_BUILT: [&str; 8] = [
 
 /// The environment, of `vars` (name, value), that a configure in a new cache reads:
 /// [`COMPILER_ENV`], cmake's `CMAKE_*` variables (e.g. `CMAKE_TOOLCHAIN_FILE`) but
-/// [`CMAKE_ENV_NOT_BUILT`], and `fdb_options`, the names FDB's configure reads
-/// ([`env_options`]); those set and not empty.
+/// [`CMAKE_ENV_NOT_BUILT`], set and not empty; and `fdb_options`, the names FDB's
+/// configure reads ([`env_options`]), when set (empty too: `env_set` takes it).
 pub fn configure_env(
     vars: impl IntoIterator<Item = (String, String)>,
     fdb_options: &BTreeSet<String>,
 ) -> BTreeMap<String, String> {
     vars.into_iter()
         .filter(|(name, value)| {
-            !value.is_empty()
-                && (COMPILER_ENV.contains(&name.as_str())
-                    || fdb_options.contains(name)
-                    || (name.starts_with("CMAKE_")
-                        && !CMAKE_ENV_NOT_BUILT.contains(&name.as_str())))
+            // FDB's `env_set` takes a defined variable's value, empty too.
+            fdb_options.contains(name)
+                || (!value.is_empty()
+                    && (COMPILER_ENV.contains(&name.as_str())
+                        || (name.starts_with("CMAKE_")
+                            && !CMAKE_ENV_NOT_BUILT.contains(&name.as_str()))))
         })
         .collect()
 }
 
-/// The names the configure of `commit` reads from the environment with FDB's
-/// `env_set(NAME default type doc)` (`cmake/CompilerChecks.cmake`; `USE_JEMALLOC`, `USE_LD`,
-/// `USE_LIBCXX`, `PROFILE_INSTR_USE`, ...): one set changes the build as a `-D` does. Empty
-/// for a tree without it.
+/// The environment variables the cmake files of `commit` read: those FDB's
+/// `env_set(NAME default type doc)` reads (`cmake/CompilerChecks.cmake`; `USE_JEMALLOC`,
+/// `USE_LD`, `USE_LIBCXX`, `PROFILE_INSTR_USE`, ...), which change the build as a `-D`
+/// does, and those named `$ENV{NAME}` (`jemalloc_ROOT` and the like in its `Find*.cmake`).
+/// Empty for a tree without them.
 fn env_options(sh: &Shell, src: &Path, commit: &str) -> BTreeSet<String> {
-    let pattern = r"env_set\([A-Za-z0-9_]+";
+    let pattern = r"env_set\([A-Za-z0-9_]+|ENV\{[A-Za-z0-9_]+\}";
     let out = cmd!(
         sh,
         "git -C {src} grep -h -o -E {pattern} {commit} -- *.cmake *CMakeLists.txt"
@@ -717,37 +726,78 @@ fn env_options(sh: &Shell, src: &Path, commit: &str) -> BTreeSet<String> {
     .read()
     .unwrap_or_default();
     out.lines()
-        .filter_map(|l| Some(l.strip_prefix("env_set(")?.to_string()))
+        .filter_map(|l| {
+            let name = l
+                .strip_prefix("env_set(")
+                .or_else(|| l.strip_prefix("ENV{")?.strip_suffix('}'))?;
+            Some(name.to_string())
+        })
         .collect()
 }
 
+/// Compiler launchers: `ccache`'s and `sccache`'s own binaries, also when a compiler's
+/// name links to them (Debian's `/usr/lib/ccache` directory on PATH).
+const LAUNCHERS: [&str; 2] = ["ccache", "sccache"];
+
+/// Whether `arg` sets a compiler launcher (`-DCMAKE_<LANG>_COMPILER_LAUNCHER[:TYPE]=`).
+fn is_launcher_arg(arg: &str) -> bool {
+    arg.split_once('=').is_some_and(|(name, _)| {
+        let name = name.split(':').next().unwrap_or(name);
+        name.starts_with("-DCMAKE_") && name.ends_with("_COMPILER_LAUNCHER")
+    })
+}
+
+/// The first executable `name` resolves to (on `search_path`, PATH's value, when it has no
+/// `/`), by real path,
+/// that is not a launcher: behind Debian's ccache links, the compiler ccache runs (the
+/// next of that name on PATH). `None` when there is none.
+fn real_compiler(name: &str, search_path: Option<&OsStr>) -> Option<PathBuf> {
+    let launcher = |p: &Path| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| LAUNCHERS.contains(&n))
+    };
+    which::which_in_all(name, search_path, std::env::current_dir().ok()?)
+        .ok()?
+        .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
+        .find(|p| !launcher(p))
+}
+
 /// The compiler cmake will find for `lang` (`C`, `CXX`), as `<real path>: <first line of
-/// its --version>`: the last `-DCMAKE_<lang>_COMPILER` in `cmake_args`, else the first word
-/// of `env` (`CC`/`CXX`), else the first of `defaults` (cmake's own search order,
-/// `CMakeDetermine<lang>Compiler.cmake`) on PATH. The real path sees through
+/// its --version>`: the last `-DCMAKE_<lang>_COMPILER` in `cmake_args`, else `env`
+/// (`CC`/`CXX`; its first word that is not a launcher, as in `CXX="ccache g++"`), else the
+/// first of `defaults` (cmake's own search order, `CMakeDetermine<lang>Compiler.cmake`) on
+/// PATH; launchers are seen through ([`real_compiler`]). The real path sees through
 /// `update-alternatives` and `c++` links, the version line through an upgrade in place.
-/// The name as given when it is not found (cmake will say so).
+/// The name as given when it is not found (cmake will say so). A toolchain file may choose
+/// another ([`toolchain_file`] keys it; the tree's `CMakeCache.txt` has what cmake used).
 fn compiler_identity(
     cmake_args: &[String],
     lang: &str,
     env: Option<&String>,
     defaults: &[&str],
+    search_path: Option<&OsStr>,
 ) -> String {
     let prefix = format!("-DCMAKE_{lang}_COMPILER");
-    let asked = cmake_args
-        .iter()
-        .rev()
-        .find_map(|a| {
-            let (name, value) = a.strip_prefix(&prefix)?.split_once('=')?;
-            (name.is_empty() || name.starts_with(':')).then(|| value.to_string())
-        })
-        .or_else(|| env.and_then(|e| e.split_whitespace().next().map(str::to_string)));
-    let path = match &asked {
-        Some(name) => which::which(name).ok(),
-        None => defaults.iter().find_map(|d| which::which(d).ok()),
+    let asked: Vec<String> = match cmake_args.iter().rev().find_map(|a| {
+        let (name, value) = a.strip_prefix(&prefix)?.split_once('=')?;
+        (name.is_empty() || name.starts_with(':')).then(|| value.to_string())
+    }) {
+        Some(value) => vec![value],
+        None => env
+            .map(|e| e.split_whitespace().map(str::to_string).collect())
+            .unwrap_or_default(),
     };
-    let Some(path) = path.map(|p| std::fs::canonicalize(&p).unwrap_or(p)) else {
-        return asked.unwrap_or_else(|| "(none found)".to_string());
+    let names: Vec<String> = if asked.is_empty() {
+        defaults.iter().map(|d| d.to_string()).collect()
+    } else {
+        asked.clone()
+    };
+    let Some(path) = names.iter().find_map(|n| real_compiler(n, search_path)) else {
+        return asked
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "(none found)".to_string());
     };
     let version = Command::new(&path)
         .arg("--version")
@@ -764,6 +814,30 @@ fn compiler_identity(
         })
         .unwrap_or_default();
     format!("{}: {version}", path.display())
+}
+
+/// The toolchain file a configure reads (the last `-DCMAKE_TOOLCHAIN_FILE` argument, else
+/// the `CMAKE_TOOLCHAIN_FILE` environment variable), as `<path>: sha256 <first 16 hex>` of
+/// its contents, since it can choose the compilers and flags; `unreadable` when it cannot
+/// be read here (cmake will say why). `None` without one.
+fn toolchain_file(cmake_args: &[String], env: &BTreeMap<String, String>) -> Option<String> {
+    let path = cmake_args
+        .iter()
+        .rev()
+        .find_map(|a| {
+            let (name, value) = a.strip_prefix("-DCMAKE_TOOLCHAIN_FILE")?.split_once('=')?;
+            (name.is_empty() || name.starts_with(':')).then(|| value.to_string())
+        })
+        .or_else(|| env.get("CMAKE_TOOLCHAIN_FILE").cloned())?;
+    let contents = match std::fs::read(&path) {
+        Ok(bytes) => {
+            let digest = sha2::Sha256::digest(&bytes);
+            let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+            format!("sha256 {hex}")
+        }
+        Err(_) => "unreadable".to_string(),
+    };
+    Some(format!("{path}: {contents}"))
 }
 
 /// The 8 hex digits naming a slot and its entries: the first of the SHA-256 of the cmake
@@ -823,16 +897,18 @@ mod tests {
             ("CMAKE_BUILD_PARALLEL_LEVEL", "8"),
             ("CMAKE_CXX_COMPILER_LAUNCHER", "ccache"),
             ("USE_JEMALLOC", "OFF"),
+            ("USE_LD", ""),
             ("USE_OTHER", "ON"),
             ("HOME", "/root"),
         ]
         .map(|(k, v)| (k.to_string(), v.to_string()));
-        let fdb = BTreeSet::from(["USE_JEMALLOC".to_string()]);
+        let fdb = BTreeSet::from(["USE_JEMALLOC".to_string(), "USE_LD".to_string()]);
         let env = configure_env(vars, &fdb);
         assert_eq!(
             env.keys().collect::<Vec<_>>(),
-            ["CMAKE_TOOLCHAIN_FILE", "CXX", "USE_JEMALLOC"],
-            "empty is unset; parallelism, the launcher and unread names are not keyed"
+            ["CMAKE_TOOLCHAIN_FILE", "CXX", "USE_JEMALLOC", "USE_LD"],
+            "an empty CFLAGS is unset, an empty FDB option is set (env_set reads it); \
+             parallelism, the launcher and names nothing reads are not keyed"
         );
     }
 
@@ -846,7 +922,8 @@ mod tests {
         std::fs::write(
             repo.join("cmake/ConfigureCompiler.cmake"),
             "env_set(USE_JEMALLOC ON BOOL \"Link against jemalloc\")\n\
-             env_set(USE_LD \"${default_linker}\" STRING \"The linker to use\")\n",
+             env_set(USE_LD \"${default_linker}\" STRING \"The linker to use\")\n\
+             find_path(JEMALLOC_INCLUDE_DIR jemalloc.h HINTS $ENV{jemalloc_ROOT})\n",
         )
         .unwrap();
         std::fs::write(repo.join("notes.txt"), "env_set(NOT_CMAKE x)\n").unwrap();
@@ -870,49 +947,123 @@ mod tests {
         std::fs::write(repo.join("cmake/ConfigureCompiler.cmake"), "").unwrap();
         assert_eq!(
             env_options(&sh, repo, "HEAD"),
-            BTreeSet::from(["USE_JEMALLOC".to_string(), "USE_LD".to_string()])
+            BTreeSet::from(["USE_JEMALLOC", "USE_LD", "jemalloc_ROOT"].map(String::from))
         );
         assert!(env_options(&sh, repo, "no-such-rev").is_empty());
+    }
+
+    /// An executable script at `dir/name` that prints `version` for `--version`.
+    fn fake_compiler(dir: &Path, name: &str, version: &str) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\necho '{version}'\necho more\n")).unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        path
     }
 
     #[test]
     fn a_compiler_is_identified_by_its_real_path_and_version_line() {
         let dir = tempfile::tempdir().unwrap();
-        let fake = |name: &str, version: &str| {
-            let path = dir.path().join(name);
-            std::fs::write(&path, format!("#!/bin/sh\necho '{version}'\necho more\n")).unwrap();
-            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-                .unwrap();
-            path
-        };
-        let a = fake("cxx-a", "fake c++ 1.0");
-        let b = fake("cxx-b", "fake c++ 2.0");
+        let a = fake_compiler(dir.path(), "cxx-a", "fake c++ 1.0");
+        let b = fake_compiler(dir.path(), "cxx-b", "fake c++ 2.0");
         let link = dir.path().join("c++");
         std::os::unix::fs::symlink(&a, &link).unwrap();
         let arg = |p: &Path| vec![format!("-DCMAKE_CXX_COMPILER={}", p.display())];
+        let id = |args: &[String], lang, env: Option<&str>, defaults: &[&str]| {
+            compiler_identity(args, lang, env.map(str::to_string).as_ref(), defaults, None)
+        };
         let real_a = std::fs::canonicalize(&a).unwrap();
         let id_a = format!("{}: fake c++ 1.0", real_a.display());
-        assert_eq!(compiler_identity(&arg(&a), "CXX", None, &[]), id_a);
+        assert_eq!(id(&arg(&a), "CXX", None, &[]), id_a);
         // Through a link (update-alternatives), the compiler it points at.
-        assert_eq!(compiler_identity(&arg(&link), "CXX", None, &[]), id_a);
+        assert_eq!(id(&arg(&link), "CXX", None, &[]), id_a);
         // The argument wins over the environment; the last argument wins; a typed one counts.
         let env = b.display().to_string();
-        assert_eq!(compiler_identity(&arg(&a), "CXX", Some(&env), &[]), id_a);
+        assert_eq!(id(&arg(&a), "CXX", Some(&env), &[]), id_a);
         let typed = vec![
             format!("-DCMAKE_CXX_COMPILER={}", b.display()),
             format!("-DCMAKE_CXX_COMPILER:FILEPATH={}", a.display()),
         ];
-        assert_eq!(compiler_identity(&typed, "CXX", None, &[]), id_a);
-        let with_flag = format!("{} -m64", b.display());
-        assert!(compiler_identity(&[], "CXX", Some(&with_flag), &[]).ends_with("fake c++ 2.0"));
-        assert!(compiler_identity(&arg(&b), "C", Some(&env), &[]).ends_with("fake c++ 2.0"));
+        assert_eq!(id(&typed, "CXX", None, &[]), id_a);
+        assert!(id(&[], "CXX", Some(&format!("{env} -m64")), &[]).ends_with("fake c++ 2.0"));
+        assert!(id(&arg(&b), "C", Some(&env), &[]).ends_with("fake c++ 2.0"));
         assert_eq!(
-            compiler_identity(&[], "CXX", None, &["no-such-compiler-xyz"]),
+            id(&[], "CXX", None, &["no-such-compiler-xyz"]),
             "(none found)"
         );
+        assert_eq!(id(&[], "CXX", Some("no-such-cc -m64"), &[]), "no-such-cc");
+    }
+
+    #[test]
+    fn a_compiler_behind_ccache_is_the_one_ccache_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let (launchers, gcc, clang) = (
+            dir.path().join("lib-ccache"),
+            dir.path().join("gcc"),
+            dir.path().join("clang"),
+        );
+        for d in [&launchers, &gcc, &clang] {
+            std::fs::create_dir(d).unwrap();
+        }
+        let ccache = fake_compiler(dir.path(), "ccache", "ccache version 4.7.5");
+        // Debian's ccache setup: /usr/lib/ccache/c++ -> ../../bin/ccache first on PATH.
+        std::os::unix::fs::symlink(&ccache, launchers.join("c++")).unwrap();
+        fake_compiler(&gcc, "c++", "g++ (Debian 12.2.0-14) 12.2.0");
+        fake_compiler(&clang, "c++", "Debian clang version 19.1.7");
+        let search = |dirs: &[&PathBuf]| std::env::join_paths(dirs).unwrap();
+        let id = |env: Option<&str>, dirs: &[&PathBuf]| {
+            compiler_identity(
+                &[],
+                "CXX",
+                env.map(str::to_string).as_ref(),
+                &["c++"],
+                Some(&search(dirs)),
+            )
+        };
+        let with_gcc = id(None, &[&launchers, &gcc]);
+        assert!(
+            with_gcc.ends_with(": g++ (Debian 12.2.0-14) 12.2.0"),
+            "{with_gcc}"
+        );
+        assert!(id(None, &[&launchers, &clang]).ends_with(": Debian clang version 19.1.7"));
+        // CXX="ccache c++": the compiler is the word after the launcher.
+        let prefixed = format!("{} c++", ccache.display());
+        assert_eq!(id(Some(&prefixed), &[&gcc]), with_gcc);
+        assert!(id(Some(&prefixed), &[&clang]).ends_with("clang version 19.1.7"));
+        // Launcher arguments, the gate's or the user's, are not part of the key.
+        for arg in [
+            "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache",
+            "-DCMAKE_C_COMPILER_LAUNCHER:FILEPATH=/usr/bin/sccache",
+        ] {
+            assert!(is_launcher_arg(arg), "{arg}");
+        }
+        assert!(!is_launcher_arg("-DCMAKE_CXX_COMPILER=clang++-19"));
+    }
+
+    #[test]
+    fn a_toolchain_file_is_keyed_by_its_contents() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tc.cmake");
+        std::fs::write(&file, "set(CMAKE_CXX_COMPILER g++-12)\n").unwrap();
+        let arg = vec![format!("-DCMAKE_TOOLCHAIN_FILE={}", file.display())];
+        let none = BTreeMap::new();
+        let first = toolchain_file(&arg, &none).unwrap();
+        assert!(
+            first.starts_with(&format!("{}: sha256 ", file.display())),
+            "{first}"
+        );
+        std::fs::write(&file, "set(CMAKE_CXX_COMPILER clang++-19)\n").unwrap();
+        assert_ne!(toolchain_file(&arg, &none).unwrap(), first);
+        let env = BTreeMap::from([(
+            "CMAKE_TOOLCHAIN_FILE".to_string(),
+            file.display().to_string(),
+        )]);
+        assert_eq!(toolchain_file(&[], &env), toolchain_file(&arg, &none));
+        assert_eq!(toolchain_file(&[], &none), None);
+        let missing = vec!["-DCMAKE_TOOLCHAIN_FILE:FILEPATH=/no/such.cmake".to_string()];
         assert_eq!(
-            compiler_identity(&[], "CXX", Some(&"no-such-cc".to_string()), &[]),
-            "no-such-cc"
+            toolchain_file(&missing, &none).unwrap(),
+            "/no/such.cmake: unreadable"
         );
     }
 

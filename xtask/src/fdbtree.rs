@@ -107,6 +107,12 @@ pub struct BuildConfig {
     pub cxx_compiler_version: String,
     /// `CMAKE_CXX_FLAGS`.
     pub cxx_flags: String,
+    /// `CMAKE_C_COMPILER`.
+    #[serde(default)]
+    pub c_compiler: String,
+    /// The C compiler as cmake identified it, as [`BuildConfig::cxx_compiler_version`].
+    #[serde(default)]
+    pub c_compiler_version: String,
     /// Instrumentation that is on: sanitizers, coverage, profile generation, valgrind.
     pub instrumentation: Vec<String>,
     /// The other cache entries that change the binaries (`CODEGEN_ENTRIES`) that the cache
@@ -115,13 +121,14 @@ pub struct BuildConfig {
     pub codegen: BTreeMap<String, String>,
 }
 
-/// Cache entries besides the build type, C++ compiler and flags that change what the
-/// compiler and linker make: cmake's C compiler and linker flags, and FDB's options for
-/// the allocator, linker, C++ library and profile-guided optimization
-/// (`cmake/ConfigureCompiler.cmake`, read there with `env_set`).
-const CODEGEN_ENTRIES: [&str; 13] = [
-    "CMAKE_C_COMPILER",
+/// Cache entries besides the build type, compilers and `CMAKE_CXX_FLAGS` that change what
+/// the compiler and linker make: cmake's other compile and link flags and toolchain file,
+/// and FDB's options for the allocator, linker, C++ library, profile-guided optimization,
+/// LTO and vector instructions (`cmake/ConfigureCompiler.cmake`).
+const CODEGEN_ENTRIES: [&str; 18] = [
+    "CMAKE_CXX_FLAGS_RELEASE",
     "CMAKE_C_FLAGS",
+    "CMAKE_C_FLAGS_RELEASE",
     "CMAKE_EXE_LINKER_FLAGS",
     "CMAKE_SHARED_LINKER_FLAGS",
     "CMAKE_TOOLCHAIN_FILE",
@@ -133,6 +140,10 @@ const CODEGEN_ENTRIES: [&str; 13] = [
     "PROFILE_INSTR_USE",
     "USE_GPERFTOOLS",
     "USE_DTRACE",
+    "USE_LTO",
+    "CLANG_LTO_STRATEGY",
+    "USE_AVX",
+    "USE_AVX512F",
 ];
 
 /// Cache options that instrument the binaries (FDB's `cmake/ConfigureCompiler.cmake`,
@@ -166,9 +177,14 @@ impl BuildConfig {
             )
         })?;
         let mut config = BuildConfig::parse(&text);
-        if let Some(text) = compiler_file(root).and_then(|f| std::fs::read_to_string(f).ok()) {
-            config.cxx_compiler_version = compiler_id_version(&text);
-        }
+        let detected = |lang| {
+            compiler_file(root, lang)
+                .and_then(|f| std::fs::read_to_string(f).ok())
+                .map(|text| compiler_id_version(&text, lang))
+                .unwrap_or_default()
+        };
+        config.cxx_compiler_version = detected("CXX");
+        config.c_compiler_version = detected("C");
         Ok(config)
     }
 
@@ -199,6 +215,8 @@ impl BuildConfig {
             build_mako: on(&get("BUILD_MAKO")),
             cxx_compiler: get("CMAKE_CXX_COMPILER"),
             cxx_compiler_version: String::new(),
+            c_compiler: get("CMAKE_C_COMPILER"),
+            c_compiler_version: String::new(),
             cxx_flags,
             instrumentation,
             codegen: CODEGEN_ENTRIES
@@ -226,16 +244,28 @@ impl BuildConfig {
             }
         };
         compare("CMAKE_BUILD_TYPE", &self.build_type, &other.build_type);
-        compare(
-            "CMAKE_CXX_COMPILER",
-            &self.cxx_compiler,
-            &other.cxx_compiler,
-        );
-        compare(
-            "C++ compiler",
-            &self.cxx_compiler_version,
-            &other.cxx_compiler_version,
-        );
+        // A compiler by what cmake identified (another host's path to the same compiler
+        // is the same compiler); by its cache entry, the path, when that is unknown.
+        for (what, entry, a, b) in [
+            (
+                "C++ compiler",
+                "CMAKE_CXX_COMPILER",
+                (&self.cxx_compiler_version, &self.cxx_compiler),
+                (&other.cxx_compiler_version, &other.cxx_compiler),
+            ),
+            (
+                "C compiler",
+                "CMAKE_C_COMPILER",
+                (&self.c_compiler_version, &self.c_compiler),
+                (&other.c_compiler_version, &other.c_compiler),
+            ),
+        ] {
+            if a.0.is_empty() || b.0.is_empty() {
+                compare(entry, a.1, b.1);
+            } else {
+                compare(what, a.0, b.0);
+            }
+        }
         compare("CMAKE_CXX_FLAGS", &self.cxx_flags, &other.cxx_flags);
         let none = String::new();
         for key in CODEGEN_ENTRIES {
@@ -272,20 +302,21 @@ impl BuildConfig {
     }
 }
 
-/// `CMakeFiles/<cmake version>/CMakeCXXCompiler.cmake` of a cmake build dir: where cmake
-/// records the C++ compiler it detected (the newest such file, if cmake was upgraded).
-pub fn compiler_file(root: &Path) -> Option<PathBuf> {
+/// `CMakeFiles/<cmake version>/CMake<lang>Compiler.cmake` of a cmake build dir (`lang`:
+/// `C`, `CXX`): where cmake records the compiler it detected (the newest such file, if
+/// cmake was upgraded).
+pub fn compiler_file(root: &Path, lang: &str) -> Option<PathBuf> {
     std::fs::read_dir(root.join("CMakeFiles"))
         .ok()?
         .flatten()
-        .map(|e| e.path().join("CMakeCXXCompiler.cmake"))
+        .map(|e| e.path().join(format!("CMake{lang}Compiler.cmake")))
         .filter(|f| f.is_file())
         .max_by_key(|f| f.metadata().and_then(|m| m.modified()).ok())
 }
 
-/// `Clang 19.1.7` from `set(CMAKE_CXX_COMPILER_ID "Clang")` and
-/// `set(CMAKE_CXX_COMPILER_VERSION "19.1.7")`; empty when either is missing.
-fn compiler_id_version(text: &str) -> String {
+/// `Clang 19.1.7` from `set(CMAKE_<lang>_COMPILER_ID "Clang")` and
+/// `set(CMAKE_<lang>_COMPILER_VERSION "19.1.7")`; empty when either is missing.
+fn compiler_id_version(text: &str, lang: &str) -> String {
     let get = |key: &str| {
         text.lines().find_map(|l| {
             let rest = l.trim().strip_prefix("set(")?.strip_prefix(key)?;
@@ -294,8 +325,8 @@ fn compiler_id_version(text: &str) -> String {
         })
     };
     match (
-        get("CMAKE_CXX_COMPILER_ID "),
-        get("CMAKE_CXX_COMPILER_VERSION "),
+        get(&format!("CMAKE_{lang}_COMPILER_ID ")),
+        get(&format!("CMAKE_{lang}_COMPILER_VERSION ")),
     ) {
         (Some(id), Some(version)) => format!("{id} {version}"),
         _ => String::new(),
@@ -480,6 +511,25 @@ mod tests {
                 "USE_LD: 'LLD' vs (unset)"
             ]
         );
+        // Another host's path to the same compiler is the same compiler.
+        let mut x = a.clone();
+        x.cxx_compiler_version = "GNU 12.2.0".into();
+        x.c_compiler_version = "Clang 19.1.7".into();
+        let mut y = x.clone();
+        y.cxx_compiler = "/usr/bin/g++-12".into();
+        assert!(x.differences(&y).is_empty(), "{:?}", x.differences(&y));
+        y.c_compiler_version = "GNU 12.2.0".into();
+        y.codegen
+            .insert("CMAKE_CXX_FLAGS_RELEASE".into(), "-O0".into());
+        y.codegen.insert("USE_LTO".into(), "ON".into());
+        assert_eq!(
+            x.differences(&y),
+            [
+                "C compiler: 'Clang 19.1.7' vs 'GNU 12.2.0'",
+                "CMAKE_CXX_FLAGS_RELEASE: (unset) vs '-O0'",
+                "USE_LTO: (unset) vs 'ON'"
+            ]
+        );
         let instrumented = BuildConfig::parse(&real.replace(
             "ALLOC_INSTRUMENTATION:BOOL=OFF",
             "ALLOC_INSTRUMENTATION:BOOL=ON",
@@ -519,7 +569,22 @@ mod tests {
             "Clang 19.1.7"
         );
         assert_eq!(
-            compiler_id_version("set(CMAKE_CXX_COMPILER_ID \"GNU\")"),
+            BuildConfig::read(dir.path()).unwrap().c_compiler_version,
+            ""
+        );
+        std::fs::write(
+            detected.join("CMakeCCompiler.cmake"),
+            "set(CMAKE_C_COMPILER \"/usr/bin/gcc-12\")\n\
+             set(CMAKE_C_COMPILER_ID \"GNU\")\n\
+             set(CMAKE_C_COMPILER_VERSION \"12.2.0\")\n",
+        )
+        .unwrap();
+        assert_eq!(
+            BuildConfig::read(dir.path()).unwrap().c_compiler_version,
+            "GNU 12.2.0"
+        );
+        assert_eq!(
+            compiler_id_version("set(CMAKE_CXX_COMPILER_ID \"GNU\")", "CXX"),
             ""
         );
     }
