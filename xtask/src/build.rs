@@ -689,10 +689,17 @@ const CMAKE_ENV_NOT_BUILT: [&str; 8] = [
     "CMAKE_BUILD_TYPE",
 ];
 
+/// Variables FDB's cmake files name that do not change what is built: the dynamic
+/// loader's path, which FDB only extends for its own test runs
+/// (`cmake/ConfigureCompiler.cmake`) and which `cargo run` sets for the gate itself (its
+/// target dir and toolchain), and the user's name (`documentation/CMakeLists.txt`).
+const FDB_ENV_NOT_BUILT: [&str; 4] = ["LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH", "USER", "USERNAME"];
+
 /// The environment, of `vars` (name, value), that a configure in a new cache reads:
 /// [`COMPILER_ENV`], cmake's `CMAKE_*` variables (e.g. `CMAKE_TOOLCHAIN_FILE`) but
 /// [`CMAKE_ENV_NOT_BUILT`], set and not empty; and `fdb_options`, the names FDB's
-/// configure reads ([`env_options`]), when set (empty too: `env_set` takes it).
+/// configure reads ([`env_options`]) but [`FDB_ENV_NOT_BUILT`], when set (empty too:
+/// `env_set` takes it).
 pub fn configure_env(
     vars: impl IntoIterator<Item = (String, String)>,
     fdb_options: &BTreeSet<String>,
@@ -700,7 +707,7 @@ pub fn configure_env(
     vars.into_iter()
         .filter(|(name, value)| {
             // FDB's `env_set` takes a defined variable's value, empty too.
-            fdb_options.contains(name)
+            (fdb_options.contains(name) && !FDB_ENV_NOT_BUILT.contains(&name.as_str()))
                 || (!value.is_empty()
                     && (COMPILER_ENV.contains(&name.as_str())
                         || (name.starts_with("CMAKE_")
@@ -899,10 +906,11 @@ mod tests {
             ("USE_JEMALLOC", "OFF"),
             ("USE_LD", ""),
             ("USE_OTHER", "ON"),
+            ("LD_LIBRARY_PATH", "/work/target/debug/deps"),
             ("HOME", "/root"),
         ]
         .map(|(k, v)| (k.to_string(), v.to_string()));
-        let fdb = BTreeSet::from(["USE_JEMALLOC".to_string(), "USE_LD".to_string()]);
+        let fdb = BTreeSet::from(["USE_JEMALLOC", "USE_LD", "LD_LIBRARY_PATH"].map(String::from));
         let env = configure_env(vars, &fdb);
         assert_eq!(
             env.keys().collect::<Vec<_>>(),
