@@ -1071,8 +1071,22 @@ fn arms_built_with_other_compilers_are_measured_with_a_warning_naming_the_differ
         )
         .unwrap();
     }
-    let o = s.bench(&a, &b, &["--trials", "2"]);
+    let junit = s.dir.path().join("gate.xml");
+    let o = s.bench(
+        &a,
+        &b,
+        &["--trials", "2", "--junit", junit.to_str().unwrap()],
+    );
     assert_eq!(code(&o), 0, "{}", text(&o));
+    // In CI the JUnit file is what is read: the warning is in it.
+    let case = &read_junit(&junit)[0]["cases"][0];
+    assert!(
+        case["system_out"]
+            .as_str()
+            .unwrap()
+            .contains("THE ARMS WERE CONFIGURED DIFFERENTLY"),
+        "{case}"
+    );
     let warnings = s.read_json("summary.json")["warnings"].clone();
     let w = warnings
         .as_array()
