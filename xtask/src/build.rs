@@ -11,7 +11,7 @@
 //!   checkout changes only the files that differ, so the second arm of an A/B rebuilds only
 //!   what its diff touches (minutes, not the hours of a cold FDB build on a small host).
 //!   The working tree (the experiment by default: uncommitted changes included) is built
-//!   as a snapshot commit of it ([`snapshot`]).
+//!   as a snapshot commit of it (`snapshot`).
 //! - `<commit>-<flags>/`: a commit's tree, the files the gate runs copied out of the slot,
 //!   with `build.log` and `stamp.json`; a second run with the same commit and flags builds
 //!   nothing.
@@ -91,11 +91,13 @@ pub struct Provenance {
     /// The full cmake command line's arguments.
     pub cmake_args: Vec<String>,
     /// The environment a configure in a new cache reads that was set and not empty, by
-    /// name ([`configure_env`]): part of what a cached build is keyed on.
+    /// name (`configure_env`): part of what a cached build is keyed on.
     #[serde(default)]
     pub configure_env: BTreeMap<String, String>,
     /// The compilers cmake was to find, by language (`C`, `CXX`): `<real path>: <first line
-    /// of its --version>` ([`compiler_identity`]); part of the key too.
+    /// of its --version>` (`compiler_identity`); and under `toolchain file`, the one
+    /// given with its contents' hash (`toolchain_file`). Part of the key too. What cmake
+    /// did use is in the tree's `CMakeCache.txt` (`plan.<arm>.build_config` in `meta.json`).
     #[serde(default)]
     pub compilers: BTreeMap<String, String>,
     /// Wall time of the configure + build that made this tree, seconds; on a cache hit,
@@ -672,7 +674,7 @@ fn ninja_progress(text: &str) -> Option<(u64, u64)> {
 /// `CMAKE_*` ones: the compilers and the flags it starts `CMAKE_<LANG>_FLAGS` and the linker
 /// flags from (cmake-env-variables(7), "Environment Variables for Languages", `LDFLAGS`).
 /// The gate deletes the slot's cache before each configure, so these matter on every build.
-pub const COMPILER_ENV: [&str; 7] = [
+const COMPILER_ENV: [&str; 7] = [
     "CC", "CXX", "CFLAGS", "CXXFLAGS", "LDFLAGS", "ASM", "ASMFLAGS",
 ];
 
@@ -700,7 +702,7 @@ const FDB_ENV_NOT_BUILT: [&str; 4] = ["LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH", "U
 /// [`CMAKE_ENV_NOT_BUILT`], set and not empty; and `fdb_options`, the names FDB's
 /// configure reads ([`env_options`]) but [`FDB_ENV_NOT_BUILT`], when set (empty too:
 /// `env_set` takes it).
-pub fn configure_env(
+fn configure_env(
     vars: impl IntoIterator<Item = (String, String)>,
     fdb_options: &BTreeSet<String>,
 ) -> BTreeMap<String, String> {
