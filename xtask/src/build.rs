@@ -238,10 +238,9 @@ pub fn build(
     // The key: what the configure reads, but a compiler launcher (it changes how objects
     // are made, not what they are: hosts with and without ccache share builds).
     let vars = std::env::vars_os().filter_map(|(name, value)| {
-        Some((
-            name.into_string().ok()?,
-            value.to_string_lossy().into_owned(),
-        ))
+        // A value that is not UTF-8 keeps its bytes, escaped (`\xff`).
+        let value = value.into_string().unwrap_or_else(|v| format!("{v:?}"));
+        Some((name.into_string().ok()?, value))
     });
     let configure_env = configure_env(vars, &env_options(sh, src, &built));
     let mut compilers: BTreeMap<String, String> = [
@@ -265,7 +264,14 @@ pub fn build(
         compilers.insert("toolchain file".into(), toolchain);
     }
     let keyed_args: Vec<&String> = cmake_args.iter().filter(|a| !is_launcher_arg(a)).collect();
-    let flags = flags_key(&keyed_args, &configure_env, &compilers);
+    let mut keyed_env = configure_env.clone();
+    for name in ["CC", "CXX"] {
+        match keyed_env.get(name).and_then(|v| compiler_env_args(v)) {
+            Some(args) => keyed_env.insert(name.to_string(), args),
+            None => keyed_env.remove(name),
+        };
+    }
+    let flags = flags_key(&keyed_args, &keyed_env, &compilers);
     // Built one after another in one slot per set of configure flags (a clone of the
     // checkout and its build dir, at a fixed path); the tree's files are then copied into
     // an entry per commit.
@@ -694,8 +700,15 @@ const CMAKE_ENV_NOT_BUILT: [&str; 8] = [
 /// Variables FDB's cmake files name that do not change what is built: the dynamic
 /// loader's path, which FDB only extends for its own test runs
 /// (`cmake/ConfigureCompiler.cmake`) and which `cargo run` sets for the gate itself (its
-/// target dir and toolchain), and the user's name (`documentation/CMakeLists.txt`).
-const FDB_ENV_NOT_BUILT: [&str; 4] = ["LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH", "USER", "USERNAME"];
+/// target dir and toolchain), the user's name (`documentation/CMakeLists.txt`), and
+/// `USE_CCACHE`, a compiler launcher.
+const FDB_ENV_NOT_BUILT: [&str; 5] = [
+    "LD_LIBRARY_PATH",
+    "DYLD_LIBRARY_PATH",
+    "USER",
+    "USERNAME",
+    "USE_CCACHE",
+];
 
 /// The environment, of `vars` (name, value), that a configure in a new cache reads:
 /// [`COMPILER_ENV`], cmake's `CMAKE_*` variables (e.g. `CMAKE_TOOLCHAIN_FILE`) but
@@ -808,21 +821,49 @@ fn compiler_identity(
             .cloned()
             .unwrap_or_else(|| "(none found)".to_string());
     };
-    let version = Command::new(&path)
-        .arg("--version")
-        .output()
-        .ok()
-        .and_then(|o| {
-            let text = String::from_utf8_lossy(if o.stdout.is_empty() {
-                &o.stderr
-            } else {
-                &o.stdout
-            })
-            .into_owned();
-            text.lines().next().map(str::to_string)
-        })
-        .unwrap_or_default();
+    let version = version_line(&path, Duration::from_secs(10));
     format!("{}: {version}", path.display())
+}
+
+/// The first line `compiler --version` prints (stdout, else stderr), within `bound` (a
+/// wrapper that hangs must not hang the gate before its build's bound applies); empty when
+/// it fails or takes longer.
+fn version_line(compiler: &Path, bound: Duration) -> String {
+    let run = || -> Option<String> {
+        let dir = tempfile::tempdir().ok()?;
+        let (out, err) = (dir.path().join("out"), dir.path().join("err"));
+        let mut cmd = Command::new(compiler);
+        cmd.arg("--version");
+        let mut child = Child::spawn("compiler --version", cmd, &out, &err).ok()?;
+        child
+            .wait_until(Instant::now() + bound, bound, || Ok(()))
+            .ok()?;
+        let text = std::fs::read_to_string(&out)
+            .ok()
+            .filter(|t| !t.trim().is_empty())
+            .or_else(|| std::fs::read_to_string(&err).ok())?;
+        text.lines().next().map(str::to_string)
+    };
+    run().unwrap_or_default()
+}
+
+/// `CC`/`CXX` as keyed: the words after the compiler and any launcher before it (`-m32` of
+/// `CXX="ccache g++ -m32"`), since the compiler itself is keyed by what it is
+/// ([`compiler_identity`]): `g++`, `/usr/bin/g++` and `ccache g++` are one build. `None`
+/// when nothing follows.
+fn compiler_env_args(value: &str) -> Option<String> {
+    let launcher = |w: &&str| {
+        Path::new(w)
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| LAUNCHERS.contains(&n))
+    };
+    let args: Vec<&str> = value
+        .split_whitespace()
+        .skip_while(launcher)
+        .skip(1)
+        .collect();
+    (!args.is_empty()).then(|| args.join(" "))
 }
 
 /// The toolchain file a configure reads (the last `-DCMAKE_TOOLCHAIN_FILE` argument, else
@@ -1048,6 +1089,33 @@ mod tests {
             assert!(is_launcher_arg(arg), "{arg}");
         }
         assert!(!is_launcher_arg("-DCMAKE_CXX_COMPILER=clang++-19"));
+    }
+
+    #[test]
+    fn cc_and_cxx_are_keyed_by_what_follows_the_compiler() {
+        assert_eq!(compiler_env_args("g++"), None);
+        assert_eq!(compiler_env_args("/usr/bin/g++"), None);
+        assert_eq!(compiler_env_args("ccache g++"), None);
+        assert_eq!(
+            compiler_env_args("/usr/bin/ccache g++ -m32"),
+            Some("-m32".to_string())
+        );
+        assert_eq!(
+            compiler_env_args("clang++ -stdlib=libc++ -m64").as_deref(),
+            Some("-stdlib=libc++ -m64")
+        );
+    }
+
+    #[test]
+    fn a_compiler_version_that_hangs_is_cut_short() {
+        let dir = tempfile::tempdir().unwrap();
+        let slow = dir.path().join("slow-cc");
+        std::fs::write(&slow, "#!/bin/sh\nsleep 30\necho late\n").unwrap();
+        std::fs::set_permissions(&slow, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        assert_eq!(version_line(&slow, Duration::from_millis(300)), "");
+        let quick = fake_compiler(dir.path(), "cc", "cc 1.0");
+        assert_eq!(version_line(&quick, Duration::from_secs(30)), "cc 1.0");
     }
 
     #[test]
