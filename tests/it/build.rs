@@ -134,6 +134,14 @@ fn build_command(s: &Sandbox, repo: &Path, revs: &[&str]) -> Command {
     cmd
 }
 
+/// The trees `cargo xtask build` printed (`<arm>: <tree>` lines), baseline first.
+fn trees(o: &Output) -> Vec<PathBuf> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| PathBuf::from(l.split_once(": ").unwrap().1))
+        .collect()
+}
+
 /// [`build_command`], run to completion.
 fn build(s: &Sandbox, repo: &Path, revs: &[&str]) -> Output {
     build_command(s, repo, revs).output().unwrap()
@@ -270,9 +278,8 @@ fn two_revisions_build_then_hit_the_cache_and_a_new_flag_rebuilds() {
         .output()
         .unwrap();
     assert_eq!(code(&o), 0, "{}", text(&o));
-    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
-    let tree = PathBuf::from(stdout.lines().next().unwrap().split_once(": ").unwrap().1);
-    assert_ne!(tree.to_str(), p[0]["build_dir"].as_str(), "{stdout}");
+    let tree = trees(&o).remove(0);
+    assert_ne!(tree.to_str(), p[0]["build_dir"].as_str(), "{}", text(&o));
     let cmake_cache = std::fs::read_to_string(tree.join("CMakeCache.txt")).unwrap();
     assert!(
         cmake_cache.contains("CMAKE_CXX_FLAGS:STRING=-DPERFGATE_FLAGS_TEST"),
@@ -291,20 +298,15 @@ fn two_revisions_build_then_hit_the_cache_and_a_new_flag_rebuilds() {
 fn another_compiler_found_on_path_is_another_build() {
     let s = Sandbox::new();
     let repo = checkout(&s);
-    let trees = |o: &Output| -> Vec<PathBuf> {
-        assert_eq!(code(o), 0, "{}", text(o));
-        String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .map(|l| PathBuf::from(l.split_once(": ").unwrap().1))
-            .collect()
-    };
     let run = |path: Option<&str>| {
         let mut cmd = build_command(&s, &repo, &["--baseline", "HEAD", "--experiment", "HEAD"]);
         cmd.env_remove("CXX").env_remove("CC");
         if let Some(path) = path {
             cmd.env("PATH", path);
         }
-        cmd.output().unwrap()
+        let o = cmd.output().unwrap();
+        assert_eq!(code(&o), 0, "{}", text(&o));
+        o
     };
     let first = trees(&run(None));
     // A `c++` earlier on PATH, as a newly installed compiler or a switched alternative is:
@@ -440,14 +442,9 @@ fn each_revision_is_configured_with_its_own_cache_defaults() {
     }
     let o = build(&s, &repo, &["--baseline", "HEAD~1", "--experiment", "HEAD"]);
     assert_eq!(code(&o), 0, "{}", text(&o));
-    let trees: Vec<String> = String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .map(|l| {
-            std::fs::read_to_string(
-                Path::new(l.split_once(": ").unwrap().1).join("lib/libfdb_c.so"),
-            )
-            .unwrap()
-        })
+    let trees: Vec<String> = trees(&o)
+        .iter()
+        .map(|tree| std::fs::read_to_string(tree.join("lib/libfdb_c.so")).unwrap())
         .collect();
     let tps: Vec<f64> = trees
         .iter()
@@ -476,10 +473,7 @@ fn a_shallow_checkout_builds_revisions_and_its_working_tree_incrementally() {
     std::fs::write(shallow.join("double.json"), behaviour(900.0)).unwrap();
     let o = build(&s, &shallow, &["--baseline", "HEAD"]);
     assert_eq!(code(&o), 0, "{}", text(&o));
-    let trees: Vec<PathBuf> = String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .map(|l| PathBuf::from(l.split_once(": ").unwrap().1))
-        .collect();
+    let trees = trees(&o);
     let tps = |tree: &Path| -> f64 {
         let text = std::fs::read_to_string(tree.join("lib/libfdb_c.so")).unwrap();
         serde_json::from_str::<Value>(&text).unwrap()["tps"]

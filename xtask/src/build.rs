@@ -761,6 +761,15 @@ fn env_options(sh: &Shell, src: &Path, commit: &str) -> BTreeSet<String> {
 /// name links to them (Debian's `/usr/lib/ccache` directory on PATH).
 const LAUNCHERS: [&str; 2] = ["ccache", "sccache"];
 
+/// The value the last `-D<name>=` or `-D<name>:<TYPE>=` of `cmake_args` gives `name` (the
+/// one cmake keeps).
+fn last_define(cmake_args: &[String], name: &str) -> Option<String> {
+    cmake_args.iter().rev().find_map(|a| {
+        let (given, value) = a.strip_prefix("-D")?.split_once('=')?;
+        (given.split(':').next() == Some(name)).then(|| value.to_string())
+    })
+}
+
 /// Whether `arg` sets a compiler launcher (`-DCMAKE_<LANG>_COMPILER_LAUNCHER[:TYPE]=`).
 fn is_launcher_arg(arg: &str) -> bool {
     arg.split_once('=').is_some_and(|(name, _)| {
@@ -800,11 +809,7 @@ fn compiler_identity(
     defaults: &[&str],
     search_path: Option<&OsStr>,
 ) -> String {
-    let prefix = format!("-DCMAKE_{lang}_COMPILER");
-    let asked: Vec<String> = match cmake_args.iter().rev().find_map(|a| {
-        let (name, value) = a.strip_prefix(&prefix)?.split_once('=')?;
-        (name.is_empty() || name.starts_with(':')).then(|| value.to_string())
-    }) {
+    let asked: Vec<String> = match last_define(cmake_args, &format!("CMAKE_{lang}_COMPILER")) {
         Some(value) => vec![value],
         None => env
             .map(|e| e.split_whitespace().map(str::to_string).collect())
@@ -871,13 +876,7 @@ fn compiler_env_args(value: &str) -> Option<String> {
 /// its contents, since it can choose the compilers and flags; `unreadable` when it cannot
 /// be read here (cmake will say why). `None` without one.
 fn toolchain_file(cmake_args: &[String], env: &BTreeMap<String, String>) -> Option<String> {
-    let path = cmake_args
-        .iter()
-        .rev()
-        .find_map(|a| {
-            let (name, value) = a.strip_prefix("-DCMAKE_TOOLCHAIN_FILE")?.split_once('=')?;
-            (name.is_empty() || name.starts_with(':')).then(|| value.to_string())
-        })
+    let path = last_define(cmake_args, "CMAKE_TOOLCHAIN_FILE")
         .or_else(|| env.get("CMAKE_TOOLCHAIN_FILE").cloned())?;
     let contents = match std::fs::read(&path) {
         Ok(bytes) => {
