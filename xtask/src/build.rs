@@ -235,43 +235,11 @@ pub fn build(
             Some((snap, tree)) => (snap, true, Some(tree[..12].to_string())),
         },
     };
-    // The key: what the configure reads, but a compiler launcher (it changes how objects
-    // are made, not what they are: hosts with and without ccache share builds).
-    let vars = std::env::vars_os().filter_map(|(name, value)| {
-        // A value that is not UTF-8 keeps its bytes, escaped (`\xff`).
-        let value = value.into_string().unwrap_or_else(|v| format!("{v:?}"));
-        Some((name.into_string().ok()?, value))
-    });
-    let configure_env = configure_env(vars, &env_options(sh, src, &built));
-    let mut compilers: BTreeMap<String, String> = [
-        ("C", vec!["cc", "gcc", "clang"]),
-        ("CXX", vec!["CC", "c++", "g++", "clang++"]),
-    ]
-    .into_iter()
-    .map(|(lang, defaults)| {
-        let name = lang.to_string();
-        let identity = compiler_identity(
-            &cmake_args,
-            lang,
-            configure_env.get(if lang == "C" { "CC" } else { "CXX" }),
-            &defaults,
-            std::env::var_os("PATH").as_deref(),
-        );
-        (name, identity)
-    })
-    .collect();
-    if let Some(toolchain) = toolchain_file(&cmake_args, &configure_env) {
-        compilers.insert("toolchain file".into(), toolchain);
-    }
-    let keyed_args: Vec<&String> = cmake_args.iter().filter(|a| !is_launcher_arg(a)).collect();
-    let mut keyed_env = configure_env.clone();
-    for name in ["CC", "CXX"] {
-        match keyed_env.get(name).and_then(|v| compiler_env_args(v)) {
-            Some(args) => keyed_env.insert(name.to_string(), args),
-            None => keyed_env.remove(name),
-        };
-    }
-    let flags = flags_key(&keyed_args, &keyed_env, &compilers);
+    let Key {
+        configure_env,
+        compilers,
+        flags,
+    } = Key::of(sh, src, &built, &cmake_args);
     // Built one after another in one slot per set of configure flags (a clone of the
     // checkout and its build dir, at a fixed path); the tree's files are then copied into
     // an entry per commit.
@@ -674,6 +642,64 @@ fn ninja_progress(text: &str) -> Option<(u64, u64)> {
         let (done, total) = counts.split_once('/')?;
         Some((done.trim().parse().ok()?, total.trim().parse().ok()?))
     })
+}
+
+/// What a build of a commit is cached under, and the inputs it was made from.
+struct Key {
+    /// [`Provenance::configure_env`].
+    configure_env: BTreeMap<String, String>,
+    /// [`Provenance::compilers`].
+    compilers: BTreeMap<String, String>,
+    /// The 8 hex digits naming the slot and the commit's entry ([`flags_key`]).
+    flags: String,
+}
+
+impl Key {
+    /// The key of `commit` of `src` configured with `cmake_args` in this process's
+    /// environment: what the configure reads, but compiler launchers (they change how
+    /// objects are made, not what they are: hosts with and without ccache share builds).
+    fn of(sh: &Shell, src: &Path, commit: &str, cmake_args: &[String]) -> Key {
+        let vars = std::env::vars_os().filter_map(|(name, value)| {
+            // A value that is not UTF-8 keeps its bytes, escaped (`\xff`).
+            let value = value.into_string().unwrap_or_else(|v| format!("{v:?}"));
+            Some((name.into_string().ok()?, value))
+        });
+        let configure_env = configure_env(vars, &env_options(sh, src, commit));
+        let path = std::env::var_os("PATH");
+        let mut compilers: BTreeMap<String, String> = [
+            ("C", "CC", &["cc", "gcc", "clang"][..]),
+            ("CXX", "CXX", &["CC", "c++", "g++", "clang++"][..]),
+        ]
+        .into_iter()
+        .map(|(lang, var, defaults)| {
+            let identity = compiler_identity(
+                cmake_args,
+                lang,
+                configure_env.get(var),
+                defaults,
+                path.as_deref(),
+            );
+            (lang.to_string(), identity)
+        })
+        .collect();
+        if let Some(toolchain) = toolchain_file(cmake_args, &configure_env) {
+            compilers.insert("toolchain file".into(), toolchain);
+        }
+        let keyed_args: Vec<&String> = cmake_args.iter().filter(|a| !is_launcher_arg(a)).collect();
+        let mut keyed_env = configure_env.clone();
+        for name in ["CC", "CXX"] {
+            match keyed_env.get(name).and_then(|v| compiler_env_args(v)) {
+                Some(args) => keyed_env.insert(name.to_string(), args),
+                None => keyed_env.remove(name),
+            };
+        }
+        let flags = flags_key(&keyed_args, &keyed_env, &compilers);
+        Key {
+            configure_env,
+            compilers,
+            flags,
+        }
+    }
 }
 
 /// The environment variables cmake reads when it makes a new cache, besides its own
