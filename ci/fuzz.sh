@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Fuzzes perfgate's parsers of FDB and mako output for a bounded time: each cargo fuzz
 # target in fuzz/ runs FUZZ_SECONDS (default 15) from a seed corpus of the real outputs
-# in xtask/testdata/. A panic fails this script and leaves the input in
-# fuzz/artifacts/<target>/. Installs cargo-fuzz (crates.io) when missing; runs on the
+# in fdb/testdata/ (xtask/testdata/ for the baseline file). A panic fails this script and
+# leaves the input in fuzz/artifacts/<target>/. Installs cargo-fuzz (crates.io) when missing; runs on the
 # stable toolchain (--sanitizer none: the parsers are safe Rust, panics are the bugs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${FUZZ_SECONDS:-15}
 # --debug: it only orchestrates builds, and compiles in half the time (45 s vs 87 s here).
 command -v cargo-fuzz >/dev/null 2>&1 || cargo install --locked --debug cargo-fuzz
-data=xtask/testdata
+data=fdb/testdata
 corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
 seed() { # seed TARGET NAME FILE...: one corpus entry, the files joined by NUL bytes
@@ -28,7 +28,7 @@ seed mako_report build "$data/mako-build.txt"
 seed status_json available "$data/status-json-available.json"
 seed trace_events knobs "$data/trace-knob-events.txt"
 seed trace_events stderr "$data/fdbserver-stderr-invalid-knob.txt"
-seed baseline_file real "$data/baseline-real.json"
+seed baseline_file real xtask/testdata/baseline-real.json
 for spec in g18ui grv:1 gr5:10ui ir:3 cr1:2; do
   mkdir -p "$corpus/transaction_spec"; printf '%s' "$spec" > "$corpus/transaction_spec/$spec"
 done

@@ -4,7 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use xtask::analyze::{last_sample_tps, MakoReport, TextSummary};
+use fdb::mako::{last_sample_tps, MakoReport, TextSummary};
+use xtask::judge::drift::drift;
 
 fuzz_target!(|data: &[u8]| {
     let (text, json) = match data.iter().position(|b| *b == 0) {
@@ -17,6 +18,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = TextSummary::parse(text);
     let _ = last_sample_tps(text);
     if let Ok(r) = MakoReport::parse(text, "stdout", json, "report.json") {
-        let _ = (r.validity(), r.drift().map(|d| d.unsteady()));
+        let _ = r.validity();
+        let _ = drift(&r.samples_tps, r.warmup_duration_s).map(|d| d.unsteady());
     }
 });

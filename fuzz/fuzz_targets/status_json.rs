@@ -4,5 +4,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|text: &str| {
-    let _ = xtask::cluster::parse_database_status(text);
+    let _ = fdb::status::parse_database_status(text);
 });

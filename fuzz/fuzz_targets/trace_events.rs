@@ -2,7 +2,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use xtask::analyze::{knob_problems, trace_errors};
+use fdb::trace::{knob_problems, trace_errors};
 
 fuzz_target!(|text: &str| {
     let (stderr, trace) = text.split_at(text.find('\n').unwrap_or(0));

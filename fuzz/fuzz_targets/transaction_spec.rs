@@ -4,7 +4,7 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|spec: &str| {
-    if let Ok(ops) = xtask::config::transaction_ops(spec) {
+    if let Ok(ops) = fdb::mako::transaction_ops(spec) {
         assert!(!ops.is_empty(), "an accepted spec has at least one operation");
     }
 });

@@ -157,7 +157,7 @@ fn slo_floors_come_from_the_flag_the_environment_or_slo_json() {
     let j = &s.read_json("summary.json")["judgements"][0];
     assert_eq!(j["verdict"], "SLO-VIOLATION", "{j}");
     assert_eq!(j["criteria"]["slo_tps"], 1200.0);
-    assert!(s.read_json("meta.json")["plan"]["config"]["slo_sources"][0]
+    assert!(s.read_json("meta.json")["plan"]["slo_sources"][0]
         .as_str()
         .unwrap()
         .contains("slo.json"));

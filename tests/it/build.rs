@@ -159,8 +159,16 @@ fn meta(s: &Sandbox, out: &str) -> Value {
     .unwrap()
 }
 
+/// The provenance of the arms built from source, in arm order.
 fn provenance(s: &Sandbox, out: &str) -> Value {
-    meta(s, out)["plan"]["config"]["provenance"].clone()
+    let plan = &meta(s, out)["plan"];
+    let arms = [&plan["baseline"], &plan["experiment"]];
+    Value::Array(
+        arms.iter()
+            .map(|a| a["provenance"].clone())
+            .filter(|p| !p.is_null())
+            .collect(),
+    )
 }
 
 fn tools_present() -> bool {

@@ -1,31 +1,26 @@
 //! perfgate: a throughput regression gate for FoundationDB, run as `cargo xtask`.
 //!
-//! Pipeline (one module per stage): flags -> config -> plan (workdir, fdbtree) -> execute
-//! (cluster, supervise) -> analyze -> judge -> report; `bench` wires them together.
-//! A library so that the binary (`main.rs`) and the parser fuzz targets (`fuzz/`) share it.
+//! One folder per pipeline stage, and data flows one way (the tidy test in
+//! `tests/it/tidy.rs` keeps it so: a module imports only from its own stage and earlier ones):
+//!
+//! `config` (flags -> a validated, immutable config) -> `results` (the records every later
+//! stage shares, and the files they live in) -> `build` (FDB trees from git revisions) ->
+//! `plan` (trees, work dir, trials) -> `run` (supervised clusters and mako, one trial at a
+//! time) -> `judge` (samples -> verdicts; pure) -> `report` (every output file and the
+//! table) -> `cmd` (one file per subcommand, wiring the stages together).
+//!
+//! Below them all: `error` (usage errors, exit statuses), `process` (supervised children)
+//! and `cli` (clap's structs, read only by `config` and `cmd`). FDB's own formats are the
+//! `fdb` crate (`fdb/`), which imports nothing of the gate.
 
-pub mod analyze;
-pub mod baseline;
-pub mod bench;
 pub mod build;
-pub mod calibrate;
-pub mod cluster;
-pub mod compare;
+pub mod cli;
+pub mod cmd;
 pub mod config;
-pub mod doctor;
-pub mod execute;
-pub mod fdbtree;
-pub mod flags;
-pub mod host;
-pub mod html;
+pub mod error;
 pub mod judge;
-pub mod monitor;
 pub mod plan;
-pub mod preflight;
+pub mod process;
 pub mod report;
-pub mod saved;
-pub mod sequential;
-pub mod slo;
-pub mod stats;
-pub mod supervise;
-pub mod workdir;
+pub mod results;
+pub mod run;

@@ -1,0 +1,300 @@
+//! cmake's record of an FDB build: `CMakeCache.txt` entries (`NAME:TYPE=VALUE`) and the
+//! compiler cmake detected. Which entries matter comes from FDB's
+//! `cmake/ConfigureCompiler.cmake` and `CMakeLists.txt`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// What a build tree's `CMakeCache.txt` says about how it was configured.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BuildConfig {
+    /// `CMAKE_BUILD_TYPE`.
+    pub build_type: String,
+    /// `BUILD_MAKO`.
+    pub build_mako: bool,
+    /// `CMAKE_CXX_COMPILER`.
+    pub cxx_compiler: String,
+    /// The compiler as cmake identified it, `<CMAKE_CXX_COMPILER_ID> <..._VERSION>`, e.g.
+    /// `Clang 19.1.7`, from [`compiler_file`]; empty when the tree lacks that file.
+    #[serde(default)]
+    pub cxx_compiler_version: String,
+    /// `CMAKE_CXX_FLAGS`.
+    pub cxx_flags: String,
+    /// `CMAKE_C_COMPILER`.
+    #[serde(default)]
+    pub c_compiler: String,
+    /// The C compiler as cmake identified it, as [`BuildConfig::cxx_compiler_version`].
+    #[serde(default)]
+    pub c_compiler_version: String,
+    /// Instrumentation that is on: sanitizers, coverage, profile generation, valgrind.
+    pub instrumentation: Vec<String>,
+    /// The other cache entries that change the binaries (`CODEGEN_ENTRIES`) that the cache
+    /// has, by name; values as written there.
+    #[serde(default)]
+    pub codegen: BTreeMap<String, String>,
+}
+
+/// Cache entries besides the build type, compilers and `CMAKE_CXX_FLAGS` that change what
+/// the compiler and linker make: cmake's other compile and link flags and toolchain file,
+/// and FDB's options for the allocator, linker, C++ library, profile-guided optimization,
+/// LTO and vector instructions (`cmake/ConfigureCompiler.cmake`).
+const CODEGEN_ENTRIES: [&str; 18] = [
+    "CMAKE_CXX_FLAGS_RELEASE",
+    "CMAKE_C_FLAGS",
+    "CMAKE_C_FLAGS_RELEASE",
+    "CMAKE_EXE_LINKER_FLAGS",
+    "CMAKE_SHARED_LINKER_FLAGS",
+    "CMAKE_TOOLCHAIN_FILE",
+    "USE_JEMALLOC",
+    "USE_CUSTOM_JEMALLOC",
+    "USE_LD",
+    "USE_LIBCXX",
+    "STATIC_LINK_LIBCXX",
+    "PROFILE_INSTR_USE",
+    "USE_GPERFTOOLS",
+    "USE_DTRACE",
+    "USE_LTO",
+    "CLANG_LTO_STRATEGY",
+    "USE_AVX",
+    "USE_AVX512F",
+];
+
+/// Cache options that instrument the binaries (FDB's `cmake/ConfigureCompiler.cmake`,
+/// `CMakeLists.txt`): any of them makes TPS meaningless for a gate.
+const INSTRUMENTING_OPTIONS: [&str; 9] = [
+    "ALLOC_INSTRUMENTATION",
+    "PROFILE_INSTR_GENERATE",
+    "USE_ASAN",
+    "USE_MSAN",
+    "USE_TSAN",
+    "USE_UBSAN",
+    "USE_GCOV",
+    "USE_VALGRIND",
+    "USE_SANITIZER",
+];
+const INSTRUMENTING_FLAGS: [&str; 4] = [
+    "-fprofile-instr-generate",
+    "-fprofile-generate",
+    "--coverage",
+    "-fsanitize",
+];
+
+impl BuildConfig {
+    /// Parses `NAME:TYPE=VALUE` lines.
+    pub fn parse(text: &str) -> BuildConfig {
+        let entry = |key: &str| -> Option<String> {
+            text.lines().find_map(|l| {
+                let (name, value) = l.split_once('=')?;
+                (name.split(':').next()? == key).then(|| value.trim().to_string())
+            })
+        };
+        let get = |key: &str| entry(key).unwrap_or_default();
+        let on = |v: &str| matches!(v.to_ascii_uppercase().as_str(), "ON" | "TRUE" | "1" | "YES");
+        let cxx_flags = get("CMAKE_CXX_FLAGS");
+        let mut instrumentation: Vec<String> = INSTRUMENTING_OPTIONS
+            .iter()
+            .filter(|o| on(&get(o)))
+            .map(|o| o.to_string())
+            .collect();
+        instrumentation.extend(
+            INSTRUMENTING_FLAGS
+                .iter()
+                .filter(|f| cxx_flags.contains(*f))
+                .map(|f| f.to_string()),
+        );
+        BuildConfig {
+            build_type: get("CMAKE_BUILD_TYPE"),
+            build_mako: on(&get("BUILD_MAKO")),
+            cxx_compiler: get("CMAKE_CXX_COMPILER"),
+            cxx_compiler_version: String::new(),
+            c_compiler: get("CMAKE_C_COMPILER"),
+            c_compiler_version: String::new(),
+            cxx_flags,
+            instrumentation,
+            codegen: CODEGEN_ENTRIES
+                .iter()
+                .filter_map(|k| Some((k.to_string(), entry(k)?)))
+                .collect(),
+        }
+    }
+
+    /// How `other` (the experiment's) was configured differently from this (the
+    /// baseline's), one `what: this vs other` each: beside the code change, each changes
+    /// TPS by itself.
+    pub fn differences(&self, other: &BuildConfig) -> Vec<String> {
+        let mut d = Vec::new();
+        let mut compare = |what: &str, a: &str, b: &str| {
+            if a != b {
+                let show = |v: &str| {
+                    if v.is_empty() {
+                        "(unset)".to_string()
+                    } else {
+                        format!("'{v}'")
+                    }
+                };
+                d.push(format!("{what}: {} vs {}", show(a), show(b)));
+            }
+        };
+        compare("CMAKE_BUILD_TYPE", &self.build_type, &other.build_type);
+        // A compiler by what cmake identified (another host's path to the same compiler
+        // is the same compiler); by its cache entry, the path, when that is unknown.
+        for (what, entry, a, b) in [
+            (
+                "C++ compiler",
+                "CMAKE_CXX_COMPILER",
+                (&self.cxx_compiler_version, &self.cxx_compiler),
+                (&other.cxx_compiler_version, &other.cxx_compiler),
+            ),
+            (
+                "C compiler",
+                "CMAKE_C_COMPILER",
+                (&self.c_compiler_version, &self.c_compiler),
+                (&other.c_compiler_version, &other.c_compiler),
+            ),
+        ] {
+            if a.0.is_empty() || b.0.is_empty() {
+                compare(entry, a.1, b.1);
+            } else {
+                compare(what, a.0, b.0);
+            }
+        }
+        compare("CMAKE_CXX_FLAGS", &self.cxx_flags, &other.cxx_flags);
+        let none = String::new();
+        for key in CODEGEN_ENTRIES {
+            compare(
+                key,
+                self.codegen.get(key).unwrap_or(&none),
+                other.codegen.get(key).unwrap_or(&none),
+            );
+        }
+        d
+    }
+
+    /// Why numbers from this build would not be valid, one sentence each.
+    pub fn problems(&self) -> Vec<String> {
+        let mut p = Vec::new();
+        if self.build_type != "Release" {
+            p.push(format!(
+                "CMAKE_BUILD_TYPE is '{}', not Release: an unoptimized or debug build measures the \
+                 compiler settings, not the change",
+                self.build_type
+            ));
+        }
+        if !self.build_mako {
+            p.push("BUILD_MAKO is not ON: configure with -DBUILD_MAKO=ON".to_string());
+        }
+        if !self.instrumentation.is_empty() {
+            p.push(format!(
+                "instrumented build ({}): instrumentation costs far more CPU than the changes a gate \
+                 looks for",
+                self.instrumentation.join(", ")
+            ));
+        }
+        p
+    }
+}
+
+/// The compiler cmake detected, e.g. `Clang 19.1.7`, from a
+/// `CMakeFiles/<cmake version>/CMake<lang>Compiler.cmake` file's `set(CMAKE_<lang>_COMPILER_ID "Clang")` and
+/// `set(CMAKE_<lang>_COMPILER_VERSION "19.1.7")`; empty when either is missing.
+pub fn compiler_id_version(text: &str, lang: &str) -> String {
+    let get = |key: &str| {
+        text.lines().find_map(|l| {
+            let rest = l.trim().strip_prefix("set(")?.strip_prefix(key)?;
+            let value = rest.trim().strip_suffix(')')?.trim().trim_matches('"');
+            (!value.is_empty()).then(|| value.to_string())
+        })
+    };
+    match (
+        get(&format!("CMAKE_{lang}_COMPILER_ID ")),
+        get(&format!("CMAKE_{lang}_COMPILER_VERSION ")),
+    ) {
+        (Some(id), Some(version)) => format!("{id} {version}"),
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cmake_cache_checks_build_type_mako_and_instrumentation() {
+        let release = BuildConfig::parse("# comment\nCMAKE_BUILD_TYPE:STRING=Release\nBUILD_MAKO:BOOL=ON\nUSE_ASAN:BOOL=OFF\nCMAKE_CXX_FLAGS:STRING=\n");
+        assert!(release.problems().is_empty(), "{release:?}");
+        let debug = BuildConfig::parse("CMAKE_BUILD_TYPE:STRING=Debug\nBUILD_MAKO:BOOL=OFF\nUSE_ASAN:BOOL=ON\nCMAKE_CXX_FLAGS:STRING=-O2 -fprofile-instr-generate\n");
+        let p = debug.problems();
+        assert_eq!(p.len(), 3, "{p:?}");
+        assert!(p[0].contains("'Debug'") && p[1].contains("-DBUILD_MAKO=ON"));
+        assert!(p[2].contains("USE_ASAN, -fprofile-instr-generate"), "{p:?}");
+    }
+
+    #[test]
+    fn arms_configured_differently_are_named_by_cache_entry() {
+        // Entries as a real FDB 8.0 build's CMakeCache.txt has them (clang 19, lld).
+        let real = "CMAKE_BUILD_TYPE:STRING=Release\nBUILD_MAKO:BOOL=ON\n\
+            CMAKE_CXX_COMPILER:STRING=/usr/bin/clang++-19\nCMAKE_CXX_FLAGS:STRING=\n\
+            CMAKE_C_COMPILER:STRING=/usr/bin/clang-19\nUSE_JEMALLOC:BOOL=OFF\n\
+            USE_LD:STRING=LLD\nALLOC_INSTRUMENTATION:BOOL=OFF\n";
+        let a = BuildConfig::parse(real);
+        assert!(a.problems().is_empty(), "{a:?}");
+        assert!(a.differences(&a.clone()).is_empty());
+        let b = BuildConfig::parse(
+            &real
+                .replace("USE_JEMALLOC:BOOL=OFF", "USE_JEMALLOC:BOOL=ON")
+                .replace("/usr/bin/clang++-19", "/usr/bin/g++")
+                .replace("USE_LD:STRING=LLD\n", ""),
+        );
+        assert_eq!(
+            a.differences(&b),
+            [
+                "CMAKE_CXX_COMPILER: '/usr/bin/clang++-19' vs '/usr/bin/g++'",
+                "USE_JEMALLOC: 'OFF' vs 'ON'",
+                "USE_LD: 'LLD' vs (unset)"
+            ]
+        );
+        // Another host's path to the same compiler is the same compiler.
+        let mut x = a.clone();
+        x.cxx_compiler_version = "GNU 12.2.0".into();
+        x.c_compiler_version = "Clang 19.1.7".into();
+        let mut y = x.clone();
+        y.cxx_compiler = "/usr/bin/g++-12".into();
+        assert!(x.differences(&y).is_empty(), "{:?}", x.differences(&y));
+        y.c_compiler_version = "GNU 12.2.0".into();
+        y.codegen
+            .insert("CMAKE_CXX_FLAGS_RELEASE".into(), "-O0".into());
+        y.codegen.insert("USE_LTO".into(), "ON".into());
+        assert_eq!(
+            x.differences(&y),
+            [
+                "C compiler: 'Clang 19.1.7' vs 'GNU 12.2.0'",
+                "CMAKE_CXX_FLAGS_RELEASE: (unset) vs '-O0'",
+                "USE_LTO: (unset) vs 'ON'"
+            ]
+        );
+        let instrumented = BuildConfig::parse(&real.replace(
+            "ALLOC_INSTRUMENTATION:BOOL=OFF",
+            "ALLOC_INSTRUMENTATION:BOOL=ON",
+        ));
+        assert!(
+            instrumented.problems()[0].contains("ALLOC_INSTRUMENTATION"),
+            "{instrumented:?}"
+        );
+    }
+
+    #[test]
+    fn compiler_id_and_version_need_both_lines() {
+        assert_eq!(
+            compiler_id_version("set(CMAKE_CXX_COMPILER_ID \"GNU\")", "CXX"),
+            ""
+        );
+        assert_eq!(
+            compiler_id_version(
+                "set(CMAKE_CXX_COMPILER_ID \"Clang\")\nset(CMAKE_CXX_COMPILER_VERSION \"19.1.7\")\n",
+                "CXX"
+            ),
+            "Clang 19.1.7"
+        );
+    }
+}

@@ -1,0 +1,135 @@
+//! fdbserver knobs (`--knob_<name>=<value>`) and the ones a RAM disk needs.
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::Engine;
+
+/// An fdbserver knob, passed as `--knob_<name>=<value>`. The name is normalized to
+/// lowercase with `_` (fdbserver accepts `-` too: `flow/Knobs.cpp`, `Knobs::setKnob`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Knob {
+    pub name: String,
+    pub value: String,
+    /// Who asked for it: `user` or `auto` (added by the gate, e.g. for tmpfs).
+    pub source: KnobSource,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KnobSource {
+    User,
+    Auto,
+}
+
+impl Knob {
+    /// Parses `NAME=VALUE` as given to `--knob`; accepts `knob_NAME` and `--knob_NAME` too.
+    ///
+    /// Errors: a sentence naming `flag`, the input and the expected form.
+    pub fn parse_user(raw: &str, flag: &str) -> Result<Knob, String> {
+        let bad = |why: &str| {
+            format!(
+                "invalid {flag} '{raw}': {why}; expected NAME=VALUE, \
+                 e.g. {flag} page_cache_4k=2147483648"
+            )
+        };
+        let (name, value) = raw.split_once('=').ok_or_else(|| bad("no '='"))?;
+        let name = name.trim_start_matches("--");
+        let name = name.strip_prefix("knob_").unwrap_or(name);
+        let name = name.to_ascii_lowercase().replace('-', "_");
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(bad("the name must be letters, digits and '_'"));
+        }
+        if value.is_empty() || value.chars().any(char::is_whitespace) {
+            return Err(bad("the value must be non-empty and without spaces"));
+        }
+        Ok(Knob {
+            name,
+            value: value.to_string(),
+            source: KnobSource::User,
+        })
+    }
+
+    pub fn auto(name: &str, value: &str) -> Knob {
+        Knob {
+            name: name.to_string(),
+            value: value.to_string(),
+            source: KnobSource::Auto,
+        }
+    }
+
+    /// The fdbserver argument, `--knob_<name>=<value>`.
+    pub fn arg(&self) -> String {
+        format!("--knob_{}={}", self.name, self.value)
+    }
+}
+
+/// The knobs a trial's fdbservers get: on tmpfs the ones it needs, then the user's (which
+/// win over them and over earlier user knobs of the same name).
+///
+/// tmpfs rejects `O_DIRECT`: FDB's kernel AIO path opens data files with it
+/// (`fdbrpc/AsyncFileKAIO.actor.h`), so `disable_posix_kernel_aio=1` is needed, and
+/// RocksDB's direct reads and flush/compaction writes must be off
+/// (`fdbserver/RocksDBKnobs`/`ServerKnobs.cpp`: `ROCKSDB_USE_DIRECT_READS`,
+/// `ROCKSDB_USE_DIRECT_IO_FLUSH_COMPACTION`).
+pub fn effective_knobs(user: &[Knob], engine: Engine, tmpfs: bool) -> Vec<Knob> {
+    let mut knobs: Vec<Knob> = Vec::new();
+    if tmpfs {
+        knobs.push(Knob::auto("disable_posix_kernel_aio", "1"));
+        if engine.is_rocksdb() {
+            knobs.push(Knob::auto("rocksdb_use_direct_reads", "false"));
+            knobs.push(Knob::auto(
+                "rocksdb_use_direct_io_flush_compaction",
+                "false",
+            ));
+        }
+    }
+    for k in user {
+        knobs.retain(|old| old.name != k.name);
+        knobs.push(k.clone());
+    }
+    knobs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(k: &[Knob]) -> Vec<String> {
+        k.iter().map(Knob::arg).collect()
+    }
+
+    #[test]
+    fn tmpfs_adds_the_aio_knob_and_rocksdb_the_direct_io_knobs() {
+        assert_eq!(
+            names(&effective_knobs(&[], Engine::Redwood, true)),
+            ["--knob_disable_posix_kernel_aio=1"]
+        );
+        assert_eq!(
+            names(&effective_knobs(&[], Engine::ShardedRocksdb, true)),
+            [
+                "--knob_disable_posix_kernel_aio=1",
+                "--knob_rocksdb_use_direct_reads=false",
+                "--knob_rocksdb_use_direct_io_flush_compaction=false"
+            ]
+        );
+        assert!(effective_knobs(&[], Engine::Rocksdb, false).is_empty());
+    }
+
+    #[test]
+    fn a_user_knob_replaces_the_automatic_one_of_the_same_name() {
+        let user = [
+            Knob::parse_user("disable_posix_kernel_aio=0", "--knob").unwrap(),
+            Knob::parse_user("page_cache_4k=1", "--knob").unwrap(),
+            Knob::parse_user("page_cache_4k=2", "--knob").unwrap(),
+        ];
+        let k = effective_knobs(&user, Engine::Redwood, true);
+        assert_eq!(
+            names(&k),
+            [
+                "--knob_disable_posix_kernel_aio=0",
+                "--knob_page_cache_4k=2"
+            ]
+        );
+        assert!(k.iter().all(|k| k.source == KnobSource::User));
+    }
+}

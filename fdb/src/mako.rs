@@ -1,0 +1,497 @@
+//! mako's outputs and inputs: its text report and `--json_report` file -> a typed
+//! [`MakoReport`], and its transaction spec (`-x`).
+//!
+//! Pure: callers read the files and pass their text. The formats are those of
+//! `bindings/c/test/mako/mako.cpp` (`printReport`, `printStatsJSON`) in the FDB repository;
+//! the traps handled here are documented there:
+//! - `overallTPS` is truncated to an integer; `results.tps` is the float we use.
+//! - a killed run leaves no "Overall TPS" line and a truncated JSON file;
+//! - `--verbose 0` prints no text report and writes invalid JSON (`"samples": [],}`);
+//! - per-second samples may repeat a key (`"errors"`), so only the fields we need are
+//!   typed and the rest is ignored;
+//! - latency statistics include the warmup ("latency stats still include it");
+//!
+//! mako's own limits on its inputs are here too: FDB's key and value sizes and the
+//! transaction spec grammar (`parseTransaction`).
+//! - mako exits 0 even when transactions failed: `totalErrors`/`totalTimeouts` tell.
+
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+/// mako's name of the whole-transaction operation in its latency statistics
+/// (`bindings/c/test/mako/operations.cpp`, the operation table).
+pub const TRANSACTION: &str = "TRANSACTION";
+
+/// One `mako --mode run` report, checked for completeness.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MakoReport {
+    /// Committed transactions per second over the measurement window (post-warmup), TPS
+    /// (`results.tps`).
+    pub tps: f64,
+    /// mako's "Overall TPS" line: `tps` truncated to an integer, TPS.
+    pub overall_tps: u64,
+    /// Whole run, warmup included, seconds (`results.runDuration`).
+    pub run_duration_s: f64,
+    /// Warmup, seconds (`results.warmupDuration`).
+    pub warmup_duration_s: f64,
+    /// Measurement window, seconds (`results.totalDuration`).
+    pub measured_duration_s: f64,
+    /// Committed transactions in the window (`results.totalXacts`).
+    pub total_xacts: u64,
+    /// Conflicts in the window (`results.totalConflicts`).
+    pub total_conflicts: u64,
+    /// Failed operations (`results.totalErrors`); above zero the run is not a valid
+    /// measurement.
+    pub total_errors: u64,
+    /// Timed-out operations (`results.totalTimeouts`); above zero the run is not a valid
+    /// measurement.
+    pub total_timeouts: u64,
+    /// Per-second TPS samples over the whole run, warmup included, in order (`samples`).
+    pub samples_tps: Vec<f64>,
+    /// Latency statistics per operation (GET, COMMIT, TRANSACTION, ...), microseconds,
+    /// warmup included.
+    pub latency_us: BTreeMap<String, LatencyStats>,
+}
+
+/// Latency statistics of one mako operation, microseconds; NaN where mako gave none
+/// (saved as JSON null).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LatencyStats {
+    pub samples: u64,
+    #[serde(deserialize_with = "nan_if_null")]
+    pub min: f64,
+    #[serde(deserialize_with = "nan_if_null")]
+    pub avg: f64,
+    #[serde(deserialize_with = "nan_if_null")]
+    pub max: f64,
+    #[serde(deserialize_with = "nan_if_null")]
+    pub p50: f64,
+    #[serde(deserialize_with = "nan_if_null")]
+    pub p95: f64,
+    #[serde(deserialize_with = "nan_if_null")]
+    pub p99: f64,
+    #[serde(deserialize_with = "nan_if_null")]
+    pub p99_9: f64,
+}
+
+/// serde_json writes NaN as null; read it back as NaN.
+fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+impl MakoReport {
+    /// Parses a run's text report (stdout) and JSON report together. `text_name` and
+    /// `json_name` are used in errors (file paths).
+    pub fn parse(text: &str, text_name: &str, json: &str, json_name: &str) -> Result<MakoReport> {
+        let summary = TextSummary::parse(text)
+            .with_context(|| format!("mako text report {text_name} is incomplete"))?;
+        let raw: RawReport = serde_json::from_str(json).with_context(|| {
+            format!(
+                "mako JSON report {json_name} is not valid JSON (a killed run truncates it; \
+                 --verbose 0 writes it invalid)"
+            )
+        })?;
+        let r = raw.results;
+        if summary.overall_tps != r.overall_tps {
+            bail!(
+                "mako reports disagree: {text_name} says Overall TPS {} but {json_name} says \
+                 overallTPS {}; they are not from the same run",
+                summary.overall_tps,
+                r.overall_tps
+            );
+        }
+        let stat = |m: &BTreeMap<String, f64>, op: &str| m.get(op).copied().unwrap_or(f64::NAN);
+        let latency_us = r
+            .num_samples
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(op, n)| {
+                let s = LatencyStats {
+                    samples: *n,
+                    min: stat(&r.min_latency, op),
+                    avg: stat(&r.avg_latency, op),
+                    max: stat(&r.max_latency, op),
+                    p50: stat(&r.median_latency, op),
+                    p95: stat(&r.p95_latency, op),
+                    p99: stat(&r.p99_latency, op),
+                    p99_9: stat(&r.p999_latency, op),
+                };
+                (op.clone(), s)
+            })
+            .collect();
+        Ok(MakoReport {
+            tps: r.tps,
+            overall_tps: r.overall_tps,
+            run_duration_s: r.run_duration,
+            warmup_duration_s: r.warmup_duration,
+            measured_duration_s: r.total_duration,
+            total_xacts: r.total_xacts,
+            total_conflicts: r.total_conflicts,
+            total_errors: r.total_errors,
+            total_timeouts: r.total_timeouts,
+            samples_tps: raw.samples.iter().map(|s| s.tps).collect(),
+            latency_us,
+        })
+    }
+
+    /// The statistics of whole transactions (mako's `TRANSACTION` operation), when the
+    /// run had any.
+    pub fn transaction_latency(&self) -> Option<&LatencyStats> {
+        self.latency_us.get(TRANSACTION)
+    }
+
+    /// `Err(reason)` when the report is complete but not a valid measurement.
+    pub fn validity(&self) -> Result<(), String> {
+        if self.total_errors > 0 || self.total_timeouts > 0 {
+            return Err(format!(
+                "not a valid measurement: mako counted {} errors and {} timeouts",
+                self.total_errors, self.total_timeouts
+            ));
+        }
+        if !(self.tps.is_finite() && self.tps > 0.0) {
+            return Err(format!("not a valid measurement: TPS is {}", self.tps));
+        }
+        Ok(())
+    }
+}
+
+/// TPS of the last per-second line (`OPS ... TPS Conflicts/s`) mako printed so far, for
+/// progress display; `None` before the first one.
+pub fn last_sample_tps(text: &str) -> Option<f64> {
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with("OPS "))?;
+    let numbers: Vec<f64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    numbers.len().checked_sub(2).map(|i| numbers[i])
+}
+
+/// The summary block of mako's text report; its "Overall TPS" line is printed last, so its
+/// presence means the report is complete.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TextSummary {
+    /// "Overall TPS", TPS (integer).
+    pub overall_tps: u64,
+    pub total_errors: u64,
+    pub total_timeouts: u64,
+}
+
+impl TextSummary {
+    pub fn parse(text: &str) -> Result<TextSummary> {
+        let field = |key: &str| -> Result<u64> {
+            let line = text
+                .lines()
+                .find_map(|l| l.trim_start().strip_prefix(key))
+                .with_context(|| {
+                    format!("no '{key}' line: the run did not finish (killed, or --verbose 0)")
+                })?;
+            let value = line.trim();
+            value
+                .parse()
+                .with_context(|| format!("'{key}' is '{value}', not a whole number"))
+        };
+        Ok(TextSummary {
+            overall_tps: field("Overall TPS:")?,
+            total_errors: field("Total Errors:")?,
+            total_timeouts: field("Total Timeouts:")?,
+        })
+    }
+}
+
+#[derive(Deserialize)]
+struct RawReport {
+    samples: Vec<RawSample>,
+    results: RawResults,
+}
+
+#[derive(Deserialize)]
+struct RawSample {
+    tps: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawResults {
+    run_duration: f64,
+    warmup_duration: f64,
+    total_duration: f64,
+    total_xacts: u64,
+    total_conflicts: u64,
+    total_errors: u64,
+    total_timeouts: u64,
+    #[serde(rename = "overallTPS")]
+    overall_tps: u64,
+    tps: f64,
+    #[serde(default)]
+    num_samples: BTreeMap<String, u64>,
+    #[serde(default)]
+    min_latency: BTreeMap<String, f64>,
+    #[serde(default)]
+    avg_latency: BTreeMap<String, f64>,
+    #[serde(default)]
+    max_latency: BTreeMap<String, f64>,
+    #[serde(default)]
+    median_latency: BTreeMap<String, f64>,
+    #[serde(default)]
+    p95_latency: BTreeMap<String, f64>,
+    #[serde(default)]
+    p99_latency: BTreeMap<String, f64>,
+    #[serde(default, rename = "p99.9Latency")]
+    p999_latency: BTreeMap<String, f64>,
+}
+
+/// FDB's largest key, bytes.
+pub const MAX_KEY_BYTES: u32 = 10_000;
+/// FDB's largest value, bytes.
+pub const MAX_VALUE_BYTES: u32 = 100_000;
+
+/// One operation of a mako transaction spec: its name, count and, for range operations,
+/// the range (`ir3:10`: 3 insert ranges of 10 keys).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxnOp {
+    pub name: &'static str,
+    pub count: u64,
+    pub range: Option<u64>,
+}
+
+/// Parses a mako transaction spec (`-x`) as mako does (`bindings/c/test/mako/mako.cpp`,
+/// `parseTransaction`): operation names matched longest first, an optional count (1 when
+/// omitted), and for range operations `:` an optional `-` (reverse) and the range.
+pub fn transaction_ops(spec: &str) -> Result<Vec<TxnOp>, String> {
+    // In mako's matching order; range operations take ":<range>".
+    const OPS: [(&str, bool); 15] = [
+        ("grv", false),
+        ("gr", true),
+        ("g", false),
+        ("sj", false),
+        ("sgr", true),
+        ("sg", false),
+        ("u", false),
+        ("ir", true),
+        ("i", false),
+        ("o", false),
+        ("cr", true),
+        ("c", false),
+        ("scr", true),
+        ("sc", false),
+        ("bg", true),
+    ];
+    let mut ops = Vec::new();
+    let mut rest = spec;
+    while !rest.is_empty() {
+        let (name, range_op) = OPS
+            .iter()
+            .find(|(n, _)| rest.starts_with(n))
+            .ok_or_else(|| format!("unknown operation at '{rest}'"))?;
+        rest = &rest[name.len()..];
+        // Digits, if any: `Ok(None)` when there are none; too many is an error, not a
+        // silent default.
+        let number = |s: &mut &str| -> Result<Option<u64>, String> {
+            let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+            let digits = &s[..end];
+            *s = &s[end..];
+            if digits.is_empty() {
+                return Ok(None);
+            }
+            digits
+                .parse()
+                .map(Some)
+                .map_err(|_| format!("'{name}{digits}': {digits} is too large"))
+        };
+        let count = number(&mut rest)?.unwrap_or(1);
+        if count == 0 {
+            return Err(format!(
+                "'{name}0': an operation's count must be at least 1"
+            ));
+        }
+        let range = if *range_op {
+            rest = rest
+                .strip_prefix(':')
+                .ok_or_else(|| format!("'{name}' needs ':<range>'"))?;
+            rest = rest.strip_prefix('-').unwrap_or(rest);
+            Some(number(&mut rest)?.ok_or_else(|| format!("'{name}' needs a number after ':'"))?)
+        } else {
+            None
+        };
+        ops.push(TxnOp { name, count, range });
+    }
+    if ops.is_empty() {
+        return Err("it is empty".into());
+    }
+    Ok(ops)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RUN_TXT: &str = include_str!("../testdata/mako-run.txt");
+    const RUN_JSON: &str = include_str!("../testdata/mako.json");
+
+    fn parse(text: &str, json: &str) -> Result<MakoReport> {
+        MakoReport::parse(text, "mako-run.txt", json, "mako.json")
+    }
+
+    #[test]
+    fn real_report_gives_float_tps_samples_and_latency() {
+        let r = parse(RUN_TXT, RUN_JSON).unwrap();
+        assert_eq!(r.tps, 659.89);
+        assert_eq!(r.overall_tps, 659);
+        assert_eq!(
+            (r.run_duration_s, r.warmup_duration_s, r.measured_duration_s),
+            (10.097, 3.021, 7.075)
+        );
+        assert_eq!(r.total_xacts, 4669);
+        assert_eq!(r.samples_tps.len(), 10);
+        assert_eq!(r.samples_tps[0], 847.53);
+        let txn = r.latency_us["TRANSACTION"];
+        assert_eq!((txn.samples, txn.p50, txn.p99), (16, 22147.0, 22147.0));
+        assert_eq!(r.latency_us["GET"].p99, 1411.0);
+        assert!(r.validity().is_ok());
+    }
+
+    #[test]
+    fn report_with_timeouts_is_complete_but_not_valid() {
+        let r = parse(
+            include_str!("../testdata/mako-run-errors.txt"),
+            include_str!("../testdata/mako-errors.json"),
+        )
+        .unwrap();
+        assert_eq!(r.total_timeouts, 2121);
+        let why = r.validity().unwrap_err();
+        assert!(why.contains("2121 timeouts"), "{why}");
+    }
+
+    #[test]
+    fn verbose_zero_run_is_an_error_naming_the_file() {
+        let err = parse(
+            include_str!("../testdata/mako-run-verbose0.txt"),
+            include_str!("../testdata/mako-verbose0.json"),
+        )
+        .unwrap_err();
+        let msg = format!("{err:#}");
+        assert!(msg.contains("mako-run.txt is incomplete"), "{msg}");
+        assert!(msg.contains("Overall TPS"), "{msg}");
+        // The JSON of such a run is invalid on its own too.
+        let err = parse(RUN_TXT, include_str!("../testdata/mako-verbose0.json")).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("mako.json is not valid JSON"),
+            "{err:#}"
+        );
+    }
+
+    #[test]
+    fn truncated_json_of_a_killed_run_is_an_error() {
+        let cut = &RUN_JSON[..RUN_JSON.len() / 2];
+        let err = format!("{:#}", parse(RUN_TXT, cut).unwrap_err());
+        assert!(err.contains("mako.json is not valid JSON"), "{err}");
+        assert!(err.contains("EOF"), "{err}");
+    }
+
+    #[test]
+    fn text_cut_before_the_summary_is_incomplete() {
+        let cut = RUN_TXT.split("Overall TPS").next().unwrap();
+        assert!(parse(cut, RUN_JSON).is_err());
+    }
+
+    #[test]
+    fn repeated_errors_key_in_samples_is_accepted() {
+        let json = RUN_JSON.replacen(
+            r#""tps": 847.53,"#,
+            r#""errors": {"GET": 0}, "tps": 847.53, "errors": {"GET": 0},"#,
+            1,
+        );
+        assert_ne!(json, RUN_JSON);
+        assert_eq!(parse(RUN_TXT, &json).unwrap().samples_tps[0], 847.53);
+    }
+
+    #[test]
+    fn text_and_json_from_different_runs_are_refused() {
+        let text = RUN_TXT.replace("Overall TPS:            659", "Overall TPS:            700");
+        let err = format!("{:#}", parse(&text, RUN_JSON).unwrap_err());
+        assert!(err.contains("disagree"), "{err}");
+    }
+
+    #[test]
+    fn the_last_per_second_tps_is_read_for_progress() {
+        assert_eq!(last_sample_tps(RUN_TXT), Some(646.68));
+        let first = RUN_TXT.lines().take(3).collect::<Vec<_>>().join("\n");
+        assert_eq!(last_sample_tps(&first), Some(847.53));
+        assert_eq!(last_sample_tps(""), None);
+    }
+
+    /// A deterministic stand-in for fuzzing: every prefix of the real reports, and every
+    /// single-byte corruption at a stride, parses to a value or an error, never a panic.
+    #[test]
+    fn parsers_never_panic_on_truncated_or_corrupted_reports() {
+        let status = include_str!("../testdata/status-json-available.json");
+        let trace = include_str!("../testdata/trace-knob-events.txt");
+        for (text, json) in [
+            (RUN_TXT, RUN_JSON),
+            (
+                include_str!("../testdata/mako-run-errors.txt"),
+                include_str!("../testdata/mako-errors.json"),
+            ),
+        ] {
+            for cut in (0..json.len()).filter(|i| json.is_char_boundary(*i)) {
+                let _ = MakoReport::parse(text, "t", &json[..cut], "j");
+            }
+            for cut in (0..text.len()).filter(|i| text.is_char_boundary(*i)) {
+                let _ = MakoReport::parse(&text[..cut], "t", json, "j");
+                let _ = last_sample_tps(&text[..cut]);
+            }
+            for (i, junk) in (0..json.len()).step_by(7).zip(
+                [b'{', b'"', b'9', b'-', b'e', b'}', b' ', b'x']
+                    .iter()
+                    .cycle(),
+            ) {
+                let mut bytes = json.as_bytes().to_vec();
+                bytes[i] = *junk;
+                if let Ok(mutated) = String::from_utf8(bytes) {
+                    if let Ok(r) = MakoReport::parse(text, "t", &mutated, "j") {
+                        let _ = r.validity();
+                    }
+                }
+            }
+        }
+        for cut in (0..status.len())
+            .step_by(3)
+            .filter(|i| status.is_char_boundary(*i))
+        {
+            let _ = crate::status::parse_database_status(&status[..cut]);
+        }
+        for cut in 0..trace.len() {
+            let _ = (
+                crate::trace::knob_problems(&trace[..cut], &trace[..cut]),
+                crate::trace::trace_errors(&trace[..cut], 3),
+            );
+        }
+        for spec in [
+            "",
+            ":",
+            "ir",
+            "ir:",
+            "ir:-",
+            "g99999999999999999999999",
+            "gr1:99999999999999999999999",
+            "\u{e9}",
+        ] {
+            let _ = transaction_ops(spec);
+        }
+    }
+
+    #[test]
+    fn build_mode_text_report_has_a_summary() {
+        let s = TextSummary::parse(include_str!("../testdata/mako-build.txt")).unwrap();
+        assert_eq!(
+            (s.overall_tps, s.total_errors, s.total_timeouts),
+            (401, 0, 0)
+        );
+    }
+}

@@ -1,0 +1,111 @@
+//! fdbserver's trace files (XML, one `<Event .../>` per line, `flow/Trace.cpp`) and
+//! stderr warnings: the errors of a crashed server and the knobs it refused.
+
+/// The last `n` error events (Severity 40, SevError) of fdbserver trace XML, as
+/// `Type (Error: ErrorDescription)`; FDB writes one `<Event .../>` per line
+/// (`flow/Trace.cpp`). For the failure text of a crashed server.
+pub fn trace_errors(trace: &str, n: usize) -> Vec<String> {
+    let attr = |line: &str, key: &str| -> Option<String> {
+        let start = line.find(&format!(" {key}=\""))? + key.len() + 3;
+        Some(line[start..].split('"').next()?.to_string())
+    };
+    let errors: Vec<String> = trace
+        .lines()
+        .filter(|l| attr(l, "Severity").as_deref() == Some("40"))
+        .map(|l| {
+            let kind = attr(l, "Type").unwrap_or_else(|| "?".into());
+            match (attr(l, "Error"), attr(l, "ErrorDescription")) {
+                (Some(e), Some(d)) => format!("{kind} ({e}: {d})"),
+                (Some(e), None) => format!("{kind} ({e})"),
+                _ => kind,
+            }
+        })
+        .collect();
+    errors[errors.len().saturating_sub(n)..].to_vec()
+}
+
+/// Knobs an fdbserver refused, from its stderr and trace files. fdbserver only warns and
+/// runs with the default (`fdbserver/core/ServerKnobs.cpp`, knob setup): on stderr
+/// `WARNING: Invalid knob option 'NAME'` or `WARNING: Invalid value 'V' for knob option
+/// 'NAME'`, in the trace `InvalidKnobName`/`InvalidKnobValue` events with `Knob` and `Value`
+/// attributes. Returns one sentence per refused knob, no duplicates.
+pub fn knob_problems(stderr: &str, trace: &str) -> Vec<String> {
+    let quoted = |s: &str| s.split('\'').nth(1).map(str::to_string);
+    let mut problems = Vec::new();
+    let mut add = |p: String| {
+        if !problems.contains(&p) {
+            problems.push(p);
+        }
+    };
+    for line in stderr.lines().map(str::trim) {
+        if let Some(rest) = line.strip_prefix("WARNING: Invalid knob option ") {
+            if let Some(name) = quoted(rest) {
+                add(format!("unknown knob '{name}'"));
+            }
+        } else if let Some(rest) = line.strip_prefix("WARNING: Invalid value ") {
+            let mut q = rest.split('\'');
+            if let (Some(value), Some(name)) = (q.nth(1), q.nth(1)) {
+                add(format!("invalid value '{value}' for knob '{name}'"));
+            }
+        }
+    }
+    for line in trace.lines() {
+        let attr = |key: &str| {
+            let start = line.find(&format!(" {key}=\""))? + key.len() + 3;
+            Some(line[start..].split('"').next()?.to_string())
+        };
+        match (attr("Type").as_deref(), attr("Knob"), attr("Value")) {
+            (Some("InvalidKnobName"), Some(name), _) => add(format!("unknown knob '{name}'")),
+            (Some("InvalidKnobValue"), Some(name), Some(value)) => {
+                add(format!("invalid value '{value}' for knob '{name}'"))
+            }
+            _ => {}
+        }
+    }
+    problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refused_knobs_are_found_in_real_stderr_and_trace_events() {
+        let stderr = include_str!("../testdata/fdbserver-stderr-invalid-knob.txt");
+        let trace = include_str!("../testdata/trace-knob-events.txt");
+        let want = ["unknown knob 'this_knob_does_not_exist'"];
+        assert_eq!(knob_problems(stderr, ""), want);
+        assert_eq!(knob_problems("", trace), want);
+        assert_eq!(knob_problems(stderr, trace), want, "no duplicates");
+        let bad_value = "WARNING: Invalid value 'lots' for knob option 'page_cache_4k'\n";
+        assert_eq!(
+            knob_problems(bad_value, ""),
+            ["invalid value 'lots' for knob 'page_cache_4k'"]
+        );
+        let event =
+            r#"<Event Severity="30" Type="InvalidKnobValue" Knob="page_cache_4k" Value="lots" />"#;
+        assert_eq!(
+            knob_problems("", event),
+            ["invalid value 'lots' for knob 'page_cache_4k'"]
+        );
+        // ProgramStart's CommandLine names the knob too, but is no refusal.
+        assert!(knob_problems("", trace.lines().nth(1).unwrap()).is_empty());
+    }
+
+    #[test]
+    fn the_last_error_events_of_a_trace_are_named() {
+        let trace = r#"<Event Severity="10" Type="ProgramStart" />
+<Event Severity="40" Type="StorageServerFailed" Error="io_error" ErrorDescription="Disk i/o operation failed" />
+<Event Severity="30" Type="InvalidKnobName" Knob="x" />
+<Event Severity="40" Type="Crash" Signal="11" />"#;
+        assert_eq!(
+            trace_errors(trace, 5),
+            [
+                "StorageServerFailed (io_error: Disk i/o operation failed)",
+                "Crash"
+            ]
+        );
+        assert_eq!(trace_errors(trace, 1), ["Crash"]);
+        assert!(trace_errors(include_str!("../testdata/trace-knob-events.txt"), 5).is_empty());
+    }
+}

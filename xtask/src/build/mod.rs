@@ -1,0 +1,1239 @@
+//! Build stage: an FDB checkout and a revision (or its working tree) -> a build tree with
+//! `bin/fdbserver`, `bin/fdbcli`, `bin/mako`, `lib/libfdb_c.so`.
+//!
+//! `cmake -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_MAKO=ON` (plus `--cmake-arg`s and a
+//! compiler launcher, ccache or sccache, when found), then `ninja fdbserver fdbcli mako
+//! fdb_c` (the FDB targets the gate needs, nothing else), in a cache under the cargo target
+//! dir (`<target>/perfgate/fdb`):
+//!
+//! - `slot-<flags>/`: one per set of configure flags; `src/` is a `git clone --shared` of the
+//!   checkout and `build/` its build dir. Commits are built here one after another: a
+//!   checkout changes only the files that differ, so the second arm of an A/B rebuilds only
+//!   what its diff touches (minutes, not the hours of a cold FDB build on a small host).
+//!   The working tree (the experiment by default: uncommitted changes included) is built
+//!   as a snapshot commit of it (`snapshot`).
+//! - `<commit>-<flags>/`: a commit's tree, the files the gate runs copied out of the slot,
+//!   with `build.log` and `stamp.json`; a second run with the same commit and flags builds
+//!   nothing.
+//!
+//! Every build is bounded in time; its output goes to `build.log`, and a failure shows the
+//! log's tail.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    ffi::OsStr,
+    path::{Path, PathBuf},
+    process::Command,
+    time::{Duration, Instant, SystemTime},
+};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use sha2::Digest;
+use xshell::{cmd, Shell};
+
+pub mod tree;
+
+use crate::{
+    config::{source::SourceConfig, Arm},
+    error::UsageError,
+    process::{tail, Child, PhaseError},
+    results::fs::{json, write},
+};
+
+/// A build passed its time bound: a TIMEOUT, in JUnit too.
+#[derive(Debug, thiserror::Error)]
+#[error("TIMEOUT: {0}")]
+pub struct BuildTimeout(pub String);
+
+/// The targets the gate needs (FDB's CMake target names).
+pub const TARGETS: [&str; 4] = ["fdbserver", "fdbcli", "mako", "fdb_c"];
+
+/// What to build one arm from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// A commit (any git rev syntax, resolved).
+    Revision(String),
+    /// The checkout's working tree, uncommitted changes included.
+    WorkingTree,
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Revision(rev) => write!(f, "revision {rev}"),
+            Source::WorkingTree => f.write_str("the working tree"),
+        }
+    }
+}
+
+/// Configure and build settings shared by both arms.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BuildSettings {
+    /// Extra `cmake` arguments (`--cmake-arg`).
+    pub cmake_args: Vec<String>,
+    /// Parallel jobs for ninja.
+    pub jobs: usize,
+    /// Bound of one build (configure + ninja), seconds.
+    pub timeout_s: u64,
+}
+
+/// How an arm's build tree came to be; recorded in `meta.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// The arm it was built for (set by the caller).
+    pub arm: String,
+    /// The revision asked for (`HEAD~1`, `origin/main`, `working tree`).
+    pub asked: String,
+    /// The commit it resolved to (for the working tree: its HEAD).
+    pub commit: String,
+    /// Uncommitted changes were built (working tree).
+    pub dirty: bool,
+    /// When dirty: the first 12 hex digits of the git tree of the working tree as built
+    /// (tracked changes and untracked, not ignored files); the same changes, the same hash.
+    pub diff_hash: Option<String>,
+    /// The full cmake command line's arguments.
+    pub cmake_args: Vec<String>,
+    /// The environment a configure in a new cache reads that was set and not empty, by
+    /// name (`configure_env`): part of what a cached build is keyed on.
+    #[serde(default)]
+    pub configure_env: BTreeMap<String, String>,
+    /// The compilers cmake was to find, by language (`C`, `CXX`): `<real path>: <first line
+    /// of its --version>` (`compiler_identity`); and under `toolchain file`, the one
+    /// given with its contents' hash (`toolchain_file`). Part of the key too. What cmake
+    /// did use is in the tree's `CMakeCache.txt` (`plan.<arm>.build_config` in `meta.json`).
+    #[serde(default)]
+    pub compilers: BTreeMap<String, String>,
+    /// Wall time of the configure + build that made this tree, seconds; on a cache hit,
+    /// the earlier build's (0 for entries from before this was recorded).
+    pub build_s: f64,
+    /// Whether an earlier build was reused unchanged.
+    pub cache_hit: bool,
+    /// The build tree.
+    pub build_dir: PathBuf,
+    /// The build's log.
+    pub log: PathBuf,
+}
+
+/// Checks that cmake, ninja and a C++ compiler are installed, naming the Debian/Ubuntu
+/// package when one is not.
+pub fn check_tools() -> Result<()> {
+    for (tool, package) in [
+        (
+            "cmake",
+            "cmake (FDB asks for 3.24.2 or newer; `pip install cmake` has the latest)",
+        ),
+        ("ninja", "ninja-build"),
+        ("git", "git"),
+    ] {
+        if which::which(tool).is_err() {
+            return Err(UsageError(format!(
+                "{tool} is not installed: apt-get install {package}"
+            ))
+            .into());
+        }
+    }
+    if ["c++", "clang++", "g++"]
+        .iter()
+        .all(|c| which::which(c).is_err())
+    {
+        return Err(
+            UsageError("no C++ compiler found: apt-get install clang (or g++)".into()).into(),
+        );
+    }
+    Ok(())
+}
+
+/// The default baseline: the merge base of HEAD with the upstream main branch (the first
+/// of `origin/main`, `upstream/main`, `origin/master`, `main` that exists).
+pub fn default_baseline(sh: &Shell, src: &Path) -> Result<String> {
+    for upstream in ["origin/main", "upstream/main", "origin/master", "main"] {
+        if let Ok(base) = cmd!(sh, "git -C {src} merge-base HEAD {upstream}")
+            .quiet()
+            .ignore_stderr()
+            .read()
+        {
+            return Ok(base.trim().to_string());
+        }
+    }
+    Err(UsageError(format!(
+        "cannot find the merge base of HEAD in {} with origin/main, upstream/main, origin/master \
+         or main: give --baseline REV{}",
+        src.display(),
+        shallow_hint(sh, src)
+    ))
+    .into())
+}
+
+/// For errors about missing commits: a note when the checkout is shallow, else "".
+fn shallow_hint(sh: &Shell, src: &Path) -> &'static str {
+    let shallow = cmd!(sh, "git -C {src} rev-parse --is-shallow-repository")
+        .quiet()
+        .ignore_stderr()
+        .read()
+        .is_ok_and(|v| v.trim() == "true");
+    if shallow {
+        " (the checkout is shallow: fetch more history, e.g. `git fetch --deepen 1000` or \
+         `git fetch --unshallow`)"
+    } else {
+        ""
+    }
+}
+
+/// Builds `source` of the checkout `src` under `cache`, or reuses an earlier build.
+pub fn build(
+    sh: &Shell,
+    src: &Path,
+    source: &Source,
+    settings: &BuildSettings,
+    cache: &Path,
+) -> Result<Provenance> {
+    let head = |rev: &str| -> Result<String> {
+        let spec = format!("{rev}^{{commit}}");
+        let out = cmd!(sh, "git -C {src} rev-parse --verify {spec}")
+            .quiet()
+            .ignore_stderr()
+            .read()
+            .map_err(|_| {
+                UsageError(format!(
+                    "'{rev}' is not a revision of {}{}",
+                    src.display(),
+                    shallow_hint(sh, src)
+                ))
+            })?;
+        Ok(out.trim().to_string())
+    };
+    let mut cmake_args = vec![
+        "-G".to_string(),
+        "Ninja".into(),
+        "-DCMAKE_BUILD_TYPE=Release".into(),
+        "-DBUILD_MAKO=ON".into(),
+    ];
+    let launcher = ["ccache", "sccache"]
+        .into_iter()
+        .find(|l| which::which(l).is_ok());
+    if let Some(launcher) = launcher {
+        cmake_args.push(format!("-DCMAKE_C_COMPILER_LAUNCHER={launcher}"));
+        cmake_args.push(format!("-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}"));
+    }
+    cmake_args.extend(settings.cmake_args.iter().cloned());
+    let (asked, commit) = match source {
+        Source::Revision(rev) => (rev.clone(), head(rev)?),
+        Source::WorkingTree => ("working tree".to_string(), head("HEAD")?),
+    };
+    if is_partial_clone(sh, src) {
+        return Err(UsageError(format!(
+            "{} is a partial clone (git clone --filter): the gate checks out revisions from its \
+             objects and some are missing; fetch them (`git -C {0} config --unset \
+             remote.origin.partialclonefilter && git -C {0} fetch --refetch origin`) or use a \
+             full clone",
+            src.display()
+        ))
+        .into());
+    }
+    // The working tree is built as a snapshot commit of it (`snapshot`), like a revision.
+    let (built, dirty, diff_hash) = match source {
+        Source::Revision(_) => (commit.clone(), false, None),
+        Source::WorkingTree => match snapshot(sh, src, &commit, cache)? {
+            None => (commit.clone(), false, None),
+            Some((snap, tree)) => (snap, true, Some(tree[..12].to_string())),
+        },
+    };
+    let Key {
+        configure_env,
+        compilers,
+        flags,
+    } = Key::of(sh, src, &built, &cmake_args);
+    // Built one after another in one slot per set of configure flags (a clone of the
+    // checkout and its build dir, at a fixed path); the tree's files are then copied into
+    // an entry per commit.
+    let slot = cache.join(format!("slot-{flags}"));
+    let tree = cache.join(format!("{}-{flags}", &built[..12]));
+    let (source_dir, build_dir) = (slot.join("src"), slot.join("build"));
+    let log = tree.join("build.log");
+    let stamp = tree.join("stamp.json");
+    let mut provenance = Provenance {
+        arm: String::new(),
+        asked,
+        commit: commit.clone(),
+        dirty,
+        diff_hash,
+        cmake_args: cmake_args.clone(),
+        configure_env,
+        compilers,
+        build_s: 0.0,
+        cache_hit: false,
+        build_dir: tree.clone(),
+        log: log.clone(),
+    };
+    // The stamp is written last and removed before a rebuild: with it, the entry is whole.
+    let built_already = || stamp.is_file() && TREE_FILES.iter().all(|f| tree.join(f).is_file());
+    if built_already() {
+        return Ok(cache_hit(provenance, &stamp));
+    }
+    for dir in [&build_dir, &tree] {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    // One build per slot at a time: two gates on one host may want the same commit; the
+    // second waits, then finds it built.
+    let lock = std::fs::File::create(slot.join("lock"))
+        .with_context(|| format!("cannot create {}", slot.join("lock").display()))?;
+    let _lock = match nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+        Ok(l) => l,
+        Err((lock, _)) => {
+            eprintln!(
+                "waiting for another gate's build in {} (one build per slot at a time) ...",
+                slot.display()
+            );
+            nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive)
+                .map_err(|(_, e)| anyhow::anyhow!("cannot lock {}: {e}", slot.display()))?
+        }
+    };
+    if built_already() {
+        return Ok(cache_hit(provenance, &stamp));
+    }
+    // A gate killed mid-build (SIGKILL) leaves ninja's compile jobs running, each in its
+    // own process group: they would write the old revision's objects into this build.
+    for (pid, command) in crate::process::kill_mentioning(&slot) {
+        eprintln!("killed {pid}, left from an earlier build in the slot: {command}");
+    }
+    let _ = std::fs::remove_file(&stamp);
+    let _ = std::fs::remove_file(&log);
+    // An entry from before slots held a whole source and build tree.
+    for old in ["src", "build"] {
+        let _ = std::fs::remove_dir_all(tree.join(old));
+    }
+    let started = Instant::now();
+    checkout(src, &built, &source_dir)?;
+    let deadline = started + Duration::from_secs(settings.timeout_s);
+    // Every build configures, without the cache the commit before left: FDB's configure
+    // writes the source version (the commit) into the build, and cache defaults
+    // (`option()`, `set(... CACHE)`) must be this commit's. Only `CMakeCache.txt` goes, not
+    // `cmake --fresh`, which also deletes `CMakeFiles/` and with it the objects of targets
+    // in the top directory. Files configure regenerates unchanged keep their times, so
+    // this rebuilds nothing by itself.
+    let _ = std::fs::remove_file(build_dir.join("CMakeCache.txt"));
+    let mut configure = Command::new("cmake");
+    configure
+        .arg("-S")
+        .arg(&source_dir)
+        .arg("-B")
+        .arg(&build_dir)
+        .args(&cmake_args);
+    step(
+        "cmake configure",
+        configure,
+        &log,
+        deadline,
+        settings.timeout_s,
+        |_| {},
+    )?;
+    let mut ninja = Command::new("ninja");
+    ninja
+        .arg("-C")
+        .arg(&build_dir)
+        .arg(format!("-j{}", settings.jobs))
+        .args(TARGETS);
+    let mut progress = NinjaProgress::new();
+    step("ninja", ninja, &log, deadline, settings.timeout_s, |out| {
+        progress.update(out)
+    })?;
+    progress.bar.finish_and_clear();
+    copy_tree(&build_dir, &tree)?;
+    // FDB's configure puts the checked-out commit into the binaries (`fdbserver --version`,
+    // "source version"): any other commit means a file this build did not replace.
+    let version = tree::FdbTree::open(&tree)?.version(sh)?;
+    if version.source_version != built {
+        bail!(
+            "{} reports source version {}, but commit {built} was built: the build left an \
+             older file in place (delete {} and run again), or this tree does not take its \
+             source version from git as FDB's configure does",
+            tree.join("bin/fdbserver").display(),
+            version.source_version,
+            slot.display()
+        );
+    }
+    provenance.build_s = started.elapsed().as_secs_f64();
+    let when = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    write(&stamp, &json(&(&provenance, &built, when)))?;
+    Ok(provenance)
+}
+
+/// The files of a build tree the gate uses: what a revision's cache entry keeps.
+const TREE_FILES: [&str; 5] = [
+    "bin/fdbserver",
+    "bin/fdbcli",
+    "bin/mako",
+    "lib/libfdb_c.so",
+    "CMakeCache.txt",
+];
+
+/// Whether the checkout is a partial clone (`git clone --filter`), whose missing objects
+/// a clone of it cannot read.
+fn is_partial_clone(sh: &Shell, src: &Path) -> bool {
+    // Older git marks it with `extensions.partialClone`, newer with the remote's filter
+    // (`remote.<r>.partialclonefilter`, unset by the fix the error gives).
+    let pattern = r"^(extensions\.partialclone|remote\..*\.partialclonefilter)$";
+    cmd!(sh, "git -C {src} config --get-regexp {pattern}")
+        .quiet()
+        .ignore_stderr()
+        .read()
+        .is_ok_and(|v| v.lines().any(|l| !l.trim_end().ends_with(" false")))
+}
+
+/// The working tree of `src` as a commit on top of `head`, when it differs from `head`:
+/// `(commit, tree)`. Tracked changes and untracked files that are not ignored go into a
+/// tree through a temporary copy of the index (`git add -A`, `git write-tree`), then a
+/// commit with fixed author and date, so the same changes give the same commit and a
+/// second run finds them built. Writes only objects into the checkout's repository: no
+/// ref, its index and files untouched.
+fn snapshot(sh: &Shell, src: &Path, head: &str, cache: &Path) -> Result<Option<(String, String)>> {
+    let index = cmd!(
+        sh,
+        "git -C {src} rev-parse --path-format=absolute --git-path index"
+    )
+    .quiet()
+    .read()
+    .context("cannot find the checkout's git index")?;
+    std::fs::create_dir_all(cache).with_context(|| format!("cannot create {}", cache.display()))?;
+    let tmp = tempfile::Builder::new()
+        .prefix("index-")
+        .tempfile_in(cache)
+        .context("cannot create a temporary git index")?;
+    // A copy keeps the index's file times: only changed files are hashed again.
+    if Path::new(index.trim()).is_file() {
+        std::fs::copy(index.trim(), tmp.path()).context("cannot copy the git index")?;
+    }
+    let tmp_index = tmp.path();
+    let _env = sh.push_env("GIT_INDEX_FILE", tmp_index);
+    cmd!(sh, "git -C {src} add --all")
+        .quiet()
+        .run()
+        .context("cannot snapshot the working tree (git add --all on a temporary index)")?;
+    let tree = cmd!(sh, "git -C {src} write-tree").quiet().read()?;
+    let head_spec = format!("{head}^{{tree}}");
+    let head_tree = cmd!(sh, "git -C {src} rev-parse {head_spec}")
+        .quiet()
+        .read()?;
+    if tree.trim() == head_tree.trim() {
+        return Ok(None);
+    }
+    let tree = tree.trim().to_string();
+    let fixed = "perfgate";
+    let _a = sh.push_env("GIT_AUTHOR_NAME", fixed);
+    let _b = sh.push_env("GIT_AUTHOR_EMAIL", "perfgate@localhost");
+    let _c = sh.push_env("GIT_AUTHOR_DATE", "1700000000 +0000");
+    let _d = sh.push_env("GIT_COMMITTER_NAME", fixed);
+    let _e = sh.push_env("GIT_COMMITTER_EMAIL", "perfgate@localhost");
+    let _f = sh.push_env("GIT_COMMITTER_DATE", "1700000000 +0000");
+    let message = "perfgate: the working tree";
+    let commit = cmd!(sh, "git -C {src} commit-tree {tree} -p {head} -m {message}")
+        .quiet()
+        .read()
+        .context("cannot snapshot the working tree (git commit-tree)")?;
+    Ok(Some((commit.trim().to_string(), tree)))
+}
+
+/// Puts `commit` of the checkout `src` into `dest`, a `git clone --shared` of it (objects
+/// are read from the checkout; nothing is written there). `git checkout` rewrites only the
+/// files that differ from the commit built before, so ninja rebuilds only what changed, and
+/// every path stays the same: FDB compiles each file with its absolute path in a macro
+/// (`-DCOMPILATION_UNIT=<path>`, `cmake/FlowCommands.cmake`) and its actor compiler writes
+/// absolute paths into the files it generates (`#line`, `flow/actorcompiler`), so at
+/// another path no compiler-cache entry would match.
+fn checkout(src: &Path, commit: &str, dest: &Path) -> Result<()> {
+    use std::ffi::OsStr;
+    fn strs(args: &[&'static str]) -> Vec<&'static OsStr> {
+        args.iter().map(|a| OsStr::new(*a)).collect()
+    }
+    let update = || -> Result<(), String> {
+        let _ = std::fs::remove_file(dest.join(".git/index.lock"));
+        git(
+            dest,
+            &strs(&["checkout", "--quiet", "--force", "--detach"]),
+            &[commit],
+        )?;
+        git(dest, &strs(&["clean", "--quiet", "-ffdx"]), &[]).map(drop)
+    };
+    let clone = || -> Result<(), String> {
+        let _ = std::fs::remove_dir_all(dest);
+        let mut args = strs(&["-c", "init.defaultBranch=perfgate", "clone", "--quiet"]);
+        args.extend(strs(&["--shared", "--no-checkout"]));
+        args.extend([src.as_os_str(), dest.as_os_str()]);
+        git(src, &args, &[]).map(drop)
+    };
+    // git ignores --shared for a shallow checkout and copies it; the clone reads the
+    // checkout's objects anyway (alternates), so that later commits and the working-tree
+    // snapshot, which no ref names, can be checked out.
+    let share = || -> Result<(), String> {
+        let args = strs(&[
+            "rev-parse",
+            "--path-format=absolute",
+            "--git-path",
+            "objects",
+        ]);
+        let Ok(objects) = git(src, &args, &[]) else {
+            return Ok(());
+        };
+        let alternates = dest.join(".git/objects/info/alternates");
+        let listed = std::fs::read_to_string(&alternates).unwrap_or_default();
+        if listed.lines().any(|l| l.trim() == objects) {
+            return Ok(());
+        }
+        std::fs::create_dir_all(dest.join(".git/objects/info"))
+            .and_then(|()| std::fs::write(&alternates, format!("{listed}{objects}\n")))
+            .map_err(|e| format!("cannot write {}: {e}", alternates.display()))
+    };
+    if !dest.join(".git").exists() {
+        clone().map_err(|e| anyhow::anyhow!("cannot clone {}: {e}", src.display()))?;
+    }
+    share().map_err(|e| anyhow::anyhow!(e))?;
+    // A clone that still cannot see the commit: fetch the checkout's refs; a clone broken
+    // otherwise: clone again (everything rebuilds).
+    update()
+        .or_else(|_| {
+            let mut args = strs(&["fetch", "--quiet"]);
+            args.push(src.as_os_str());
+            let refs = ["+HEAD:refs/perfgate/head", "+refs/*:refs/perfgate/all/*"];
+            git(dest, &args, &refs)?;
+            update()
+        })
+        .or_else(|_| clone().and_then(|()| share()).and_then(|()| update()))
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "cannot check out {commit} of {} in {}: {e}",
+                src.display(),
+                dest.display()
+            )
+        })
+}
+
+/// `git -C <dir> <args> <more>`: its stdout (trimmed), or its stderr as the error (shown
+/// only when every way of getting a checkout failed).
+fn git(dir: &Path, args: &[&std::ffi::OsStr], more: &[&str]) -> Result<String, String> {
+    let o = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .args(more)
+        .output()
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    if o.status.success() {
+        Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
+    } else {
+        Err(String::from_utf8_lossy(&o.stderr).trim().to_string())
+    }
+}
+
+/// Copies [`TREE_FILES`] and cmake's record of the compiler from the build dir into a
+/// revision's entry (following symlinks: the entry must not change when the slot builds
+/// the next revision).
+fn copy_tree(build_dir: &Path, tree: &Path) -> Result<()> {
+    let compilers = ["C", "CXX"].into_iter().filter_map(|lang| {
+        let f = tree::compiler_file(build_dir, lang)?;
+        Some(f.strip_prefix(build_dir).ok()?.to_path_buf())
+    });
+    for f in TREE_FILES.iter().map(PathBuf::from).chain(compilers) {
+        let (from, to) = (build_dir.join(&f), tree.join(&f));
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        // Removed first: a running gate may still execute the old file (ETXTBSY).
+        let _ = std::fs::remove_file(&to);
+        std::fs::copy(&from, &to)
+            .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
+    }
+    Ok(())
+}
+
+/// Runs one build step bounded by `deadline`, appending its output to `log`; a failure
+/// names the step and shows the log's tail.
+/// Runs one build step with its output in a file beside `log` (appended to `log` at the
+/// end); `watch` gets that file's path every poll, e.g. for progress.
+fn step(
+    name: &str,
+    cmd: Command,
+    log: &Path,
+    deadline: Instant,
+    bound_s: u64,
+    mut watch: impl FnMut(&Path),
+) -> Result<()> {
+    let out = log.with_extension(format!("{}.log", name.replace(' ', "-")));
+    let mut child = Child::spawn(name, cmd, &out, &out.with_extension("err"))?;
+    let status = child.wait_until(deadline, Duration::from_secs(bound_s), || {
+        watch(&out);
+        Ok(())
+    });
+    // One log: each step's stdout then stderr, appended.
+    let mut text = std::fs::read_to_string(log).unwrap_or_default();
+    for f in [&out, &out.with_extension("err")] {
+        text += &std::fs::read_to_string(f).unwrap_or_default();
+        let _ = std::fs::remove_file(f);
+    }
+    std::fs::write(log, &text).with_context(|| format!("cannot write {}", log.display()))?;
+    match status {
+        Ok(s) if s.success() => Ok(()),
+        Ok(s) => bail!(
+            "{name} failed ({s}); the end of {}:\n{}",
+            log.display(),
+            tail(log, 25)
+        ),
+        Err(PhaseError::Timeout(..)) => Err(BuildTimeout(format!(
+            "{name} did not finish within {bound_s} s (--timeout-build); see {}",
+            log.display()
+        ))
+        .into()),
+        Err(e) => bail!("{name}: {e}; see {}", log.display()),
+    }
+}
+
+/// Build progress from ninja's status lines (`[166/572] Building CXX object ...`): a bar
+/// on a terminal, else a line every [`NinjaProgress::EVERY`] for CI logs.
+struct NinjaProgress {
+    bar: indicatif::ProgressBar,
+    started: Instant,
+    read: Instant,
+    printed: Instant,
+}
+
+impl NinjaProgress {
+    /// Interval of the plain progress lines when stderr is not a terminal.
+    const EVERY: Duration = Duration::from_secs(300);
+
+    fn new() -> NinjaProgress {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "  ninja {bar:30} {pos}/{len} steps, {elapsed} so far, ~{eta} left",
+            )
+            .expect("valid template"),
+        );
+        let now = Instant::now();
+        NinjaProgress {
+            bar,
+            started: now,
+            read: now,
+            printed: now,
+        }
+    }
+
+    /// Reads the end of ninja's output `out` (at most once a second).
+    fn update(&mut self, out: &Path) {
+        if self.read.elapsed() < Duration::from_secs(1) {
+            return;
+        }
+        self.read = Instant::now();
+        let Some((done, total)) = ninja_progress(&tail(out, 50)) else {
+            return;
+        };
+        self.bar.set_length(total);
+        self.bar.set_position(done);
+        if self.bar.is_hidden() && self.printed.elapsed() >= Self::EVERY {
+            self.printed = Instant::now();
+            eprintln!(
+                "  ninja: {done}/{total} steps after {} min",
+                self.started.elapsed().as_secs() / 60
+            );
+        }
+    }
+}
+
+/// The last `[done/total]` status line in ninja's output; `None` before the first.
+fn ninja_progress(text: &str) -> Option<(u64, u64)> {
+    text.lines().rev().find_map(|line| {
+        let (counts, _) = line.strip_prefix('[')?.split_once(']')?;
+        let (done, total) = counts.split_once('/')?;
+        Some((done.trim().parse().ok()?, total.trim().parse().ok()?))
+    })
+}
+
+/// What a build of a commit is cached under, and the inputs it was made from.
+struct Key {
+    /// [`Provenance::configure_env`].
+    configure_env: BTreeMap<String, String>,
+    /// [`Provenance::compilers`].
+    compilers: BTreeMap<String, String>,
+    /// The 8 hex digits naming the slot and the commit's entry ([`flags_key`]).
+    flags: String,
+}
+
+impl Key {
+    /// The key of `commit` of `src` configured with `cmake_args` in this process's
+    /// environment: what the configure reads, but compiler launchers (they change how
+    /// objects are made, not what they are: hosts with and without ccache share builds).
+    fn of(sh: &Shell, src: &Path, commit: &str, cmake_args: &[String]) -> Key {
+        let vars = std::env::vars_os().filter_map(|(name, value)| {
+            // A value that is not UTF-8 keeps its bytes, escaped (`\xff`).
+            let value = value.into_string().unwrap_or_else(|v| format!("{v:?}"));
+            Some((name.into_string().ok()?, value))
+        });
+        let configure_env = configure_env(vars, &env_options(sh, src, commit));
+        let path = std::env::var_os("PATH");
+        let mut compilers: BTreeMap<String, String> = [
+            ("C", "CC", &["cc", "gcc", "clang"][..]),
+            ("CXX", "CXX", &["CC", "c++", "g++", "clang++"][..]),
+        ]
+        .into_iter()
+        .map(|(lang, var, defaults)| {
+            let identity = compiler_identity(
+                cmake_args,
+                lang,
+                configure_env.get(var),
+                defaults,
+                path.as_deref(),
+            );
+            (lang.to_string(), identity)
+        })
+        .collect();
+        if let Some(toolchain) = toolchain_file(cmake_args, &configure_env) {
+            compilers.insert("toolchain file".into(), toolchain);
+        }
+        let keyed_args: Vec<&String> = cmake_args.iter().filter(|a| !is_launcher_arg(a)).collect();
+        let mut keyed_env = configure_env.clone();
+        for name in ["CC", "CXX"] {
+            match keyed_env.get(name).and_then(|v| compiler_env_args(v)) {
+                Some(args) => keyed_env.insert(name.to_string(), args),
+                None => keyed_env.remove(name),
+            };
+        }
+        let flags = flags_key(&keyed_args, &keyed_env, &compilers);
+        Key {
+            configure_env,
+            compilers,
+            flags,
+        }
+    }
+}
+
+/// The environment variables cmake reads when it makes a new cache, besides its own
+/// `CMAKE_*` ones: the compilers and the flags it starts `CMAKE_<LANG>_FLAGS` and the linker
+/// flags from (cmake-env-variables(7), "Environment Variables for Languages", `LDFLAGS`).
+/// The gate deletes the slot's cache before each configure, so these matter on every build.
+const COMPILER_ENV: [&str; 7] = [
+    "CC", "CXX", "CFLAGS", "CXXFLAGS", "LDFLAGS", "ASM", "ASMFLAGS",
+];
+
+/// cmake's own environment variables that do not change what is built: parallelism,
+/// output, the launcher, and those the gate's arguments override (`-G`, the build type).
+const CMAKE_ENV_NOT_BUILT: [&str; 8] = [
+    "CMAKE_BUILD_PARALLEL_LEVEL",
+    "CMAKE_COLOR_DIAGNOSTICS",
+    "CMAKE_EXPORT_COMPILE_COMMANDS",
+    "CMAKE_NO_VERBOSE",
+    "CMAKE_C_COMPILER_LAUNCHER",
+    "CMAKE_CXX_COMPILER_LAUNCHER",
+    "CMAKE_GENERATOR",
+    "CMAKE_BUILD_TYPE",
+];
+
+/// Variables FDB's cmake files name that do not change what is built: the dynamic
+/// loader's path, which FDB only extends for its own test runs
+/// (`cmake/ConfigureCompiler.cmake`) and which `cargo run` sets for the gate itself (its
+/// target dir and toolchain), the user's name (`documentation/CMakeLists.txt`), and
+/// `USE_CCACHE`, a compiler launcher.
+const FDB_ENV_NOT_BUILT: [&str; 5] = [
+    "LD_LIBRARY_PATH",
+    "DYLD_LIBRARY_PATH",
+    "USER",
+    "USERNAME",
+    "USE_CCACHE",
+];
+
+/// The environment, of `vars` (name, value), that a configure in a new cache reads:
+/// [`COMPILER_ENV`], cmake's `CMAKE_*` variables (e.g. `CMAKE_TOOLCHAIN_FILE`) but
+/// [`CMAKE_ENV_NOT_BUILT`], set and not empty; and `fdb_options`, the names FDB's
+/// configure reads ([`env_options`]) but [`FDB_ENV_NOT_BUILT`], when set (empty too:
+/// `env_set` takes it).
+fn configure_env(
+    vars: impl IntoIterator<Item = (String, String)>,
+    fdb_options: &BTreeSet<String>,
+) -> BTreeMap<String, String> {
+    vars.into_iter()
+        .filter(|(name, value)| {
+            // FDB's `env_set` takes a defined variable's value, empty too.
+            (fdb_options.contains(name) && !FDB_ENV_NOT_BUILT.contains(&name.as_str()))
+                || (!value.is_empty()
+                    && (COMPILER_ENV.contains(&name.as_str())
+                        || (name.starts_with("CMAKE_")
+                            && !CMAKE_ENV_NOT_BUILT.contains(&name.as_str()))))
+        })
+        .collect()
+}
+
+/// The environment variables the cmake files of `commit` read: those FDB's
+/// `env_set(NAME default type doc)` reads (`cmake/CompilerChecks.cmake`; `USE_JEMALLOC`,
+/// `USE_LD`, `USE_LIBCXX`, `PROFILE_INSTR_USE`, ...), which change the build as a `-D`
+/// does, and those named `$ENV{NAME}` (`jemalloc_ROOT` and the like in its `Find*.cmake`).
+/// Empty for a tree without them.
+fn env_options(sh: &Shell, src: &Path, commit: &str) -> BTreeSet<String> {
+    let pattern = r"env_set\([A-Za-z0-9_]+|ENV\{[A-Za-z0-9_]+\}";
+    let out = cmd!(
+        sh,
+        "git -C {src} grep -h -o -E {pattern} {commit} -- *.cmake *CMakeLists.txt"
+    )
+    .quiet()
+    .ignore_status()
+    .ignore_stderr()
+    .read()
+    .unwrap_or_default();
+    out.lines()
+        .filter_map(|l| {
+            let name = l
+                .strip_prefix("env_set(")
+                .or_else(|| l.strip_prefix("ENV{")?.strip_suffix('}'))?;
+            Some(name.to_string())
+        })
+        .collect()
+}
+
+/// Compiler launchers: `ccache`'s and `sccache`'s own binaries, also when a compiler's
+/// name links to them (Debian's `/usr/lib/ccache` directory on PATH).
+const LAUNCHERS: [&str; 2] = ["ccache", "sccache"];
+
+/// The value the last `-D<name>=` or `-D<name>:<TYPE>=` of `cmake_args` gives `name` (the
+/// one cmake keeps).
+fn last_define(cmake_args: &[String], name: &str) -> Option<String> {
+    cmake_args.iter().rev().find_map(|a| {
+        let (given, value) = a.strip_prefix("-D")?.split_once('=')?;
+        (given.split(':').next() == Some(name)).then(|| value.to_string())
+    })
+}
+
+/// Whether `arg` sets a compiler launcher (`-DCMAKE_<LANG>_COMPILER_LAUNCHER[:TYPE]=`).
+fn is_launcher_arg(arg: &str) -> bool {
+    arg.split_once('=').is_some_and(|(name, _)| {
+        let name = name.split(':').next().unwrap_or(name);
+        name.starts_with("-DCMAKE_") && name.ends_with("_COMPILER_LAUNCHER")
+    })
+}
+
+/// The first executable `name` resolves to (on `search_path`, PATH's value, when it has no
+/// `/`), by real path,
+/// that is not a launcher: behind Debian's ccache links, the compiler ccache runs (the
+/// next of that name on PATH). `None` when there is none.
+fn real_compiler(name: &str, search_path: Option<&OsStr>) -> Option<PathBuf> {
+    let launcher = |p: &Path| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| LAUNCHERS.contains(&n))
+    };
+    which::which_in_all(name, search_path, std::env::current_dir().ok()?)
+        .ok()?
+        .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
+        .find(|p| !launcher(p))
+}
+
+/// The compiler cmake will find for `lang` (`C`, `CXX`), as `<real path>: <first line of
+/// its --version>`: the last `-DCMAKE_<lang>_COMPILER` in `cmake_args`, else `env`
+/// (`CC`/`CXX`; its first word that is not a launcher, as in `CXX="ccache g++"`), else the
+/// first of `defaults` (cmake's own search order, `CMakeDetermine<lang>Compiler.cmake`) on
+/// PATH; launchers are seen through ([`real_compiler`]). The real path sees through
+/// `update-alternatives` and `c++` links, the version line through an upgrade in place.
+/// The name as given when it is not found (cmake will say so). A toolchain file may choose
+/// another ([`toolchain_file`] keys it; the tree's `CMakeCache.txt` has what cmake used).
+fn compiler_identity(
+    cmake_args: &[String],
+    lang: &str,
+    env: Option<&String>,
+    defaults: &[&str],
+    search_path: Option<&OsStr>,
+) -> String {
+    let asked: Vec<String> = match last_define(cmake_args, &format!("CMAKE_{lang}_COMPILER")) {
+        Some(value) => vec![value],
+        None => env
+            .map(|e| e.split_whitespace().map(str::to_string).collect())
+            .unwrap_or_default(),
+    };
+    let names: Vec<String> = if asked.is_empty() {
+        defaults.iter().map(|d| d.to_string()).collect()
+    } else {
+        asked.clone()
+    };
+    let Some(path) = names.iter().find_map(|n| real_compiler(n, search_path)) else {
+        return asked
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "(none found)".to_string());
+    };
+    let version = version_line(&path, Duration::from_secs(10));
+    format!("{}: {version}", path.display())
+}
+
+/// The first line `compiler --version` prints (stdout, else stderr), within `bound` (a
+/// wrapper that hangs must not hang the gate before its build's bound applies); empty when
+/// it fails or takes longer.
+fn version_line(compiler: &Path, bound: Duration) -> String {
+    let run = || -> Option<String> {
+        let dir = tempfile::tempdir().ok()?;
+        let (out, err) = (dir.path().join("out"), dir.path().join("err"));
+        let mut cmd = Command::new(compiler);
+        cmd.arg("--version");
+        let mut child = Child::spawn("compiler --version", cmd, &out, &err).ok()?;
+        child
+            .wait_until(Instant::now() + bound, bound, || Ok(()))
+            .ok()?;
+        let text = std::fs::read_to_string(&out)
+            .ok()
+            .filter(|t| !t.trim().is_empty())
+            .or_else(|| std::fs::read_to_string(&err).ok())?;
+        text.lines().next().map(str::to_string)
+    };
+    run().unwrap_or_default()
+}
+
+/// `CC`/`CXX` as keyed: the words after the compiler and any launcher before it (`-m32` of
+/// `CXX="ccache g++ -m32"`), since the compiler itself is keyed by what it is
+/// ([`compiler_identity`]): `g++`, `/usr/bin/g++` and `ccache g++` are one build. `None`
+/// when nothing follows.
+fn compiler_env_args(value: &str) -> Option<String> {
+    let launcher = |w: &&str| {
+        Path::new(w)
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| LAUNCHERS.contains(&n))
+    };
+    let args: Vec<&str> = value
+        .split_whitespace()
+        .skip_while(launcher)
+        .skip(1)
+        .collect();
+    (!args.is_empty()).then(|| args.join(" "))
+}
+
+/// The toolchain file a configure reads (the last `-DCMAKE_TOOLCHAIN_FILE` argument, else
+/// the `CMAKE_TOOLCHAIN_FILE` environment variable), as `<path>: sha256 <first 16 hex>` of
+/// its contents, since it can choose the compilers and flags; `unreadable` when it cannot
+/// be read here (cmake will say why). `None` without one.
+fn toolchain_file(cmake_args: &[String], env: &BTreeMap<String, String>) -> Option<String> {
+    let path = last_define(cmake_args, "CMAKE_TOOLCHAIN_FILE")
+        .or_else(|| env.get("CMAKE_TOOLCHAIN_FILE").cloned())?;
+    let contents = match std::fs::read(&path) {
+        Ok(bytes) => {
+            let digest = sha2::Sha256::digest(&bytes);
+            let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+            format!("sha256 {hex}")
+        }
+        Err(_) => "unreadable".to_string(),
+    };
+    Some(format!("{path}: {contents}"))
+}
+
+/// The 8 hex digits naming a slot and its entries: the first of the SHA-256 of the cmake
+/// arguments, the configure environment and the compilers' identities, the same with every
+/// Rust toolchain (std's `DefaultHasher` may change between releases).
+fn flags_key(
+    cmake_args: &[&String],
+    env: &BTreeMap<String, String>,
+    compilers: &BTreeMap<String, String>,
+) -> String {
+    let text = serde_json::json!({"cmake_args": cmake_args, "compilers": compilers, "env": env})
+        .to_string();
+    let digest = sha2::Sha256::digest(text.as_bytes());
+    digest[..4].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `provenance` for an entry built earlier: its build time is the one its stamp records.
+fn cache_hit(mut provenance: Provenance, stamp: &Path) -> Provenance {
+    provenance.cache_hit = true;
+    provenance.build_s = std::fs::read_to_string(stamp)
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .and_then(|v| v[0]["build_s"].as_f64())
+        .unwrap_or(0.0);
+    provenance
+}
+
+/// Builds `arms` from `--fdb-src`, in order: the baseline at `--baseline` (default: the
+/// merge base with upstream main), the experiment at `--experiment` (default: the working
+/// tree). Prints a line per arm to stderr as it starts and ends.
+pub fn build_arms(
+    sh: &Shell,
+    config: &SourceConfig,
+    arms: &[Arm],
+) -> Result<Vec<(Arm, Provenance)>> {
+    check_tools()?;
+    let src = &config.fdb_src;
+    let settings = BuildSettings {
+        cmake_args: config.cmake_args.clone(),
+        jobs: config.jobs,
+        timeout_s: config.timeout_s,
+    };
+    let cache = crate::results::fs::target_dir()?
+        .join("perfgate")
+        .join("fdb");
+    let mut built = Vec::new();
+    for &arm in arms {
+        let source = match (arm, &config.baseline_rev, &config.experiment_rev) {
+            (Arm::Baseline, Some(rev), _) | (Arm::Experiment, _, Some(rev)) => {
+                Source::Revision(rev.clone())
+            }
+            (Arm::Baseline, None, _) => Source::Revision(default_baseline(sh, src)?),
+            (Arm::Experiment, _, None) => Source::WorkingTree,
+        };
+        eprintln!(
+            "building the {arm} arm ({source}) from {} ...",
+            src.display()
+        );
+        let mut p = build(sh, src, &source, &settings, &cache)
+            .with_context(|| format!("cannot build the {arm} arm from {}", src.display()))?;
+        p.arm = arm.to_string();
+        eprintln!(
+            "{arm}: {} ({}), {}",
+            p.build_dir.display(),
+            &p.commit[..p.commit.len().min(12)],
+            if p.cache_hit && p.build_s > 0.0 {
+                format!("cached (built in {:.0} s by an earlier run)", p.build_s)
+            } else if p.cache_hit {
+                "cached".to_string()
+            } else {
+                format!("built in {:.0} s", p.build_s)
+            }
+        );
+        built.push((arm, p));
+    }
+    Ok(built)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_flags_key_is_sha256_of_args_env_and_compilers() {
+        let args = ["-G".to_string(), "Ninja".into()];
+        let env = BTreeMap::from([("CXX".to_string(), "clang++-19".to_string())]);
+        let compilers = BTreeMap::from([("CXX".to_string(), "/c: v1".to_string())]);
+        // printf '%s' '{"cmake_args":["-G","Ninja"],"compilers":{"CXX":"/c: v1"},"env":{"CXX":"clang++-19"}}' | sha256sum
+        let key = flags_key(&args.iter().collect::<Vec<_>>(), &env, &compilers);
+        assert_eq!(key, "bbc88c90");
+        assert_ne!(flags_key(&[&args[0]], &env, &compilers), key);
+        assert_ne!(
+            flags_key(&[&args[0], &args[1]], &BTreeMap::new(), &compilers),
+            key
+        );
+        assert_ne!(
+            flags_key(&[&args[0], &args[1]], &env, &BTreeMap::new()),
+            key
+        );
+    }
+
+    #[test]
+    fn the_configure_env_is_compilers_flags_cmake_vars_and_fdb_options() {
+        let vars = [
+            ("CXX", "clang++-19"),
+            ("CFLAGS", ""),
+            ("CMAKE_TOOLCHAIN_FILE", "/tc.cmake"),
+            ("CMAKE_BUILD_PARALLEL_LEVEL", "8"),
+            ("CMAKE_CXX_COMPILER_LAUNCHER", "ccache"),
+            ("USE_JEMALLOC", "OFF"),
+            ("USE_LD", ""),
+            ("USE_OTHER", "ON"),
+            ("LD_LIBRARY_PATH", "/work/target/debug/deps"),
+            ("HOME", "/root"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()));
+        let fdb = BTreeSet::from(["USE_JEMALLOC", "USE_LD", "LD_LIBRARY_PATH"].map(String::from));
+        let env = configure_env(vars, &fdb);
+        assert_eq!(
+            env.keys().collect::<Vec<_>>(),
+            ["CMAKE_TOOLCHAIN_FILE", "CXX", "USE_JEMALLOC", "USE_LD"],
+            "an empty CFLAGS is unset, an empty FDB option is set (env_set reads it); \
+             parallelism, the launcher and names nothing reads are not keyed"
+        );
+    }
+
+    #[test]
+    fn fdb_env_options_are_read_from_the_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let sh = Shell::new().unwrap();
+        let repo = dir.path();
+        std::fs::create_dir(repo.join("cmake")).unwrap();
+        // As FDB's cmake/ConfigureCompiler.cmake calls it.
+        std::fs::write(
+            repo.join("cmake/ConfigureCompiler.cmake"),
+            "env_set(USE_JEMALLOC ON BOOL \"Link against jemalloc\")\n\
+             env_set(USE_LD \"${default_linker}\" STRING \"The linker to use\")\n\
+             find_path(JEMALLOC_INCLUDE_DIR jemalloc.h HINTS $ENV{jemalloc_ROOT})\n",
+        )
+        .unwrap();
+        std::fs::write(repo.join("notes.txt"), "env_set(NOT_CMAKE x)\n").unwrap();
+        for args in [
+            &["init", "-q"][..],
+            &["add", "."],
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@example.invalid",
+                "commit",
+                "-q",
+                "-m",
+                "c",
+            ],
+        ] {
+            cmd!(sh, "git -C {repo} {args...}").quiet().run().unwrap();
+        }
+        // The commit, not the files: a later edit does not count.
+        std::fs::write(repo.join("cmake/ConfigureCompiler.cmake"), "").unwrap();
+        assert_eq!(
+            env_options(&sh, repo, "HEAD"),
+            BTreeSet::from(["USE_JEMALLOC", "USE_LD", "jemalloc_ROOT"].map(String::from))
+        );
+        assert!(env_options(&sh, repo, "no-such-rev").is_empty());
+    }
+
+    /// An executable script at `dir/name` that prints `version` for `--version`.
+    fn fake_compiler(dir: &Path, name: &str, version: &str) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\necho '{version}'\necho more\n")).unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        path
+    }
+
+    #[test]
+    fn a_compiler_is_identified_by_its_real_path_and_version_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = fake_compiler(dir.path(), "cxx-a", "fake c++ 1.0");
+        let b = fake_compiler(dir.path(), "cxx-b", "fake c++ 2.0");
+        let link = dir.path().join("c++");
+        std::os::unix::fs::symlink(&a, &link).unwrap();
+        let arg = |p: &Path| vec![format!("-DCMAKE_CXX_COMPILER={}", p.display())];
+        let id = |args: &[String], lang, env: Option<&str>, defaults: &[&str]| {
+            compiler_identity(args, lang, env.map(str::to_string).as_ref(), defaults, None)
+        };
+        let real_a = std::fs::canonicalize(&a).unwrap();
+        let id_a = format!("{}: fake c++ 1.0", real_a.display());
+        assert_eq!(id(&arg(&a), "CXX", None, &[]), id_a);
+        // Through a link (update-alternatives), the compiler it points at.
+        assert_eq!(id(&arg(&link), "CXX", None, &[]), id_a);
+        // The argument wins over the environment; the last argument wins; a typed one counts.
+        let env = b.display().to_string();
+        assert_eq!(id(&arg(&a), "CXX", Some(&env), &[]), id_a);
+        let typed = vec![
+            format!("-DCMAKE_CXX_COMPILER={}", b.display()),
+            format!("-DCMAKE_CXX_COMPILER:FILEPATH={}", a.display()),
+        ];
+        assert_eq!(id(&typed, "CXX", None, &[]), id_a);
+        assert!(id(&[], "CXX", Some(&format!("{env} -m64")), &[]).ends_with("fake c++ 2.0"));
+        assert!(id(&arg(&b), "C", Some(&env), &[]).ends_with("fake c++ 2.0"));
+        assert_eq!(
+            id(&[], "CXX", None, &["no-such-compiler-xyz"]),
+            "(none found)"
+        );
+        assert_eq!(id(&[], "CXX", Some("no-such-cc -m64"), &[]), "no-such-cc");
+    }
+
+    #[test]
+    fn a_compiler_behind_ccache_is_the_one_ccache_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let (launchers, gcc, clang) = (
+            dir.path().join("lib-ccache"),
+            dir.path().join("gcc"),
+            dir.path().join("clang"),
+        );
+        for d in [&launchers, &gcc, &clang] {
+            std::fs::create_dir(d).unwrap();
+        }
+        let ccache = fake_compiler(dir.path(), "ccache", "ccache version 4.7.5");
+        // Debian's ccache setup: /usr/lib/ccache/c++ -> ../../bin/ccache first on PATH.
+        std::os::unix::fs::symlink(&ccache, launchers.join("c++")).unwrap();
+        fake_compiler(&gcc, "c++", "g++ (Debian 12.2.0-14) 12.2.0");
+        fake_compiler(&clang, "c++", "Debian clang version 19.1.7");
+        let search = |dirs: &[&PathBuf]| std::env::join_paths(dirs).unwrap();
+        let id = |env: Option<&str>, dirs: &[&PathBuf]| {
+            compiler_identity(
+                &[],
+                "CXX",
+                env.map(str::to_string).as_ref(),
+                &["c++"],
+                Some(&search(dirs)),
+            )
+        };
+        let with_gcc = id(None, &[&launchers, &gcc]);
+        assert!(
+            with_gcc.ends_with(": g++ (Debian 12.2.0-14) 12.2.0"),
+            "{with_gcc}"
+        );
+        assert!(id(None, &[&launchers, &clang]).ends_with(": Debian clang version 19.1.7"));
+        // CXX="ccache c++": the compiler is the word after the launcher.
+        let prefixed = format!("{} c++", ccache.display());
+        assert_eq!(id(Some(&prefixed), &[&gcc]), with_gcc);
+        assert!(id(Some(&prefixed), &[&clang]).ends_with("clang version 19.1.7"));
+        // Launcher arguments, the gate's or the user's, are not part of the key.
+        for arg in [
+            "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache",
+            "-DCMAKE_C_COMPILER_LAUNCHER:FILEPATH=/usr/bin/sccache",
+        ] {
+            assert!(is_launcher_arg(arg), "{arg}");
+        }
+        assert!(!is_launcher_arg("-DCMAKE_CXX_COMPILER=clang++-19"));
+    }
+
+    #[test]
+    fn cc_and_cxx_are_keyed_by_what_follows_the_compiler() {
+        assert_eq!(compiler_env_args("g++"), None);
+        assert_eq!(compiler_env_args("/usr/bin/g++"), None);
+        assert_eq!(compiler_env_args("ccache g++"), None);
+        assert_eq!(
+            compiler_env_args("/usr/bin/ccache g++ -m32"),
+            Some("-m32".to_string())
+        );
+        assert_eq!(
+            compiler_env_args("clang++ -stdlib=libc++ -m64").as_deref(),
+            Some("-stdlib=libc++ -m64")
+        );
+    }
+
+    #[test]
+    fn a_compiler_version_that_hangs_is_cut_short() {
+        let dir = tempfile::tempdir().unwrap();
+        let slow = dir.path().join("slow-cc");
+        std::fs::write(&slow, "#!/bin/sh\nsleep 30\necho late\n").unwrap();
+        std::fs::set_permissions(&slow, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        assert_eq!(version_line(&slow, Duration::from_millis(300)), "");
+        let quick = fake_compiler(dir.path(), "cc", "cc 1.0");
+        assert_eq!(version_line(&quick, Duration::from_secs(30)), "cc 1.0");
+    }
+
+    #[test]
+    fn a_toolchain_file_is_keyed_by_its_contents() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tc.cmake");
+        std::fs::write(&file, "set(CMAKE_CXX_COMPILER g++-12)\n").unwrap();
+        let arg = vec![format!("-DCMAKE_TOOLCHAIN_FILE={}", file.display())];
+        let none = BTreeMap::new();
+        let first = toolchain_file(&arg, &none).unwrap();
+        assert!(
+            first.starts_with(&format!("{}: sha256 ", file.display())),
+            "{first}"
+        );
+        std::fs::write(&file, "set(CMAKE_CXX_COMPILER clang++-19)\n").unwrap();
+        assert_ne!(toolchain_file(&arg, &none).unwrap(), first);
+        let env = BTreeMap::from([(
+            "CMAKE_TOOLCHAIN_FILE".to_string(),
+            file.display().to_string(),
+        )]);
+        assert_eq!(toolchain_file(&[], &env), toolchain_file(&arg, &none));
+        assert_eq!(toolchain_file(&[], &none), None);
+        let missing = vec!["-DCMAKE_TOOLCHAIN_FILE:FILEPATH=/no/such.cmake".to_string()];
+        assert_eq!(
+            toolchain_file(&missing, &none).unwrap(),
+            "/no/such.cmake: unreadable"
+        );
+    }
+
+    #[test]
+    fn ninja_progress_is_the_last_status_line() {
+        let out = "ninja: Entering directory `build'\n\
+                   [1/572] Building CXX object flow/CMakeFiles/flow.dir/Arena.cpp.o\n\
+                   [166/572] Building CXX object fdbclient/CMakeFiles/x.cpp.o\n\
+                   clang++: warning: argument unused [-Wunused]\n";
+        assert_eq!(ninja_progress(out), Some((166, 572)));
+        assert_eq!(ninja_progress("ninja: Entering directory `build'\n"), None);
+        assert_eq!(ninja_progress("[x/572] odd\n[-1/2] odd"), None);
+        assert_eq!(ninja_progress(""), None);
+    }
+}

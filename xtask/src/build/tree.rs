@@ -1,0 +1,277 @@
+//! Build stage, the stage's product: an FDB build tree, checked (every file the gate runs
+//! is there), with its version and its cmake record read.
+//!
+//! A tree from `cmake -G Ninja -DBUILD_MAKO=ON` + `ninja fdbserver fdbcli mako fdb_c`
+//! has `bin/fdbserver`, `bin/fdbcli`, `bin/mako` and `lib/libfdb_c.so`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use nix::unistd::{access, AccessFlags};
+use serde::Serialize;
+use xshell::{cmd, Shell};
+
+use fdb::{
+    cmake::{compiler_id_version, BuildConfig},
+    FdbVersion,
+};
+
+use crate::error::UsageError;
+
+/// Paths of the programs of one FDB build tree, all checked to exist.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FdbTree {
+    /// The build directory itself (absolute).
+    pub root: PathBuf,
+    pub fdbserver: PathBuf,
+    pub fdbcli: PathBuf,
+    pub mako: PathBuf,
+    /// Directory holding `libfdb_c.so`: mako's `LD_LIBRARY_PATH` (mako has no rpath).
+    pub lib_dir: PathBuf,
+}
+
+impl FdbTree {
+    /// Checks that `root` holds every file the gate runs. A missing file is an error that
+    /// names it and how to build it.
+    pub fn open(root: &Path) -> Result<FdbTree> {
+        if !root.is_dir() {
+            let what = if root.exists() {
+                "is not a directory"
+            } else {
+                "does not exist"
+            };
+            return Err(UsageError(format!(
+                "FDB build tree {} {what}: give the cmake build directory (the one holding \
+                 bin/fdbserver)",
+                root.display()
+            ))
+            .into());
+        }
+        let root = std::fs::canonicalize(root)
+            .with_context(|| format!("cannot resolve FDB build tree {}", root.display()))?;
+        let need = |rel: &str, target: &str, extra: &str| -> Result<PathBuf> {
+            let path = root.join(rel);
+            if !path.is_file() {
+                bail!(
+                    "{} is missing from FDB build tree {}: build it with \
+                     `ninja -C {} {target}`{extra}",
+                    rel,
+                    root.display(),
+                    root.display()
+                )
+            }
+            if rel.starts_with("bin/") && access(&path, AccessFlags::X_OK).is_err() {
+                bail!(
+                    "{} is not executable (chmod +x, or rebuild it)",
+                    path.display()
+                );
+            }
+            Ok(path)
+        };
+        Ok(FdbTree {
+            fdbserver: need("bin/fdbserver", "fdbserver", "")?,
+            fdbcli: need("bin/fdbcli", "fdbcli", "")?,
+            mako: need(
+                "bin/mako",
+                "mako",
+                " after configuring with -DBUILD_MAKO=ON (mako is not built by default)",
+            )?,
+            lib_dir: need("lib/libfdb_c.so", "fdb_c", "")?
+                .parent()
+                .expect("lib/libfdb_c.so has a parent")
+                .to_path_buf(),
+            root,
+        })
+    }
+
+    /// Runs `fdbserver --version` and parses it.
+    pub fn version(&self, sh: &Shell) -> Result<FdbVersion> {
+        let fdbserver = &self.fdbserver;
+        let text = cmd!(sh, "{fdbserver} --version")
+            .read()
+            .with_context(|| format!("cannot run `{} --version`", fdbserver.display()))?;
+        FdbVersion::parse(&text)
+            .with_context(|| format!("unexpected `{} --version` output", fdbserver.display()))
+    }
+}
+
+/// Reads `<root>/CMakeCache.txt` and the compiler cmake detected (`CMakeFiles`).
+pub fn read_build_config(root: &Path) -> Result<BuildConfig> {
+    let path = root.join("CMakeCache.txt");
+    let text = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "{} is not a cmake build directory (no readable CMakeCache.txt)",
+            root.display()
+        )
+    })?;
+    let mut config = BuildConfig::parse(&text);
+    let detected = |lang| {
+        compiler_file(root, lang)
+            .and_then(|f| std::fs::read_to_string(f).ok())
+            .map(|text| compiler_id_version(&text, lang))
+            .unwrap_or_default()
+    };
+    config.cxx_compiler_version = detected("CXX");
+    config.c_compiler_version = detected("C");
+    Ok(config)
+}
+
+/// `CMakeFiles/<cmake version>/CMake<lang>Compiler.cmake` of a cmake build dir (`lang`:
+/// `C`, `CXX`): where cmake records the compiler it detected (the newest such file, if
+/// cmake was upgraded).
+pub fn compiler_file(root: &Path, lang: &str) -> Option<PathBuf> {
+    std::fs::read_dir(root.join("CMakeFiles"))
+        .ok()?
+        .flatten()
+        .map(|e| e.path().join(format!("CMake{lang}Compiler.cmake")))
+        .filter(|f| f.is_file())
+        .max_by_key(|f| f.metadata().and_then(|m| m.modified()).ok())
+}
+
+/// Whether two trees hold byte-identical `fdbserver`, `mako` and `libfdb_c.so` (the same
+/// tree twice, or a copy). Two trees built from the same commit with different uncommitted
+/// changes have the same source version but different binaries: a real A/B.
+pub fn same_binaries(a: &FdbTree, b: &FdbTree) -> Result<bool> {
+    for (x, y) in [
+        (&a.fdbserver, &b.fdbserver),
+        (&a.mako, &b.mako),
+        (
+            &a.lib_dir.join("libfdb_c.so"),
+            &b.lib_dir.join("libfdb_c.so"),
+        ),
+    ] {
+        if !same_file_contents(x, y)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn same_file_contents(x: &Path, y: &Path) -> Result<bool> {
+    use std::io::Read;
+    let open =
+        |p: &Path| std::fs::File::open(p).with_context(|| format!("cannot read {}", p.display()));
+    let (mut fx, mut fy) = (open(x)?, open(y)?);
+    if fx.metadata()?.len() != fy.metadata()?.len() {
+        return Ok(false);
+    }
+    let (mut bx, mut by) = (vec![0u8; 1 << 20], vec![0u8; 1 << 20]);
+    loop {
+        let n = fx.read(&mut bx)?;
+        if n == 0 {
+            return Ok(true);
+        }
+        fy.read_exact(&mut by[..n])?;
+        if bx[..n] != by[..n] {
+            return Ok(false);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_mako_names_the_file_and_the_cmake_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        let make = |f: &str, mode: u32| {
+            let p = dir.path().join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, "").unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+        };
+        for f in ["bin/fdbserver", "bin/fdbcli", "lib/libfdb_c.so"] {
+            make(f, 0o755);
+        }
+        let err = format!("{:#}", FdbTree::open(dir.path()).unwrap_err());
+        assert!(err.contains("bin/mako is missing"), "{err}");
+        assert!(err.contains("-DBUILD_MAKO=ON"), "{err}");
+        make("bin/mako", 0o644);
+        let err = format!("{:#}", FdbTree::open(dir.path()).unwrap_err());
+        assert!(err.contains("bin/mako is not executable"), "{err}");
+        make("bin/mako", 0o755);
+        assert!(FdbTree::open(dir.path()).is_ok());
+    }
+
+    #[test]
+    fn same_binaries_compares_contents() {
+        let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+        let tree = |d: &Path, server: &str| {
+            let t = FdbTree {
+                root: d.to_path_buf(),
+                fdbserver: d.join("fdbserver"),
+                fdbcli: d.join("fdbcli"),
+                mako: d.join("mako"),
+                lib_dir: d.to_path_buf(),
+            };
+            std::fs::write(&t.fdbserver, server).unwrap();
+            std::fs::write(&t.mako, "mako").unwrap();
+            std::fs::write(d.join("libfdb_c.so"), "lib").unwrap();
+            t
+        };
+        let a = tree(dirs[0].path(), "server v1");
+        assert!(same_binaries(&a, &tree(dirs[1].path(), "server v1")).unwrap());
+        assert!(!same_binaries(&a, &tree(dirs[1].path(), "server v2")).unwrap());
+        assert!(!same_binaries(&a, &tree(dirs[1].path(), "server v1 longer")).unwrap());
+    }
+
+    #[test]
+    fn compiler_version_comes_from_cmake_detection_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("CMakeCache.txt"),
+            "CMAKE_BUILD_TYPE:STRING=Release\n",
+        )
+        .unwrap();
+        assert_eq!(
+            read_build_config(dir.path()).unwrap().cxx_compiler_version,
+            ""
+        );
+        let detected = dir.path().join("CMakeFiles/4.4.5");
+        std::fs::create_dir_all(&detected).unwrap();
+        // As cmake 4.4 writes it for clang-19.
+        std::fs::write(
+            detected.join("CMakeCXXCompiler.cmake"),
+            "set(CMAKE_CXX_COMPILER \"/usr/bin/clang++-19\")\n\
+             set(CMAKE_CXX_COMPILER_ARG1 \"\")\n\
+             set(CMAKE_CXX_COMPILER_ID \"Clang\")\n\
+             set(CMAKE_CXX_COMPILER_VERSION \"19.1.7\")\n\
+             set(CMAKE_CXX_COMPILER_VERSION_INTERNAL \"\")\n",
+        )
+        .unwrap();
+        assert_eq!(
+            read_build_config(dir.path()).unwrap().cxx_compiler_version,
+            "Clang 19.1.7"
+        );
+        assert_eq!(
+            read_build_config(dir.path()).unwrap().c_compiler_version,
+            ""
+        );
+        std::fs::write(
+            detected.join("CMakeCCompiler.cmake"),
+            "set(CMAKE_C_COMPILER \"/usr/bin/gcc-12\")\n\
+             set(CMAKE_C_COMPILER_ID \"GNU\")\n\
+             set(CMAKE_C_COMPILER_VERSION \"12.2.0\")\n",
+        )
+        .unwrap();
+        assert_eq!(
+            read_build_config(dir.path()).unwrap().c_compiler_version,
+            "GNU 12.2.0"
+        );
+    }
+
+    #[test]
+    fn missing_tree_is_named() {
+        let err = format!(
+            "{:#}",
+            FdbTree::open(Path::new("/nonexistent/fdb")).unwrap_err()
+        );
+        assert!(err.contains("/nonexistent/fdb does not exist"), "{err}");
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let err = FdbTree::open(file.path()).unwrap_err();
+        assert!(err.to_string().contains("is not a directory"), "{err}");
+        assert!(err.downcast_ref::<UsageError>().is_some());
+    }
+}

@@ -1,0 +1,221 @@
+//! `cargo xtask baseline record|list|show`: recorded baselines in `baselines/` (the file
+//! format is `results::baseline`).
+
+use std::{
+    fmt::Write as _,
+    path::{Path, PathBuf},
+    time::SystemTime,
+};
+
+use anyhow::{bail, Context, Result};
+
+use crate::{
+    cli::{ArmArg, BaselineCommand},
+    config::Arm,
+    error::UsageError,
+    results::{
+        baseline::{dir, find, Baseline, RecordedTrial, SCHEMA_VERSION},
+        fs::{json, write},
+        saved::SavedRun,
+        trial::{Outcome, TrialRecord},
+    },
+};
+
+/// Records one baseline per engine from the `arm` trials of the run in `from`, into
+/// `dir`; returns the files written. `name` defaults to `<host class>-<profile>-<engine>`;
+/// with several engines the engine is appended to a given name. An existing file is
+/// refused unless `force`.
+fn record(
+    from: &Path,
+    dir: &Path,
+    name: Option<&str>,
+    arm: Arm,
+    force: bool,
+) -> Result<Vec<PathBuf>> {
+    let SavedRun { meta, trials, .. } = SavedRun::read(from)?;
+    let plan = meta.plan;
+    let version = match arm {
+        Arm::Baseline => plan
+            .baseline
+            .as_ref()
+            .map(|a| a.version.clone())
+            .context("that run has no baseline arm (it was judged against a record)")?,
+        Arm::Experiment => plan.experiment.version.clone(),
+    };
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut written = Vec::new();
+    for &engine in plan.engines() {
+        let measured: Vec<&TrialRecord> = trials
+            .iter()
+            .filter(|t| t.engine == engine && t.arm == arm && t.outcome == Outcome::Measured)
+            .collect();
+        if measured.len() < 2 {
+            bail!(
+                "the run has {} measured {arm} trials of {engine}; a baseline needs at least 2",
+                measured.len()
+            );
+        }
+        let base = match name {
+            Some(n) if plan.engines().len() == 1 => n.to_string(),
+            Some(n) => format!("{n}-{engine}"),
+            None => slug(&format!(
+                "{}-{}-{engine}",
+                meta.host.class(),
+                plan.config.workload.profile
+            )),
+        };
+        let path = dir.join(format!("{base}.json"));
+        if path.exists() && !force {
+            return Err(UsageError(format!(
+                "baseline {} exists; pass --force to replace it, or --name",
+                path.display()
+            ))
+            .into());
+        }
+        let b = Baseline {
+            schema_version: SCHEMA_VERSION,
+            name: base,
+            recorded_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+            gate_version: env!("CARGO_PKG_VERSION").to_string(),
+            engine,
+            workload: plan.config.workload.clone(),
+            knobs: measured[0].knobs.clone(),
+            host_class: meta.host.class(),
+            host: meta.host.clone(),
+            workdir_tmpfs: plan.workdir.tmpfs,
+            build: version.clone(),
+            from_results: from.display().to_string(),
+            trials: measured
+                .iter()
+                .filter_map(|t| {
+                    let r = t.report.as_ref()?;
+                    Some(RecordedTrial {
+                        tps: r.tps,
+                        txn_latency_us_p99: r
+                            .transaction_latency()
+                            .map(|l| l.p99)
+                            .filter(|p| p.is_finite()),
+                        storage_cpu_cores: t.storage_cpu_cores,
+                    })
+                })
+                .collect(),
+        };
+        write(&path, &json(&b))?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// One line per baseline in `dir`: name, engine, profile, host class, trials, mean TPS,
+/// recorded. A file that does not load is listed with its error.
+fn list(dir: &Path) -> Result<String> {
+    if !dir.is_dir() {
+        return Err(UsageError(format!(
+            "baselines dir {} does not exist: give --baselines-dir DIR, or record one first \
+             (cargo xtask baseline record --from RESULTS_DIR)",
+            dir.display()
+        ))
+        .into());
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read {}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "json") && p.file_name() != Some("slo.json".as_ref())
+        })
+        .collect();
+    files.sort();
+    let mut s = String::new();
+    for f in files {
+        match Baseline::load(&f) {
+            Ok(b) => {
+                let mean = b.trials.iter().map(|t| t.tps).sum::<f64>() / b.trials.len() as f64;
+                let _ = writeln!(
+                    s,
+                    "{}  {} {}  {} trials, {:.1} TPS  source {}  host '{}'  recorded {}",
+                    b.name,
+                    b.engine,
+                    b.workload.profile,
+                    b.trials.len(),
+                    mean,
+                    &b.build.source_version[..b.build.source_version.len().min(12)],
+                    b.host_class,
+                    b.recorded_at
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(s, "{}  UNREADABLE: {e:#}", f.display());
+            }
+        }
+    }
+    if s.is_empty() {
+        let _ = writeln!(s, "no baselines in {}", dir.display());
+    }
+    Ok(s)
+}
+
+/// `cargo xtask baseline record|list|show`; exit status 0, or an error.
+pub fn run(cmd: &BaselineCommand) -> Result<i32> {
+    let out = |text: &str| {
+        let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
+    };
+    match cmd {
+        BaselineCommand::Record {
+            from,
+            name,
+            arm,
+            force,
+            baselines_dir,
+        } => {
+            let arm = match arm {
+                ArmArg::Baseline => Arm::Baseline,
+                ArmArg::Experiment => Arm::Experiment,
+            };
+            for path in record(
+                from,
+                &dir(baselines_dir.as_deref())?,
+                name.as_deref(),
+                arm,
+                *force,
+            )? {
+                out(&format!("recorded {}\n", path.display()));
+            }
+        }
+        BaselineCommand::List { baselines_dir } => out(&list(&dir(baselines_dir.as_deref())?)?),
+        BaselineCommand::Show {
+            name,
+            baselines_dir,
+        } => {
+            let (path, b) = find(&dir(baselines_dir.as_deref())?, name)?;
+            out(&format!("{}\n{}", path.display(), json(&b)));
+        }
+    }
+    Ok(0)
+}
+
+/// Lowercase letters and digits, other runs of characters as one `-`.
+fn slug(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_are_readable_file_names() {
+        assert_eq!(
+            slug("Intel(R) Xeon(R) CPU @ 2.20GHz x2, 24 GiB-quick-redwood"),
+            "intel-r-xeon-r-cpu-2-20ghz-x2-24-gib-quick-redwood"
+        );
+    }
+}

@@ -1,0 +1,21 @@
+//! `cargo xtask build`: what `bench` would build, ahead of time; prints where the trees are.
+
+use std::io::Write as _;
+
+use anyhow::Result;
+use xshell::Shell;
+
+use crate::{
+    build::build_arms,
+    cli::SourceArgs,
+    config::{source::SourceConfig, Arm},
+};
+
+/// Builds both arms from `--fdb-src`; exit status 0, or an error.
+pub fn run(sh: &Shell, args: &SourceArgs) -> Result<i32> {
+    let source = SourceConfig::new(args, false)?;
+    for (arm, p) in build_arms(sh, &source, &[Arm::Baseline, Arm::Experiment])? {
+        let _ = writeln!(std::io::stdout(), "{arm}: {}", p.build_dir.display());
+    }
+    Ok(0)
+}

@@ -1,0 +1,43 @@
+//! `cargo xtask calibrate`: an A/A run of one build (both arms), then this host's noise
+//! figures (`judge::calibrate`) beside the usual results.
+
+use std::io::Write as _;
+
+use anyhow::Result;
+use xshell::Shell;
+
+use super::bench::{execute, plan, prepare};
+use crate::{
+    cli::CalibrateArgs,
+    config::BenchConfig,
+    judge::{calibrate::Calibration, samples::Sample},
+    report::write,
+    results::{fs::check_writable_file, trial::Outcome},
+};
+
+/// Runs the A/A trials and writes `calibration.json`. Exit status 0 when every trial was
+/// measured, else 2.
+pub fn run(sh: &Shell, args: &CalibrateArgs) -> Result<i32> {
+    let config = BenchConfig::new(Some(&args.build), Some(&args.build), true, &args.run)?;
+    if let Some(j) = &config.junit {
+        check_writable_file(j)?;
+    }
+    let prepared = prepare(&config)?;
+    let Some(plan) = plan(sh, config, prepared, Vec::new())? else {
+        return Ok(0);
+    };
+    let done = execute(plan)?;
+    let cal = Calibration::new(
+        &Sample::of_trials(&done.trials),
+        &done.plan.engines,
+        done.plan.config.max_regression_pct,
+    );
+    write::calibration(&done.out, &cal)?;
+    let _ = writeln!(std::io::stdout(), "\n{}", cal.render());
+    let all_measured = done.trials.iter().all(|t| t.outcome == Outcome::Measured);
+    Ok(if all_measured && !done.interrupted {
+        0
+    } else {
+        2
+    })
+}

@@ -1,0 +1,390 @@
+//! `cargo xtask doctor`: is this host fit to run the gate? A few seconds of checks, each
+//! finding with what to do about it. Reads /proc, /sys and the work dir; starts nothing
+//! but a short fsync probe.
+
+use std::{
+    fmt::Write as _,
+    io::Write as _,
+    path::{Path, PathBuf},
+    time::{Duration, Instant},
+};
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::{
+    cli::ProfileArg,
+    config::{client_procs, Workload, SATURATING_CORES},
+    plan::{preflight, workdir},
+    results::host::Host,
+};
+
+/// How a finding bears on the gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Ok,
+    Warn,
+    Fail,
+}
+
+/// One check's result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    pub level: Level,
+    /// What was checked, e.g. `work dir`.
+    pub topic: &'static str,
+    /// What was found, with numbers.
+    pub found: String,
+    /// What to do; empty when nothing.
+    pub advice: String,
+}
+
+fn finding(level: Level, topic: &'static str, found: String, advice: &str) -> Finding {
+    Finding {
+        level,
+        topic,
+        found,
+        advice: advice.to_string(),
+    }
+}
+
+/// Runs every check; `workdir` as `--workdir` would choose it.
+pub fn run(explicit_workdir: Option<&Path>) -> Result<i32> {
+    let findings = check_all(explicit_workdir);
+    let _ = std::io::stdout().write_all(render(&findings).as_bytes());
+    Ok(if findings.iter().any(|f| f.level == Level::Fail) {
+        2
+    } else {
+        0
+    })
+}
+
+fn check_all(explicit_workdir: Option<&Path>) -> Vec<Finding> {
+    let mut f = Vec::new();
+    let host = Host::read();
+    f.push(finding(
+        Level::Ok,
+        "host",
+        format!(
+            "{} ({}), kernel {}",
+            host.class(),
+            host.hostname,
+            host.kernel
+        ),
+        "",
+    ));
+    match workdir::choose(explicit_workdir) {
+        Ok(w) => {
+            let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
+            let level = if w.tmpfs { Level::Ok } else { Level::Warn };
+            f.push(finding(
+                level,
+                "work dir",
+                format!(
+                    "{} ({}, {:.1} GiB free of {:.1} GiB, chosen by {})",
+                    w.path.display(),
+                    if w.tmpfs { "tmpfs" } else { "NOT tmpfs" },
+                    gib(w.free_bytes),
+                    gib(w.total_bytes),
+                    w.chosen_by
+                ),
+                if w.tmpfs {
+                    ""
+                } else {
+                    "mount a RAM disk: mount -t tmpfs -o size=16g tmpfs /mnt/ram"
+                },
+            ));
+            f.push(fsync_probe(&w.path, w.tmpfs));
+            // The same probe where results go, for contrast: a RAM disk answers in
+            // microseconds, a disk in tens of microseconds to milliseconds.
+            if let Ok(here) = std::env::current_dir() {
+                let mut disk = fsync_probe(&here, false);
+                disk.topic = "fsync (cwd)";
+                disk.level = disk.level.min(Level::Ok);
+                disk.advice.clear();
+                f.push(disk);
+            }
+        }
+        Err(e) => f.push(finding(
+            Level::Fail,
+            "work dir",
+            format!("{e:#}"),
+            "give --workdir on a tmpfs",
+        )),
+    }
+    f.push(
+        match preflight::cgroup_headroom(Path::new("/sys/fs/cgroup")) {
+            Some((h, src)) => finding(
+                if h < 4 << 30 { Level::Warn } else { Level::Ok },
+                "memory cgroup",
+                format!(
+                    "{:.1} GiB headroom ({src})",
+                    h as f64 / f64::from(1u32 << 30)
+                ),
+                if h < 4 << 30 {
+                    "tmpfs data counts against it: shorten runs (--seconds) or raise the limit"
+                } else {
+                    ""
+                },
+            ),
+            None => finding(Level::Ok, "memory cgroup", "no limit".into(), ""),
+        },
+    );
+    f.push(cores(host.cpus));
+    f.push(governor());
+    f.push(busy_processes());
+    for (tools, package) in [
+        (
+            &["cmake"][..],
+            "cmake (3.24.2 or newer for FDB; the PyPI wheel works)",
+        ),
+        (&["ninja"][..], "ninja-build"),
+        (
+            &["clang++", "clang++-19", "g++", "c++"][..],
+            "clang (FDB builds with clang; see README)",
+        ),
+    ] {
+        f.push(match tools.iter().find_map(|t| which::which(t).ok()) {
+            Some(p) => finding(Level::Ok, "build tools", p.display().to_string(), ""),
+            None => finding(
+                Level::Warn,
+                "build tools",
+                format!("{} not found", tools.join(" / ")),
+                &format!("needed only to build FDB trees: apt-get install {package}"),
+            ),
+        });
+    }
+    f
+}
+
+/// Whether this host can keep one storage server saturated: it needs
+/// [`SATURATING_CORES`] (a core for the storage server, one for the other servers and
+/// about three for mako's clients); the run's client processes follow [`client_procs`].
+fn cores(cpus: usize) -> Finding {
+    let quick = Workload::from_profile(ProfileArg::Quick).procs;
+    let standard = Workload::from_profile(ProfileArg::Standard).procs;
+    let detail = format!(
+        "{cpus} logical CPUs: mako run -p {} (quick), -p {} (standard)",
+        client_procs(quick, cpus),
+        client_procs(standard, cpus)
+    );
+    if cpus >= SATURATING_CORES {
+        return finding(Level::Ok, "cores", detail, "");
+    }
+    finding(
+        Level::Warn,
+        "cores",
+        detail,
+        &format!(
+            "below {SATURATING_CORES} cores mako's clients and the storage server share cores, \
+             so the storage server cannot be kept saturated and TPS partly measures the \
+             clients: expect trials marked not CPU-bound; gate on a host with \
+             {SATURATING_CORES} or more cores for numbers that measure the storage server"
+        ),
+    )
+}
+
+/// Frequency scaling and turbo make TPS drift with temperature and load.
+fn governor() -> Finding {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .ok()
+            .map(|s| s.trim().to_string())
+    };
+    let gov = read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
+    let no_turbo = read("/sys/devices/system/cpu/intel_pstate/no_turbo");
+    let boost = read("/sys/devices/system/cpu/cpufreq/boost");
+    let turbo_on = no_turbo.as_deref() == Some("0") || boost.as_deref() == Some("1");
+    match gov {
+        None => finding(
+            Level::Ok,
+            "cpu frequency",
+            "no cpufreq control visible (a VM?)".into(),
+            "",
+        ),
+        Some(g) => {
+            let bad = g != "performance" || turbo_on;
+            finding(
+                if bad { Level::Warn } else { Level::Ok },
+                "cpu frequency",
+                format!(
+                    "governor {g}, turbo {}",
+                    if turbo_on { "on" } else { "off or unknown" }
+                ),
+                if bad {
+                    "for less noise: cpupower frequency-set -g performance, and turn turbo off"
+                } else {
+                    ""
+                },
+            )
+        }
+    }
+}
+
+/// Processes using CPU now: they add noise to every trial.
+fn busy_processes() -> Finding {
+    let ticks = || -> Vec<(u32, String, u64)> {
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|e| {
+                let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+                let (name, rest) = stat.split_once(" (")?.1.rsplit_once(") ")?;
+                let f: Vec<&str> = rest.split_whitespace().collect();
+                let t = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+                Some((pid, name.to_string(), t))
+            })
+            .collect()
+    };
+    let before = ticks();
+    let window = Duration::from_millis(500);
+    std::thread::sleep(window);
+    let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .unwrap_or(100) as f64;
+    let own = std::process::id();
+    let mut busy: Vec<(String, f64)> = ticks()
+        .into_iter()
+        .filter(|(pid, _, _)| *pid != own)
+        .filter_map(|(pid, name, t)| {
+            let (_, _, t0) = before.iter().find(|(p, _, _)| *p == pid)?;
+            let cores = (t - t0) as f64 / hz / window.as_secs_f64();
+            (cores >= 0.1).then(|| (format!("{name} ({pid})"), cores))
+        })
+        .collect();
+    busy.sort_by(|a, b| b.1.total_cmp(&a.1));
+    if busy.is_empty() {
+        return finding(
+            Level::Ok,
+            "other load",
+            "no process above 0.1 cores".into(),
+            "",
+        );
+    }
+    let list: Vec<String> = busy
+        .iter()
+        .take(5)
+        .map(|(n, c)| format!("{n} {c:.1} cores"))
+        .collect();
+    finding(
+        Level::Warn,
+        "other load",
+        list.join(", "),
+        "stop them, or expect noisier trials (calibrate shows how much)",
+    )
+}
+
+/// A write + fsync latency probe: on a RAM disk it is microseconds; on a network disk
+/// milliseconds, which is what makes commits, not the storage server's CPU, the bound.
+fn fsync_probe(dir: &Path, tmpfs: bool) -> Finding {
+    let path: PathBuf = dir.join(format!(".perfgate-doctor-{}", std::process::id()));
+    let result = (|| -> std::io::Result<Duration> {
+        let mut file = std::fs::File::create(&path)?;
+        let mut times = Vec::new();
+        for _ in 0..20 {
+            let start = Instant::now();
+            file.write_all(&[0u8; 4096])?;
+            file.sync_data()?;
+            times.push(start.elapsed());
+        }
+        times.sort();
+        Ok(times[times.len() / 2])
+    })();
+    let _ = std::fs::remove_file(&path);
+    match result {
+        Ok(median) => {
+            // A disk-backed work dir is a warning however fast its fsync: commit latency,
+            // not the storage server, then bounds TPS.
+            let slow = !tmpfs || median > Duration::from_millis(1);
+            finding(
+                if slow { Level::Warn } else { Level::Ok },
+                "fsync latency",
+                format!(
+                    "median {} µs for 4 KiB write + fdatasync{}",
+                    median.as_micros(),
+                    if tmpfs { " (tmpfs)" } else { "" }
+                ),
+                if slow {
+                    "on a disk, commit latency bounds TPS, not the storage server's CPU: use a \
+                     RAM disk"
+                } else {
+                    ""
+                },
+            )
+        }
+        Err(e) => finding(
+            Level::Fail,
+            "fsync latency",
+            format!("cannot write to {}: {e}", dir.display()),
+            "give a writable --workdir",
+        ),
+    }
+}
+
+/// The findings as aligned text.
+pub fn render(findings: &[Finding]) -> String {
+    let width = findings.iter().map(|f| f.topic.len()).max().unwrap_or(0);
+    let mut s = String::new();
+    for f in findings {
+        let tag = match f.level {
+            Level::Ok => "ok  ",
+            Level::Warn => "WARN",
+            Level::Fail => "FAIL",
+        };
+        let _ = writeln!(s, "{tag} {:<width$}  {}", f.topic, f.found);
+        if !f.advice.is_empty() {
+            let _ = writeln!(s, "     {:<width$}  -> {}", "", f.advice);
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn few_cores_are_a_warning_with_advice() {
+        let ok = cores(8);
+        assert_eq!(ok.level, Level::Ok);
+        assert_eq!(
+            ok.found,
+            "8 logical CPUs: mako run -p 2 (quick), -p 6 (standard)"
+        );
+        let f = cores(2);
+        assert_eq!(f.level, Level::Warn);
+        assert_eq!(
+            f.found,
+            "2 logical CPUs: mako run -p 1 (quick), -p 1 (standard)"
+        );
+        assert!(f.advice.contains("not CPU-bound"), "{}", f.advice);
+    }
+
+    #[test]
+    fn rendering_aligns_topics_and_shows_advice() {
+        let text = render(&[
+            finding(Level::Ok, "cores", "8 logical CPUs".into(), ""),
+            finding(
+                Level::Warn,
+                "work dir",
+                "/x (NOT tmpfs)".into(),
+                "mount a RAM disk",
+            ),
+        ]);
+        assert_eq!(text, "ok   cores     8 logical CPUs\nWARN work dir  /x (NOT tmpfs)\n               -> mount a RAM disk\n");
+    }
+
+    #[test]
+    fn the_fsync_probe_measures_a_directory_and_cleans_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = fsync_probe(dir.path(), false);
+        assert_eq!(f.level, Level::Warn, "not a RAM disk: {f:?}");
+        assert!(f.found.starts_with("median "), "{f:?}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}

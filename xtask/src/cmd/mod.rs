@@ -1,0 +1,28 @@
+//! One file per subcommand: each turns its flags into a config, runs the stages in order
+//! and returns the exit status. The only modules that wire stages together.
+
+pub mod baseline;
+pub mod bench;
+pub mod build;
+pub mod calibrate;
+pub mod compare;
+pub mod doctor;
+pub mod reap;
+
+use anyhow::Result;
+use xshell::Shell;
+
+use crate::cli::Command;
+
+/// Runs `command`; returns its exit status (errors are mapped by `error::exit_status`).
+pub fn run(sh: &Shell, command: &Command) -> Result<i32> {
+    match command {
+        Command::Bench(args) => bench::run(sh, args),
+        Command::Calibrate(args) => calibrate::run(sh, args),
+        Command::Compare(args) => compare::run(args),
+        Command::Baseline(cmd) => baseline::run(cmd),
+        Command::Build(args) => build::run(sh, args),
+        Command::Doctor { workdir } => doctor::run(workdir.as_deref()),
+        Command::Reap { run_dir, log } => reap::run(run_dir, log),
+    }
+}

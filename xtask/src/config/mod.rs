@@ -1,0 +1,638 @@
+//! Config stage: raw flags (`cli`) -> one validated [`BenchConfig`], never changed after.
+//!
+//! Every check of user input happens here, once; later stages trust the config. A bad
+//! value is a [`UsageError`] that says what was wrong and how to fix it (exit status 64).
+
+use std::{
+    fmt,
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use serde::{Deserialize, Serialize};
+
+pub mod slo;
+pub mod source;
+pub mod workload;
+
+use fdb::{Engine, Knob};
+
+use crate::{
+    cli::{BenchArgs, EngineArg, RunArgs, TimeoutArgs, TrialsArg},
+    error::UsageError,
+};
+pub use workload::{client_procs, Workload, SATURATING_CORES, SERVER_CORES};
+
+/// Longest run or phase bound accepted, seconds (one week): longer is a typo, and
+/// `Instant + Duration` must not overflow.
+pub const MAX_SECONDS: u64 = 7 * 24 * 3600;
+
+/// Most trials per arm and engine accepted.
+pub const MAX_TRIALS: u32 = 1000;
+
+/// Pairs `--trials auto` runs before its first look at the data (`judge::sequential`).
+pub const MIN_PAIRS: u32 = 3;
+
+pub(crate) fn usage(msg: impl Into<String>) -> UsageError {
+    UsageError(msg.into())
+}
+
+/// One of the two arms of an A/B run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arm {
+    /// A: what the experiment is judged against.
+    Baseline,
+    /// B: the change under test.
+    Experiment,
+}
+
+impl Arm {
+    /// One-letter label used in the trial order (A B B A ...).
+    pub fn letter(self) -> char {
+        match self {
+            Arm::Baseline => 'A',
+            Arm::Experiment => 'B',
+        }
+    }
+}
+
+impl fmt::Display for Arm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Arm::Baseline => "baseline",
+            Arm::Experiment => "experiment",
+        })
+    }
+}
+
+/// Time bound of each phase of a trial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PhaseBounds {
+    pub cluster_start: Duration,
+    pub configure: Duration,
+    pub available: Duration,
+    pub mako_build: Duration,
+    /// Beyond the workload's `seconds`.
+    pub mako_run_grace: Duration,
+    pub teardown: Duration,
+}
+
+impl PhaseBounds {
+    fn resolve(t: &TimeoutArgs) -> Result<PhaseBounds, UsageError> {
+        let s = |flag: &str, v: u64| {
+            if v == 0 || v > MAX_SECONDS {
+                Err(usage(format!(
+                    "{flag} {v} must be between 1 and {MAX_SECONDS} seconds"
+                )))
+            } else {
+                Ok(Duration::from_secs(v))
+            }
+        };
+        Ok(PhaseBounds {
+            cluster_start: s("--timeout-cluster-start", t.timeout_cluster_start)?,
+            configure: s("--timeout-configure", t.timeout_configure)?,
+            available: s("--timeout-available", t.timeout_available)?,
+            mako_build: s("--timeout-mako-build", t.timeout_mako_build)?,
+            mako_run_grace: s("--timeout-mako-run-grace", t.timeout_mako_run_grace)?,
+            teardown: s("--timeout-teardown", t.timeout_teardown)?,
+        })
+    }
+}
+
+/// Where each arm's build tree is and which knobs the user gave it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ArmConfig {
+    pub arm: Arm,
+    /// FDB build tree given by the user (`--*-build`), checked by `build::tree` before any
+    /// trial; `None` when the arm is built from `--fdb-src` (its tree is in the plan).
+    pub build_dir: Option<PathBuf>,
+    /// User knobs in order: `--knob` first, then the arm's own; later ones win.
+    pub knobs: Vec<Knob>,
+}
+
+/// Everything `bench` needs, validated.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchConfig {
+    pub baseline: ArmConfig,
+    pub experiment: ArmConfig,
+    /// Engines asked for (`--engine`), in the order they run; no duplicates. A run against a
+    /// recorded baseline runs the record's engine instead (`plan::Plan::engines`).
+    pub engines: Vec<Engine>,
+    pub workload: Workload,
+    /// Set when the run's client processes were scaled to the host's cores
+    /// ([`client_procs`]): what was changed and why, for the run's warnings.
+    pub procs_scaled: Option<String>,
+    /// Trials per arm and engine planned up front (with `--trials auto`, the minimum).
+    pub trials: u32,
+    /// `--trials auto`: pairs are added until decided or this budget is spent.
+    pub time_budget: Option<Duration>,
+    /// Seed of the trial order within A/B blocks (`--seed`, else from the clock); recorded
+    /// so a run's order can be reproduced.
+    pub seed: u64,
+    /// `--workdir`/`WORKDIR`, if given; else the work dir is chosen by `workdir`.
+    pub workdir: Option<PathBuf>,
+    /// Results directory, if given; else one under the cargo target dir.
+    pub out: Option<PathBuf>,
+    /// Extra copy of the JUnit XML.
+    pub junit: Option<PathBuf>,
+    /// Largest tolerated TPS loss of the experiment, percent.
+    pub max_regression_pct: f64,
+    /// Absolute TPS floor of the experiment for every engine (`--slo-tps`), if any.
+    pub slo_tps: Option<f64>,
+    /// INCONCLUSIVE fails the run.
+    pub strict: bool,
+    /// p99 transaction latency is gated too.
+    pub gate_latency: bool,
+    pub allow_same: bool,
+    /// Judge against this recorded baseline (name or path) instead of a baseline arm.
+    pub against_recorded: Option<String>,
+    /// Accept a recorded baseline from another host class.
+    pub allow_host_mismatch: bool,
+    /// Where baselines live (`--baselines-dir`), if given.
+    pub baselines_dir: Option<PathBuf>,
+    /// A trial whose storage server used less than 0.85 cores is an error, not a warning.
+    pub require_cpu_bound: bool,
+    /// Run build trees that are not Release, lack mako or are instrumented (warned).
+    pub allow_non_release: bool,
+    pub dry_run: bool,
+    /// Warnings and errors only on the terminal, no progress bar.
+    pub quiet: bool,
+    /// summary.json on stdout instead of the table.
+    pub json: bool,
+    pub bounds: PhaseBounds,
+}
+
+impl BenchConfig {
+    pub fn arm(&self, arm: Arm) -> &ArmConfig {
+        match arm {
+            Arm::Baseline => &self.baseline,
+            Arm::Experiment => &self.experiment,
+        }
+    }
+}
+
+impl TryFrom<&BenchArgs> for BenchConfig {
+    type Error = UsageError;
+
+    fn try_from(a: &BenchArgs) -> Result<BenchConfig, UsageError> {
+        // Arms without a tree are built from source later (`bench::build_arms`) and get
+        // their tree then; with --against-recorded there is no baseline tree at all.
+        let mut c = BenchConfig::new(
+            a.baseline_build.as_deref(),
+            a.experiment_build.as_deref(),
+            a.allow_same,
+            &a.run,
+        )?;
+        if a.against_recorded.is_some() && c.time_budget.is_some() {
+            return Err(usage(
+                "--trials auto does not work with --against-recorded yet; give --trials N",
+            ));
+        }
+        if a.against_recorded.is_some() && !a.run.engines.is_empty() {
+            return Err(usage(
+                "--engine does not go with --against-recorded: a record is one engine's, and \
+                 that engine runs; record one baseline per engine to judge several",
+            ));
+        }
+        c.against_recorded = a.against_recorded.clone();
+        c.allow_host_mismatch = a.allow_host_mismatch;
+        c.baselines_dir = a.baselines_dir.clone();
+        Ok(c)
+    }
+}
+
+impl BenchConfig {
+    /// Validates the shared run flags `a` for the two arms' build trees.
+    pub fn new(
+        baseline: Option<&Path>,
+        experiment: Option<&Path>,
+        allow_same: bool,
+        a: &RunArgs,
+    ) -> Result<BenchConfig, UsageError> {
+        let parse_all = |raw: &[String], flag: &str| -> Result<Vec<Knob>, UsageError> {
+            raw.iter()
+                .map(|k| Knob::parse_user(k, flag).map_err(UsageError))
+                .collect()
+        };
+        let common = parse_all(&a.knobs, "--knob")?;
+        let arm_knobs = |own: &[String], flag: &str| -> Result<Vec<Knob>, UsageError> {
+            let mut all = common.clone();
+            all.extend(parse_all(own, flag)?);
+            Ok(all)
+        };
+        let (trials, time_budget) = match (a.trials, a.time_budget) {
+            (TrialsArg::Count(n), None) if (1..=MAX_TRIALS).contains(&n) => (n, None),
+            (TrialsArg::Count(n), None) => {
+                return Err(usage(format!(
+                    "--trials {n} must be between 1 and {MAX_TRIALS}, or auto"
+                )))
+            }
+            (TrialsArg::Count(_), Some(_)) => {
+                return Err(usage("--time-budget goes with --trials auto"));
+            }
+            (TrialsArg::Auto, None) => {
+                return Err(usage(
+                    "--trials auto needs --time-budget DURATION, e.g. --time-budget 2h",
+                ));
+            }
+            (TrialsArg::Auto, Some(b)) if b.is_zero() || b.as_secs() > MAX_SECONDS * 4 => {
+                return Err(usage(
+                    "--time-budget must be more than 0 and at most four weeks",
+                ));
+            }
+            (TrialsArg::Auto, Some(b)) => (MIN_PAIRS, Some(b)),
+        };
+        check_max_regression(a.max_regression)?;
+        if let Some(slo) = a.slo_tps {
+            if !(slo.is_finite() && slo > 0.0) {
+                return Err(usage(format!(
+                    "--slo-tps {slo} must be a positive TPS figure"
+                )));
+            }
+        }
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let (workload, procs_scaled) =
+            Workload::resolve(a.profile, a.profile_file.as_deref(), &a.workload, cores)?;
+        Ok(BenchConfig {
+            baseline: ArmConfig {
+                arm: Arm::Baseline,
+                build_dir: baseline.map(Path::to_path_buf),
+                knobs: arm_knobs(&a.baseline_knobs, "--baseline-knob")?,
+            },
+            experiment: ArmConfig {
+                arm: Arm::Experiment,
+                build_dir: experiment.map(Path::to_path_buf),
+                knobs: arm_knobs(&a.experiment_knobs, "--experiment-knob")?,
+            },
+            engines: expand_engines(&a.engines),
+            workload,
+            procs_scaled,
+            trials,
+            time_budget,
+            seed: a.seed.unwrap_or_else(clock_seed),
+            workdir: a.workdir.clone(),
+            out: a.out.clone(),
+            junit: a.junit.clone(),
+            max_regression_pct: a.max_regression,
+            slo_tps: a.slo_tps,
+            strict: a.strict,
+            gate_latency: a.gate_latency,
+            allow_same,
+            against_recorded: None,
+            allow_host_mismatch: false,
+            baselines_dir: None,
+            require_cpu_bound: a.require_cpu_bound,
+            allow_non_release: a.allow_non_release,
+            dry_run: a.dry_run,
+            quiet: a.quiet,
+            json: a.json,
+            bounds: PhaseBounds::resolve(&a.timeouts)?,
+        })
+    }
+}
+
+/// Checks a `--max-regression` tolerance, percent: a number strictly between 0 and 100.
+pub fn check_max_regression(pct: f64) -> Result<(), UsageError> {
+    if pct.is_finite() && pct > 0.0 && pct < 100.0 {
+        return Ok(());
+    }
+    Err(usage(format!(
+        "--max-regression {pct} must be a percentage between 0 and 100 (exclusive)"
+    )))
+}
+
+fn clock_seed() -> u64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    now.map_or(0, |d| d.as_nanos() as u64) ^ u64::from(std::process::id())
+}
+
+/// The engines named by `--engine` (redwood when none is).
+fn expand_engines(args: &[EngineArg]) -> Vec<Engine> {
+    if args.is_empty() {
+        return vec![Engine::Redwood];
+    }
+    let mut engines = Vec::new();
+    for arg in args {
+        let add: &[Engine] = match arg {
+            EngineArg::Redwood => &[Engine::Redwood],
+            EngineArg::Rocksdb => &[Engine::Rocksdb],
+            EngineArg::ShardedRocksdb => &[Engine::ShardedRocksdb],
+            EngineArg::All => &Engine::ALL,
+        };
+        for e in add {
+            if !engines.contains(e) {
+                engines.push(*e);
+            }
+        }
+    }
+    engines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command, ProfileArg};
+    use clap::Parser;
+    use fdb::mako::{transaction_ops, TxnOp};
+
+    fn config(extra: &[&str]) -> Result<BenchConfig, UsageError> {
+        let mut argv = vec![
+            "xtask",
+            "bench",
+            "--baseline-build",
+            "/a",
+            "--experiment-build",
+            "/b",
+        ];
+        argv.extend_from_slice(extra);
+        let Command::Bench(args) = Cli::try_parse_from(argv).expect("flags parse").command else {
+            unreachable!("bench flags")
+        };
+        BenchConfig::try_from(&*args)
+    }
+
+    #[test]
+    fn client_processes_leave_two_cores_to_the_cluster() {
+        // (profile's -p, cores) -> -p
+        for (procs, cores, want) in [(7, 16, 7), (7, 9, 7), (7, 8, 6), (2, 4, 2), (2, 3, 1)] {
+            assert_eq!(
+                client_procs(procs, cores),
+                want,
+                "-p {procs} on {cores} cores"
+            );
+        }
+        assert_eq!(client_procs(2, 2), 1);
+        assert_eq!(client_procs(2, 1), 1, "never below one client process");
+        assert_eq!(client_procs(2, 0), 1, "unknown core count");
+    }
+
+    #[test]
+    fn client_processes_are_scaled_unless_given() {
+        let args = |extra: &[&str]| {
+            let mut argv = vec!["xtask", "bench", "--profile", "standard"];
+            argv.extend_from_slice(extra);
+            let Command::Bench(b) = Cli::try_parse_from(argv).unwrap().command else {
+                unreachable!("bench flags")
+            };
+            b
+        };
+        let a = args(&[]);
+        let (w, note) = Workload::resolve(a.run.profile, None, &a.run.workload, 4).unwrap();
+        assert_eq!(w.procs, 2);
+        let note = note.expect("scaling is reported");
+        assert!(
+            note.contains("-p 2 instead of the standard profile's 7 (4 cores"),
+            "{note}"
+        );
+        let (w, note) = Workload::resolve(a.run.profile, None, &a.run.workload, 32).unwrap();
+        assert_eq!(
+            (w.procs, note),
+            (7, None),
+            "enough cores: the profile's count"
+        );
+        let a = args(&["--procs", "5"]);
+        let (w, note) = Workload::resolve(a.run.profile, None, &a.run.workload, 2).unwrap();
+        assert_eq!(
+            (w.procs, note),
+            (5, None),
+            "--procs is the user's to choose"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("p.json");
+        std::fs::write(&file, r#"{"name": "mine", "procs": 3}"#).unwrap();
+        let (w, note) =
+            Workload::resolve(a.run.profile, Some(&file), &args(&[]).run.workload, 2).unwrap();
+        assert_eq!((w.procs, note), (3, None), "a profile file's procs is kept");
+    }
+
+    #[test]
+    fn standard_profile_is_the_upstream_workload() {
+        let w = Workload::from_profile(ProfileArg::Standard);
+        assert_eq!((w.rows, w.keylen, w.vallen), (100_000, 128, 512));
+        assert_eq!(
+            (w.build_procs, w.procs, w.threads, w.async_xacts),
+            (4, 7, 4, 128)
+        );
+        assert_eq!(w.transaction, "g18ui");
+        assert_eq!(config(&["--profile", "standard"]).unwrap().trials, 3);
+        assert_eq!(
+            (w.warmup_seconds, w.seconds, w.measured_seconds()),
+            (300, 600, 300)
+        );
+    }
+
+    #[test]
+    fn a_profile_file_names_the_workload_and_overrides_its_base() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.json");
+        std::fs::write(
+            &path,
+            r#"{"name": "big-values", "base": "standard", "vallen": 4096}"#,
+        )
+        .unwrap();
+        let p = path.to_str().unwrap();
+        let w = config(&["--profile-file", p, "--seconds", "700"])
+            .unwrap()
+            .workload;
+        assert_eq!(
+            (w.profile.as_str(), w.vallen, w.threads, w.seconds),
+            ("big-values", 4096, 4, 700)
+        );
+        std::fs::write(&path, r#"{"name": "x", "valen": 1}"#).unwrap();
+        let err = config(&["--profile-file", p]).unwrap_err();
+        assert!(err.0.contains("unknown field `valen`"), "{err}");
+        assert!(err.0.contains("a profile is JSON such as"), "{err}");
+        std::fs::write(&path, r#"{"name": "mine", "procs": 0}"#).unwrap();
+        let err = config(&["--profile-file", p]).unwrap_err();
+        assert!(err.0.contains("field `procs` must be at least 1"), "{err}");
+        std::fs::write(&path, r#"{"name": "quick", "rows": 10}"#).unwrap();
+        let err = config(&["--profile-file", p]).unwrap_err();
+        assert!(err.0.contains("is a built-in profile's"), "{err}");
+        assert!(config(&["--profile-file", "/nonexistent.json"])
+            .unwrap_err()
+            .0
+            .contains("cannot read"));
+    }
+
+    #[test]
+    fn redwood_is_the_default_engine_and_a_record_fixes_its_own() {
+        assert_eq!(config(&[]).unwrap().engines, [Engine::Redwood]);
+        let parse = |extra: &[&str]| {
+            let mut argv = vec!["xtask", "bench", "--experiment-build", "/b"];
+            argv.extend_from_slice(extra);
+            let Command::Bench(args) = Cli::try_parse_from(argv).unwrap().command else {
+                unreachable!("bench flags")
+            };
+            BenchConfig::try_from(&*args)
+        };
+        assert!(parse(&["--against-recorded", "rel"]).is_ok());
+        let err = parse(&["--against-recorded", "rel", "--engine", "rocksdb"]).unwrap_err();
+        assert!(
+            err.0
+                .contains("--engine does not go with --against-recorded"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn quick_is_the_default_profile() {
+        assert_eq!(config(&[]).unwrap().workload.profile, "quick");
+    }
+
+    #[test]
+    fn quick_profile_values_can_be_overridden_one_by_one() {
+        let w = config(&["--profile", "quick", "--procs", "3", "--seconds", "90"])
+            .unwrap()
+            .workload;
+        assert_eq!(
+            (
+                w.profile.as_str(),
+                w.procs,
+                w.threads,
+                w.seconds,
+                w.warmup_seconds
+            ),
+            ("quick", 3, 2, 90, 60)
+        );
+    }
+
+    #[test]
+    fn warmup_must_be_shorter_than_the_run() {
+        let err = config(&["--warmup-seconds", "60", "--seconds", "60"]).unwrap_err();
+        assert!(err.0.contains("includes the warmup"), "{err}");
+    }
+
+    #[test]
+    fn keylen_too_short_for_rows_is_refused_like_mako_does() {
+        let err = config(&["--rows", "100000", "--keylen", "9"]).unwrap_err();
+        assert!(err.0.contains("at least 10 bytes"), "{err}");
+        assert!(config(&["--rows", "100000", "--keylen", "10"]).is_ok());
+    }
+
+    #[test]
+    fn transaction_specs_parse_as_mako_does() {
+        let ops = transaction_ops("g18ui").unwrap();
+        let names: Vec<_> = ops.iter().map(|o| (o.name, o.count)).collect();
+        assert_eq!(names, [("g", 18), ("u", 1), ("i", 1)]);
+        let ops = transaction_ops("grv2gr5:10ir3:-4").unwrap();
+        assert_eq!(
+            ops[0],
+            TxnOp {
+                name: "grv",
+                count: 2,
+                range: None
+            }
+        );
+        assert_eq!(
+            ops[1],
+            TxnOp {
+                name: "gr",
+                count: 5,
+                range: Some(10)
+            }
+        );
+        assert_eq!(
+            ops[2],
+            TxnOp {
+                name: "ir",
+                count: 3,
+                range: Some(4)
+            }
+        );
+        assert!(transaction_ops("gx")
+            .unwrap_err()
+            .contains("unknown operation at 'x'"));
+        assert!(transaction_ops("ir3").unwrap_err().contains("':<range>'"));
+        assert!(transaction_ops("g99999999999999999999999")
+            .unwrap_err()
+            .contains("too large"));
+        assert!(config(&["--transaction", "g18uz"])
+            .unwrap_err()
+            .0
+            .contains("unknown operation"));
+        assert!(transaction_ops("g0u").unwrap_err().contains("'g0'"));
+    }
+
+    #[test]
+    fn client_counts_must_be_a_workload_not_a_typo() {
+        for (flags, want) in [
+            (
+                &["--async-xacts", "0"][..],
+                "--async-xacts must be at least 1",
+            ),
+            (&["--procs", "100000"], "--procs 100000 is more than 256"),
+            (&["--threads", "257"], "--threads 257 is more than 256"),
+            (
+                &["--build-procs", "300"],
+                "--build-procs 300 is more than 256",
+            ),
+        ] {
+            let err = config(flags).unwrap_err();
+            assert!(err.0.contains(want), "{flags:?}: {err}");
+        }
+        assert_eq!(config(&["--procs", "256"]).unwrap().workload.procs, 256);
+        let err = config(&["--keylen", "4294967295", "--vallen", "1"]).unwrap_err();
+        assert!(err.0.contains("keys up to 10000 bytes"), "{err}");
+        assert!(config(&["--vallen", "100001"]).is_err());
+        // A huge insert range is a workload, not an overflow (the preflight estimate).
+        let w = config(&["--transaction", "ir4294967296:4294967296"])
+            .unwrap()
+            .workload;
+        assert!(crate::plan::preflight::inserts_per_transaction(&w.transaction) > 1e18);
+    }
+
+    #[test]
+    fn knobs_are_normalized_and_arm_knobs_come_after_common_ones() {
+        let c = config(&[
+            "--knob=--knob_Page-Cache_4k=1",
+            "--experiment-knob",
+            "page_cache_4k=2",
+        ])
+        .unwrap();
+        assert_eq!(c.baseline.knobs.len(), 1);
+        assert_eq!(c.baseline.knobs[0].arg(), "--knob_page_cache_4k=1");
+        let exp: Vec<String> = c.experiment.knobs.iter().map(Knob::arg).collect();
+        assert_eq!(exp, ["--knob_page_cache_4k=1", "--knob_page_cache_4k=2"]);
+    }
+
+    #[test]
+    fn malformed_knob_names_the_flag_and_the_form() {
+        let err = config(&["--baseline-knob", "page_cache_4k"]).unwrap_err();
+        assert!(err.0.contains("--baseline-knob 'page_cache_4k'"), "{err}");
+        assert!(err.0.contains("NAME=VALUE"), "{err}");
+        assert!(config(&["--knob", "bad name=1"]).is_err());
+    }
+
+    #[test]
+    fn engine_all_expands_without_duplicates() {
+        let c = config(&["--engine", "rocksdb", "--engine", "all"]).unwrap();
+        assert_eq!(
+            c.engines,
+            [Engine::Rocksdb, Engine::Redwood, Engine::ShardedRocksdb]
+        );
+        assert_eq!(c.engines[2].fdb_name(), "ssd-sharded-rocksdb");
+    }
+
+    #[test]
+    fn bad_numbers_are_usage_errors() {
+        assert!(config(&["--trials", "0"]).is_err());
+        assert!(config(&["--max-regression", "0"]).is_err());
+        assert!(config(&["--max-regression", "NaN"]).is_err());
+        assert!(config(&["--slo-tps=-5"]).is_err());
+        assert!(config(&["--timeout-configure", "0"]).is_err());
+        assert!(config(&["--timeout-configure", "18446744073709551615"]).is_err());
+        assert!(config(&["--seconds", "18446744073709551615"]).is_err());
+        assert!(config(&["--trials", "4294967295"]).is_err());
+        assert!(config(&["--trials", "auto"])
+            .unwrap_err()
+            .0
+            .contains("--time-budget"));
+        assert!(config(&["--time-budget", "1h"]).is_err());
+        let c = config(&["--trials", "auto", "--time-budget", "90min"]).unwrap();
+        assert_eq!(
+            (c.trials, c.time_budget),
+            (3, Some(Duration::from_secs(5400)))
+        );
+    }
+}

@@ -1,0 +1,88 @@
+//! Config stage: where the arms are built from (`--fdb-src`, revisions, cmake arguments,
+//! jobs, time bound), validated before anything is built.
+
+use std::path::PathBuf;
+
+use crate::{cli::SourceArgs, config::MAX_SECONDS, error::UsageError};
+
+/// How to build the arms that have no prebuilt tree, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceConfig {
+    /// The FDB git checkout (absolute when it resolves).
+    pub fdb_src: PathBuf,
+    /// `--baseline REV`; `None`: the merge base of HEAD with the upstream main branch.
+    pub baseline_rev: Option<String>,
+    /// `--experiment REV`; `None`: the working tree, uncommitted changes included.
+    pub experiment_rev: Option<String>,
+    /// Extra cmake arguments for both arms, in order.
+    pub cmake_args: Vec<String>,
+    /// Parallel build jobs (at least 1).
+    pub jobs: usize,
+    /// Bound of one arm's configure + build, seconds (1 to one week).
+    pub timeout_s: u64,
+}
+
+impl SourceConfig {
+    /// Validates the source flags. `for_bench`: the command also takes prebuilt trees,
+    /// which the error for a missing checkout then mentions.
+    ///
+    /// Errors ([`UsageError`]): `--build-jobs 0`, `--timeout-build` out of range, no git
+    /// checkout at `--fdb-src` (the message says where it looked and how to point at one).
+    pub fn new(args: &SourceArgs, for_bench: bool) -> Result<SourceConfig, UsageError> {
+        if args.build_jobs == Some(0) {
+            return Err(UsageError("--build-jobs must be at least 1".into()));
+        }
+        if args.timeout_build == 0 || args.timeout_build > MAX_SECONDS {
+            return Err(UsageError(format!(
+                "--timeout-build must be at least 1 second and at most {MAX_SECONDS} (one week)"
+            )));
+        }
+        Ok(SourceConfig {
+            fdb_src: fdb_src(args, for_bench)?,
+            baseline_rev: args.baseline.clone(),
+            experiment_rev: args.experiment.clone(),
+            cmake_args: args.cmake_args.clone(),
+            jobs: args
+                .build_jobs
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
+            timeout_s: args.timeout_build,
+        })
+    }
+}
+
+/// `--fdb-src`/`FDB_SRC` (`.cargo/config.toml` sets `../foundationdb`), which must be a
+/// git checkout; the error says where it looked and the ways to point at one.
+/// `bench` also takes prebuilt trees (`for_bench`); `build` does not.
+fn fdb_src(args: &SourceArgs, for_bench: bool) -> Result<PathBuf, UsageError> {
+    let src = args
+        .fdb_src
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("../foundationdb"));
+    if src.join(".git").exists() {
+        return Ok(std::fs::canonicalize(&src).unwrap_or(src));
+    }
+    // `.cargo/config.toml` sets FDB_SRC to ../foundationdb beside this repository.
+    let from = match &args.fdb_src {
+        None => "the default",
+        Some(p) if p.ends_with("foundationdb") => {
+            "--fdb-src/FDB_SRC; `cargo xtask` sets FDB_SRC to ../foundationdb beside this \
+             repository (.cargo/config.toml) unless you do"
+        }
+        Some(_) => "--fdb-src/FDB_SRC",
+    };
+    let what = if src.is_dir() {
+        "is not a git checkout (no .git)"
+    } else {
+        "does not exist"
+    };
+    Err(UsageError(format!(
+        "no FDB checkout: {} {what} (from {from}); clone one there (git clone \
+         https://github.com/apple/foundationdb), give --fdb-src PATH or set FDB_SRC{}",
+        src.display(),
+        if for_bench {
+            ", or give prebuilt trees with --baseline-build and --experiment-build"
+        } else {
+            ""
+        }
+    )))
+}

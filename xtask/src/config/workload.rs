@@ -1,0 +1,340 @@
+//! Config stage: the mako workload of a run, from a built-in profile or a profile file,
+//! with the user's flags over it, checked against mako's and FDB's limits.
+
+use std::path::Path;
+
+use fdb::mako::{transaction_ops, MAX_KEY_BYTES, MAX_VALUE_BYTES};
+use serde::{Deserialize, Serialize};
+
+use super::{usage, MAX_SECONDS};
+use crate::{
+    cli::{ProfileArg, WorkloadArgs},
+    error::UsageError,
+};
+
+/// Upper bound of mako's client processes (`-p`) and threads (`-t`): beyond it a value
+/// is a typo, not a workload.
+pub const MAX_CLIENTS: u32 = 256;
+
+/// Cores the cluster itself needs: one for the storage server (single-threaded, the
+/// process the gate measures) and one shared by the stateless and log processes.
+pub const SERVER_CORES: usize = 2;
+
+/// Cores a host needs before one storage server can be kept saturated: measured with the
+/// quick profile on FDB 8.0 (2-core host, g18ui), mako spends about 3x the storage
+/// server's CPU per transaction (2 client processes 1.1 cores, storage 0.38, stateless
+/// 0.21, log 0.12), so a saturated storage server needs about 3 client cores plus
+/// [`SERVER_CORES`].
+pub const SATURATING_CORES: usize = 6;
+
+/// The scaling rule for mako's run client processes (`-p`): the profile's count, but no
+/// more than the cores left after [`SERVER_CORES`], and at least 1. Client processes
+/// beyond the free cores only time-share with the storage server, so they add
+/// scheduling noise, not load. `cores` is the number of logical CPUs the gate may use
+/// (`std::thread::available_parallelism`, which honours affinity and cgroup quotas).
+pub fn client_procs(profile_procs: u32, cores: usize) -> u32 {
+    let free = cores.saturating_sub(SERVER_CORES).max(1);
+    profile_procs.min(u32::try_from(free).unwrap_or(u32::MAX))
+}
+
+/// The mako workload of a run (mako's `--help`, `bindings/c/test/mako/mako.cpp`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Workload {
+    /// Profile the defaults came from.
+    pub profile: String,
+    /// Rows loaded by `mako --mode build` (`--rows`).
+    pub rows: u64,
+    /// Key length in bytes (`--keylen`).
+    pub keylen: u32,
+    /// Value length in bytes (`--vallen`).
+    pub vallen: u32,
+    /// Transaction spec (`-x`).
+    pub transaction: String,
+    /// Client processes for `--mode build` (`-p`).
+    pub build_procs: u32,
+    /// Client processes for `--mode run` (`-p`).
+    pub procs: u32,
+    /// Worker threads per process for `--mode run` (`-t`).
+    pub threads: u32,
+    /// Concurrent transactions per thread (`--async_xacts`).
+    pub async_xacts: u32,
+    /// Warmup excluded from TPS, seconds (`--warmup_seconds`).
+    pub warmup_seconds: u64,
+    /// Whole run including the warmup, seconds (`--seconds`).
+    pub seconds: u64,
+}
+
+impl Workload {
+    /// One line for people: the profile and every value, as mako's flags.
+    pub fn summary(&self) -> String {
+        format!(
+            "{}: rows {} keylen {} vallen {} -x {}; build -p {}; run -p {} -t {} \
+             --async_xacts {}; warmup {} s of {} s (measured {} s)",
+            self.profile,
+            self.rows,
+            self.keylen,
+            self.vallen,
+            self.transaction,
+            self.build_procs,
+            self.procs,
+            self.threads,
+            self.async_xacts,
+            self.warmup_seconds,
+            self.seconds,
+            self.measured_seconds()
+        )
+    }
+
+    /// Measurement window in seconds: mako's `--seconds` includes the warmup.
+    pub fn measured_seconds(&self) -> u64 {
+        self.seconds - self.warmup_seconds
+    }
+
+    pub(crate) fn from_profile(profile: ProfileArg) -> Workload {
+        // Standard: `contrib/mako_storage_bench.sh` defaults in the FDB repository.
+        let standard = Workload {
+            profile: "standard".to_string(),
+            rows: 100_000,
+            keylen: 128,
+            vallen: 512,
+            transaction: "g18ui".to_string(),
+            build_procs: 4,
+            procs: 7,
+            threads: 4,
+            async_xacts: 128,
+            warmup_seconds: 300,
+            seconds: 600,
+        };
+        match profile {
+            ProfileArg::Standard => standard,
+            // Two client processes leave the storage server and the other servers two
+            // cores on a 4-core host (client_procs scales -p down on smaller ones).
+            ProfileArg::Quick => Workload {
+                profile: "quick".to_string(),
+                build_procs: 2,
+                procs: 2,
+                threads: 2,
+                async_xacts: 64,
+                warmup_seconds: 60,
+                seconds: 120,
+                ..standard
+            },
+        }
+    }
+
+    /// The workload from `profile` (or a profile file) with the user's flags over it.
+    /// Unless `--procs` or the profile file sets it, the run's client processes are scaled
+    /// to `cores` by [`client_procs`]; the second value then says so (a note for the run's
+    /// warnings, since numbers from hosts with other core counts are not comparable).
+    pub(super) fn resolve(
+        profile: ProfileArg,
+        file: Option<&Path>,
+        o: &WorkloadArgs,
+        cores: usize,
+    ) -> Result<(Workload, Option<String>), UsageError> {
+        let (p, file_procs) = match file {
+            Some(path) => {
+                let f = ProfileFile::read(path)?;
+                let given = f.procs.is_some();
+                (f.apply(profile), given)
+            }
+            None => (Workload::from_profile(profile), false),
+        };
+        let mut scaled = None;
+        let procs = match o.procs {
+            Some(n) => n,
+            None if file_procs => p.procs,
+            None => {
+                let n = client_procs(p.procs, cores);
+                if n != p.procs {
+                    scaled = Some(format!(
+                        "client processes scaled to this host: mako run -p {n} instead of the \
+                         {} profile's {} ({cores} cores; rule: at most cores - {SERVER_CORES}, \
+                         at least 1; --procs overrides)",
+                        p.profile, p.procs
+                    ));
+                }
+                n
+            }
+        };
+        let w = Workload {
+            profile: p.profile.clone(),
+            rows: o.rows.unwrap_or(p.rows),
+            keylen: o.keylen.unwrap_or(p.keylen),
+            vallen: o.vallen.unwrap_or(p.vallen),
+            transaction: o.transaction.clone().unwrap_or(p.transaction),
+            build_procs: o.build_procs.unwrap_or(p.build_procs),
+            procs,
+            threads: o.threads.unwrap_or(p.threads),
+            async_xacts: o.async_xacts.unwrap_or(p.async_xacts),
+            warmup_seconds: o.warmup_seconds.unwrap_or(p.warmup_seconds),
+            seconds: o.seconds.unwrap_or(p.seconds),
+        };
+        w.validate()?;
+        Ok((w, scaled))
+    }
+
+    fn validate(&self) -> Result<(), UsageError> {
+        for (flag, v) in [
+            ("--build-procs", self.build_procs),
+            ("--procs", self.procs),
+            ("--threads", self.threads),
+            ("--async-xacts", self.async_xacts),
+            ("--vallen", self.vallen),
+        ] {
+            if v == 0 {
+                return Err(usage(format!("{flag} must be at least 1")));
+            }
+        }
+        for (flag, v) in [
+            ("--build-procs", self.build_procs),
+            ("--procs", self.procs),
+            ("--threads", self.threads),
+        ] {
+            if v > MAX_CLIENTS {
+                return Err(usage(format!(
+                    "{flag} {v} is more than {MAX_CLIENTS}: that many mako processes or \
+                     threads would measure the host's scheduler, not FDB"
+                )));
+            }
+        }
+        if self.rows == 0 {
+            return Err(usage("--rows must be at least 1"));
+        }
+        // FDB's limits (documentation, "Known Limitations"): keys up to 10,000 bytes,
+        // values up to 100,000 bytes.
+        if self.keylen > MAX_KEY_BYTES || self.vallen > MAX_VALUE_BYTES {
+            return Err(usage(format!(
+                "--keylen {} / --vallen {}: FDB allows keys up to {MAX_KEY_BYTES} bytes and \
+                 values up to {MAX_VALUE_BYTES} bytes",
+                self.keylen, self.vallen
+            )));
+        }
+        // mako refuses keys shorter than "mako" + the digits of the largest row number
+        // (mako.cpp, argument validation: "--keylen must be larger than ...").
+        let digits = self.rows.to_string().len() as u32;
+        if self.keylen < 4 + digits {
+            return Err(usage(format!(
+                "--keylen {} is too short for --rows {}: mako needs at least {} bytes \
+                 (\"mako\" + {digits} digits)",
+                self.keylen,
+                self.rows,
+                4 + digits
+            )));
+        }
+        transaction_ops(&self.transaction).map_err(|why| {
+            usage(format!(
+                "--transaction '{}' is not a mako transaction spec such as g18ui: {why}",
+                self.transaction
+            ))
+        })?;
+        if self.seconds > MAX_SECONDS {
+            return Err(usage(format!(
+                "--seconds {} is longer than the {MAX_SECONDS} s (one week) a trial may take",
+                self.seconds
+            )));
+        }
+        if self.seconds <= self.warmup_seconds {
+            return Err(usage(format!(
+                "--seconds {} must be larger than --warmup-seconds {}: mako's --seconds \
+                 includes the warmup, so nothing would be measured",
+                self.seconds, self.warmup_seconds
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A user profile file (`--profile-file`): a name, an optional base profile, and any
+/// workload values.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileFile {
+    /// Recorded as the workload's profile (baselines and SLOs are per profile).
+    name: String,
+    base: Option<ProfileArg>,
+    rows: Option<u64>,
+    keylen: Option<u32>,
+    vallen: Option<u32>,
+    transaction: Option<String>,
+    build_procs: Option<u32>,
+    procs: Option<u32>,
+    threads: Option<u32>,
+    async_xacts: Option<u32>,
+    warmup_seconds: Option<u64>,
+    seconds: Option<u64>,
+}
+
+impl ProfileFile {
+    fn read(path: &Path) -> Result<ProfileFile, UsageError> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            usage(format!(
+                "cannot read --profile-file {}: {e}",
+                path.display()
+            ))
+        })?;
+        let f: ProfileFile = serde_json::from_str(&text).map_err(|e| {
+            usage(format!(
+                "--profile-file {} is not a profile: {e}; a profile is JSON such as \
+                 {{\"name\": \"big-values\", \"base\": \"standard\", \"vallen\": 4096}}",
+                path.display()
+            ))
+        })?;
+        // Named by the file's own fields: the user gave no flag.
+        let counts = [
+            ("rows", f.rows),
+            ("keylen", f.keylen.map(u64::from)),
+            ("vallen", f.vallen.map(u64::from)),
+            ("build_procs", f.build_procs.map(u64::from)),
+            ("procs", f.procs.map(u64::from)),
+            ("threads", f.threads.map(u64::from)),
+            ("async_xacts", f.async_xacts.map(u64::from)),
+            ("seconds", f.seconds),
+        ];
+        if let Some((field, _)) = counts.iter().find(|(_, v)| *v == Some(0)) {
+            return Err(usage(format!(
+                "--profile-file {}: field `{field}` must be at least 1",
+                path.display()
+            )));
+        }
+        if ["quick", "standard"].contains(&f.name.as_str()) {
+            return Err(usage(format!(
+                "--profile-file {}: name '{}' is a built-in profile's; choose another name \
+                 (baselines and SLO floors are per profile name)",
+                path.display(),
+                f.name
+            )));
+        }
+        if f.name.is_empty()
+            || !f
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(usage(format!(
+                "--profile-file {}: field `name` '{}' must be letters, digits, '-' or '_'",
+                path.display(),
+                f.name
+            )));
+        }
+        Ok(f)
+    }
+
+    /// The workload: the file's base (else `profile`) with the file's values over it.
+    fn apply(self, profile: ProfileArg) -> Workload {
+        let b = Workload::from_profile(self.base.unwrap_or(profile));
+        Workload {
+            profile: self.name,
+            rows: self.rows.unwrap_or(b.rows),
+            keylen: self.keylen.unwrap_or(b.keylen),
+            vallen: self.vallen.unwrap_or(b.vallen),
+            transaction: self.transaction.unwrap_or(b.transaction),
+            build_procs: self.build_procs.unwrap_or(b.build_procs),
+            procs: self.procs.unwrap_or(b.procs),
+            threads: self.threads.unwrap_or(b.threads),
+            async_xacts: self.async_xacts.unwrap_or(b.async_xacts),
+            warmup_seconds: self.warmup_seconds.unwrap_or(b.warmup_seconds),
+            seconds: self.seconds.unwrap_or(b.seconds),
+        }
+    }
+}

@@ -1,0 +1,356 @@
+//! Judge stage, statistics: the experiment arm against the baseline arm on log TPS. Pure.
+//!
+//! The unit of replication is one fresh-cluster trial, never mako's per-second samples
+//! (they are autocorrelated). Work on the log scale: ratios become differences, and a
+//! relative tolerance becomes a fixed margin.
+//!
+//! - Paired (interleaved A/B pairs): d_i = ln(B_i / A_i), a one-sample t test of the d_i
+//!   (statrs `ttest_onesample`), n - 1 degrees of freedom.
+//! - Unpaired (against recorded trials): Welch's t on ln TPS, Welch-Satterthwaite degrees
+//!   of freedom: df = (va/na + vb/nb)^2 / ((va/na)^2/(na-1) + (vb/nb)^2/(nb-1)).
+//! - Confidence interval: d ± t(1 - alpha/2, df) se, reported as percent, exp(x) - 1.
+//! - Minimum detectable effect (MDE) at power 1 - beta: (t(1 - alpha/2) + t(1 - beta)) se,
+//!   reported as the smallest loss, 1 - exp(-MDE) (the usual normal-approximation formula
+//!   with t quantiles).
+//! - Zero variance (identical ratios, e.g. a deterministic test double) makes se = 0: the
+//!   interval is the point, p is 0 or 1, and no t quantile is computed (statrs would get a
+//!   0/0 and `inverse_cdf` is only defined inside (0, 1)).
+//!
+//! Reference values: `xtask/testdata/stats-reference.json`, computed with scipy by
+//! `xtask/testdata/stats_reference.py`; the tests agree to 1e-9.
+
+use serde::Serialize;
+use statrs::{
+    distribution::{ContinuousCDF, StudentsT},
+    stats_tests::{ttest_onesample::ttest_onesample, Alternative, NaNPolicy},
+};
+
+/// Two-sided significance level of every interval and test: 95% intervals.
+pub const ALPHA: f64 = 0.05;
+/// Power the MDE is computed for.
+pub const POWER: f64 = 0.80;
+
+/// How the two arms were compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    /// One-sample t on per-pair log ratios.
+    Paired,
+    /// Welch's unequal-variance t on log TPS.
+    Welch,
+}
+
+/// Experiment vs baseline on the log scale, with the numbers a reader needs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    pub method: Method,
+    /// Observations: pairs (paired), or trials per arm (Welch).
+    pub n_baseline: usize,
+    pub n_experiment: usize,
+    /// Estimated ln(experiment / baseline).
+    pub log_delta: f64,
+    /// Standard error of `log_delta`; 0 when every observation agrees.
+    pub se: f64,
+    /// Degrees of freedom of the t distribution.
+    pub df: f64,
+    /// exp(log_delta) - 1, percent.
+    pub delta_pct: f64,
+    /// Lower bound of the (1 - ALPHA) interval of the change, percent.
+    pub ci_low_pct: f64,
+    /// Upper bound of the (1 - ALPHA) interval of the change, percent.
+    pub ci_high_pct: f64,
+    /// Two-sided p-value of "no difference".
+    pub p_value: f64,
+    /// Smallest loss this noise and n detect with probability POWER, percent.
+    pub mde_pct: f64,
+}
+
+fn pct(log: f64) -> f64 {
+    100.0 * log.exp_m1()
+}
+
+fn mean(x: &[f64]) -> f64 {
+    x.iter().sum::<f64>() / x.len() as f64
+}
+
+/// Sample variance (n - 1 denominator); needs n >= 2.
+fn variance(x: &[f64]) -> f64 {
+    let m = mean(x);
+    x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (x.len() - 1) as f64
+}
+
+fn t_dist(df: f64) -> StudentsT {
+    StudentsT::new(0.0, 1.0, df).expect("df > 0 is checked by the callers")
+}
+
+/// Paired comparison of `baseline[i]` and `experiment[i]` (TPS, positive). `None` with
+/// fewer than two pairs: one pair carries no estimate of the noise.
+pub fn paired(baseline: &[f64], experiment: &[f64]) -> Option<Comparison> {
+    assert_eq!(baseline.len(), experiment.len(), "pairs come in twos");
+    let d: Vec<f64> = baseline
+        .iter()
+        .zip(experiment)
+        .map(|(a, b)| (b / a).ln())
+        .collect();
+    let n = d.len();
+    if n < 2 || d.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    let se = (variance(&d) / n as f64).sqrt();
+    let df = (n - 1) as f64;
+    let p = if se > 0.0 {
+        ttest_onesample(d.clone(), 0.0, Alternative::TwoSided, NaNPolicy::Error)
+            .ok()?
+            .1
+    } else {
+        degenerate_p(mean(&d))
+    };
+    Some(finish(Method::Paired, n, n, mean(&d), se, df, p))
+}
+
+/// Welch's comparison of two independent samples of TPS (for trials judged against
+/// recorded baseline trials, which cannot be paired). `None` unless both arms have at
+/// least two trials.
+pub fn welch(baseline: &[f64], experiment: &[f64]) -> Option<Comparison> {
+    let (la, lb): (Vec<f64>, Vec<f64>) = (
+        baseline.iter().map(|x| x.ln()).collect(),
+        experiment.iter().map(|x| x.ln()).collect(),
+    );
+    let (na, nb) = (la.len(), lb.len());
+    if na < 2 || nb < 2 || la.iter().chain(&lb).any(|x| !x.is_finite()) {
+        return None;
+    }
+    let (qa, qb) = (variance(&la) / na as f64, variance(&lb) / nb as f64);
+    let se = (qa + qb).sqrt();
+    let d = mean(&lb) - mean(&la);
+    let (df, p) = if se > 0.0 {
+        let df = (qa + qb).powi(2) / (qa.powi(2) / (na - 1) as f64 + qb.powi(2) / (nb - 1) as f64);
+        (df, 2.0 * t_dist(df).sf((d / se).abs()))
+    } else {
+        ((na + nb - 2) as f64, degenerate_p(d))
+    };
+    Some(finish(Method::Welch, na, nb, d, se, df, p))
+}
+
+/// p of "no difference" when every observation agrees exactly.
+fn degenerate_p(d: f64) -> f64 {
+    if d == 0.0 {
+        1.0
+    } else {
+        0.0
+    }
+}
+
+fn finish(method: Method, na: usize, nb: usize, d: f64, se: f64, df: f64, p: f64) -> Comparison {
+    let (half, mde) = if se > 0.0 {
+        let t = t_dist(df);
+        let q = t.inverse_cdf(1.0 - ALPHA / 2.0);
+        (q * se, (q + t.inverse_cdf(POWER)) * se)
+    } else {
+        (0.0, 0.0)
+    };
+    Comparison {
+        method,
+        n_baseline: na,
+        n_experiment: nb,
+        log_delta: d,
+        se,
+        df,
+        delta_pct: pct(d),
+        ci_low_pct: pct(d - half),
+        ci_high_pct: pct(d + half),
+        p_value: p,
+        mde_pct: -pct(-mde),
+    }
+}
+
+impl Comparison {
+    /// The same comparison of 1/x: for a lower-is-better metric (latency) judged by the
+    /// higher-is-better rule. Log delta and interval change sign; p, se, df, MDE stay.
+    pub fn inverted(&self) -> Comparison {
+        let d = -self.log_delta;
+        let half = (self.ci_high_pct / 100.0).ln_1p() - self.log_delta;
+        Comparison {
+            log_delta: d,
+            delta_pct: pct(d),
+            ci_low_pct: pct(d - half),
+            ci_high_pct: pct(d + half),
+            ..self.clone()
+        }
+    }
+
+    /// One-sided p of "the experiment is worse than `margin` (a log ratio, e.g.
+    /// ln(0.98))": small when the data rule out a loss beyond the tolerance.
+    pub fn p_not_worse_than(&self, margin: f64) -> f64 {
+        self.one_sided_above(margin)
+    }
+
+    /// One-sided p of "the experiment is not slower" (H0: true log delta >= 0): small
+    /// when the data show a loss.
+    pub fn p_slower(&self) -> f64 {
+        if self.se == 0.0 {
+            return if self.log_delta < 0.0 { 0.0 } else { 1.0 };
+        }
+        t_dist(self.df).cdf(self.log_delta / self.se)
+    }
+
+    /// P(T > (d - x) / se): the one-sided p of H0 "true log delta <= x".
+    fn one_sided_above(&self, x: f64) -> f64 {
+        if self.se == 0.0 {
+            return if self.log_delta > x { 0.0 } else { 1.0 };
+        }
+        t_dist(self.df).sf((self.log_delta - x) / self.se)
+    }
+}
+
+/// Holm's step-down adjustment of p-values for a family of tests (Holm 1979): sort
+/// ascending, p_(i) * (m - i + 1), running maximum, capped at 1. Same order as `p`.
+pub fn holm(p: &[f64]) -> Vec<f64> {
+    let m = p.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&a, &b| p[a].total_cmp(&p[b]));
+    let mut adjusted = vec![0.0; m];
+    let mut running: f64 = 0.0;
+    for (rank, &i) in order.iter().enumerate() {
+        running = running.max((p[i] * (m - rank) as f64).min(1.0));
+        adjusted[i] = running;
+    }
+    adjusted
+}
+
+/// Pairs needed for a paired comparison to detect a loss of `tolerance_pct` at POWER,
+/// given the standard deviation `sd_log` of per-pair log ratios; `None` beyond `max`.
+pub fn pairs_needed(sd_log: f64, tolerance_pct: f64, max: usize) -> Option<usize> {
+    let target = -(1.0 - tolerance_pct / 100.0).ln();
+    (2..=max).find(|&n| mde_log(sd_log, n) <= target)
+}
+
+/// MDE on the log scale of a paired comparison with `n` pairs and per-pair sd `sd_log`.
+pub fn mde_log(sd_log: f64, n: usize) -> f64 {
+    let t = t_dist((n - 1) as f64);
+    (t.inverse_cdf(1.0 - ALPHA / 2.0) + t.inverse_cdf(POWER)) * sd_log / (n as f64).sqrt()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Deserialize)]
+    struct Case {
+        method: String,
+        baseline: Vec<f64>,
+        experiment: Vec<f64>,
+        log_delta: f64,
+        se: f64,
+        df: f64,
+        p_value: f64,
+        ci_low_pct: f64,
+        ci_high_pct: f64,
+        mde_pct: f64,
+        p_not_worse_2pct: f64,
+        p_slower: f64,
+    }
+
+    #[derive(Deserialize)]
+    struct Reference {
+        cases: Vec<Case>,
+        holm: Vec<(Vec<f64>, Vec<f64>)>,
+    }
+
+    fn close(what: &str, got: f64, want: f64) {
+        assert!(
+            (got - want).abs() <= 1e-9,
+            "{what}: got {got}, scipy {want}"
+        );
+    }
+
+    #[test]
+    fn agrees_with_scipy_to_1e_9() {
+        let r: Reference =
+            serde_json::from_str(include_str!("../../testdata/stats-reference.json")).unwrap();
+        assert!(r.cases.len() >= 6);
+        for c in &r.cases {
+            let got = match c.method.as_str() {
+                "paired" => paired(&c.baseline, &c.experiment),
+                _ => welch(&c.baseline, &c.experiment),
+            }
+            .unwrap();
+            let what =
+                |f: &str| format!("{} {:?} vs {:?}: {f}", c.method, c.baseline, c.experiment);
+            close(&what("log_delta"), got.log_delta, c.log_delta);
+            close(&what("se"), got.se, c.se);
+            close(&what("df"), got.df, c.df);
+            close(&what("p_value"), got.p_value, c.p_value);
+            close(&what("ci_low_pct"), got.ci_low_pct, c.ci_low_pct);
+            close(&what("ci_high_pct"), got.ci_high_pct, c.ci_high_pct);
+            close(&what("mde_pct"), got.mde_pct, c.mde_pct);
+            close(
+                &what("p_not_worse"),
+                got.p_not_worse_than(0.98f64.ln()),
+                c.p_not_worse_2pct,
+            );
+            close(&what("p_slower"), got.p_slower(), c.p_slower);
+        }
+        for (p, want) in &r.holm {
+            for (g, w) in holm(p).iter().zip(want) {
+                close("holm", *g, *w);
+            }
+        }
+    }
+
+    #[test]
+    fn zero_variance_gives_a_point_interval_and_a_certain_answer() {
+        let c = paired(&[1000.0, 1000.0], &[900.0, 900.0]).unwrap();
+        assert_eq!((c.se, c.mde_pct, c.p_value), (0.0, 0.0, 0.0));
+        close("delta", c.delta_pct, -10.0);
+        close("ci", c.ci_low_pct, -10.0);
+        assert_eq!(c.p_slower(), 0.0);
+        assert_eq!(c.p_not_worse_than(0.98f64.ln()), 1.0);
+        let same = paired(&[1000.0, 1000.0], &[1000.0, 1000.0]).unwrap();
+        assert_eq!((same.p_value, same.p_slower()), (1.0, 1.0));
+        assert_eq!(same.p_not_worse_than(0.98f64.ln()), 0.0);
+        assert_eq!(welch(&[5.0, 5.0], &[5.0, 5.0]).unwrap().p_value, 1.0);
+    }
+
+    #[test]
+    fn inverting_flips_the_change_and_keeps_the_evidence() {
+        let c = paired(&[1000.0, 1010.0, 990.0], &[1100.0, 1120.0, 1085.0]).unwrap();
+        let i = c.inverted();
+        close("log", i.log_delta, -c.log_delta);
+        close(
+            "low",
+            (i.ci_low_pct / 100.0).ln_1p(),
+            -(c.ci_high_pct / 100.0).ln_1p(),
+        );
+        close(
+            "high",
+            (i.ci_high_pct / 100.0).ln_1p(),
+            -(c.ci_low_pct / 100.0).ln_1p(),
+        );
+        assert_eq!((i.p_value, i.se, i.mde_pct), (c.p_value, c.se, c.mde_pct));
+        close("p_slower", i.p_slower(), 1.0 - c.p_slower());
+    }
+
+    #[test]
+    fn too_few_observations_give_no_comparison() {
+        assert!(paired(&[1000.0], &[900.0]).is_none());
+        assert!(welch(&[1000.0], &[900.0, 950.0]).is_none());
+        assert!(
+            paired(&[0.0, 1.0], &[1.0, 1.0]).is_none(),
+            "a zero TPS has no log"
+        );
+    }
+
+    #[test]
+    fn pairs_needed_shrink_with_noise_and_grow_with_precision() {
+        let five_pct = 0.05;
+        let n2 = pairs_needed(five_pct, 2.0, 1000).unwrap();
+        let n5 = pairs_needed(five_pct, 5.0, 1000).unwrap();
+        assert!(n2 > n5, "{n2} {n5}");
+        // Its MDE really is below the tolerance, and one pair fewer is not.
+        assert!(mde_log(five_pct, n2) <= -(0.98f64.ln()));
+        assert!(mde_log(five_pct, n2 - 1) > -(0.98f64.ln()));
+        assert_eq!(pairs_needed(five_pct, 2.0, 5), None);
+    }
+}

@@ -1,0 +1,364 @@
+//! Plan stage: config + checked build trees + work dir -> the list of trials to run.
+//!
+//! Pure except for nothing: the inputs were read by their own stages, so a plan can be
+//! printed (`--dry-run`) and tested without running anything.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+pub mod preflight;
+pub mod workdir;
+
+use fdb::{cmake::BuildConfig, knob::effective_knobs, Engine, FdbVersion, Knob};
+
+use anyhow::Result;
+
+use crate::{
+    build::{
+        tree::{read_build_config, FdbTree},
+        Provenance,
+    },
+    config::{slo::SloTps, Arm, BenchConfig},
+    error::UsageError,
+    results::baseline::Baseline,
+};
+use preflight::Preflight;
+use workdir::Workdir;
+
+/// One arm's build tree and what it says it is.
+#[derive(Debug, Clone, Serialize)]
+pub struct ArmPlan {
+    pub arm: Arm,
+    pub tree: FdbTree,
+    pub version: FdbVersion,
+    /// How the tree was configured (`CMakeCache.txt`), when it says.
+    pub build_config: Option<BuildConfig>,
+    /// How the tree was built, when the gate built it from `--fdb-src` (`build`).
+    pub provenance: Option<Provenance>,
+}
+
+/// One trial: a fresh cluster, `mako --mode build`, `mako --mode run`, teardown.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlannedTrial {
+    /// Position in the run order, from 1.
+    pub index: usize,
+    pub engine: Engine,
+    pub arm: Arm,
+    /// Which repetition of this arm and engine, from 1.
+    pub repetition: u32,
+    /// fdbserver knobs, in command-line order, no name twice.
+    pub knobs: Vec<Knob>,
+}
+
+/// Everything execute needs.
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    pub config: BenchConfig,
+    /// Engines in the order they run: the config's, or a recorded baseline's own.
+    pub engines: Vec<Engine>,
+    /// Effective TPS floors per engine (flag, environment, `baselines/slo.json`).
+    pub slo: SloTps,
+    /// Where each effective floor came from.
+    pub slo_sources: Vec<String>,
+    pub workdir: Workdir,
+    /// The baseline arm; `None` when judged against a recorded baseline.
+    pub baseline: Option<ArmPlan>,
+    pub experiment: ArmPlan,
+    /// The recorded baseline the experiment is judged against (`--against-recorded`).
+    pub recorded: Option<Baseline>,
+    /// The capacity check's numbers, once done.
+    pub preflight: Option<Preflight>,
+    pub trials: Vec<PlannedTrial>,
+    /// Things the user must see before trusting the numbers (e.g. a disk-backed work dir).
+    pub warnings: Vec<String>,
+}
+
+impl Plan {
+    /// Builds the plan; refuses an A/B whose arms cannot differ (the same source version,
+    /// byte-identical binaries per `same_binaries`, and the same knobs) unless
+    /// `--allow-same`. Without a baseline arm only the experiment runs (against a record).
+    pub fn new(
+        config: BenchConfig,
+        engines: Vec<Engine>,
+        workdir: Workdir,
+        baseline: Option<ArmPlan>,
+        experiment: ArmPlan,
+        same_binaries: bool,
+    ) -> Result<Plan, UsageError> {
+        let mut trials = Vec::new();
+        for &engine in &engines {
+            for (repetition, arm) in arm_order(config.trials, config.seed) {
+                if arm == Arm::Baseline && baseline.is_none() {
+                    continue;
+                }
+                trials.push(PlannedTrial {
+                    index: trials.len() + 1,
+                    engine,
+                    arm,
+                    repetition,
+                    knobs: effective_knobs(&config.arm(arm).knobs, engine, workdir.tmpfs),
+                });
+            }
+        }
+        let mut warnings = Vec::new();
+        if let Some(baseline) = &baseline {
+            check_arms_differ(
+                &config,
+                &engines,
+                &workdir,
+                baseline,
+                &experiment,
+                same_binaries,
+                &mut warnings,
+            )?;
+        }
+        if !workdir.tmpfs {
+            warnings.push(format!(
+                "WORK DIR {} IS NOT A RAM DISK (statfs type {}): TPS will be bound by disk \
+                 fsync latency, not by the storage server's CPU; use --workdir on a tmpfs",
+                workdir.path.display(),
+                workdir.fs_type
+            ));
+        }
+        Ok(Plan {
+            config,
+            engines,
+            slo: SloTps::default(),
+            slo_sources: Vec::new(),
+            workdir,
+            baseline,
+            experiment,
+            recorded: None,
+            preflight: None,
+            trials,
+            warnings,
+        })
+    }
+    /// The two trials of pair `repetition` of `engine`, in run order, for `--trials auto`
+    /// runs past the planned pairs; their `index` is left 0 for the runner to set.
+    pub fn pair(&self, engine: Engine, repetition: u32) -> Vec<PlannedTrial> {
+        arm_order(repetition, self.config.seed)
+            .into_iter()
+            .filter(|(rep, arm)| {
+                *rep == repetition && (*arm == Arm::Experiment || self.baseline.is_some())
+            })
+            .map(|(_, arm)| PlannedTrial {
+                index: 0,
+                engine,
+                arm,
+                repetition,
+                knobs: effective_knobs(&self.config.arm(arm).knobs, engine, self.workdir.tmpfs),
+            })
+            .collect()
+    }
+
+    /// The arms that run: the baseline (when there is one), then the experiment.
+    pub fn arms(&self) -> impl Iterator<Item = &ArmPlan> {
+        self.baseline.iter().chain([&self.experiment])
+    }
+
+    /// The arm's build; only planned arms have trials, so the baseline is there when asked.
+    pub fn arm(&self, arm: Arm) -> &ArmPlan {
+        match arm {
+            Arm::Baseline => self
+                .baseline
+                .as_ref()
+                .expect("baseline trials only with a baseline arm"),
+            Arm::Experiment => &self.experiment,
+        }
+    }
+
+    /// Human-readable plan for `--dry-run`: [`Plan::render_body`] and the warnings.
+    pub fn render(&self) -> String {
+        let mut s = self.render_body();
+        for warning in &self.warnings {
+            let _ = writeln!(s, "WARNING: {warning}");
+        }
+        s
+    }
+
+    /// The plan without its warnings (the run log shows those at warn level).
+    pub fn render_body(&self) -> String {
+        let mut s = String::new();
+        if let Some(r) = &self.recorded {
+            let _ = writeln!(s, "{:<10} recorded baseline {}", "baseline", r.summary());
+        }
+        for a in self.arms() {
+            let _ = writeln!(
+                s,
+                "{:<10} {} ({}, source version {})",
+                a.arm.to_string(),
+                a.tree.root.display(),
+                a.version.release,
+                a.version.source_version
+            );
+        }
+        let _ = writeln!(
+            s,
+            "work dir   {} ({}, {} free, chosen by {})",
+            self.workdir.path.display(),
+            self.workdir.kind(),
+            human_bytes(self.workdir.free_bytes),
+            self.workdir.chosen_by
+        );
+        let _ = writeln!(s, "workload   {}", self.config.workload.summary());
+        if let Some(budget) = self.config.time_budget {
+            let _ = writeln!(
+                s,
+                "adaptive   pairs are added after these until decided or {} are spent",
+                humantime::format_duration(budget)
+            );
+        }
+        let _ = writeln!(s, "trials     {} in this order:", self.trials.len());
+        for t in &self.trials {
+            let knobs: Vec<String> = t.knobs.iter().map(Knob::arg).collect();
+            let _ = writeln!(
+                s,
+                "  {:>3}. {} {:<15} {:<10} #{}  {}",
+                t.index,
+                t.arm.letter(),
+                t.engine.to_string(),
+                t.arm.to_string(),
+                t.repetition,
+                knobs.join(" ")
+            );
+        }
+        s
+    }
+}
+
+/// Refuses a tree whose `CMakeCache.txt` shows a build whose numbers would be invalid
+/// (not Release, no mako, instrumented), unless `allow` (`--allow-non-release`: then each
+/// problem becomes a warning).
+pub fn check_build_config(
+    tree: &FdbTree,
+    allow: bool,
+    warnings: &mut Vec<String>,
+) -> Result<Option<BuildConfig>> {
+    let (config, problems) = match read_build_config(&tree.root) {
+        Ok(c) => {
+            let p = c.problems();
+            (Some(c), p)
+        }
+        Err(e) => (
+            None,
+            vec![format!(
+                "{e:#}: cannot check it is a Release build with -DBUILD_MAKO=ON"
+            )],
+        ),
+    };
+    if problems.is_empty() {
+        return Ok(config);
+    }
+    let what = format!(
+        "build tree {}: {}",
+        tree.root.display(),
+        problems.join("; ")
+    );
+    if !allow {
+        return Err(
+            UsageError(format!("{what}; pass --allow-non-release to run it anyway")).into(),
+        );
+    }
+    warnings.push(format!("NOT A RELEASE BUILD (--allow-non-release): {what}"));
+    Ok(config)
+}
+
+/// Refuses two arms that cannot differ (an A/A) unless `--allow-same`; warns when the
+/// source versions agree but the binaries do not.
+fn check_arms_differ(
+    config: &BenchConfig,
+    engines: &[Engine],
+    workdir: &Workdir,
+    baseline: &ArmPlan,
+    experiment: &ArmPlan,
+    same_binaries: bool,
+    warnings: &mut Vec<String>,
+) -> Result<(), UsageError> {
+    // Compared as command lines: a user knob equal to an automatic one is no change.
+    let same_knobs = engines.iter().all(|&e| {
+        let args = |arm| -> Vec<String> {
+            effective_knobs(&config.arm(arm).knobs, e, workdir.tmpfs)
+                .iter()
+                .map(Knob::arg)
+                .collect()
+        };
+        args(Arm::Baseline) == args(Arm::Experiment)
+    });
+    let same_version = baseline.version.source_version == experiment.version.source_version;
+    if same_version && same_binaries && same_knobs && !config.allow_same {
+        return Err(UsageError(format!(
+            "baseline and experiment run byte-identical binaries (source version {}) with \
+                 the same knobs, so this would be an A/A run, not an A/B; give the arms \
+                 different builds or --baseline-knob/--experiment-knob, or pass --allow-same \
+                 to measure noise on purpose",
+            baseline.version.source_version
+        )));
+    }
+    if same_version && !same_binaries {
+        warnings.push(format!(
+            "both arms report source version {} but their binaries differ (uncommitted \
+                 changes, or other build flags): the source version alone does not tell them \
+                 apart",
+            baseline.version.source_version
+        ));
+    }
+    Ok(())
+}
+
+/// Arms in balanced blocks: each block of two repetitions runs A B B A or B A A B (a
+/// trailing single repetition A B or B A), chosen by a generator seeded with `seed`. Each
+/// pair runs both arms back to back, a block cancels a linear drift of the host, and the
+/// random choice keeps a periodic disturbance from lining up with one arm.
+pub fn arm_order(trials: u32, seed: u64) -> Vec<(u32, Arm)> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let (a, b) = (Arm::Baseline, Arm::Experiment);
+    let mut order = Vec::new();
+    for first in (1..=trials).step_by(2) {
+        let pairs = if rng.random_bool(0.5) {
+            [[a, b], [b, a]]
+        } else {
+            [[b, a], [a, b]]
+        };
+        for (rep, pair) in (first..=trials.min(first + 1)).zip(pairs) {
+            order.extend(pair.map(|arm| (rep, arm)));
+        }
+    }
+    order
+}
+
+fn human_bytes(b: u64) -> String {
+    format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arms_run_in_balanced_blocks_chosen_by_the_seed() {
+        let letters = |trials, seed| -> String {
+            arm_order(trials, seed)
+                .iter()
+                .map(|(_, a)| a.letter())
+                .collect()
+        };
+        let mut seen = std::collections::BTreeSet::new();
+        for seed in 0..40 {
+            let order = letters(5, seed);
+            assert_eq!(order.len(), 10);
+            // Blocks of four are ABBA or BAAB; the last pair is AB or BA.
+            for block in order.as_bytes().chunks(4) {
+                let b = std::str::from_utf8(block).unwrap();
+                assert!(["ABBA", "BAAB", "AB", "BA"].contains(&b), "{order}");
+            }
+            assert_eq!(order, letters(5, seed), "the seed decides");
+            seen.insert(order);
+        }
+        assert!(seen.len() > 4, "the seed matters: {seen:?}");
+        let reps: Vec<u32> = arm_order(3, 7).iter().map(|(r, _)| *r).collect();
+        assert_eq!(reps, [1, 1, 2, 2, 3, 3]);
+    }
+}

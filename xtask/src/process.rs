@@ -1,0 +1,351 @@
+//! Execute stage, supervision: child processes that cannot outlive their trial or the gate,
+//! and bounded waits that notice timeouts and Ctrl-C.
+//!
+//! Each child runs in its own process group (mako forks worker processes; the group takes
+//! them all down), gets `PR_SET_PDEATHSIG(SIGKILL)` so it dies even if the gate is
+//! SIGKILLed, and has core dumps off (mako aborts in `_dl_fini` at every exit). A
+//! [`Child`] stops its group when dropped. The parent-death signal does not reach what a
+//! child forks (mako's workers), so a [`Reaper`] process outlives the gate to end those.
+
+use std::{
+    fs::File,
+    os::unix::process::CommandExt,
+    path::{Path, PathBuf},
+    process::{Command, ExitStatus, Stdio},
+    sync::atomic::{AtomicBool, Ordering},
+    sync::Arc,
+    sync::OnceLock,
+    thread,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, Result};
+pub use nix::sys::signal::Signal;
+use nix::{sys::signal::killpg, unistd::Pid};
+
+/// How often bounded waits look at their child, the clock and the interrupt flag.
+pub const POLL: Duration = Duration::from_millis(50);
+
+static INTERRUPTED: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+
+/// Makes SIGINT and SIGTERM set a flag that every bounded wait checks, so a Ctrl-C ends
+/// the current phase as interrupted, tears the cluster down and keeps the results. A
+/// second signal exits at once with status 2 (the servers still die: parent-death signal).
+pub fn install_interrupt_handler() -> Result<()> {
+    let flag = INTERRUPTED.get_or_init(Default::default);
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // Registered first, so it sees the flag as it was before this signal.
+        signal_hook::flag::register_conditional_shutdown(sig, 2, Arc::clone(flag))
+            .and_then(|_| signal_hook::flag::register(sig, Arc::clone(flag)))
+            .context("cannot install the SIGINT/SIGTERM handler")?;
+    }
+    Ok(())
+}
+
+/// Whether SIGINT or SIGTERM arrived.
+pub fn interrupted() -> bool {
+    INTERRUPTED.get().is_some_and(|f| f.load(Ordering::SeqCst))
+}
+
+/// Why a phase of a trial ended without success.
+#[derive(Debug, thiserror::Error)]
+pub enum PhaseError {
+    /// The phase's time bound passed; the text says what was still running, or is empty.
+    #[error("did not finish within its bound of {}{}", humantime::format_duration(*.0), if .1.is_empty() { String::new() } else { format!(": {}", .1) })]
+    Timeout(Duration, String),
+    /// SIGINT or SIGTERM arrived.
+    #[error("interrupted by a signal")]
+    Interrupted,
+    /// Anything else: a crash, a bad exit status, an unreadable report.
+    #[error("{0:#}")]
+    Failed(#[from] anyhow::Error),
+}
+
+/// A supervised child process with its stdout and stderr in files.
+#[derive(Debug)]
+pub struct Child {
+    /// Short name for messages, e.g. `fdbserver storage :4503`.
+    pub name: String,
+    inner: std::process::Child,
+    /// File the child's stderr goes to.
+    pub stderr: PathBuf,
+    exited: Option<ExitStatus>,
+}
+
+impl Child {
+    /// Starts `cmd` with stdin closed and stdout/stderr written to the given files.
+    pub fn spawn(name: &str, mut cmd: Command, stdout: &Path, stderr: &Path) -> Result<Child> {
+        let out =
+            File::create(stdout).with_context(|| format!("cannot create {}", stdout.display()))?;
+        let err =
+            File::create(stderr).with_context(|| format!("cannot create {}", stderr.display()))?;
+        cmd.stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .process_group(0);
+        // SAFETY: the closure only makes async-signal-safe system calls (prctl, setrlimit).
+        unsafe {
+            cmd.pre_exec(|| {
+                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
+                nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_CORE, 0, 0)?;
+                Ok(())
+            });
+        }
+        let inner = cmd
+            .spawn()
+            .with_context(|| format!("cannot start {name}: {cmd:?}"))?;
+        Ok(Child {
+            name: name.to_string(),
+            inner,
+            stderr: stderr.to_path_buf(),
+            exited: None,
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.inner.id()
+    }
+
+    /// The exit status if the child has exited (reaped), without blocking.
+    pub fn try_exit(&mut self) -> Result<Option<ExitStatus>> {
+        if self.exited.is_none() {
+            self.exited = self
+                .inner
+                .try_wait()
+                .with_context(|| format!("cannot wait for {}", self.name))?;
+        }
+        Ok(self.exited)
+    }
+
+    /// Waits for the child to exit until `deadline`, calling `tick` every [`POLL`] (to check
+    /// other processes or sample them). The child is stopped on timeout or interrupt.
+    pub fn wait_until(
+        &mut self,
+        deadline: Instant,
+        bound: Duration,
+        mut tick: impl FnMut() -> Result<(), PhaseError>,
+    ) -> Result<ExitStatus, PhaseError> {
+        loop {
+            if let Some(status) = self.try_exit()? {
+                return Ok(status);
+            }
+            let stop = if interrupted() {
+                Some(PhaseError::Interrupted)
+            } else if Instant::now() >= deadline {
+                Some(PhaseError::Timeout(bound, String::new()))
+            } else {
+                tick().err()
+            };
+            if let Some(e) = stop {
+                self.stop(Duration::from_secs(2));
+                return Err(e);
+            }
+            thread::sleep(POLL);
+        }
+    }
+
+    /// Sends `sig` to the child's whole process group. The group may hold workers of an
+    /// already exited leader (mako -p N), so it is signalled even when the leader is gone;
+    /// ESRCH just means nothing is left.
+    pub fn signal(&self, sig: Signal) {
+        let _ = killpg(self.pgid(), sig);
+    }
+
+    /// Whether the child has exited and no process of its group is left.
+    pub fn finished(&mut self) -> bool {
+        matches!(self.try_exit(), Ok(Some(_))) && !group_alive(self.pgid())
+    }
+
+    fn pgid(&self) -> Pid {
+        Pid::from_raw(self.inner.id() as i32)
+    }
+
+    /// Stops the whole process group: SIGTERM, then SIGKILL after `grace`. Returns whether
+    /// SIGKILL was needed.
+    pub fn stop(&mut self, grace: Duration) -> bool {
+        self.signal(Signal::SIGTERM);
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if self.finished() {
+                return false;
+            }
+            thread::sleep(POLL);
+        }
+        self.signal(Signal::SIGKILL);
+        if self.exited.is_none() {
+            self.exited = self.inner.wait().ok();
+        }
+        true
+    }
+
+    /// Last `n` lines of the child's stderr, for error messages.
+    pub fn stderr_tail(&self, n: usize) -> String {
+        tail(&self.stderr, n)
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        if !self.finished() {
+            self.stop(Duration::from_secs(2));
+        }
+    }
+}
+
+/// Whether any process of group `pgid` is alive (signal 0 probes without sending).
+fn group_alive(pgid: Pid) -> bool {
+    killpg(pgid, None).is_ok()
+}
+
+/// Whether `pid` is a live (not zombie) process.
+pub fn process_running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name in parentheses: `pid (comm) S ...`.
+        Ok(stat) => !matches!(
+            stat.rsplit_once(") ").map(|(_, r)| r.as_bytes()[0]),
+            Some(b'Z' | b'X')
+        ),
+        Err(_) => false,
+    }
+}
+
+/// Live processes whose command line mentions `needle` (e.g. a run's directory, which
+/// every fdbserver, fdbcli and mako of the run gets as an argument): `(pid, command)`.
+pub fn processes_mentioning(needle: &str) -> Vec<(u32, String)> {
+    let own = std::process::id();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != own && process_running(pid))
+        .filter_map(|pid| {
+            let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let cmd = String::from_utf8_lossy(&raw).replace('\0', " ");
+            cmd.contains(needle)
+                .then(|| (pid, cmd.trim_end().to_string()))
+        })
+        .collect()
+}
+
+/// Kills (SIGKILL) every process whose command line names a path under `dir`, in a few
+/// rounds (a process may fork while it is being killed): what a dead gate's run, or its
+/// build's compile jobs (ninja starts each in its own process group, out of reach of the
+/// parent-death signal), left running. Returns them as `(pid, command)`.
+pub fn kill_mentioning(dir: &Path) -> Vec<(u32, String)> {
+    // The trailing slash keeps `perfgate-12` from matching `perfgate-123`.
+    let needle = format!("{}/", dir.display());
+    let mut killed: Vec<(u32, String)> = Vec::new();
+    for _ in 0..20 {
+        let left = processes_mentioning(&needle);
+        if left.is_empty() {
+            break;
+        }
+        for (pid, cmd) in left {
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+            if !killed.iter().any(|(p, _)| *p == pid) {
+                killed.push((pid, cmd));
+            }
+        }
+        thread::sleep(POLL);
+    }
+    killed
+}
+
+/// Last `n` lines of a text file ("" when unreadable).
+pub fn tail(path: &Path, n: usize) -> String {
+    let text = std::fs::read(path).map(|b| String::from_utf8_lossy(&b).into_owned());
+    let text = text.unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs a short command to completion within `bound`, stdout and stderr to files.
+    /// Returns the exit status; the caller reads the files.
+    fn run_bounded(
+        name: &str,
+        cmd: Command,
+        stdout: &Path,
+        stderr: &Path,
+        bound: Duration,
+    ) -> Result<ExitStatus, PhaseError> {
+        let mut child = Child::spawn(name, cmd, stdout, stderr)?;
+        child.wait_until(Instant::now() + bound, bound, || Ok(()))
+    }
+
+    fn sh(script: &str) -> Command {
+        let mut c = Command::new("sh");
+        c.args(["-c", script]);
+        c
+    }
+
+    #[test]
+    fn bounded_run_reports_timeout_and_kills_the_whole_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("grandchild.pid");
+        let script = format!("sleep 300 & echo $! > {}; wait", pidfile.display());
+        let out = dir.path().join("out");
+        let err = dir.path().join("err");
+        let r = run_bounded(
+            "sleeper",
+            sh(&script),
+            &out,
+            &err,
+            Duration::from_millis(300),
+        );
+        assert!(matches!(r, Err(PhaseError::Timeout(..))), "{r:?}");
+        let pid: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // The grandchild was in the group: it is gone (or a zombie reaped by init soon).
+        let alive = nix::sys::signal::kill(Pid::from_raw(pid), None).is_ok()
+            && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map(|s| s.contains(") Z "))
+                .unwrap_or(true);
+        assert!(!alive, "grandchild {pid} survived");
+    }
+
+    #[test]
+    fn exit_status_and_output_files_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let (out, err) = (dir.path().join("out"), dir.path().join("err"));
+        let status = run_bounded(
+            "echo",
+            sh("echo hi; echo oops >&2; exit 3"),
+            &out,
+            &err,
+            Duration::from_secs(30),
+        )
+        .unwrap();
+        assert_eq!(status.code(), Some(3));
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "hi\n");
+        assert_eq!(tail(&err, 5), "oops");
+    }
+
+    #[test]
+    fn tick_error_stops_the_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = Child::spawn(
+            "sleeper",
+            sh("sleep 300"),
+            &dir.path().join("o"),
+            &dir.path().join("e"),
+        )
+        .unwrap();
+        let bound = Duration::from_secs(300);
+        let r = child.wait_until(Instant::now() + bound, bound, || {
+            Err(PhaseError::Failed(anyhow::anyhow!("storage server died")))
+        });
+        assert!(
+            matches!(r, Err(PhaseError::Failed(ref e)) if e.to_string() == "storage server died")
+        );
+        assert!(child.try_exit().unwrap().is_some());
+    }
+}

@@ -1,0 +1,386 @@
+//! Report stage: `report.html`, one self-contained page (no CDN, no script, no network):
+//! the verdicts first, then charts drawn in Rust (plotters, SVG inlined), then every trial
+//! and the run's provenance. Pure: returns a `String`.
+
+use std::fmt::Write as _;
+
+use html_escape::encode_text as esc;
+use plotters::prelude::*;
+
+use fdb::{Engine, Knob};
+
+use crate::{
+    config::Arm,
+    judge::{Judgement, Metric, Verdict},
+    plan::Plan,
+    results::trial::{Outcome, TrialRecord},
+};
+
+const BASELINE: RGBColor = RGBColor(31, 119, 180);
+const EXPERIMENT: RGBColor = RGBColor(214, 39, 40);
+
+fn color(arm: Arm) -> RGBColor {
+    match arm {
+        Arm::Baseline => BASELINE,
+        Arm::Experiment => EXPERIMENT,
+    }
+}
+
+/// The page for a finished (or interrupted) run.
+pub fn render(
+    plan: &Plan,
+    trials: &[TrialRecord],
+    judgements: &[Judgement],
+    warnings: &[String],
+) -> String {
+    let mut s = String::from(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>perfgate report</title>\n<style>\
+         body{font-family:sans-serif;margin:2em;max-width:70em}table{border-collapse:collapse;margin:1em 0}\
+         td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left}.MEASURED{color:#070}\
+         .REGRESSION,.SLO-VIOLATION,.ERROR,.TIMEOUT{color:#b00}.INCONCLUSIVE{color:#a60}\
+         .warn{background:#fee;padding:.5em}.a{color:#1f77b4}.b{color:#d62728}</style></head><body>\n",
+    );
+    let _ = writeln!(s, "<h1>perfgate: {}</h1>", verdict_line(judgements));
+    for w in warnings {
+        let _ = writeln!(s, "<p class=\"warn\">WARNING: {}</p>", esc(w));
+    }
+    let _ = writeln!(s, "<h2>Verdicts</h2><table><tr><th>engine</th><th>metric</th><th>verdict</th><th>change [95% CI]</th><th>p</th><th>MDE</th><th>why</th></tr>");
+    for j in judgements {
+        let (change, p, mde) = match (j.change_pct(), &j.comparison) {
+            (Some((c, lo, hi)), Some(cmp)) => (
+                format!("{c:+.2}% [{lo:+.2}%, {hi:+.2}%]"),
+                format!("{:.3}", cmp.p_value),
+                format!("{:.2}%", cmp.mde_pct),
+            ),
+            _ => ("-".into(), "-".into(), "-".into()),
+        };
+        let _ = writeln!(
+            s,
+            "<tr><td>{}</td><td>{}</td><td class=\"{}\"><b>{}</b></td><td>{change}</td><td>{p}</td><td>{mde}</td><td>{}</td></tr>",
+            j.engine,
+            j.metric.name(),
+            j.verdict,
+            j.verdict,
+            esc(&j.reason)
+        );
+        for note in &j.notes {
+            let _ = writeln!(s, "<tr><td colspan=\"7\">note: {}</td></tr>", esc(note));
+        }
+    }
+    s.push_str("</table>\n");
+    s.push_str(&chart_changes(judgements));
+    s.push_str("<p><span class=\"a\">&#9632; baseline (A)</span> &nbsp; <span class=\"b\">&#9632; experiment (B)</span></p>\n");
+    for &engine in &plan.engines {
+        let of: Vec<&TrialRecord> = trials.iter().filter(|t| t.engine == engine).collect();
+        if of.is_empty() {
+            continue;
+        }
+        let _ = writeln!(s, "<h2>{engine}</h2>");
+        s.push_str(&chart_trials(engine, &of, "TPS per trial", |t| {
+            t.report.as_ref().map(|r| r.tps)
+        }));
+        s.push_str(&chart_seconds(
+            engine,
+            &of,
+            plan.config.workload.warmup_seconds as f64,
+        ));
+        s.push_str(&chart_trials(
+            engine,
+            &of,
+            "p99 transaction latency per trial (us, warmup included)",
+            |t| Some(t.report.as_ref()?.transaction_latency()?.p99).filter(|v| v.is_finite()),
+        ));
+    }
+    s.push_str(&trial_table(trials));
+    s.push_str(&provenance(plan));
+    s.push_str("</body></html>\n");
+    s
+}
+
+fn verdict_line(judgements: &[Judgement]) -> String {
+    let worst = judgements
+        .iter()
+        .map(|j| j.verdict)
+        .max()
+        .unwrap_or(Verdict::Error);
+    let each: Vec<String> = judgements
+        .iter()
+        .map(|j| format!("{} {} {}", j.engine, j.metric.name(), j.verdict))
+        .collect();
+    format!(
+        "<span class=\"{worst}\">{worst}</span> ({})",
+        esc(&each.join(", "))
+    )
+}
+
+/// Each judgement's change with its 95% interval, against 0 and the tolerance (for TPS
+/// the loss -M, for latency the rise +M).
+fn chart_changes(judgements: &[Judgement]) -> String {
+    let rows: Vec<(String, f64, f64, f64, f64)> = judgements
+        .iter()
+        .filter_map(|j| {
+            let (c, lo, hi) = j.change_pct()?;
+            let tol = j.criteria.max_regression_pct;
+            let limit = match j.metric {
+                Metric::Tps => -tol,
+                Metric::TxnLatencyP99 => tol,
+            };
+            Some((
+                format!("{} {}", j.engine, j.metric.name()),
+                c,
+                lo,
+                hi,
+                limit,
+            ))
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let extent = rows
+        .iter()
+        .flat_map(|r| [r.2.abs(), r.3.abs(), r.4.abs()])
+        .fold(1.0, f64::max)
+        * 1.15;
+    let n = rows.len() as f64;
+    svg(|root| {
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                "change with its 95% interval (dashed: the tolerance)",
+                ("sans-serif", 16),
+            )
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(10)
+            .build_cartesian_2d(-extent..extent, 0f64..n)?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .disable_y_axis()
+            .x_desc("percent")
+            .draw()?;
+        chart.draw_series(std::iter::once(PathElement::new(
+            vec![(0.0, 0.0), (0.0, n)],
+            BLACK,
+        )))?;
+        for (i, (label, c, lo, hi, limit)) in rows.iter().enumerate() {
+            let y = i as f64 + 0.5;
+            // Red when the change is for the worse (TPS down, latency up).
+            let tone = if (*c < 0.0) == (*limit < 0.0) {
+                EXPERIMENT
+            } else {
+                BASELINE
+            };
+            chart.draw_series(DashedLineSeries::new(
+                vec![(*limit, i as f64), (*limit, i as f64 + 1.0)],
+                4,
+                3,
+                RGBColor(120, 120, 120).into(),
+            ))?;
+            chart.draw_series(std::iter::once(PathElement::new(
+                vec![(*lo, y), (*hi, y)],
+                tone.stroke_width(2),
+            )))?;
+            chart.draw_series(std::iter::once(Circle::new((*c, y), 5, tone.filled())))?;
+            chart.draw_series(std::iter::once(Text::new(
+                label.clone(),
+                (-extent * 0.98, y + 0.15),
+                ("sans-serif", 12),
+            )))?;
+        }
+        Ok(())
+    })
+}
+
+/// A point per measured trial, x = trial index, colored by arm.
+fn chart_trials(
+    engine: Engine,
+    trials: &[&TrialRecord],
+    title: &str,
+    value: impl Fn(&TrialRecord) -> Option<f64>,
+) -> String {
+    let points: Vec<(f64, f64, Arm)> = trials
+        .iter()
+        .filter(|t| t.outcome == Outcome::Measured)
+        .filter_map(|t| Some((t.index as f64, value(t)?, t.arm)))
+        .collect();
+    if points.is_empty() {
+        return String::new();
+    }
+    let (lo, hi) = bounds(points.iter().map(|p| p.1));
+    let x_max = trials.iter().map(|t| t.index).max().unwrap_or(1) as f64 + 1.0;
+    svg(|root| {
+        let mut chart = ChartBuilder::on(&root)
+            .caption(format!("{engine}: {title}"), ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..x_max, lo..hi)?;
+        chart.configure_mesh().x_desc("trial").draw()?;
+        chart.draw_series(
+            points
+                .iter()
+                .map(|&(x, y, arm)| Circle::new((x, y), 5, color(arm).filled())),
+        )?;
+        Ok(())
+    })
+}
+
+/// mako's per-second TPS of each measured trial, warmup shaded.
+fn chart_seconds(engine: Engine, trials: &[&TrialRecord], warmup_s: f64) -> String {
+    let series: Vec<(Arm, Vec<(f64, f64)>)> = trials
+        .iter()
+        .filter(|t| t.outcome == Outcome::Measured)
+        .filter_map(|t| {
+            let r = t.report.as_ref()?;
+            Some((
+                t.arm,
+                r.samples_tps
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| (i as f64 + 1.0, *v))
+                    .collect(),
+            ))
+        })
+        .filter(|(_, v): &(Arm, Vec<(f64, f64)>)| !v.is_empty())
+        .collect();
+    if series.is_empty() {
+        return String::new();
+    }
+    let (lo, hi) = bounds(series.iter().flat_map(|(_, v)| v.iter().map(|p| p.1)));
+    let x_max = series.iter().map(|(_, v)| v.len()).max().unwrap_or(1) as f64 + 1.0;
+    svg(|root| {
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!("{engine}: TPS per second (warmup shaded)"),
+                ("sans-serif", 16),
+            )
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..x_max, lo..hi)?;
+        chart.configure_mesh().x_desc("second of the run").draw()?;
+        chart.draw_series(std::iter::once(Rectangle::new(
+            [(0.0, lo), (warmup_s.min(x_max), hi)],
+            RGBColor(235, 235, 235).filled(),
+        )))?;
+        for (arm, points) in &series {
+            chart.draw_series(LineSeries::new(points.iter().copied(), color(*arm)))?;
+        }
+        Ok(())
+    })
+}
+
+/// Axis bounds with 5% room; a flat series gets +-1.
+fn bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (lo, hi) = values.fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(v), b.max(v)));
+    let pad = ((hi - lo) * 0.05).max(1.0);
+    ((lo - pad).max(0.0), hi + pad)
+}
+
+type DrawResult = Result<(), Box<dyn std::error::Error>>;
+
+/// Draws into an SVG string; a drawing error becomes a visible note, not a lost report.
+fn svg(draw: impl FnOnce(DrawingArea<SVGBackend, plotters::coord::Shift>) -> DrawResult) -> String {
+    let mut out = String::new();
+    let result = {
+        let root = SVGBackend::with_string(&mut out, (800, 300)).into_drawing_area();
+        root.fill(&WHITE)
+            .map_err(|e| e.to_string())
+            .and_then(|()| draw(root.clone()).map_err(|e| e.to_string()))
+            .and_then(|()| root.present().map_err(|e| e.to_string()))
+    };
+    match result {
+        Ok(()) => format!("<div>{out}</div>\n"),
+        Err(e) => format!("<p class=\"warn\">chart not drawn: {}</p>\n", esc(&e)),
+    }
+}
+
+fn trial_table(trials: &[TrialRecord]) -> String {
+    let mut s = String::from(
+        "<h2>Trials</h2><table><tr><th>#</th><th>engine</th><th>arm</th><th>rep</th><th>outcome</th><th>TPS</th>\
+         <th>p99 us</th><th>storage CPU (cores)</th><th>work dir peak (MiB)</th><th>phases (s)</th><th>error</th></tr>\n",
+    );
+    for t in trials {
+        let r = t.report.as_ref();
+        let opt = |v: Option<f64>, d: usize| {
+            v.filter(|v| v.is_finite())
+                .map(|v| format!("{v:.d$}"))
+                .unwrap_or_default()
+        };
+        let phases: Vec<String> = t
+            .phases
+            .iter()
+            .map(|p| format!("{} {:.1}", p.phase, p.duration_s))
+            .collect();
+        let _ = writeln!(
+            s,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            t.index,
+            t.engine,
+            t.arm,
+            t.repetition,
+            serde_json::to_value(t.outcome).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
+            opt(r.map(|r| r.tps), 1),
+            opt(r.and_then(|r| r.transaction_latency()).map(|l| l.p99), 0),
+            opt(t.storage_cpu_cores, 2),
+            opt(t.workdir_peak_bytes.map(|b| b as f64 / 1048576.0), 1),
+            esc(&phases.join(", ")),
+            esc(t.error.as_deref().unwrap_or(""))
+        );
+    }
+    s.push_str("</table>\n");
+    s
+}
+
+fn provenance(plan: &Plan) -> String {
+    let mut rows: Vec<(String, String)> = Vec::new();
+    for a in plan.baseline.iter().chain([&plan.experiment]) {
+        let build = a
+            .build_config
+            .as_ref()
+            .map(|c| {
+                let compiler = match (c.cxx_compiler.as_str(), c.cxx_compiler_version.as_str()) {
+                    ("", "") => String::new(),
+                    (path, "") | ("", path) => format!(", {path}"),
+                    (path, version) => format!(", {version} ({path})"),
+                };
+                format!(", {} build{compiler}", c.build_type)
+            })
+            .unwrap_or_default();
+        rows.push((
+            a.arm.to_string(),
+            format!(
+                "{} ({}, source version {}{build})",
+                a.tree.root.display(),
+                a.version.release,
+                a.version.source_version
+            ),
+        ));
+    }
+    if let Some(r) = &plan.recorded {
+        rows.push(("baseline".into(), format!("recorded {}", r.summary())));
+    }
+    rows.push(("workload".into(), plan.config.workload.summary()));
+    rows.push((
+        "work dir".into(),
+        format!(
+            "{} ({}, filesystem {}, chosen by {})",
+            plan.workdir.path.display(),
+            plan.workdir.kind(),
+            plan.workdir.fs_type,
+            plan.workdir.chosen_by
+        ),
+    ));
+    rows.push(("trial order seed".into(), plan.config.seed.to_string()));
+    for t in plan.trials.iter().take(2) {
+        let knobs: Vec<String> = t.knobs.iter().map(Knob::arg).collect();
+        rows.push((format!("knobs ({})", t.arm), knobs.join(" ")));
+    }
+    let mut s = String::from("<h2>Provenance</h2><table>\n");
+    for (k, v) in rows {
+        let _ = writeln!(s, "<tr><th>{}</th><td>{}</td></tr>", esc(&k), esc(&v));
+    }
+    s.push_str("</table>\n");
+    s
+}

@@ -1,0 +1,507 @@
+//! Report stage: judgements and trial records -> `summary.json`, `results.tsv`,
+//! `junit.xml` and the terminal table.
+//!
+//! Each format is a pure function returning a `String` (golden-tested); `write` writes
+//! the files. JUnit is written with quick-junit, not junit-report: junit-report 0.9.1 has
+//! no `<properties>` and puts text in CDATA unescaped, so an ESC byte or `]]>` from a mako
+//! or fdbserver log makes the file ill-formed XML; quick-junit escapes both and writes
+//! properties.
+
+use std::fmt::Write as _;
+
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
+use serde::Serialize;
+
+pub mod html;
+pub mod write;
+
+use crate::{
+    judge::{exit_code, ArmStats, Judgement, Metric, Verdict},
+    results::trial::TrialRecord,
+};
+
+/// `summary.json`: the verdicts and the numbers behind them.
+#[derive(Debug, Serialize)]
+pub struct Summary<'a> {
+    /// The run's exit status (0, 1, 2).
+    pub exit_code: i32,
+    /// Whether SIGINT/SIGTERM cut the run short.
+    pub interrupted: bool,
+    /// Conditions that make the numbers less trustworthy (e.g. a disk-backed work dir).
+    pub warnings: &'a [String],
+    pub judgements: &'a [Judgement],
+}
+
+pub fn summary_json(judgements: &[Judgement], interrupted: bool, warnings: &[String]) -> String {
+    let s = Summary {
+        exit_code: exit_code(judgements, interrupted),
+        interrupted,
+        warnings,
+        judgements,
+    };
+    serde_json::to_string_pretty(&s).expect("summary serializes") + "\n"
+}
+
+/// `results.tsv`: one line per trial, for spreadsheets and `awk`.
+pub fn results_tsv(trials: &[TrialRecord]) -> String {
+    let mut s = String::from(
+        "index\tengine\tarm\trepetition\toutcome\ttps\toverall_tps\tmeasured_s\ttotal_xacts\t\
+         txn_latency_us_p50\ttxn_latency_us_p99\tstorage_cpu_cores\tcpu_bound\tworkdir_peak_bytes\t\
+         failed_phase\terror\n",
+    );
+    let opt =
+        |v: Option<f64>, digits: usize| v.map(|v| format!("{v:.digits$}")).unwrap_or_default();
+    for t in trials {
+        let r = t.report.as_ref();
+        let txn = r.and_then(|r| r.transaction_latency());
+        let _ = writeln!(
+            s,
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+            t.index,
+            t.engine,
+            t.arm,
+            t.repetition,
+            serde_json::to_value(t.outcome)
+                .expect("outcome")
+                .as_str()
+                .unwrap_or(""),
+            opt(r.map(|r| r.tps), 2),
+            r.map(|r| r.overall_tps.to_string()).unwrap_or_default(),
+            opt(r.map(|r| r.measured_duration_s), 3),
+            r.map(|r| r.total_xacts.to_string()).unwrap_or_default(),
+            opt(txn.map(|l| l.p50), 0),
+            opt(txn.map(|l| l.p99), 0),
+            opt(t.storage_cpu_cores, 3),
+            t.cpu_bound.map(|b| b.to_string()).unwrap_or_default(),
+            t.workdir_peak_bytes
+                .map(|b| b.to_string())
+                .unwrap_or_default(),
+            t.failed_phase.map(|p| p.to_string()).unwrap_or_default(),
+            t.error.as_deref().unwrap_or("").replace(['\t', '\n'], " "),
+        );
+    }
+    s
+}
+
+/// Numbers of a judgement as `(name, value)` pairs: JUnit properties, failure text and
+/// system-out all use them, since some CI systems ignore properties.
+fn numbers(j: &Judgement) -> Vec<(String, String)> {
+    let mut v = vec![("verdict".to_string(), j.verdict.to_string())];
+    let mut push = |k: &str, x: Option<f64>, digits: usize| {
+        if let Some(x) = x {
+            v.push((k.to_string(), format!("{x:.digits$}")));
+        }
+    };
+    for (arm, s) in [("baseline", &j.baseline), ("experiment", &j.experiment)] {
+        push(
+            &format!("{arm}_tps_mean"),
+            s.as_ref().map(|s| s.tps_mean),
+            2,
+        );
+        push(
+            &format!("{arm}_tps_cv_pct"),
+            s.as_ref().and_then(|s| s.tps_cv_pct),
+            2,
+        );
+        push(
+            &format!("{arm}_trials"),
+            s.as_ref().map(|s| s.tps.len() as f64),
+            0,
+        );
+        push(
+            &format!("{arm}_storage_cpu_cores"),
+            s.as_ref().and_then(|s| s.storage_cpu_cores_mean),
+            3,
+        );
+        push(
+            &format!("{arm}_trials_not_cpu_bound"),
+            s.as_ref().map(|s| s.trials_not_cpu_bound as f64),
+            0,
+        );
+        push(
+            &format!("{arm}_trials_cpu_unmeasured"),
+            s.as_ref().map(|s| s.trials_cpu_unmeasured as f64),
+            0,
+        );
+        push(
+            &format!("{arm}_workdir_peak_bytes"),
+            s.as_ref()
+                .and_then(|s| s.workdir_peak_bytes_max)
+                .map(|b| b as f64),
+            0,
+        );
+    }
+    push("tps_delta_pct", j.tps_delta_pct, 2);
+    if let (Some(c), Some((change, low, high))) = (&j.comparison, j.change_pct()) {
+        let m = j.metric.name();
+        push("pairs", Some(c.n_experiment as f64), 0);
+        push(&format!("{m}_change_pct"), Some(change), 2);
+        push(&format!("{m}_change_ci95_low_pct"), Some(low), 2);
+        push(&format!("{m}_change_ci95_high_pct"), Some(high), 2);
+        push("p_value", Some(c.p_value), 4);
+        push("mde_pct", Some(c.mde_pct), 2);
+    }
+    push("p_not_worse_adjusted", j.p_not_worse_adjusted, 4);
+    push("p_slower_adjusted", j.p_slower_adjusted, 4);
+    if j.family_size > 1 {
+        push("holm_family_size", Some(j.family_size as f64), 0);
+    }
+    if j.looks > 1 {
+        push("sequential_looks", Some(f64::from(j.looks)), 0);
+    }
+    if let Some(l) = &j.txn_latency_p99 {
+        push("txn_latency_p99_change_pct", Some(l.delta_pct), 2);
+        push("txn_latency_p99_change_ci95_low_pct", Some(l.ci_low_pct), 2);
+        push(
+            "txn_latency_p99_change_ci95_high_pct",
+            Some(l.ci_high_pct),
+            2,
+        );
+    }
+    push("max_regression_pct", Some(j.criteria.max_regression_pct), 2);
+    push("slo_tps", j.criteria.slo_tps, 1);
+    v
+}
+
+/// `junit.xml`: one test suite per engine, one test case per gated metric. REGRESSION and
+/// SLO-VIOLATION are `<failure>`, TIMEOUT and ERROR are `<error>`, INCONCLUSIVE is
+/// `<skipped>` (with the MDE achieved in its message); the verdict is the type.
+pub fn junit(judgements: &[Judgement], table: &str) -> String {
+    let mut report = Report::new("perfgate");
+    let mut suites: Vec<TestSuite> = Vec::new();
+    for j in judgements {
+        let text: Vec<String> = numbers(j).iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let mut status = match j.verdict {
+            Verdict::Measured => TestCaseStatus::success(),
+            Verdict::Regression | Verdict::SloViolation => {
+                TestCaseStatus::non_success(NonSuccessKind::Failure)
+            }
+            Verdict::Timeout | Verdict::Error => TestCaseStatus::non_success(NonSuccessKind::Error),
+            Verdict::Inconclusive => TestCaseStatus::skipped(),
+        };
+        if j.verdict != Verdict::Measured {
+            status.set_type(j.verdict.to_string());
+            status.set_message(format!("{}: {}", j.verdict, j.reason));
+            status.set_description(text.join("\n"));
+        }
+        let mut case = TestCase::new(j.metric.name(), status);
+        case.set_classname(format!("perfgate.{}", j.engine));
+        case.add_properties(numbers(j).into_iter().map(|(k, v)| Property::new(k, v)));
+        case.set_system_out(format!(
+            "{}: {}\n{}\n\n{table}",
+            j.verdict,
+            j.reason,
+            text.join("\n")
+        ));
+        let engine = j.engine.to_string();
+        match suites.iter_mut().find(|s| s.name.as_str() == engine) {
+            Some(suite) => {
+                suite.add_test_case(case);
+            }
+            None => {
+                let mut suite = TestSuite::new(engine);
+                suite.add_test_case(case);
+                suites.push(suite);
+            }
+        };
+    }
+    report.add_test_suites(suites);
+    report.to_string().expect("JUnit serializes")
+}
+
+/// `junit.xml` for a run that failed before its first trial (a build tree missing a
+/// binary, a build that failed or timed out): one `<error>` test case of type `verdict`
+/// (ERROR or TIMEOUT).
+pub fn junit_setup_error(verdict: Verdict, message: &str) -> String {
+    let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+    status.set_type(verdict.to_string());
+    status.set_message(message);
+    let mut case = TestCase::new("setup", status);
+    case.set_classname("perfgate");
+    let mut suite = TestSuite::new("perfgate");
+    suite.add_test_case(case);
+    let mut report = Report::new("perfgate");
+    report.add_test_suite(suite);
+    report.to_string().expect("JUnit serializes")
+}
+
+/// The terminal table: one row per engine, aligned, then each verdict's reason and the
+/// run's warnings.
+pub fn table(judgements: &[Judgement], warnings: &[String]) -> String {
+    let fmt_tps = |s: &Option<ArmStats>| {
+        s.as_ref()
+            .map(|s| match s.tps_cv_pct {
+                Some(cv) => format!("{:.1} ±{cv:.1}%", s.tps_mean),
+                None => format!("{:.1}", s.tps_mean),
+            })
+            .unwrap_or_else(|| "-".to_string())
+    };
+    let rows: Vec<[String; 6]> = judgements
+        .iter()
+        .map(|j| {
+            let change = j.change_pct().map_or_else(
+                || {
+                    j.tps_delta_pct
+                        .filter(|_| j.metric == Metric::Tps)
+                        .map(|d| format!("{d:+.2}%"))
+                        .unwrap_or_else(|| "-".into())
+                },
+                |(c, lo, hi)| format!("{c:+.2}% [{lo:+.2}, {hi:+.2}]"),
+            );
+            let p_mde = j.comparison.as_ref().map_or_else(
+                || "-".into(),
+                |c| format!("{:.3} / {:.2}% / {}", c.p_value, c.mde_pct, c.n_experiment),
+            );
+            [
+                match j.metric {
+                    Metric::Tps => j.engine.to_string(),
+                    Metric::TxnLatencyP99 => format!("{} p99", j.engine),
+                },
+                fmt_tps(&j.baseline),
+                fmt_tps(&j.experiment),
+                change,
+                p_mde,
+                j.verdict.to_string(),
+            ]
+        })
+        .collect();
+    let header = [
+        "engine",
+        "baseline TPS",
+        "experiment TPS",
+        "change [95% CI]",
+        "p / MDE / pairs",
+        "verdict",
+    ]
+    .map(String::from);
+    let mut width = header.clone().map(|h| h.len());
+    for r in &rows {
+        for (w, c) in width.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut s = String::new();
+    for r in std::iter::once(&header).chain(&rows) {
+        let cells: Vec<String> = r
+            .iter()
+            .zip(width)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        let _ = writeln!(s, "{}", cells.join("  ").trim_end());
+    }
+    for j in judgements {
+        let _ = writeln!(s, "{} {}: {}", j.engine, j.verdict, j.reason);
+        for note in &j.notes {
+            let _ = writeln!(s, "{} note: {note}", j.engine);
+        }
+    }
+    for w in warnings {
+        let _ = writeln!(s, "WARNING: {w}");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        config::Arm,
+        judge::{
+            judge,
+            tests::{interleaved, CRITERIA},
+            Criteria,
+        },
+        results::trial::{Outcome, Phase},
+    };
+    use expect_test::expect;
+    use fdb::Engine;
+
+    fn run() -> (Vec<TrialRecord>, Vec<Judgement>) {
+        let mut trials = interleaved(&[1000.0, 1010.0, 990.0], &[950.0, 960.5, 945.0]);
+        for (k, t) in trials.iter_mut().enumerate() {
+            let p99 =
+                4000.0 + 100.0 * k as f64 + if t.arm == Arm::Experiment { 300.0 } else { 0.0 };
+            t.report.as_mut().unwrap().latency_us.insert(
+                "TRANSACTION".into(),
+                fdb::mako::LatencyStats {
+                    samples: 9,
+                    min: 1.0,
+                    avg: 2.0,
+                    max: 3.0,
+                    p50: 2000.0,
+                    p95: 2.0,
+                    p99,
+                    p99_9: 3.0,
+                },
+            );
+        }
+        let j = judge(
+            &trials,
+            &[Engine::Redwood],
+            Criteria {
+                slo_tps: None,
+                ..CRITERIA
+            },
+            false,
+        );
+        (trials, j)
+    }
+
+    #[test]
+    fn table_golden() {
+        let (_, j) = run();
+        expect![[r#"
+            engine   baseline TPS  experiment TPS  change [95% CI]        p / MDE / pairs    verdict
+            redwood  1000.0 ±1.0%  951.8 ±0.8%     -4.82% [-5.41, -4.22]  0.001 / 0.77% / 3  REGRESSION
+            redwood REGRESSION: TPS -4.82% [-5.41%, -4.22%] over 3 pairs, p=0.001: significantly slower, and the estimated change exceeds the 2.00% tolerance
+            redwood note: p99 transaction latency +7.89% [+0.96%, +15.29%] (not gating; mako's latency includes the warmup)
+            WARNING: WORK DIR /x IS NOT A RAM DISK
+        "#]]
+        .assert_eq(&table(&j, &["WORK DIR /x IS NOT A RAM DISK".into()]));
+    }
+
+    #[test]
+    fn tsv_golden() {
+        let (mut t, _) = run();
+        t[3].outcome = Outcome::Timeout;
+        t[3].report = None;
+        t[3].failed_phase = Some(Phase::Configure);
+        t[3].error = Some("configure: did not\tfinish".into());
+        expect![[r#"
+            index	engine	arm	repetition	outcome	tps	overall_tps	measured_s	total_xacts	txn_latency_us_p50	txn_latency_us_p99	storage_cpu_cores	cpu_bound	workdir_peak_bytes	failed_phase	error
+            1	redwood	baseline	1	measured	1000.00	1000	5.000	5000	2000	4000	0.970	true	1048576		
+            2	redwood	experiment	1	measured	950.00	950	5.000	4750	2000	4400	0.970	true	1048576		
+            3	redwood	experiment	2	measured	960.50	960	5.000	4802	2000	4500	0.970	true	1048576		
+            4	redwood	baseline	2	timeout							0.970	true	1048576	configure	configure: did not finish
+            5	redwood	baseline	3	measured	990.00	990	5.000	4950	2000	4400	0.970	true	1048576		
+            6	redwood	experiment	3	measured	945.00	945	5.000	4725	2000	4800	0.970	true	1048576		
+        "#]]
+        .assert_eq(&results_tsv(&t));
+    }
+
+    #[test]
+    fn junit_golden_with_escaped_log_text() {
+        let (_, j) = run();
+        let xml = junit(&j, "table with \x1b[31mESC\x1b[0m and ]]> inside");
+        expect![[r#"
+            <?xml version="1.0" encoding="UTF-8"?>
+            <testsuites name="perfgate" tests="1" skipped="0" failures="1" errors="0">
+                <testsuite name="redwood" tests="1" skipped="0" errors="0" failures="1">
+                    <testcase name="tps" classname="perfgate.redwood">
+                        <properties>
+                            <property name="verdict" value="REGRESSION"/>
+                            <property name="baseline_tps_mean" value="1000.00"/>
+                            <property name="baseline_tps_cv_pct" value="1.00"/>
+                            <property name="baseline_trials" value="3"/>
+                            <property name="baseline_storage_cpu_cores" value="0.970"/>
+                            <property name="baseline_trials_not_cpu_bound" value="0"/>
+                            <property name="baseline_trials_cpu_unmeasured" value="0"/>
+                            <property name="baseline_workdir_peak_bytes" value="1048576"/>
+                            <property name="experiment_tps_mean" value="951.83"/>
+                            <property name="experiment_tps_cv_pct" value="0.83"/>
+                            <property name="experiment_trials" value="3"/>
+                            <property name="experiment_storage_cpu_cores" value="0.970"/>
+                            <property name="experiment_trials_not_cpu_bound" value="0"/>
+                            <property name="experiment_trials_cpu_unmeasured" value="0"/>
+                            <property name="experiment_workdir_peak_bytes" value="1048576"/>
+                            <property name="tps_delta_pct" value="-4.82"/>
+                            <property name="pairs" value="3"/>
+                            <property name="tps_change_pct" value="-4.82"/>
+                            <property name="tps_change_ci95_low_pct" value="-5.41"/>
+                            <property name="tps_change_ci95_high_pct" value="-4.22"/>
+                            <property name="p_value" value="0.0009"/>
+                            <property name="mde_pct" value="0.77"/>
+                            <property name="p_not_worse_adjusted" value="0.9988"/>
+                            <property name="p_slower_adjusted" value="0.0004"/>
+                            <property name="txn_latency_p99_change_pct" value="7.89"/>
+                            <property name="txn_latency_p99_change_ci95_low_pct" value="0.96"/>
+                            <property name="txn_latency_p99_change_ci95_high_pct" value="15.29"/>
+                            <property name="max_regression_pct" value="2.00"/>
+                        </properties>
+                        <failure message="REGRESSION: TPS -4.82% [-5.41%, -4.22%] over 3 pairs, p=0.001: significantly slower, and the estimated change exceeds the 2.00% tolerance" type="REGRESSION">verdict=REGRESSION
+            baseline_tps_mean=1000.00
+            baseline_tps_cv_pct=1.00
+            baseline_trials=3
+            baseline_storage_cpu_cores=0.970
+            baseline_trials_not_cpu_bound=0
+            baseline_trials_cpu_unmeasured=0
+            baseline_workdir_peak_bytes=1048576
+            experiment_tps_mean=951.83
+            experiment_tps_cv_pct=0.83
+            experiment_trials=3
+            experiment_storage_cpu_cores=0.970
+            experiment_trials_not_cpu_bound=0
+            experiment_trials_cpu_unmeasured=0
+            experiment_workdir_peak_bytes=1048576
+            tps_delta_pct=-4.82
+            pairs=3
+            tps_change_pct=-4.82
+            tps_change_ci95_low_pct=-5.41
+            tps_change_ci95_high_pct=-4.22
+            p_value=0.0009
+            mde_pct=0.77
+            p_not_worse_adjusted=0.9988
+            p_slower_adjusted=0.0004
+            txn_latency_p99_change_pct=7.89
+            txn_latency_p99_change_ci95_low_pct=0.96
+            txn_latency_p99_change_ci95_high_pct=15.29
+            max_regression_pct=2.00</failure>
+                        <system-out>REGRESSION: TPS -4.82% [-5.41%, -4.22%] over 3 pairs, p=0.001: significantly slower, and the estimated change exceeds the 2.00% tolerance
+            verdict=REGRESSION
+            baseline_tps_mean=1000.00
+            baseline_tps_cv_pct=1.00
+            baseline_trials=3
+            baseline_storage_cpu_cores=0.970
+            baseline_trials_not_cpu_bound=0
+            baseline_trials_cpu_unmeasured=0
+            baseline_workdir_peak_bytes=1048576
+            experiment_tps_mean=951.83
+            experiment_tps_cv_pct=0.83
+            experiment_trials=3
+            experiment_storage_cpu_cores=0.970
+            experiment_trials_not_cpu_bound=0
+            experiment_trials_cpu_unmeasured=0
+            experiment_workdir_peak_bytes=1048576
+            tps_delta_pct=-4.82
+            pairs=3
+            tps_change_pct=-4.82
+            tps_change_ci95_low_pct=-5.41
+            tps_change_ci95_high_pct=-4.22
+            p_value=0.0009
+            mde_pct=0.77
+            p_not_worse_adjusted=0.9988
+            p_slower_adjusted=0.0004
+            txn_latency_p99_change_pct=7.89
+            txn_latency_p99_change_ci95_low_pct=0.96
+            txn_latency_p99_change_ci95_high_pct=15.29
+            max_regression_pct=2.00
+
+            table with ESC and ]]&gt; inside</system-out>
+                    </testcase>
+                </testsuite>
+            </testsuites>
+        "#]]
+        .assert_eq(&xml);
+    }
+
+    #[test]
+    fn inconclusive_is_skipped_in_junit_with_the_mde() {
+        let t = interleaved(&[1000.0, 1100.0, 950.0], &[1050.0, 980.0, 990.0]);
+        let j = judge(&t, &[Engine::Redwood], CRITERIA, false);
+        let xml = junit(&j, "");
+        assert!(xml.contains("<skipped message=\"INCONCLUSIVE: "), "{xml}");
+        assert!(xml.contains("(MDE, 80% power)"), "{xml}");
+        assert!(xml.contains(r#"skipped="1""#), "{xml}");
+    }
+
+    #[test]
+    fn summary_exit_code_follows_the_worst_verdict_or_the_interrupt() {
+        let (_, j) = run();
+        let v: serde_json::Value = serde_json::from_str(&summary_json(&j, false, &[])).unwrap();
+        assert_eq!(v["exit_code"], 1);
+        assert_eq!(v["judgements"][0]["verdict"], "REGRESSION");
+        let v: serde_json::Value =
+            serde_json::from_str(&summary_json(&j, true, &["w".into()])).unwrap();
+        assert_eq!(v["exit_code"], 2);
+    }
+}

@@ -1,0 +1,120 @@
+//! Report stage, the one writer of a results directory: `meta.json` first (so even a
+//! crashed run says what it was), `trials.json` and `results.tsv` after every trial, the
+//! build logs, then `summary.json`, `junit.xml` (and the `--junit` copy), `report.html`
+//! and `calibration.json`. The formats are pure functions of this stage (`report`,
+//! `html`); this module only writes them, atomically (`results::fs::write`).
+
+use std::{io::Write as _, path::Path, time::SystemTime};
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::{html, junit, junit_setup_error, results_tsv, summary_json, table};
+use crate::{
+    build::BuildTimeout,
+    judge::{calibrate::Calibration, Judgement, Verdict},
+    plan::Plan,
+    results::{
+        fs::{json, write},
+        host::Host,
+        trial::TrialRecord,
+    },
+};
+
+/// `meta.json`: what was run, where, with what.
+#[derive(Serialize)]
+struct Meta<'a> {
+    /// perfgate version.
+    gate_version: &'static str,
+    /// Seconds since the Unix epoch when the run started.
+    started_at_unix_s: u64,
+    started_at: String,
+    host: Host,
+    plan: &'a Plan,
+}
+
+/// Writes `meta.json` (the plan, the host, the gate's version and the start time) and
+/// copies the build logs of arms built from source beside it (`build-<arm>.log`).
+pub fn meta(out: &Path, plan: &Plan) -> Result<()> {
+    let now = SystemTime::now();
+    let meta = Meta {
+        gate_version: env!("CARGO_PKG_VERSION"),
+        started_at_unix_s: now
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        started_at: humantime::format_rfc3339_seconds(now).to_string(),
+        host: Host::read(),
+        plan,
+    };
+    write(&out.join("meta.json"), &json(&meta))?;
+    for p in plan.arms().filter_map(|a| a.provenance.as_ref()) {
+        let _ = std::fs::copy(&p.log, out.join(format!("build-{}.log", p.arm)));
+    }
+    Ok(())
+}
+
+/// Writes every trial so far: `trials.json` (the records) and `results.tsv`.
+pub fn trials(out: &Path, trials: &[TrialRecord]) -> Result<()> {
+    write(&out.join("trials.json"), &json(&trials))?;
+    write(&out.join("results.tsv"), &results_tsv(trials))
+}
+
+/// Writes `summary.json` and `junit.xml` (and the `--junit` copy) into `out` and prints
+/// the table (or, with `json_to_stdout`, the summary): the end of `bench`, `calibrate`
+/// and `compare`.
+pub fn verdicts(
+    out: &Path,
+    judgements: &[Judgement],
+    interrupted: bool,
+    warnings: &[String],
+    junit_copy: Option<&Path>,
+    json_to_stdout: bool,
+) -> Result<()> {
+    let table = table(judgements, warnings);
+    let junit = junit(judgements, &table);
+    let summary = summary_json(judgements, interrupted, warnings);
+    write(&out.join("summary.json"), &summary)?;
+    write(&out.join("junit.xml"), &junit)?;
+    if let Some(extra) = junit_copy {
+        write(extra, &junit)?;
+    }
+    // A closed stdout (`| head`) must not turn a verdict into a crash.
+    let _ = if json_to_stdout {
+        std::io::stdout().write_all(summary.as_bytes())
+    } else {
+        writeln!(std::io::stdout(), "\n{table}\nresults: {}", out.display())
+    };
+    Ok(())
+}
+
+/// Writes `report.html`.
+pub fn html_report(
+    out: &Path,
+    plan: &Plan,
+    trials: &[TrialRecord],
+    judgements: &[Judgement],
+) -> Result<()> {
+    write(
+        &out.join("report.html"),
+        &html::render(plan, trials, judgements, &plan.warnings),
+    )
+}
+
+/// Writes `calibration.json`.
+pub fn calibration(out: &Path, cal: &Calibration) -> Result<()> {
+    write(&out.join("calibration.json"), &json(cal))
+}
+
+/// Writes the `--junit` file of a run that failed before its first trial (bad input, a
+/// build that failed or timed out): a CI job reads it, so such a run is an ERROR (a
+/// TIMEOUT for a build past its bound) there too, not a missing file. Best effort: the
+/// error itself is what the caller reports.
+pub fn setup_error(junit_path: &Path, e: &anyhow::Error) {
+    let verdict = if e.downcast_ref::<BuildTimeout>().is_some() {
+        Verdict::Timeout
+    } else {
+        Verdict::Error
+    };
+    let _ = write(junit_path, &junit_setup_error(verdict, &format!("{e:#}")));
+}

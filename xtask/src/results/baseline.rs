@@ -1,0 +1,217 @@
+//! Results stage, recorded baselines: release qualification judges a candidate against numbers recorded
+//! earlier on the same class of host, instead of a paired baseline arm.
+//!
+//! `baselines/<name>.json` holds one record per host class, profile and engine, readable
+//! in a diff: the per-trial TPS (and p99 latency, storage CPU), the build's source version,
+//! the workload and knobs, the host fingerprint, the gate version and when it was
+//! recorded. Files are written atomically; a file that does not parse, or comes from a
+//! newer format, is an error naming the file and the field, never a silent pass.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use fdb::{Engine, FdbVersion, Knob};
+
+use super::host::Host;
+use crate::{config::Workload, error::UsageError};
+
+/// The format version this perfgate writes and reads.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One recorded baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Baseline {
+    /// Format version ([`SCHEMA_VERSION`]); a newer one is refused.
+    pub schema_version: u32,
+    pub name: String,
+    /// UTC, RFC 3339.
+    pub recorded_at: String,
+    /// perfgate version that recorded it.
+    pub gate_version: String,
+    pub engine: Engine,
+    pub workload: Workload,
+    /// fdbserver knobs of the recorded trials.
+    pub knobs: Vec<Knob>,
+    pub host: Host,
+    /// [`Host::class`] of `host`: what a run is checked against.
+    pub host_class: String,
+    /// Whether the work dir was a RAM disk.
+    pub workdir_tmpfs: bool,
+    /// `fdbserver --version` of the recorded build.
+    pub build: FdbVersion,
+    /// Results dir the record came from.
+    pub from_results: String,
+    /// The measured trials.
+    pub trials: Vec<RecordedTrial>,
+}
+
+/// One recorded trial.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordedTrial {
+    /// mako `results.tps`, TPS.
+    pub tps: f64,
+    /// p99 transaction latency, microseconds.
+    pub txn_latency_us_p99: Option<f64>,
+    /// Storage server CPU over the measurement window, cores.
+    pub storage_cpu_cores: Option<f64>,
+}
+
+impl Baseline {
+    /// Reads and checks a baseline file.
+    ///
+    /// Errors: unreadable file, or anything [`Baseline::parse`] refuses.
+    pub fn load(path: &Path) -> Result<Baseline> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read baseline {}", path.display()))?;
+        Baseline::parse(&text, &path.display().to_string())
+    }
+
+    /// Parses and checks a baseline file's text; `origin` (its path) names it in errors.
+    ///
+    /// Errors: not JSON, `schema_version` missing or newer than [`SCHEMA_VERSION`], a
+    /// field missing or of the wrong type, fewer than 2 trials, or a trial's TPS not a
+    /// positive number.
+    pub fn parse(text: &str, origin: &str) -> Result<Baseline> {
+        let raw: serde_json::Value = serde_json::from_str(text)
+            .with_context(|| format!("baseline {origin} is not valid JSON"))?;
+        match raw
+            .get("schema_version")
+            .and_then(serde_json::Value::as_u64)
+        {
+            Some(v) if v > u64::from(SCHEMA_VERSION) => bail!(
+                "baseline {origin} has schema_version {v}, newer than the {SCHEMA_VERSION} this \
+                 perfgate reads: update perfgate"
+            ),
+            Some(_) => {}
+            None => bail!("baseline {origin}: field `schema_version` is missing or not a number"),
+        }
+        let b: Baseline = serde_json::from_value(raw)
+            .with_context(|| format!("baseline {origin} does not match the format"))?;
+        if b.trials.len() < 2 {
+            bail!(
+                "baseline {origin}: field `trials` needs at least 2 trials, has {}",
+                b.trials.len()
+            );
+        }
+        if let Some(i) = b
+            .trials
+            .iter()
+            .position(|t| !(t.tps.is_finite() && t.tps > 0.0))
+        {
+            bail!(
+                "baseline {origin}: field `trials[{i}].tps` is {}, not a positive TPS",
+                b.trials[i].tps
+            );
+        }
+        Ok(b)
+    }
+
+    /// One line for people: name, trials, source version, host class, when recorded.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} ({} trials, source version {}, host '{}', {})",
+            self.name,
+            self.trials.len(),
+            self.build.source_version,
+            self.host_class,
+            self.recorded_at
+        )
+    }
+
+    /// Whether a run on `host` with `workload` may be judged against this record: the
+    /// same workload always; the same host class unless `allow_host_mismatch` (then a
+    /// loud warning is returned).
+    pub fn check_compatible(
+        &self,
+        host: &Host,
+        workload: &Workload,
+        allow_host_mismatch: bool,
+    ) -> Result<Vec<String>> {
+        if &self.workload != workload {
+            return Err(UsageError(format!(
+                "baseline {} was recorded with another workload ({:?}) than this run's ({:?}): \
+                 TPS of different workloads do not compare; use its profile and values",
+                self.name, self.workload, workload
+            ))
+            .into());
+        }
+        if self.host_class == host.class() {
+            return Ok(Vec::new());
+        }
+        let why = format!(
+            "baseline {} was recorded on host class '{}', this host is '{}'",
+            self.name,
+            self.host_class,
+            host.class()
+        );
+        if !allow_host_mismatch {
+            return Err(UsageError(format!(
+                "{why}: TPS from different machines do not compare; record a baseline on this \
+                 class of host, or pass --allow-host-mismatch"
+            ))
+            .into());
+        }
+        Ok(vec![format!(
+            "HOST MISMATCH (--allow-host-mismatch): {why}; the verdict compares different machines"
+        )])
+    }
+}
+
+/// `baselines/` of the workspace (where `Cargo.toml` is), unless `explicit`.
+pub fn dir(explicit: Option<&Path>) -> Result<PathBuf> {
+    if let Some(d) = explicit {
+        return Ok(d.to_path_buf());
+    }
+    let root = super::fs::workspace_root().context("pass --baselines-dir DIR")?;
+    Ok(root.join("baselines"))
+}
+
+/// Finds baseline `name` (a file name without `.json`, or a path) in `dir`.
+pub fn find(dir: &Path, name: &str) -> Result<(PathBuf, Baseline)> {
+    let path = if name.ends_with(".json") || name.contains('/') {
+        PathBuf::from(name)
+    } else {
+        dir.join(format!("{name}.json"))
+    };
+    if !path.is_file() {
+        return Err(UsageError(format!(
+            "no baseline '{name}' ({} does not exist); `cargo xtask baseline list` shows the \
+             recorded ones",
+            path.display()
+        ))
+        .into());
+    }
+    let b = Baseline::load(&path)?;
+    Ok((path, b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_baseline_recorded_from_a_real_fdb_run_parses() {
+        // Recorded by `baseline record` from an A/A quick run of FDB 8.0.0 (c0c44752df67).
+        let text = include_str!("../../testdata/baseline-real.json");
+        let b = Baseline::parse(text, "baseline-real.json").unwrap();
+        assert_eq!(
+            (b.engine, b.workload.profile.as_str()),
+            (Engine::Redwood, "quick")
+        );
+        assert_eq!(
+            b.trials.iter().map(|t| t.tps).collect::<Vec<_>>(),
+            [737.11, 699.67]
+        );
+        assert_eq!(
+            b.build.source_version,
+            "c0c44752df676e4a2d532b5cdb4bf96728a30b78"
+        );
+        let cut = text.replacen("\"tps\": 699.67", "\"tps\": -1", 1);
+        let err = Baseline::parse(&cut, "x.json").unwrap_err().to_string();
+        assert!(err.contains("field `trials[1].tps` is -1"), "{err}");
+    }
+}

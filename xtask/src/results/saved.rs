@@ -1,0 +1,152 @@
+//! Results stage: a saved results dir read back: `meta.json`, `trials.json` and (when the run finished)
+//! `summary.json`, for `compare` (re-judge offline) and `baseline record`. One reader,
+//! so both accept the same runs and name the same file in their errors. Only the fields
+//! they need are read; the files are written by `report::write`.
+
+use std::{collections::BTreeMap, path::Path};
+
+use anyhow::{Context, Result};
+use serde::{de::DeserializeOwned, Deserialize};
+
+use fdb::{Engine, FdbVersion};
+
+use super::{baseline::Baseline, host::Host, trial::TrialRecord};
+use crate::config::{slo::SloTps, Workload};
+
+/// A finished or interrupted run: what was planned and the trials that ended.
+pub struct SavedRun {
+    pub meta: SavedMeta,
+    /// Every trial that ended, in run order (`trials.json`).
+    pub trials: Vec<TrialRecord>,
+    /// `None` when the run died before writing `summary.json`.
+    pub summary: Option<SavedSummary>,
+}
+
+/// `meta.json`: the host and the plan.
+#[derive(Deserialize)]
+pub struct SavedMeta {
+    pub host: Host,
+    pub plan: SavedPlan,
+}
+
+#[derive(Deserialize)]
+pub struct SavedPlan {
+    pub config: SavedConfig,
+    /// The engines that ran (`None` in results dirs of gates before 0.1: then
+    /// `config.engines`).
+    #[serde(default)]
+    engines: Option<Vec<Engine>>,
+    /// The effective TPS floors (`None` in results dirs of gates before 0.1: then
+    /// `config.slo`).
+    #[serde(default)]
+    slo: Option<SloTps>,
+    pub workdir: SavedWorkdir,
+    /// `None` for a run judged against a recorded baseline.
+    pub baseline: Option<SavedArm>,
+    pub experiment: SavedArm,
+    /// The recorded baseline of an `--against-recorded` run.
+    #[serde(default)]
+    pub recorded: Option<Baseline>,
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+impl SavedPlan {
+    /// The engines that ran, in order.
+    pub fn engines(&self) -> &[Engine] {
+        self.engines.as_deref().unwrap_or(&self.config.engines)
+    }
+
+    /// The effective TPS floors per engine.
+    pub fn slo(&self) -> SloTps {
+        self.slo.unwrap_or(self.config.slo)
+    }
+}
+
+/// The judging criteria and workload of the run (`plan.config`).
+#[derive(Deserialize)]
+pub struct SavedConfig {
+    /// The engines asked for.
+    engines: Vec<Engine>,
+    pub workload: Workload,
+    /// Pairs planned (with `--trials auto`, the minimum).
+    pub trials: u32,
+    /// Set (a duration) for `--trials auto`.
+    #[serde(default)]
+    pub time_budget: Option<serde_json::Value>,
+    /// `--max-regression`, percent.
+    pub max_regression_pct: f64,
+    /// `--slo-tps`, TPS.
+    pub slo_tps: Option<f64>,
+    /// Where earlier gates kept the effective floors.
+    #[serde(default)]
+    slo: SloTps,
+    #[serde(default)]
+    pub strict: bool,
+    #[serde(default)]
+    pub gate_latency: bool,
+}
+
+#[derive(Deserialize)]
+pub struct SavedWorkdir {
+    pub tmpfs: bool,
+}
+
+#[derive(Deserialize)]
+pub struct SavedArm {
+    pub version: FdbVersion,
+}
+
+/// `summary.json`: whether the run was interrupted and the looks per engine.
+#[derive(Deserialize)]
+pub struct SavedSummary {
+    #[serde(default)]
+    pub interrupted: bool,
+    judgements: Vec<SavedJudgement>,
+}
+
+#[derive(Deserialize)]
+struct SavedJudgement {
+    engine: Engine,
+    #[serde(default = "one")]
+    looks: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl SavedSummary {
+    /// Looks taken per engine (`--trials auto` looks at the data more than once).
+    pub fn looks(&self) -> BTreeMap<Engine, u32> {
+        self.judgements
+            .iter()
+            .map(|j| (j.engine, j.looks))
+            .collect()
+    }
+}
+
+impl SavedRun {
+    /// Reads the run in `dir`. Errors: `meta.json` or `trials.json` missing or not
+    /// perfgate's (naming the file); a missing `summary.json` is not an error.
+    pub fn read(dir: &Path) -> Result<SavedRun> {
+        Ok(SavedRun {
+            meta: read(dir, "meta.json")?,
+            trials: read(dir, "trials.json")?,
+            summary: read(dir, "summary.json").ok(),
+        })
+    }
+}
+
+fn read<T: DeserializeOwned>(dir: &Path, file: &str) -> Result<T> {
+    let path = dir.join(file);
+    let text = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "cannot read {} (is {} a perfgate results dir?)",
+            path.display(),
+            dir.display()
+        )
+    })?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a perfgate {file}", path.display()))
+}

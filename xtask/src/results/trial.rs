@@ -1,0 +1,103 @@
+//! What a trial left, as every later stage reads it: the [`TrialRecord`] the run stage
+//! writes after each trial (`trials.json`), with its [`Outcome`] and [`Phase`] timings.
+
+use std::path::PathBuf;
+
+use fdb::{mako::MakoReport, Engine, Knob};
+use serde::{Deserialize, Serialize};
+
+use crate::config::Arm;
+
+/// Below this many cores over the measurement window, the storage server was not the
+/// bottleneck (the upstream practice checks for ~85% of a core), so the TPS measures
+/// something else: the client, the disk, the host.
+pub const CPU_BOUND_MIN_CORES: f64 = 0.85;
+
+/// A phase of a trial, each with its own time bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    /// Three fdbservers listening on their ports.
+    ClusterStart,
+    /// `configure new single <engine>`.
+    Configure,
+    /// `status json` says the database is available.
+    Available,
+    /// `mako --mode build` (loads `rows` rows).
+    MakoBuild,
+    /// `mako --mode run` (warmup + measurement window).
+    MakoRun,
+    /// Stopping every process of the trial.
+    Teardown,
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = serde_json::to_value(self).expect("phase serializes");
+        f.write_str(s.as_str().expect("phase is a string"))
+    }
+}
+
+/// How a trial ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// A complete, valid mako report.
+    Measured,
+    /// A phase passed its bound.
+    Timeout,
+    /// A crash, a failed command, or an incomplete or invalid report.
+    Error,
+    /// SIGINT/SIGTERM arrived.
+    Interrupted,
+}
+
+/// Duration of one phase, seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseTiming {
+    pub phase: Phase,
+    pub duration_s: f64,
+}
+
+/// Everything known about one finished trial; saved as soon as the trial ends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrialRecord {
+    /// Position in the run order, from 1.
+    pub index: usize,
+    pub engine: Engine,
+    pub arm: Arm,
+    /// Repetition of this arm and engine, from 1.
+    pub repetition: u32,
+    pub knobs: Vec<Knob>,
+    pub outcome: Outcome,
+    /// The phase that failed or timed out.
+    pub failed_phase: Option<Phase>,
+    /// What went wrong, when the outcome is not `measured`.
+    pub error: Option<String>,
+    /// Phases in the order they ran, with their durations.
+    pub phases: Vec<PhaseTiming>,
+    /// Health when the database became available.
+    pub availability: Option<Availability>,
+    /// The run's mako report (also for a complete but invalid one).
+    pub report: Option<MakoReport>,
+    /// CPU used by the storage server over the measurement window, in cores (1.0 = one
+    /// core busy). A CPU-bound run is near 1.0: the storage server is single-threaded.
+    pub storage_cpu_cores: Option<f64>,
+    /// Whether the storage server used at least [`CPU_BOUND_MIN_CORES`] cores; `None`
+    /// when it could not be measured.
+    pub cpu_bound: Option<bool>,
+    /// Peak growth of the work dir filesystem's used bytes during mako build and run.
+    pub workdir_peak_bytes: Option<u64>,
+    /// Artifacts of this trial, relative to the results dir.
+    pub artifacts: PathBuf,
+}
+
+/// What `status json` said when the database became available.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Availability {
+    /// `client.database_status.healthy`: often still false right after `configure new`
+    /// (data distribution is starting); recorded, not waited for.
+    pub healthy: bool,
+    /// `status json` calls made until available.
+    pub polls: u32,
+}

@@ -1,0 +1,393 @@
+//! Run stage: a fresh 1 stateless / 1 log / 1 storage FDB cluster on loopback, as
+//! supervised children of the gate, with readiness read from the cluster itself.
+//!
+//! This replaces `tests/loopback_cluster/run_custom_cluster.sh` (used by
+//! `contrib/mako_storage_bench.sh`): ports are chosen at run time instead of fixed, every
+//! step is bounded, readiness is the servers' listening sockets and `status json`
+//! instead of `sleep`, and teardown is by process group instead of `kill -9` of saved pids.
+
+use std::{
+    net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream},
+    path::{Path, PathBuf},
+    process::Command,
+    thread,
+    time::{Duration, Instant},
+};
+
+use anyhow::{anyhow, Context, Result};
+use serde::Serialize;
+
+use fdb::{
+    status::parse_database_status,
+    trace::{knob_problems, trace_errors},
+    Engine, Knob,
+};
+
+use crate::{
+    build::tree::FdbTree,
+    process::{interrupted, process_running, Child, PhaseError, Signal, POLL},
+    results::trial::Availability,
+};
+
+/// Process class of a server (`fdbserver -c`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Coordinator, cluster controller, proxies, resolver.
+    Stateless,
+    /// Transaction log (tlog).
+    Log,
+    /// Storage server.
+    Storage,
+}
+
+impl Role {
+    const ALL: [Role; 3] = [Role::Stateless, Role::Log, Role::Storage];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Role::Stateless => "stateless",
+            Role::Log => "log",
+            Role::Storage => "storage",
+        }
+    }
+}
+
+/// One fdbserver of the cluster.
+#[derive(Debug)]
+pub struct Server {
+    pub role: Role,
+    pub port: u16,
+    /// Data directory (`-d`), on the work dir.
+    pub data_dir: PathBuf,
+    /// Trace files (`-L`), on the work dir; copied to the results by [`Cluster::harvest`].
+    pub log_dir: PathBuf,
+    /// The process, once started.
+    pub child: Option<Child>,
+}
+
+impl Server {
+    /// All of the server's trace files so far, concatenated.
+    fn trace_text(&self) -> String {
+        let mut trace = String::new();
+        for entry in std::fs::read_dir(&self.log_dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            trace += &std::fs::read_to_string(entry.path()).unwrap_or_default();
+        }
+        trace
+    }
+
+    fn new(work: &Path, role: Role, port: u16) -> Result<Server> {
+        let dir = work.join(format!("{}-{port}", role.as_str()));
+        let (data_dir, log_dir) = (dir.join("data"), dir.join("log"));
+        for d in [&data_dir, &log_dir] {
+            std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
+        }
+        Ok(Server {
+            role,
+            port,
+            data_dir,
+            log_dir,
+            child: None,
+        })
+    }
+
+    fn spawn(
+        &self,
+        tree: &FdbTree,
+        cluster_file: &Path,
+        artifacts: &Path,
+        knobs: &[Knob],
+    ) -> Result<Child> {
+        let mut cmd = Command::new(&tree.fdbserver);
+        cmd.arg("-p")
+            .arg(format!("127.0.0.1:{}", self.port))
+            .args(["-c", self.role.as_str()])
+            .arg("-d")
+            .arg(&self.data_dir)
+            .arg("-L")
+            .arg(&self.log_dir)
+            .arg("-C")
+            .arg(cluster_file)
+            .args(knobs.iter().map(Knob::arg))
+            .current_dir(self.data_dir.parent().expect("server dir"));
+        let stem = format!("fdbserver-{}-{}", self.role.as_str(), self.port);
+        Child::spawn(
+            &format!("fdbserver {} :{}", self.role.as_str(), self.port),
+            cmd,
+            &artifacts.join(format!("{stem}.out")),
+            &artifacts.join(format!("{stem}.err")),
+        )
+    }
+}
+
+/// A running cluster; dropping it kills every server.
+#[derive(Debug)]
+pub struct Cluster {
+    pub cluster_file: PathBuf,
+    pub servers: Vec<Server>,
+    fdbcli: PathBuf,
+    /// Where fdbcli outputs and server stdout/stderr go (the trial's results dir).
+    artifacts: PathBuf,
+}
+
+impl Cluster {
+    /// Prepares a cluster under `work` (data and trace dirs) with ports chosen now and
+    /// its cluster file; [`Cluster::start`] starts the servers. Kept apart so that a
+    /// cluster that fails to start is still there to harvest and tear down.
+    pub fn new(tree: &FdbTree, work: &Path, artifacts: &Path) -> Result<Cluster> {
+        let ports = free_ports(Role::ALL.len())?;
+        let cluster_file = work.join("fdb.cluster");
+        // Description and ID are arbitrary; the coordinator is the stateless process.
+        let id = format!("{:08x}", std::process::id() ^ ports[0] as u32);
+        std::fs::write(
+            &cluster_file,
+            format!("perfgate:{id}@127.0.0.1:{}\n", ports[0]),
+        )
+        .with_context(|| format!("cannot write {}", cluster_file.display()))?;
+        let servers = Role::ALL
+            .into_iter()
+            .zip(ports)
+            .map(|(role, port)| Server::new(work, role, port))
+            .collect::<Result<_>>()?;
+        Ok(Cluster {
+            cluster_file,
+            servers,
+            fdbcli: tree.fdbcli.clone(),
+            artifacts: artifacts.to_path_buf(),
+        })
+    }
+
+    /// Starts the three servers with `knobs` and waits until each listens on its port.
+    pub fn start(
+        &mut self,
+        tree: &FdbTree,
+        knobs: &[Knob],
+        bound: Duration,
+    ) -> Result<(), PhaseError> {
+        let deadline = Instant::now() + bound;
+        for i in 0..self.servers.len() {
+            let child = self.servers[i].spawn(tree, &self.cluster_file, &self.artifacts, knobs)?;
+            self.servers[i].child = Some(child);
+        }
+        for server in &self.servers {
+            let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, server.port);
+            while TcpStream::connect_timeout(&addr.into(), Duration::from_millis(200)).is_err() {
+                self.check_alive()?;
+                if interrupted() {
+                    return Err(PhaseError::Interrupted);
+                }
+                if Instant::now() >= deadline {
+                    return Err(PhaseError::Timeout(bound, String::new()));
+                }
+                thread::sleep(POLL);
+            }
+        }
+        Ok(())
+    }
+
+    /// `fdbcli --exec "configure new single <engine>"`, bounded. Output is kept as
+    /// `fdbcli-configure.txt`.
+    pub fn configure(&self, engine: Engine, bound: Duration) -> Result<(), PhaseError> {
+        let command = format!("configure new single {}", engine.fdb_name());
+        let out = self.artifacts.join("fdbcli-configure.txt");
+        let status = self.fdbcli(&command, &out, bound)?;
+        let text = std::fs::read_to_string(&out).unwrap_or_default();
+        if !status.success() || !text.contains("Database created") {
+            return Err(anyhow!(
+                "`fdbcli --exec \"{command}\"` failed ({status}): {}; see {}",
+                text.trim(),
+                out.display()
+            )
+            .into());
+        }
+        Ok(())
+    }
+
+    /// Polls `status json` until `client.database_status.available` is true. The last
+    /// answer is kept as `status.json`.
+    pub fn wait_available(&self, bound: Duration) -> Result<Availability, PhaseError> {
+        let deadline = Instant::now() + bound;
+        let out = self.artifacts.join("status.json");
+        let mut polls = 0;
+        loop {
+            self.check_alive()?;
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(PhaseError::Timeout(bound, String::new()));
+            }
+            polls += 1;
+            // A poll that times out (fdbcli prints nothing before the database is up) is
+            // not an error of the phase; the phase's own bound decides.
+            match self.fdbcli("status json", &out, left.min(Duration::from_secs(10))) {
+                Ok(_) | Err(PhaseError::Timeout(..)) => {}
+                Err(e) => return Err(e),
+            }
+            let text = std::fs::read_to_string(&out).unwrap_or_default();
+            if let Some(status) = parse_database_status(&text) {
+                if status.available {
+                    return Ok(Availability {
+                        healthy: status.healthy,
+                        polls,
+                    });
+                }
+            }
+            thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Runs `fdbcli --exec command` killed at `bound`; fdbcli's own `--timeout` ends it a
+    /// second earlier so that it can say so itself. A server that dies meanwhile ends the
+    /// wait at once (fdbcli itself would wait for its timeout).
+    fn fdbcli(
+        &self,
+        command: &str,
+        out: &Path,
+        bound: Duration,
+    ) -> Result<std::process::ExitStatus, PhaseError> {
+        let own = bound.as_secs().saturating_sub(1).max(1);
+        let mut cmd = Command::new(&self.fdbcli);
+        cmd.arg("-C")
+            .arg(&self.cluster_file)
+            .args(["--exec", command, "--timeout"])
+            .arg(own.to_string());
+        let err = out.with_extension("err");
+        let mut child = Child::spawn("fdbcli", cmd, out, &err)?;
+        child.wait_until(Instant::now() + bound, bound, || self.check_alive())
+    }
+
+    /// Errors when a server has exited, naming it, the end of its stderr and the last
+    /// error events of its trace files.
+    pub fn check_alive(&self) -> Result<(), PhaseError> {
+        for s in &self.servers {
+            let Some(c) = &s.child else { continue };
+            // `try_wait` needs `&mut`; /proc answers through a shared borrow.
+            if process_running(c.pid()) {
+                continue;
+            }
+            let errors = trace_errors(&s.trace_text(), 3);
+            let events = if errors.is_empty() {
+                String::new()
+            } else {
+                format!("\nlast trace errors: {}", errors.join("; "))
+            };
+            return Err(anyhow!(
+                "{} exited during the trial; stderr ends with:\n{}{events}\nsee {}",
+                c.name,
+                c.stderr_tail(10),
+                c.stderr.display()
+            )
+            .into());
+        }
+        Ok(())
+    }
+
+    /// The storage server's pid (for CPU sampling), once started.
+    pub fn storage_pid(&self) -> Option<u32> {
+        let storage = self.servers.iter().find(|s| s.role == Role::Storage)?;
+        storage.child.as_ref().map(Child::pid)
+    }
+
+    /// Stops every server: SIGTERM to all (fdbserver flushes its trace files), then
+    /// SIGKILL to what is left when `bound` passes, which is a teardown TIMEOUT.
+    pub fn stop(&mut self, bound: Duration) -> Result<(), PhaseError> {
+        let deadline = Instant::now() + bound;
+        let mut children: Vec<&mut Child> = self
+            .servers
+            .iter_mut()
+            .filter_map(|s| s.child.as_mut())
+            .collect();
+        children.iter().for_each(|c| c.signal(Signal::SIGTERM));
+        while Instant::now() < deadline {
+            if children.iter_mut().all(|c| c.finished()) {
+                return Ok(());
+            }
+            thread::sleep(POLL);
+        }
+        let mut stuck = Vec::new();
+        for c in children.iter_mut() {
+            if !c.finished() {
+                stuck.push(c.name.clone());
+                c.stop(Duration::ZERO);
+            }
+        }
+        if stuck.is_empty() {
+            return Ok(());
+        }
+        Err(PhaseError::Timeout(
+            bound,
+            format!(
+                "{} ignored SIGTERM and were killed (trace files may be incomplete)",
+                stuck.join(", ")
+            ),
+        ))
+    }
+
+    /// Knobs some server refused (it then runs with the default, silently benchmarking
+    /// another configuration), from its stderr and trace files; one line per problem,
+    /// naming the server.
+    pub fn knob_problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        for s in &self.servers {
+            let Some(child) = &s.child else { continue };
+            let stderr = std::fs::read_to_string(&child.stderr).unwrap_or_default();
+            for p in knob_problems(&stderr, &s.trace_text()) {
+                problems.push(format!("{}: {p}", child.name));
+            }
+        }
+        problems
+    }
+
+    /// Copies each server's trace files into `<artifacts>/<role>-<port>/`.
+    pub fn harvest(&self) -> Result<()> {
+        for s in &self.servers {
+            let dest = self
+                .artifacts
+                .join(format!("{}-{}", s.role.as_str(), s.port));
+            std::fs::create_dir_all(&dest)?;
+            let Ok(entries) = std::fs::read_dir(&s.log_dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                std::fs::copy(entry.path(), dest.join(entry.file_name())).with_context(|| {
+                    format!("cannot copy {} to the results", entry.path().display())
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `n` distinct loopback ports that were free a moment ago (bound to port 0 together, then
+/// released). Another program could take one in between; the cluster start then fails
+/// with that server's "address in use" error rather than hanging.
+fn free_ports(n: usize) -> Result<Vec<u16>> {
+    let listeners: Vec<TcpListener> = (0..n)
+        .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))
+        .collect::<Result<_, _>>()
+        .context("cannot find free loopback ports")?;
+    listeners
+        .iter()
+        .map(|l| Ok(l.local_addr()?.port()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_ports_are_distinct() {
+        let p = free_ports(3).unwrap();
+        assert!(p[0] != p[1] && p[1] != p[2] && p[0] != p[2], "{p:?}");
+    }
+
+    #[test]
+    fn own_process_is_running() {
+        assert!(process_running(std::process::id()));
+        assert!(!process_running(u32::MAX));
+    }
+}

@@ -1,0 +1,173 @@
+//! Run stage: a plan's trials, one at a time, each on a fresh supervised cluster
+//! (`trial`, `cluster`, `monitor`), in the run's own locked directory on the work dir with
+//! a reaper beside the gate (`reaper`). The [`Runner`] hands every record to its caller as
+//! soon as the trial ends, so a later failure loses nothing.
+
+pub mod cluster;
+pub mod monitor;
+pub mod reaper;
+pub mod trial;
+
+use std::{
+    io::IsTerminal as _,
+    path::{Path, PathBuf},
+    sync::Mutex,
+};
+
+use anyhow::{Context, Result};
+use fdb::Engine;
+
+use crate::{
+    plan::{Plan, PlannedTrial},
+    process::interrupted,
+    results::trial::{Outcome, TrialRecord},
+};
+use reaper::{clean_stale_runs, Reaper, RunDir};
+use trial::{run_trial, TrialContext};
+
+/// What the runner calls with every record so far after each trial (to write them out);
+/// its error stops the run.
+type Save<'a> = Box<dyn FnMut(&[TrialRecord]) -> Result<()> + 'a>;
+
+/// Runs a plan's trials in order and keeps their records; `save` gets every record so far
+/// after each trial (to write them out) and stops the run with its error.
+pub struct Runner<'a> {
+    plan: &'a Plan,
+    out: &'a Path,
+    run_workdir: PathBuf,
+    save: Save<'a>,
+    /// The records of the trials that ended, in run order.
+    pub trials: Vec<TrialRecord>,
+    // Last: dropped after everything else, it removes the run dir and releases the reaper.
+    _reaper: Reaper,
+}
+
+impl<'a> Runner<'a> {
+    /// Cleans up after earlier gates that died on the plan's work dir, creates this run's
+    /// dir there and starts its reaper (which appends to `<out>/run.log`).
+    pub fn start(
+        plan: &'a Plan,
+        out: &'a Path,
+        save: impl FnMut(&[TrialRecord]) -> Result<()> + 'a,
+    ) -> Result<Runner<'a>> {
+        for line in clean_stale_runs(&plan.workdir.path) {
+            tracing::warn!("{line}");
+        }
+        let run_dir = RunDir::create(&plan.workdir.path)?;
+        let run_workdir = run_dir.path.clone();
+        // Ends what the trials started if this gate dies without tearing down (SIGKILL); it
+        // owns the run dir, which goes first when the runner is dropped.
+        let reaper = Reaper::start(run_dir, &out.join("run.log"))?;
+        Ok(Runner {
+            plan,
+            out,
+            run_workdir,
+            save: Box::new(save),
+            trials: Vec::new(),
+            _reaper: reaper,
+        })
+    }
+
+    /// Runs one trial (unless its engine already failed) and saves every record so far.
+    /// Returns false when the run must stop (interrupt).
+    pub fn run(&mut self, mut planned: PlannedTrial) -> Result<bool> {
+        // One failed trial already makes the engine's verdict TIMEOUT or ERROR: its
+        // remaining trials would cost time and change nothing.
+        if self.failed(planned.engine) {
+            tracing::warn!(
+                "{} trial skipped: an earlier {0} trial failed",
+                planned.engine
+            );
+            return Ok(true);
+        }
+        planned.index = self.trials.len() + 1;
+        tracing::info!(
+            "trial {}: {} {} #{}",
+            planned.index,
+            planned.engine,
+            planned.arm,
+            planned.repetition
+        );
+        let config = &self.plan.config;
+        let ctx = TrialContext {
+            workload: &config.workload,
+            bounds: &config.bounds,
+            run_workdir: &self.run_workdir,
+            results_dir: self.out,
+            require_cpu_bound: config.require_cpu_bound,
+            progress: !config.quiet,
+        };
+        let record = run_trial(&ctx, &self.plan.arm(planned.arm).tree, &planned);
+        self.log(&record);
+        let stop = record.outcome == Outcome::Interrupted || interrupted();
+        self.trials.push(record);
+        (self.save)(&self.trials)?;
+        if stop {
+            tracing::warn!("interrupted: stopping after trial {}", self.trials.len());
+        }
+        Ok(!stop)
+    }
+
+    fn log(&self, record: &TrialRecord) {
+        match (&record.outcome, &record.report) {
+            (Outcome::Measured, Some(r)) => tracing::info!(
+                "trial {}: {:.1} TPS, storage server {} cores",
+                record.index,
+                r.tps,
+                record
+                    .storage_cpu_cores
+                    .map(|c| format!("{c:.2}"))
+                    .unwrap_or_else(|| "? (not measured: the run ended before its warmup)".into())
+            ),
+            _ => tracing::error!(
+                "trial {}: {:?}: {}; artifacts in {}",
+                record.index,
+                record.outcome,
+                record.error.as_deref().unwrap_or(""),
+                self.out.join(&record.artifacts).display()
+            ),
+        }
+    }
+
+    /// Ends the run: removes the run dir and releases the reaper; returns the records.
+    pub fn finish(self) -> Vec<TrialRecord> {
+        self.trials
+    }
+
+    /// Whether a trial of `engine` ended without a measurement.
+    pub fn failed(&self, engine: Engine) -> bool {
+        self.trials
+            .iter()
+            .any(|t| t.engine == engine && t.outcome != Outcome::Measured)
+    }
+}
+
+/// Logs go to stderr (short; warnings only with `quiet`) and to `<out>/run.log` (with
+/// timestamps).
+pub fn init_logging(out: &Path, quiet: bool) -> Result<()> {
+    use tracing_subscriber::{
+        filter::LevelFilter, fmt, layer::SubscriberExt, util::SubscriberInitExt, Layer,
+    };
+    let file = std::fs::File::create(out.join("run.log")).context("cannot create run.log")?;
+    tracing_subscriber::registry()
+        .with(
+            fmt::layer()
+                .with_ansi(std::io::stderr().is_terminal())
+                .with_writer(std::io::stderr)
+                .without_time()
+                .with_target(false)
+                .with_filter(if quiet {
+                    LevelFilter::WARN
+                } else {
+                    LevelFilter::INFO
+                }),
+        )
+        .with(
+            fmt::layer()
+                .with_writer(Mutex::new(file))
+                .with_ansi(false)
+                .with_target(false),
+        )
+        .try_init()
+        .context("logging was already set up")
+}

@@ -1,0 +1,267 @@
+//! Run stage: the run's own directory on the work dir and the cleanup after a gate that
+//! died without tearing down: a [`Reaper`] process beside the gate, and the next gate's
+//! cleanup of stale run dirs. Only what a lock proves to be a gate's run dir is touched.
+
+use std::{
+    fs::File,
+    os::unix::process::CommandExt,
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+};
+
+use anyhow::{Context, Result};
+
+use crate::process::{kill_mentioning, process_running};
+
+/// Prefix of a run's directory on the work dir, `perfgate-<gate pid>-<nonce>`.
+pub const RUN_DIR_PREFIX: &str = "perfgate-";
+
+/// The lock file in every run dir. The gate holds an exclusive `flock` on it for its
+/// whole life, so a run dir whose lock can be taken belongs to a gate that is gone (in
+/// any PID namespace: the lock lives on the file, not on a pid), and a `perfgate-*`
+/// directory without one is not a gate's and is left alone.
+pub const RUN_LOCK: &str = ".perfgate-run.lock";
+
+/// A run's own directory on the work dir, created exclusively (two gates never share
+/// one, even with equal pids in different PID namespaces) and locked while the gate
+/// lives. Dropping it removes the lock and the directory if it is empty.
+pub struct RunDir {
+    pub path: PathBuf,
+    _lock: nix::fcntl::Flock<File>,
+}
+
+impl RunDir {
+    /// Creates `perfgate-<pid>-<nonce>` under `workdir` and takes its lock. Errors: the
+    /// work dir is not writable.
+    pub fn create(workdir: &Path) -> Result<RunDir> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        for attempt in 0..100u32 {
+            let path = workdir.join(format!(
+                "{RUN_DIR_PREFIX}{}-{:08x}",
+                std::process::id(),
+                nanos.wrapping_add(attempt)
+            ));
+            match std::fs::create_dir(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    return Err(e).with_context(|| format!("cannot create {}", path.display()))
+                }
+            }
+            let file = File::create(path.join(RUN_LOCK))
+                .with_context(|| format!("cannot create the lock in {}", path.display()))?;
+            let lock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
+                .map_err(|(_, e)| anyhow::anyhow!("cannot lock {}: {e}", path.display()))?;
+            return Ok(RunDir { path, _lock: lock });
+        }
+        anyhow::bail!(
+            "cannot find a free run dir name under {}",
+            workdir.display()
+        )
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(self.path.join(RUN_LOCK));
+        let _ = std::fs::remove_dir(&self.path);
+    }
+}
+
+/// Cleans up after earlier gates that were killed (SIGKILL, a crash) and could not tear
+/// down, and whose reaper did not either: for every run dir under `workdir` whose lock
+/// ([`RUN_LOCK`]) is free, kills the processes still naming it (e.g. mako workers, which
+/// do not get the parent-death signal) and removes it; removes the sample directories
+/// and shared memory of mako processes that are gone. Returns one line per run directory
+/// cleaned.
+pub fn clean_stale_runs(workdir: &Path) -> Vec<String> {
+    let mut cleaned = Vec::new();
+    remove_dead_makos_leftovers();
+    let Ok(entries) = std::fs::read_dir(workdir) else {
+        return cleaned;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix(RUN_DIR_PREFIX) else {
+            continue;
+        };
+        let dir = entry.path();
+        // Not a gate's run dir (no lock file), or its gate is alive (lock held).
+        let Ok(file) = File::open(dir.join(RUN_LOCK)) else {
+            continue;
+        };
+        let Ok(_stale) = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
+        else {
+            continue;
+        };
+        let pid = rest.split('-').next().unwrap_or("?");
+        let ended = end_run(&dir);
+        cleaned.push(format!(
+            "an earlier gate (pid {pid}) died without cleaning up: killed {} leftover \
+             process(es){}{}",
+            ended.killed.len(),
+            ended.process_lines(),
+            if ended.removed {
+                format!("\n  removed {}", dir.display())
+            } else {
+                String::new()
+            }
+        ));
+    }
+    cleaned
+}
+
+/// A mako killed with its gate leaves files named after its dead pid: removes those of
+/// every mako that is gone.
+fn remove_dead_makos_leftovers() {
+    for (dir, prefix) in [("/dev/shm", "mako"), ("/tmp", "makoTemp")] {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = name
+                .strip_prefix(prefix)
+                .and_then(|p| p.parse::<u32>().ok())
+            {
+                if !process_running(pid) {
+                    remove_mako_leftovers(pid);
+                }
+            }
+        }
+    }
+}
+
+/// A watchdog process beside the gate that ends the run's processes when the gate dies,
+/// however it dies: SIGKILL, OOM killer, a crash. The parent-death signal takes down the
+/// servers and mako's main process, but not what they fork: mako's worker processes
+/// would otherwise run on (seen on a real FDB run after `kill -9` of the gate) until the
+/// next gate on the work dir cleaned them up.
+///
+/// The reaper is this executable (`xtask __reap`) in its own session (a Ctrl-C to the
+/// terminal does not reach it), reading a pipe whose only writer is the gate: the write
+/// end is close-on-exec, so no server or mako holds it. When the gate exits, the kernel
+/// closes it, the reaper reads end-of-file, kills every process whose command line names
+/// the run dir, removes dead makos' files and the run dir, and appends what it did to the
+/// run's log. Dropping the `Reaper` (the gate's normal end) removes the run dir, writes
+/// "done" into the pipe and waits for the reaper, which then touches nothing.
+pub struct Reaper {
+    /// Removed before the reaper is released, so that on a normal end it finds nothing.
+    run_dir: Option<RunDir>,
+    pipe: Option<std::io::PipeWriter>,
+    child: std::process::Child,
+}
+
+impl Reaper {
+    /// Starts the reaper of `run_dir` (which it keeps until dropped); it appends to `log`.
+    /// Errors: the pipe or the process cannot be created.
+    pub fn start(run_dir: RunDir, log: &Path) -> Result<Reaper> {
+        let (reader, writer) = std::io::pipe().context("cannot create the reaper's pipe")?;
+        // /proc/self/exe, not the path: a rebuild of xtask during an hours-long FDB build
+        // replaces the file, while this names the running binary's own inode.
+        let mut cmd = Command::new("/proc/self/exe");
+        cmd.arg("__reap")
+            .arg(&run_dir.path)
+            .arg(log)
+            .stdin(reader)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            cmd.pre_exec(|| {
+                nix::unistd::setsid()
+                    .map(drop)
+                    .map_err(std::io::Error::from)
+            });
+        }
+        let child = cmd
+            .spawn()
+            .context("cannot start the reaper (xtask __reap)")?;
+        Ok(Reaper {
+            run_dir: Some(run_dir),
+            pipe: Some(writer),
+            child,
+        })
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        drop(self.run_dir.take());
+        // The gate ended on its own feet: tell the reaper so that it touches nothing (a
+        // user's `tail -f` of a trial log, say). Only a silent end-of-file means death.
+        if let Some(mut pipe) = self.pipe.take() {
+            use std::io::Write as _;
+            let _ = pipe.write_all(REAPER_DONE);
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// What the gate writes to the reaper's pipe when it ends normally.
+const REAPER_DONE: &[u8] = b"done";
+
+/// The reaper's side (`xtask __reap RUN_DIR LOG`): waits until stdin, the gate's pipe,
+/// reaches end-of-file, then cleans up after the gate (see [`Reaper`]). Returns 0.
+pub fn reap(run_dir: &Path, log: &Path) -> Result<i32> {
+    use std::io::{Read as _, Write as _};
+    let mut stdin = std::io::stdin().lock();
+    let mut got = Vec::new();
+    // Until end-of-file (the gate gone); an error reads as end-of-file too.
+    let _ = stdin.read_to_end(&mut got);
+    if got.starts_with(REAPER_DONE) {
+        return Ok(0);
+    }
+    let ended = end_run(run_dir);
+    remove_dead_makos_leftovers();
+    if !ended.killed.is_empty() || ended.removed {
+        let text = format!(
+            "{} reaper: the gate exited without tearing down: killed {} process(es){}{}\n",
+            humantime::format_rfc3339_seconds(std::time::SystemTime::now()),
+            ended.killed.len(),
+            if ended.removed {
+                format!(", removed {}", run_dir.display())
+            } else {
+                String::new()
+            },
+            ended.process_lines()
+        );
+        if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(log) {
+            let _ = f.write_all(text.as_bytes());
+        }
+    }
+    Ok(0)
+}
+
+/// What [`end_run`] did: the processes it killed (`(pid, command)`) and whether it
+/// removed the run dir.
+struct Ended {
+    killed: Vec<(u32, String)>,
+    removed: bool,
+}
+
+impl Ended {
+    /// One `\n  <pid>: <command>` line per killed process.
+    fn process_lines(&self) -> String {
+        self.killed
+            .iter()
+            .map(|(p, c)| format!("\n  {p}: {c}"))
+            .collect()
+    }
+}
+
+/// Ends a dead gate's run: kills every process whose command line names the run dir
+/// `dir`, in a few rounds (a process may fork while it is being killed), then removes
+/// the directory. Shared by the reaper and the next gate's stale-run cleanup.
+fn end_run(dir: &Path) -> Ended {
+    let killed = kill_mentioning(dir);
+    let removed = dir.exists() && std::fs::remove_dir_all(dir).is_ok();
+    Ended { killed, removed }
+}
+
+/// Removes what a killed mako main process `pid` leaves behind: its sample directory
+/// `/tmp/makoTemp<pid>` and POSIX shared memory `/dev/shm/mako<pid>` (mako.cpp,
+/// `TEMP_DATA_STORE` and `shm_open("mako<pid>")`; a clean exit removes them itself).
+pub fn remove_mako_leftovers(pid: u32) {
+    let _ = std::fs::remove_dir_all(format!("/tmp/makoTemp{pid}"));
+    let _ = std::fs::remove_file(format!("/dev/shm/mako{pid}"));
+}

@@ -1,0 +1,397 @@
+//! Run stage: run one planned trial (fresh cluster, `mako --mode build`, `mako --mode
+//! run`, harvest, teardown), every phase bounded and timed, into a [`TrialRecord`].
+//!
+//! A trial never returns an error: whatever happens becomes the record's outcome, so the
+//! results of earlier trials and this one's artifacts are always kept.
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+    time::{Duration, Instant},
+};
+
+use anyhow::{anyhow, Context, Result};
+use fdb::mako::{last_sample_tps, MakoReport, TextSummary};
+
+use super::{cluster::Cluster, monitor::Monitor, reaper::remove_mako_leftovers};
+use crate::{
+    build::tree::FdbTree,
+    config::{PhaseBounds, Workload},
+    plan::PlannedTrial,
+    process::{tail, Child, PhaseError},
+    results::trial::{Outcome, Phase, PhaseTiming, TrialRecord, CPU_BOUND_MIN_CORES},
+};
+
+/// What every trial of a run shares.
+pub struct TrialContext<'a> {
+    pub workload: &'a Workload,
+    pub bounds: &'a PhaseBounds,
+    /// This run's directory on the work dir (RAM disk).
+    pub run_workdir: &'a Path,
+    pub results_dir: &'a Path,
+    /// A trial whose storage server was not CPU-bound is an error (`--require-cpu-bound`).
+    pub require_cpu_bound: bool,
+    /// Show a progress bar during mako's run (hidden anyway when stderr is no terminal).
+    pub progress: bool,
+}
+
+struct Failure {
+    phase: Phase,
+    error: PhaseError,
+}
+
+/// Runs one trial against `tree`. Artifacts go to `<results>/trials/<NN>-<engine>-<arm>-<rep>`.
+pub fn run_trial(ctx: &TrialContext, tree: &FdbTree, planned: &PlannedTrial) -> TrialRecord {
+    let name = format!(
+        "{:02}-{}-{}-{}",
+        planned.index, planned.engine, planned.arm, planned.repetition
+    );
+    let artifacts_rel = PathBuf::from("trials").join(&name);
+    let artifacts = ctx.results_dir.join(&artifacts_rel);
+    let work = ctx.run_workdir.join(&name);
+    let mut record = TrialRecord {
+        index: planned.index,
+        engine: planned.engine,
+        arm: planned.arm,
+        repetition: planned.repetition,
+        knobs: planned.knobs.clone(),
+        outcome: Outcome::Measured,
+        failed_phase: None,
+        error: None,
+        phases: Vec::new(),
+        availability: None,
+        report: None,
+        storage_cpu_cores: None,
+        cpu_bound: None,
+        workdir_peak_bytes: None,
+        artifacts: artifacts_rel,
+    };
+    let mut cluster = None;
+    let mut result = std::fs::create_dir_all(&artifacts)
+        .and_then(|()| std::fs::create_dir_all(&work))
+        .with_context(|| {
+            format!(
+                "cannot create {} and {}",
+                artifacts.display(),
+                work.display()
+            )
+        })
+        .map_err(|e| Failure {
+            phase: Phase::ClusterStart,
+            error: e.into(),
+        })
+        .and_then(|()| {
+            run_phases(
+                ctx,
+                tree,
+                planned,
+                &work,
+                &artifacts,
+                &mut cluster,
+                &mut record,
+            )
+        });
+    if let Some(mut c) = cluster {
+        let started = Instant::now();
+        let stopped = c.stop(ctx.bounds.teardown);
+        record.phases.push(PhaseTiming {
+            phase: Phase::Teardown,
+            duration_s: started.elapsed().as_secs_f64(),
+        });
+        // Trace files are complete only now: look for refused knobs once more.
+        if result.is_ok() {
+            if let Err(error) = check_knobs(&c) {
+                result = Err(Failure {
+                    phase: Phase::ClusterStart,
+                    error,
+                });
+            }
+        }
+        if let Err(e) = c.harvest() {
+            tracing::warn!("trial {name}: trace files not kept: {e:#}");
+        }
+        match (&result, stopped) {
+            (Ok(()), Err(error)) => {
+                result = Err(Failure {
+                    phase: Phase::Teardown,
+                    error,
+                })
+            }
+            (Err(_), Err(error)) => tracing::warn!("trial {name}: teardown: {error}"),
+            (_, Ok(())) => {}
+        }
+    }
+    // The data is wiped only now, after the artifacts were copied off the RAM disk.
+    if let Err(e) = std::fs::remove_dir_all(&work) {
+        tracing::warn!("cannot wipe {}: {e}", work.display());
+    }
+    if let Err(Failure { phase, error }) = result {
+        record.outcome = match error {
+            PhaseError::Timeout(..) => Outcome::Timeout,
+            PhaseError::Interrupted => Outcome::Interrupted,
+            PhaseError::Failed(_) => Outcome::Error,
+        };
+        record.failed_phase = Some(phase);
+        record.error = Some(format!("{phase}: {error}"));
+    }
+    record
+}
+
+fn run_phases(
+    ctx: &TrialContext,
+    tree: &FdbTree,
+    planned: &PlannedTrial,
+    work: &Path,
+    artifacts: &Path,
+    cluster: &mut Option<Cluster>,
+    record: &mut TrialRecord,
+) -> Result<(), Failure> {
+    let b = ctx.bounds;
+    let c = Cluster::new(tree, work, artifacts).map_err(|e| Failure {
+        phase: Phase::ClusterStart,
+        error: e.into(),
+    })?;
+    // Stored before it starts, so that a cluster that fails to start is still harvested
+    // and torn down.
+    let c = cluster.insert(c);
+    timed(record, Phase::ClusterStart, || {
+        c.start(tree, &planned.knobs, b.cluster_start)?;
+        check_knobs(c)
+    })?;
+    timed(record, Phase::Configure, || {
+        c.configure(planned.engine, b.configure)
+    })?;
+    record.availability = Some(timed(record, Phase::Available, || {
+        c.wait_available(b.available)
+    })?);
+    let mut monitor = Monitor::new(work);
+    let built = timed(record, Phase::MakoBuild, || {
+        mako_build(ctx, tree, c, work, artifacts, &mut monitor)
+    });
+    record.workdir_peak_bytes = Some(monitor.peak_growth_bytes);
+    built?;
+    let ran = timed(record, Phase::MakoRun, || {
+        mako_run(ctx, tree, c, work, artifacts, &mut monitor)
+    });
+    record.workdir_peak_bytes = Some(monitor.peak_growth_bytes);
+    let (report, cpu) = ran?;
+    record.storage_cpu_cores = cpu;
+    record.cpu_bound = cpu.map(|c| c >= CPU_BOUND_MIN_CORES);
+    let validity = report
+        .validity()
+        .and_then(|()| match (ctx.require_cpu_bound, cpu) {
+            (true, Some(c)) if c < CPU_BOUND_MIN_CORES => Err(format!(
+                "not CPU-bound: the storage server used {c:.2} cores, below {CPU_BOUND_MIN_CORES} \
+             (--require-cpu-bound)"
+            )),
+            (true, None) => {
+                Err("storage server CPU could not be measured (--require-cpu-bound)".into())
+            }
+            _ => Ok(()),
+        });
+    record.report = Some(report);
+    validity.map_err(|e| Failure {
+        phase: Phase::MakoRun,
+        error: anyhow!(e).into(),
+    })
+}
+
+/// Fails when a server refused a knob: it would run with the default, and the trial
+/// would silently benchmark another configuration than the one asked for.
+fn check_knobs(cluster: &Cluster) -> Result<(), PhaseError> {
+    let problems = cluster.knob_problems();
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(anyhow!(
+        "fdbserver refused knobs, so it would run with their defaults: {}",
+        problems.join("; ")
+    )
+    .into())
+}
+
+/// Runs `f` as `phase`, recording its duration whatever the result.
+fn timed<T>(
+    record: &mut TrialRecord,
+    phase: Phase,
+    f: impl FnOnce() -> Result<T, PhaseError>,
+) -> Result<T, Failure> {
+    let started = Instant::now();
+    let result = f();
+    record.phases.push(PhaseTiming {
+        phase,
+        duration_s: started.elapsed().as_secs_f64(),
+    });
+    result.map_err(|error| Failure { phase, error })
+}
+
+/// A mako command in `mode` with the environment mako needs (it links `libfdb_c.so`
+/// without an rpath, and `LD_BIND_NOW` makes a missing symbol fail at start, not
+/// mid-run) and the data set's shape, which build and run must agree on.
+fn mako_command(
+    tree: &FdbTree,
+    cluster: &Cluster,
+    work: &Path,
+    mode: &str,
+    w: &Workload,
+) -> Command {
+    let mut cmd = Command::new(&tree.mako);
+    cmd.env("LD_LIBRARY_PATH", &tree.lib_dir)
+        .env("LD_BIND_NOW", "1")
+        .current_dir(work)
+        .arg("--cluster")
+        .arg(&cluster.cluster_file)
+        .args(["--mode", mode])
+        .args(["--rows", &w.rows.to_string()])
+        .args(["--keylen", &w.keylen.to_string()])
+        .args(["--vallen", &w.vallen.to_string()]);
+    cmd
+}
+
+fn mako_build(
+    ctx: &TrialContext,
+    tree: &FdbTree,
+    cluster: &Cluster,
+    work: &Path,
+    artifacts: &Path,
+    monitor: &mut Monitor,
+) -> Result<(), PhaseError> {
+    let w = ctx.workload;
+    let mut cmd = mako_command(tree, cluster, work, "build", w);
+    cmd.args(["-p", &w.build_procs.to_string()]);
+    let (out, err) = (
+        artifacts.join("mako-build.txt"),
+        artifacts.join("mako-build.err"),
+    );
+    let mut child = Child::spawn("mako --mode build", cmd, &out, &err)?;
+    let bound = ctx.bounds.mako_build;
+    let status = child.wait_until(Instant::now() + bound, bound, || {
+        monitor.tick();
+        cluster.check_alive()
+    });
+    remove_mako_leftovers(child.pid());
+    let status = status?;
+    let text = std::fs::read_to_string(&out).unwrap_or_default();
+    // mako aborts in _dl_fini after its report, so the exit status says little: a
+    // complete report is success.
+    let summary = TextSummary::parse(&text).map_err(|e| {
+        anyhow!(
+            "mako --mode build ended ({status}) without a complete report: {e:#}; see {}",
+            out.display()
+        )
+    })?;
+    if summary.total_errors > 0 || summary.total_timeouts > 0 {
+        return Err(anyhow!(
+            "mako --mode build counted {} errors and {} timeouts: the data set is incomplete; see {}",
+            summary.total_errors,
+            summary.total_timeouts,
+            out.display()
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// A bar over mako's `--seconds`: the phase (warmup or measuring), time left and the
+/// current TPS from mako's per-second lines. Hidden when not wanted or not a terminal.
+fn progress_bar(wanted: bool, w: &Workload) -> indicatif::ProgressBar {
+    if !wanted {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(w.seconds);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "  mako run {bar:30} {pos}/{len} s, {eta} left, {msg}",
+        )
+        .expect("valid template"),
+    );
+    bar
+}
+
+fn update_progress(bar: &indicatif::ProgressBar, elapsed: Duration, warmup: Duration, out: &Path) {
+    bar.set_position(elapsed.as_secs());
+    let phase = if elapsed < warmup {
+        "warmup"
+    } else {
+        "measuring"
+    };
+    let text = std::fs::read_to_string(out).unwrap_or_default();
+    match last_sample_tps(&text) {
+        Some(tps) => bar.set_message(format!("{phase}, {tps:.0} TPS")),
+        None => bar.set_message(phase.to_string()),
+    }
+}
+
+fn mako_run(
+    ctx: &TrialContext,
+    tree: &FdbTree,
+    cluster: &Cluster,
+    work: &Path,
+    artifacts: &Path,
+    monitor: &mut Monitor,
+) -> Result<(MakoReport, Option<f64>), PhaseError> {
+    let w = ctx.workload;
+    let (out, err) = (
+        artifacts.join("mako-run.txt"),
+        artifacts.join("mako-run.err"),
+    );
+    let json = artifacts.join("mako.json");
+    let mut cmd = mako_command(tree, cluster, work, "run", w);
+    cmd.args(["-p", &w.procs.to_string()])
+        .args(["-t", &w.threads.to_string()])
+        .args(["--async_xacts", &w.async_xacts.to_string()])
+        .args(["-x", &w.transaction])
+        .args(["--warmup_seconds", &w.warmup_seconds.to_string()])
+        .args(["--seconds", &w.seconds.to_string()])
+        // Both take an optional argument (getopt `optional_argument` in mako.cpp): only
+        // the `=` form is unambiguous.
+        .arg(format!("--json_report={}", json.display()))
+        .arg(format!(
+            "--stats_export_path={}",
+            artifacts.join("mako-sketch.json").display()
+        ));
+    let started = Instant::now();
+    let mut child = Child::spawn("mako --mode run", cmd, &out, &err)?;
+    let bound = Duration::from_secs(w.seconds) + ctx.bounds.mako_run_grace;
+    // Storage CPU over the measurement window: from the end of the warmup (counted from
+    // mako's start) to mako's exit.
+    let storage = cluster.storage_pid().expect("the cluster has started");
+    let warmup = Duration::from_secs(w.warmup_seconds);
+    let bar = progress_bar(ctx.progress, w);
+    let mut last_update = Instant::now();
+    let status = child.wait_until(started + bound, bound, || {
+        monitor.tick();
+        if started.elapsed() >= warmup {
+            monitor.start_cpu_window(storage);
+        }
+        if last_update.elapsed() >= Duration::from_secs(1) {
+            last_update = Instant::now();
+            update_progress(&bar, started.elapsed(), warmup, &out);
+        }
+        cluster.check_alive()
+    });
+    bar.finish_and_clear();
+    remove_mako_leftovers(child.pid());
+    let status = status?;
+    let cpu_cores = monitor.cpu_cores(storage);
+    let read = |p: &Path| {
+        std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))
+    };
+    let report = (|| -> Result<MakoReport> {
+        let text = read(&out)?;
+        let json_text = read(&json)?;
+        MakoReport::parse(
+            &text,
+            &out.display().to_string(),
+            &json_text,
+            &json.display().to_string(),
+        )
+    })()
+    .map_err(|e| {
+        anyhow!(
+            "mako --mode run ended ({status}) without a usable report: {e:#}; stderr: {}",
+            tail(&err, 5)
+        )
+    })?;
+    Ok((report, cpu_cores))
+}
