@@ -5,5 +5,6 @@
 mod baseline;
 mod bench;
 mod build;
+mod layout;
 mod support;
 mod tidy;

@@ -90,7 +90,13 @@ impl Workload {
         self.seconds - self.warmup_seconds
     }
 
-    pub(crate) fn from_profile(profile: ProfileArg) -> Workload {
+    /// The quick profile's workload, as it is before any flag.
+    pub fn quick() -> Workload {
+        Workload::from_profile(ProfileArg::Quick)
+    }
+
+    /// A built-in profile's workload, as it is before any flag.
+    pub fn from_profile(profile: ProfileArg) -> Workload {
         // Standard: `contrib/mako_storage_bench.sh` defaults in the FDB repository.
         let standard = Workload {
             profile: "standard".to_string(),

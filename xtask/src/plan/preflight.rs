@@ -233,7 +233,7 @@ mod tests {
     use super::*;
 
     fn quick() -> Workload {
-        Workload::from_profile(crate::cli::ProfileArg::Quick)
+        Workload::quick()
     }
 
     #[test]
@@ -242,6 +242,8 @@ mod tests {
         assert_eq!(inserts_per_transaction("g8ui3"), 3.0);
         assert_eq!(inserts_per_transaction("gr:5ir2:10"), 20.0);
         assert_eq!(inserts_per_transaction("g18u"), 0.0);
+        // A huge insert range is a workload, not an overflow.
+        assert!(inserts_per_transaction("ir4294967296:4294967296") > 1e18);
     }
 
     #[test]

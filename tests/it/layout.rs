@@ -1,0 +1,195 @@
+//! The code's shape as tests (as rust-analyzer's tidy tests guard its rules): data flows one
+//! way through the gate's stages, and FDB's formats never import the gate.
+
+use std::path::{Path, PathBuf};
+
+/// The gate's stages in pipeline order: a module may import from its own stage and from
+/// earlier ones, never from a later one. `error` and `process` are below every stage;
+/// `cli` (clap's structs) is read only by `config` (which validates it) and `cmd`.
+const STAGES: [&str; 11] = [
+    "error", "process", "cli", "config", "results", "build", "plan", "run", "judge", "report",
+    "cmd",
+];
+
+/// Who may import `cli`.
+const CLI_READERS: [&str; 2] = ["config", "cmd"];
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The text of `src` without comments (line comments and doc comments), so that a path
+/// named in prose is not taken for an import.
+fn code(src: &str) -> String {
+    src.lines()
+        .map(|l| match l.find("//") {
+            Some(i) => &l[..i],
+            None => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Every top-level module of the crate a piece of code names as `crate::<module>`,
+/// including those inside `use crate::{a::.., b::{..}}` groups.
+fn crate_modules(code: &str) -> Vec<String> {
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut found = Vec::new();
+    for (i, _) in code.match_indices("crate::") {
+        let rest = &code[i + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            // Items at depth 0 of the group: the first segment after each ',' or '{'.
+            let (mut depth, mut start) = (0usize, true);
+            for (k, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => start = true,
+                    c if start && !c.is_whitespace() => {
+                        start = false;
+                        if depth == 0 {
+                            found.push(ident(&group[k..]));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            found.push(ident(rest));
+        }
+    }
+    found.retain(|m| !m.is_empty());
+    found
+}
+
+/// The stage of a file under `xtask/src`: its folder, or the file's stem at the top.
+fn stage_of(src: &Path, file: &Path) -> String {
+    let rel = file.strip_prefix(src).unwrap();
+    let first = rel
+        .components()
+        .next()
+        .unwrap()
+        .as_os_str()
+        .to_string_lossy();
+    first.trim_end_matches(".rs").to_string()
+}
+
+/// Every import of a later stage, or of `cli` outside its readers, as `file: imports X`.
+fn stage_violations(src: &Path) -> Vec<String> {
+    let rank = |s: &str| STAGES.iter().position(|x| *x == s);
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    files.sort();
+    let mut bad = Vec::new();
+    for file in files {
+        let stage = stage_of(src, &file);
+        // main.rs and lib.rs sit above every stage.
+        let Some(own) = rank(&stage) else { continue };
+        let text = code(&std::fs::read_to_string(&file).unwrap());
+        for module in crate_modules(&text) {
+            let Some(theirs) = rank(&module) else {
+                bad.push(format!(
+                    "{}: names crate::{module}, which is no stage",
+                    file.display()
+                ));
+                continue;
+            };
+            let cli_misuse = module == "cli" && !CLI_READERS.contains(&stage.as_str());
+            if (theirs > own || cli_misuse) && module != stage {
+                bad.push(format!(
+                    "{}: stage `{stage}` imports crate::{module} (a later stage, or cli \
+                     outside config and cmd)",
+                    file.display()
+                ));
+            }
+        }
+    }
+    bad.dedup();
+    bad
+}
+
+#[test]
+fn no_stage_imports_a_later_stage() {
+    let src = root().join("xtask/src");
+    let bad = stage_violations(&src);
+    assert!(
+        bad.is_empty(),
+        "imports against the pipeline:\n{}",
+        bad.join("\n")
+    );
+    // Every stage is a folder or a file of xtask/src, and every one of those is a stage
+    // (a new top-level module must take its place in STAGES).
+    for entry in std::fs::read_dir(&src).unwrap().flatten() {
+        let name = entry
+            .file_name()
+            .to_string_lossy()
+            .trim_end_matches(".rs")
+            .to_string();
+        assert!(
+            STAGES.contains(&name.as_str()) || ["main", "lib"].contains(&name.as_str()),
+            "xtask/src/{name} is not in the stage order of tests/it/layout.rs"
+        );
+    }
+}
+
+#[test]
+fn the_rule_finds_an_upward_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let judge = dir.path().join("judge");
+    std::fs::create_dir_all(&judge).unwrap();
+    std::fs::write(
+        judge.join("mod.rs"),
+        "// crate::report is named in prose only\nuse crate::{\n    config::Arm,\n    \
+         report::{html, write},\n};\nfn f() { crate::run::go(); crate::judge::x(); }\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("plan.rs"), "use crate::cli::BenchArgs;\n").unwrap();
+    let bad = stage_violations(dir.path());
+    assert_eq!(bad.len(), 2, "{bad:?}");
+    assert!(
+        bad[0].contains("stage `judge` imports crate::report"),
+        "{bad:?}"
+    );
+    assert!(
+        bad[1].contains("stage `plan` imports crate::cli"),
+        "{bad:?}"
+    );
+    assert_eq!(
+        crate_modules("use crate::{a::{b, c}, d};\ncrate::e::f"),
+        ["a", "d", "e"]
+    );
+}
+
+#[test]
+fn fdb_formats_import_nothing_of_the_gate() {
+    let manifest = std::fs::read_to_string(root().join("fdb/Cargo.toml")).unwrap();
+    assert!(
+        !manifest.contains("xtask"),
+        "fdb/Cargo.toml depends on the gate"
+    );
+    let mut files = Vec::new();
+    rust_files(&root().join("fdb/src"), &mut files);
+    for f in files {
+        let text = code(&std::fs::read_to_string(&f).unwrap());
+        assert!(!text.contains("xtask"), "{} names the gate", f.display());
+    }
+}
