@@ -193,3 +193,72 @@ fn fdb_formats_import_nothing_of_the_gate() {
         assert!(!text.contains("xtask"), "{} names the gate", f.display());
     }
 }
+
+/// Longest function body the gate may have, lines (signature to closing brace): short
+/// enough to read whole (TigerBeetle's limit is 70).
+const MAX_FUNCTION_LINES: usize = 80;
+
+/// Every function of `src` longer than [`MAX_FUNCTION_LINES`], as `file: name (N lines)`.
+/// A function starts at a line `fn name` (after `pub`, at any indentation) and ends at
+/// the first line that is its indentation and `}`; test modules (`mod tests`) are skipped.
+fn long_functions(src: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    files.sort();
+    let mut long = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let trimmed = line.trim_start();
+            if trimmed.starts_with("mod tests") || trimmed.starts_with("pub(crate) mod tests") {
+                break;
+            }
+            let sig = trimmed
+                .trim_start_matches("pub(crate) ")
+                .trim_start_matches("pub ");
+            let Some(name) = sig.strip_prefix("fn ") else {
+                continue;
+            };
+            let indent = &line[..line.len() - trimmed.len()];
+            let end = lines[i + 1..]
+                .iter()
+                .position(|l| *l == format!("{indent}}}"))
+                .map_or(lines.len() - i, |k| k + 2);
+            if end > MAX_FUNCTION_LINES {
+                let name: String = name
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                long.push(format!("{}: {name} ({end} lines)", file.display()));
+            }
+        }
+    }
+    long
+}
+
+#[test]
+fn no_function_of_the_gate_is_longer_than_the_limit() {
+    let long = long_functions(&root().join("xtask/src"));
+    assert!(
+        long.is_empty(),
+        "functions over {MAX_FUNCTION_LINES} lines (split them by what they do):\n{}",
+        long.join("\n")
+    );
+    // The rule itself: a function one line over the limit is found.
+    let dir = tempfile::tempdir().unwrap();
+    let body = "    x();\n".repeat(MAX_FUNCTION_LINES - 1);
+    std::fs::write(
+        dir.path().join("a.rs"),
+        format!("pub fn big() {{\n{body}}}\nfn small() {{\n}}\n"),
+    )
+    .unwrap();
+    assert_eq!(
+        long_functions(dir.path()),
+        [format!(
+            "{}: big ({} lines)",
+            dir.path().join("a.rs").display(),
+            MAX_FUNCTION_LINES + 1
+        )]
+    );
+}

@@ -188,6 +188,110 @@ pub fn build(
     settings: &BuildSettings,
     cache: &Path,
 ) -> Result<Provenance> {
+    let cmake_args = cmake_args(settings);
+    let Resolved {
+        asked,
+        commit,
+        built,
+        dirty,
+        diff_hash,
+    } = resolve(sh, src, source, cache)?;
+    let Key {
+        configure_env,
+        compilers,
+        flags,
+    } = Key::of(sh, src, &built, &cmake_args);
+    // Built one after another in one slot per set of configure flags (a clone of the
+    // checkout and its build dir, at a fixed path); the tree's files are then copied into
+    // an entry per commit.
+    let slot = cache.join(format!("slot-{flags}"));
+    let tree = cache.join(format!("{}-{flags}", &built[..12]));
+    let log = tree.join("build.log");
+    let stamp = tree.join("stamp.json");
+    let mut provenance = Provenance {
+        arm: String::new(),
+        asked,
+        commit,
+        dirty,
+        diff_hash,
+        cmake_args,
+        configure_env,
+        compilers,
+        build_s: 0.0,
+        cache_hit: false,
+        build_dir: tree.clone(),
+        log: log.clone(),
+    };
+    // The stamp is written last and removed before a rebuild: with it, the entry is whole.
+    let built_already = || stamp.is_file() && TREE_FILES.iter().all(|f| tree.join(f).is_file());
+    if built_already() {
+        return Ok(cache_hit(provenance, &stamp));
+    }
+    for dir in [&slot.join("build"), &tree] {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let _lock = lock_slot(&slot)?;
+    if built_already() {
+        return Ok(cache_hit(provenance, &stamp));
+    }
+    clear_slot(&slot, &tree);
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(settings.timeout_s);
+    compile(
+        src,
+        &built,
+        &slot,
+        &provenance.cmake_args,
+        settings,
+        deadline,
+        &log,
+    )?;
+    copy_tree(&slot.join("build"), &tree)?;
+    check_source_version(sh, &tree, &built, &slot)?;
+    provenance.build_s = started.elapsed().as_secs_f64();
+    let when = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    write(&stamp, &json(&(&provenance, &built, when)))?;
+    Ok(provenance)
+}
+
+/// `cmake -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_MAKO=ON`'s arguments, a compiler
+/// launcher (ccache or sccache) when one is installed, then the user's.
+fn cmake_args(settings: &BuildSettings) -> Vec<String> {
+    let mut cmake_args = vec![
+        "-G".to_string(),
+        "Ninja".into(),
+        "-DCMAKE_BUILD_TYPE=Release".into(),
+        "-DBUILD_MAKO=ON".into(),
+    ];
+    let launcher = ["ccache", "sccache"]
+        .into_iter()
+        .find(|l| which::which(l).is_ok());
+    if let Some(launcher) = launcher {
+        cmake_args.push(format!("-DCMAKE_C_COMPILER_LAUNCHER={launcher}"));
+        cmake_args.push(format!("-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}"));
+    }
+    cmake_args.extend(settings.cmake_args.iter().cloned());
+    cmake_args
+}
+
+/// What a source resolves to.
+struct Resolved {
+    /// The revision asked for, or `working tree`.
+    asked: String,
+    /// The commit it resolved to (for the working tree: HEAD).
+    commit: String,
+    /// The commit to build: `commit`, or the working tree's snapshot commit.
+    built: String,
+    /// Uncommitted changes are built.
+    dirty: bool,
+    /// The first 12 hex digits of the snapshot's git tree, when dirty.
+    diff_hash: Option<String>,
+}
+
+/// Resolves `source` in the checkout `src` to the commit to build; the working tree
+/// becomes a snapshot commit of it (`snapshot`), like a revision. Errors: a revision that
+/// is not one (with a hint for shallow clones), a partial clone.
+fn resolve(sh: &Shell, src: &Path, source: &Source, cache: &Path) -> Result<Resolved> {
     let head = |rev: &str| -> Result<String> {
         let spec = format!("{rev}^{{commit}}");
         let out = cmd!(sh, "git -C {src} rev-parse --verify {spec}")
@@ -203,20 +307,6 @@ pub fn build(
             })?;
         Ok(out.trim().to_string())
     };
-    let mut cmake_args = vec![
-        "-G".to_string(),
-        "Ninja".into(),
-        "-DCMAKE_BUILD_TYPE=Release".into(),
-        "-DBUILD_MAKO=ON".into(),
-    ];
-    let launcher = ["ccache", "sccache"]
-        .into_iter()
-        .find(|l| which::which(l).is_ok());
-    if let Some(launcher) = launcher {
-        cmake_args.push(format!("-DCMAKE_C_COMPILER_LAUNCHER={launcher}"));
-        cmake_args.push(format!("-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}"));
-    }
-    cmake_args.extend(settings.cmake_args.iter().cloned());
     let (asked, commit) = match source {
         Source::Revision(rev) => (rev.clone(), head(rev)?),
         Source::WorkingTree => ("working tree".to_string(), head("HEAD")?),
@@ -231,7 +321,6 @@ pub fn build(
         ))
         .into());
     }
-    // The working tree is built as a snapshot commit of it (`snapshot`), like a revision.
     let (built, dirty, diff_hash) = match source {
         Source::Revision(_) => (commit.clone(), false, None),
         Source::WorkingTree => match snapshot(sh, src, &commit, cache)? {
@@ -239,73 +328,62 @@ pub fn build(
             Some((snap, tree)) => (snap, true, Some(tree[..12].to_string())),
         },
     };
-    let Key {
-        configure_env,
-        compilers,
-        flags,
-    } = Key::of(sh, src, &built, &cmake_args);
-    // Built one after another in one slot per set of configure flags (a clone of the
-    // checkout and its build dir, at a fixed path); the tree's files are then copied into
-    // an entry per commit.
-    let slot = cache.join(format!("slot-{flags}"));
-    let tree = cache.join(format!("{}-{flags}", &built[..12]));
-    let (source_dir, build_dir) = (slot.join("src"), slot.join("build"));
-    let log = tree.join("build.log");
-    let stamp = tree.join("stamp.json");
-    let mut provenance = Provenance {
-        arm: String::new(),
+    Ok(Resolved {
         asked,
-        commit: commit.clone(),
+        commit,
+        built,
         dirty,
         diff_hash,
-        cmake_args: cmake_args.clone(),
-        configure_env,
-        compilers,
-        build_s: 0.0,
-        cache_hit: false,
-        build_dir: tree.clone(),
-        log: log.clone(),
-    };
-    // The stamp is written last and removed before a rebuild: with it, the entry is whole.
-    let built_already = || stamp.is_file() && TREE_FILES.iter().all(|f| tree.join(f).is_file());
-    if built_already() {
-        return Ok(cache_hit(provenance, &stamp));
-    }
-    for dir in [&build_dir, &tree] {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    // One build per slot at a time: two gates on one host may want the same commit; the
-    // second waits, then finds it built.
+    })
+}
+
+/// Takes the slot's lock: one build per slot at a time. Two gates on one host may want the
+/// same commit; the second waits (and says so), then finds it built.
+fn lock_slot(slot: &Path) -> Result<nix::fcntl::Flock<std::fs::File>> {
     let lock = std::fs::File::create(slot.join("lock"))
         .with_context(|| format!("cannot create {}", slot.join("lock").display()))?;
-    let _lock = match nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock) {
-        Ok(l) => l,
+    match nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+        Ok(l) => Ok(l),
         Err((lock, _)) => {
             eprintln!(
                 "waiting for another gate's build in {} (one build per slot at a time) ...",
                 slot.display()
             );
             nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive)
-                .map_err(|(_, e)| anyhow::anyhow!("cannot lock {}: {e}", slot.display()))?
+                .map_err(|(_, e)| anyhow::anyhow!("cannot lock {}: {e}", slot.display()))
         }
-    };
-    if built_already() {
-        return Ok(cache_hit(provenance, &stamp));
     }
+}
+
+/// Before a build in the (locked) slot: ends what a killed gate's build left running and
+/// removes the entry's stamp and log, so a half-made entry never reads as built.
+fn clear_slot(slot: &Path, tree: &Path) {
     // A gate killed mid-build (SIGKILL) leaves ninja's compile jobs running, each in its
     // own process group: they would write the old revision's objects into this build.
-    for (pid, command) in crate::process::kill_mentioning(&slot) {
+    for (pid, command) in crate::process::kill_mentioning(slot) {
         eprintln!("killed {pid}, left from an earlier build in the slot: {command}");
     }
-    let _ = std::fs::remove_file(&stamp);
-    let _ = std::fs::remove_file(&log);
+    let _ = std::fs::remove_file(tree.join("stamp.json"));
+    let _ = std::fs::remove_file(tree.join("build.log"));
     // An entry from before slots held a whole source and build tree.
     for old in ["src", "build"] {
         let _ = std::fs::remove_dir_all(tree.join(old));
     }
-    let started = Instant::now();
-    checkout(src, &built, &source_dir)?;
-    let deadline = started + Duration::from_secs(settings.timeout_s);
+}
+
+/// Checks out `commit` into the slot, configures and builds the gate's targets with
+/// ninja, output to `log`, all before `deadline`.
+fn compile(
+    src: &Path,
+    commit: &str,
+    slot: &Path,
+    cmake_args: &[String],
+    settings: &BuildSettings,
+    deadline: Instant,
+    log: &Path,
+) -> Result<()> {
+    let (source_dir, build_dir) = (slot.join("src"), slot.join("build"));
+    checkout(src, commit, &source_dir)?;
     // Every build configures, without the cache the commit before left: FDB's configure
     // writes the source version (the commit) into the build, and cache defaults
     // (`option()`, `set(... CACHE)`) must be this commit's. Only `CMakeCache.txt` goes, not
@@ -319,11 +397,11 @@ pub fn build(
         .arg(&source_dir)
         .arg("-B")
         .arg(&build_dir)
-        .args(&cmake_args);
+        .args(cmake_args);
     step(
         "cmake configure",
         configure,
-        &log,
+        log,
         deadline,
         settings.timeout_s,
         |_| {},
@@ -335,14 +413,18 @@ pub fn build(
         .arg(format!("-j{}", settings.jobs))
         .args(TARGETS);
     let mut progress = NinjaProgress::new();
-    step("ninja", ninja, &log, deadline, settings.timeout_s, |out| {
+    step("ninja", ninja, log, deadline, settings.timeout_s, |out| {
         progress.update(out)
     })?;
     progress.bar.finish_and_clear();
-    copy_tree(&build_dir, &tree)?;
-    // FDB's configure puts the checked-out commit into the binaries (`fdbserver --version`,
-    // "source version"): any other commit means a file this build did not replace.
-    let version = tree::FdbTree::open(&tree)?.version(sh)?;
+    Ok(())
+}
+
+/// FDB's configure puts the checked-out commit into the binaries (`fdbserver --version`,
+/// "source version"): any other commit than `built` means a file this build did not
+/// replace.
+fn check_source_version(sh: &Shell, tree: &Path, built: &str, slot: &Path) -> Result<()> {
+    let version = tree::FdbTree::open(tree)?.version(sh)?;
     if version.source_version != built {
         bail!(
             "{} reports source version {}, but commit {built} was built: the build left an \
@@ -353,10 +435,7 @@ pub fn build(
             slot.display()
         );
     }
-    provenance.build_s = started.elapsed().as_secs_f64();
-    let when = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    write(&stamp, &json(&(&provenance, &built, when)))?;
-    Ok(provenance)
+    Ok(())
 }
 
 /// The files of a build tree the gate uses: what a revision's cache entry keeps.

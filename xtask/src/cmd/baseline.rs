@@ -85,25 +85,26 @@ fn record(
             workdir_tmpfs: plan.workdir.tmpfs,
             build: version.clone(),
             from_results: from.display().to_string(),
-            trials: measured
-                .iter()
-                .filter_map(|t| {
-                    let r = t.report.as_ref()?;
-                    Some(RecordedTrial {
-                        tps: r.tps,
-                        txn_latency_us_p99: r
-                            .transaction_latency()
-                            .map(|l| l.p99)
-                            .filter(|p| p.is_finite()),
-                        storage_cpu_cores: t.storage_cpu_cores,
-                    })
-                })
-                .collect(),
+            trials: measured.iter().filter_map(|t| recorded(t)).collect(),
         };
         write(&path, &json(&b))?;
         written.push(path);
     }
     Ok(written)
+}
+
+/// A measured trial as a record keeps it: its TPS, p99 transaction latency (when finite)
+/// and storage server CPU; `None` without a report.
+fn recorded(t: &TrialRecord) -> Option<RecordedTrial> {
+    let r = t.report.as_ref()?;
+    Some(RecordedTrial {
+        tps: r.tps,
+        txn_latency_us_p99: r
+            .transaction_latency()
+            .map(|l| l.p99)
+            .filter(|p| p.is_finite()),
+        storage_cpu_cores: t.storage_cpu_cores,
+    })
 }
 
 /// One line per baseline in `dir`: name, engine, profile, host class, trials, mean TPS,

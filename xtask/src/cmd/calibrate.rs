@@ -6,11 +6,12 @@ use std::io::Write as _;
 use anyhow::Result;
 use xshell::Shell;
 
-use super::bench::{execute, plan, prepare};
+use super::pipeline::execute;
 use crate::{
     cli::CalibrateArgs,
     config::BenchConfig,
     judge::{calibrate::Calibration, samples::Sample},
+    plan::resolve::{plan, prepare},
     report::write,
     results::{fs::check_writable_file, trial::Outcome},
 };
@@ -23,9 +24,11 @@ pub fn run(sh: &Shell, args: &CalibrateArgs) -> Result<i32> {
         check_writable_file(j)?;
     }
     let prepared = prepare(&config)?;
-    let Some(plan) = plan(sh, config, prepared, Vec::new())? else {
+    let plan = plan(sh, config, prepared, Vec::new())?;
+    if plan.config.dry_run {
+        let _ = write!(std::io::stdout(), "{}", plan.render());
         return Ok(0);
-    };
+    }
     let done = execute(plan)?;
     let cal = Calibration::new(
         &Sample::of_trials(&done.trials),

@@ -61,9 +61,8 @@ pub fn run(explicit_workdir: Option<&Path>) -> Result<i32> {
 }
 
 fn check_all(explicit_workdir: Option<&Path>) -> Vec<Finding> {
-    let mut f = Vec::new();
     let host = Host::read();
-    f.push(finding(
+    let mut f = vec![finding(
         Level::Ok,
         "host",
         format!(
@@ -73,67 +72,85 @@ fn check_all(explicit_workdir: Option<&Path>) -> Vec<Finding> {
             host.kernel
         ),
         "",
-    ));
-    match workdir::choose(explicit_workdir) {
-        Ok(w) => {
-            let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
-            let level = if w.tmpfs { Level::Ok } else { Level::Warn };
-            f.push(finding(
-                level,
-                "work dir",
-                format!(
-                    "{} ({}, {:.1} GiB free of {:.1} GiB, chosen by {})",
-                    w.path.display(),
-                    if w.tmpfs { "tmpfs" } else { "NOT tmpfs" },
-                    gib(w.free_bytes),
-                    gib(w.total_bytes),
-                    w.chosen_by
-                ),
-                if w.tmpfs {
-                    ""
-                } else {
-                    "mount a RAM disk: mount -t tmpfs -o size=16g tmpfs /mnt/ram"
-                },
-            ));
-            f.push(fsync_probe(&w.path, w.tmpfs));
-            // The same probe where results go, for contrast: a RAM disk answers in
-            // microseconds, a disk in tens of microseconds to milliseconds.
-            if let Ok(here) = std::env::current_dir() {
-                let mut disk = fsync_probe(&here, false);
-                disk.topic = "fsync (cwd)";
-                disk.level = disk.level.min(Level::Ok);
-                disk.advice.clear();
-                f.push(disk);
-            }
-        }
-        Err(e) => f.push(finding(
-            Level::Fail,
-            "work dir",
-            format!("{e:#}"),
-            "give --workdir on a tmpfs",
-        )),
-    }
-    f.push(
-        match preflight::cgroup_headroom(Path::new("/sys/fs/cgroup")) {
-            Some((h, src)) => finding(
-                if h < 4 << 30 { Level::Warn } else { Level::Ok },
-                "memory cgroup",
-                format!(
-                    "{:.1} GiB headroom ({src})",
-                    h as f64 / f64::from(1u32 << 30)
-                ),
-                if h < 4 << 30 {
-                    "tmpfs data counts against it: shorten runs (--seconds) or raise the limit"
-                } else {
-                    ""
-                },
-            ),
-            None => finding(Level::Ok, "memory cgroup", "no limit".into(), ""),
-        },
-    );
+    )];
+    f.extend(workdir_findings(explicit_workdir));
+    f.push(memory_cgroup());
     f.push(cores(host.cpus));
     f.push(governor());
     f.push(busy_processes());
+    f.extend(build_tools());
+    f
+}
+
+/// The work dir `bench` would use (tmpfs, free space) and fsync latency there and, for
+/// contrast, in the current directory.
+fn workdir_findings(explicit_workdir: Option<&Path>) -> Vec<Finding> {
+    let w = match workdir::choose(explicit_workdir) {
+        Ok(w) => w,
+        Err(e) => {
+            return vec![finding(
+                Level::Fail,
+                "work dir",
+                format!("{e:#}"),
+                "give --workdir on a tmpfs",
+            )]
+        }
+    };
+    let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
+    let level = if w.tmpfs { Level::Ok } else { Level::Warn };
+    let mut f = vec![finding(
+        level,
+        "work dir",
+        format!(
+            "{} ({}, {:.1} GiB free of {:.1} GiB, chosen by {})",
+            w.path.display(),
+            if w.tmpfs { "tmpfs" } else { "NOT tmpfs" },
+            gib(w.free_bytes),
+            gib(w.total_bytes),
+            w.chosen_by
+        ),
+        if w.tmpfs {
+            ""
+        } else {
+            "mount a RAM disk: mount -t tmpfs -o size=16g tmpfs /mnt/ram"
+        },
+    )];
+    f.push(fsync_probe(&w.path, w.tmpfs));
+    // The same probe where results go, for contrast: a RAM disk answers in
+    // microseconds, a disk in tens of microseconds to milliseconds.
+    if let Ok(here) = std::env::current_dir() {
+        let mut disk = fsync_probe(&here, false);
+        disk.topic = "fsync (cwd)";
+        disk.level = disk.level.min(Level::Ok);
+        disk.advice.clear();
+        f.push(disk);
+    }
+    f
+}
+
+/// The memory cgroup's headroom: tmpfs data counts against it.
+fn memory_cgroup() -> Finding {
+    match preflight::cgroup_headroom(Path::new("/sys/fs/cgroup")) {
+        Some((h, src)) => finding(
+            if h < 4 << 30 { Level::Warn } else { Level::Ok },
+            "memory cgroup",
+            format!(
+                "{:.1} GiB headroom ({src})",
+                h as f64 / f64::from(1u32 << 30)
+            ),
+            if h < 4 << 30 {
+                "tmpfs data counts against it: shorten runs (--seconds) or raise the limit"
+            } else {
+                ""
+            },
+        ),
+        None => finding(Level::Ok, "memory cgroup", "no limit".into(), ""),
+    }
+}
+
+/// cmake, ninja and a C++ compiler: needed only to build FDB trees.
+fn build_tools() -> Vec<Finding> {
+    let mut f = Vec::new();
     for (tools, package) in [
         (
             &["cmake"][..],

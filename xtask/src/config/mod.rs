@@ -221,28 +221,7 @@ impl BenchConfig {
             all.extend(parse_all(own, flag)?);
             Ok(all)
         };
-        let (trials, time_budget) = match (a.trials, a.time_budget) {
-            (TrialsArg::Count(n), None) if (1..=MAX_TRIALS).contains(&n) => (n, None),
-            (TrialsArg::Count(n), None) => {
-                return Err(usage(format!(
-                    "--trials {n} must be between 1 and {MAX_TRIALS}, or auto"
-                )))
-            }
-            (TrialsArg::Count(_), Some(_)) => {
-                return Err(usage("--time-budget goes with --trials auto"));
-            }
-            (TrialsArg::Auto, None) => {
-                return Err(usage(
-                    "--trials auto needs --time-budget DURATION, e.g. --time-budget 2h",
-                ));
-            }
-            (TrialsArg::Auto, Some(b)) if b.is_zero() || b.as_secs() > MAX_SECONDS * 4 => {
-                return Err(usage(
-                    "--time-budget must be more than 0 and at most four weeks",
-                ));
-            }
-            (TrialsArg::Auto, Some(b)) => (MIN_PAIRS, Some(b)),
-        };
+        let (trials, time_budget) = trials_and_budget(a.trials, a.time_budget)?;
         check_max_regression(a.max_regression)?;
         if let Some(slo) = a.slo_tps {
             if !(slo.is_finite() && slo > 0.0) {
@@ -290,6 +269,36 @@ impl BenchConfig {
             bounds: PhaseBounds::resolve(&a.timeouts)?,
         })
     }
+}
+
+/// `--trials` and `--time-budget`: trials per arm and engine planned up front (with
+/// `auto`, the [`MIN_PAIRS`] before the first look) and the budget of `auto`.
+fn trials_and_budget(
+    trials: TrialsArg,
+    budget: Option<Duration>,
+) -> Result<(u32, Option<Duration>), UsageError> {
+    Ok(match (trials, budget) {
+        (TrialsArg::Count(n), None) if (1..=MAX_TRIALS).contains(&n) => (n, None),
+        (TrialsArg::Count(n), None) => {
+            return Err(usage(format!(
+                "--trials {n} must be between 1 and {MAX_TRIALS}, or auto"
+            )))
+        }
+        (TrialsArg::Count(_), Some(_)) => {
+            return Err(usage("--time-budget goes with --trials auto"));
+        }
+        (TrialsArg::Auto, None) => {
+            return Err(usage(
+                "--trials auto needs --time-budget DURATION, e.g. --time-budget 2h",
+            ));
+        }
+        (TrialsArg::Auto, Some(b)) if b.is_zero() || b.as_secs() > MAX_SECONDS * 4 => {
+            return Err(usage(
+                "--time-budget must be more than 0 and at most four weeks",
+            ));
+        }
+        (TrialsArg::Auto, Some(b)) => (MIN_PAIRS, Some(b)),
+    })
 }
 
 /// Checks a `--max-regression` tolerance, percent: a number strictly between 0 and 100.

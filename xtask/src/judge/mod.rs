@@ -337,41 +337,12 @@ fn judge_engine(all: &[Sample], engine: Engine, mut criteria: Criteria) -> Judge
     let comparison = compare(&|t| t.tps);
     let txn_latency_p99 = compare(&|t| t.txn_latency_us_p99);
     let (verdict, reason) = precheck(&base, &exp, &experiment, criteria);
-    let mut notes = Vec::new();
-    for (arm, s) in [(Arm::Baseline, &baseline), (Arm::Experiment, &experiment)] {
-        if let Some(s) = s.as_ref().filter(|s| s.trials_not_cpu_bound > 0) {
-            notes.push(format!(
-                "{} of {} {arm} trials not CPU-bound (storage server below {} cores): their \
-                 TPS may measure the client or the host, not the storage server",
-                s.trials_not_cpu_bound,
-                s.tps.len(),
-                CPU_BOUND_MIN_CORES
-            ));
-        }
-    }
-    let unsteady: Vec<String> = measured(&base)
-        .iter()
-        .chain(&measured(&exp))
-        .filter_map(|t| {
-            let d = t.drift?;
-            d.unsteady()
-                .then(|| format!("trial {} {:+.1}%", t.index, d.pct))
-        })
-        .collect();
-    if !unsteady.is_empty() {
-        notes.push(format!(
-            "TPS drifted within the measurement window (no steady state; a longer warmup may \
-             help): {}",
-            unsteady.join(", ")
-        ));
-    }
-    if let Some(l) = txn_latency_p99.as_ref().filter(|_| !criteria.gate_latency) {
-        notes.push(format!(
-            "p99 transaction latency {:+.2}% [{:+.2}%, {:+.2}%] (not gating; mako's latency \
-             includes the warmup)",
-            l.delta_pct, l.ci_low_pct, l.ci_high_pct
-        ));
-    }
+    let notes = notes(
+        &base,
+        &exp,
+        [&baseline, &experiment],
+        txn_latency_p99.as_ref().filter(|_| !criteria.gate_latency),
+    );
     Judgement {
         engine,
         metric: Metric::Tps,
@@ -389,6 +360,53 @@ fn judge_engine(all: &[Sample], engine: Engine, mut criteria: Criteria) -> Judge
         criteria,
         notes,
     }
+}
+
+/// Things that make an engine's numbers less trustworthy without deciding its verdict:
+/// trials not CPU-bound, TPS drifting within the window, and the p99 latency change when
+/// it is not gated (`latency`).
+fn notes(
+    base: &[&Sample],
+    exp: &[&Sample],
+    stats: [&Option<ArmStats>; 2],
+    latency: Option<&Comparison>,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (arm, s) in [Arm::Baseline, Arm::Experiment].into_iter().zip(stats) {
+        if let Some(s) = s.as_ref().filter(|s| s.trials_not_cpu_bound > 0) {
+            notes.push(format!(
+                "{} of {} {arm} trials not CPU-bound (storage server below {} cores): their \
+                 TPS may measure the client or the host, not the storage server",
+                s.trials_not_cpu_bound,
+                s.tps.len(),
+                CPU_BOUND_MIN_CORES
+            ));
+        }
+    }
+    let unsteady: Vec<String> = measured(base)
+        .iter()
+        .chain(&measured(exp))
+        .filter_map(|t| {
+            let d = t.drift?;
+            d.unsteady()
+                .then(|| format!("trial {} {:+.1}%", t.index, d.pct))
+        })
+        .collect();
+    if !unsteady.is_empty() {
+        notes.push(format!(
+            "TPS drifted within the measurement window (no steady state; a longer warmup may \
+             help): {}",
+            unsteady.join(", ")
+        ));
+    }
+    if let Some(l) = latency {
+        notes.push(format!(
+            "p99 transaction latency {:+.2}% [{:+.2}%, {:+.2}%] (not gating; mako's latency \
+             includes the warmup)",
+            l.delta_pct, l.ci_low_pct, l.ci_high_pct
+        ));
+    }
+    notes
 }
 
 fn measured<'a>(trials: &[&'a Sample]) -> Vec<&'a Sample> {
@@ -473,6 +491,11 @@ fn precheck(
     }
 }
 
+/// The non-inferiority margin of a judgement on the log scale: ln(1 - M/100).
+fn margin(j: &Judgement) -> f64 {
+    (1.0 - j.criteria.max_regression_pct / 100.0).ln()
+}
+
 /// Decides the engines left open by `precheck`: both one-sided p-values are multiplied by
 /// the engine's looks; the REGRESSION test's are Holm-adjusted over the open engines.
 fn decide_family(judgements: &mut [Judgement]) {
@@ -481,7 +504,6 @@ fn decide_family(judgements: &mut [Judgement]) {
             judgements[i].verdict == Verdict::Measured && judgements[i].comparison.is_some()
         })
         .collect();
-    let margin = |j: &Judgement| (1.0 - j.criteria.max_regression_pct / 100.0).ln();
     let looked = |j: &Judgement, p: f64| (p * f64::from(j.looks)).min(1.0);
     let p_sl: Vec<f64> = open
         .iter()
@@ -504,72 +526,78 @@ fn decide_family(judgements: &mut [Judgement]) {
         .iter_mut()
         .filter(|j| j.verdict == Verdict::Measured)
     {
-        let tol = j.criteria.max_regression_pct;
-        let Some(c) = &j.comparison else {
-            j.verdict = Verdict::Inconclusive;
-            j.reason = format!(
-                "fewer than 2 complete pairs give no estimate of the noise: run more trials \
-                 (plain means: {:+.2}%)",
-                j.tps_delta_pct.unwrap_or(f64::NAN)
-            );
-            continue;
-        };
-        let (nw, sl) = (
-            j.p_not_worse_adjusted.expect("set"),
-            j.p_slower_adjusted.expect("set"),
-        );
-        let (change, low, high) = j.change_pct().expect("a comparison");
-        let over = match c.method {
-            stats::Method::Paired => format!("{} pairs", c.n_baseline),
-            stats::Method::Welch => {
-                format!("{} recorded vs {} trials", c.n_baseline, c.n_experiment)
-            }
-        };
-        let mut numbers = format!(
-            "{} {change:+.2}% [{low:+.2}%, {high:+.2}%] over {over}, p={:.3}",
-            j.metric.label(),
-            c.p_value
-        );
-        if j.looks > 1 || j.family_size > 1 {
-            // The interval shown is the plain 95% one; the decision's tests are stricter.
-            let _ = write!(
-                numbers,
-                " (decided on p-values adjusted for {} looks and {} comparisons: \
-                 not-worse {nw:.4}, slower {sl:.4}, each against {:.3})",
-                j.looks,
-                j.family_size,
-                ALPHA / 2.0
-            );
-        }
-        let (loss, worse) = match j.metric {
-            Metric::Tps => ("a loss", "slower"),
-            Metric::TxnLatencyP99 => ("a worsening", "higher in latency"),
-        };
-        (j.verdict, j.reason) = if nw < ALPHA / 2.0 {
-            (
-                Verdict::Measured,
-                format!("{numbers}: {loss} beyond {tol:.2}% is ruled out"),
-            )
-        } else if sl < ALPHA / 2.0 && c.log_delta < margin(j) {
-            (
-                Verdict::Regression,
-                format!(
-                    "{numbers}: significantly {worse}, and the estimated change exceeds the \
-                     {tol:.2}% tolerance"
-                ),
-            )
-        } else {
-            (
-                Verdict::Inconclusive,
-                format!(
-                    "{numbers}: neither rules out {loss} beyond {tol:.2}% nor shows one; at this \
-                     noise these trials detect a true change of {:.2}% (MDE, 80% power): run \
-                     more trials (cargo xtask calibrate tells how many)",
-                    c.mde_pct
-                ),
-            )
-        };
+        decide(j);
     }
+}
+
+/// Decides one open judgement from its comparison and adjusted p-values (set by
+/// `decide_family`): MEASURED, REGRESSION or INCONCLUSIVE, with the sentence why.
+fn decide(j: &mut Judgement) {
+    let tol = j.criteria.max_regression_pct;
+    let Some(c) = &j.comparison else {
+        j.verdict = Verdict::Inconclusive;
+        j.reason = format!(
+            "fewer than 2 complete pairs give no estimate of the noise: run more trials \
+             (plain means: {:+.2}%)",
+            j.tps_delta_pct.unwrap_or(f64::NAN)
+        );
+        return;
+    };
+    let (nw, sl) = (
+        j.p_not_worse_adjusted.expect("set"),
+        j.p_slower_adjusted.expect("set"),
+    );
+    let (change, low, high) = j.change_pct().expect("a comparison");
+    let over = match c.method {
+        stats::Method::Paired => format!("{} pairs", c.n_baseline),
+        stats::Method::Welch => {
+            format!("{} recorded vs {} trials", c.n_baseline, c.n_experiment)
+        }
+    };
+    let mut numbers = format!(
+        "{} {change:+.2}% [{low:+.2}%, {high:+.2}%] over {over}, p={:.3}",
+        j.metric.label(),
+        c.p_value
+    );
+    if j.looks > 1 || j.family_size > 1 {
+        // The interval shown is the plain 95% one; the decision's tests are stricter.
+        let _ = write!(
+            numbers,
+            " (decided on p-values adjusted for {} looks and {} comparisons: \
+             not-worse {nw:.4}, slower {sl:.4}, each against {:.3})",
+            j.looks,
+            j.family_size,
+            ALPHA / 2.0
+        );
+    }
+    let (loss, worse) = match j.metric {
+        Metric::Tps => ("a loss", "slower"),
+        Metric::TxnLatencyP99 => ("a worsening", "higher in latency"),
+    };
+    (j.verdict, j.reason) = if nw < ALPHA / 2.0 {
+        (
+            Verdict::Measured,
+            format!("{numbers}: {loss} beyond {tol:.2}% is ruled out"),
+        )
+    } else if sl < ALPHA / 2.0 && c.log_delta < margin(j) {
+        (
+            Verdict::Regression,
+            format!(
+                "{numbers}: significantly {worse}, and the estimated change exceeds the \
+                 {tol:.2}% tolerance"
+            ),
+        )
+    } else {
+        (
+            Verdict::Inconclusive,
+            format!(
+                "{numbers}: neither rules out {loss} beyond {tol:.2}% nor shows one; at this \
+                 noise these trials detect a true change of {:.2}% (MDE, 80% power): run \
+                 more trials (cargo xtask calibrate tells how many)",
+                c.mde_pct
+            ),
+        )
+    };
 }
 
 impl Judgement {

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 pub mod preflight;
+pub mod resolve;
 pub mod workdir;
 
 use fdb::{cmake::BuildConfig, knob::effective_knobs, Engine, FdbVersion, Knob};

@@ -91,35 +91,8 @@ pub fn run_trial(ctx: &TrialContext, tree: &FdbTree, planned: &PlannedTrial) -> 
                 &mut record,
             )
         });
-    if let Some(mut c) = cluster {
-        let started = Instant::now();
-        let stopped = c.stop(ctx.bounds.teardown);
-        record.phases.push(PhaseTiming {
-            phase: Phase::Teardown,
-            duration_s: started.elapsed().as_secs_f64(),
-        });
-        // Trace files are complete only now: look for refused knobs once more.
-        if result.is_ok() {
-            if let Err(error) = check_knobs(&c) {
-                result = Err(Failure {
-                    phase: Phase::ClusterStart,
-                    error,
-                });
-            }
-        }
-        if let Err(e) = c.harvest() {
-            tracing::warn!("trial {name}: trace files not kept: {e:#}");
-        }
-        match (&result, stopped) {
-            (Ok(()), Err(error)) => {
-                result = Err(Failure {
-                    phase: Phase::Teardown,
-                    error,
-                })
-            }
-            (Err(_), Err(error)) => tracing::warn!("trial {name}: teardown: {error}"),
-            (_, Ok(())) => {}
-        }
+    if let Some(c) = cluster {
+        result = teardown(ctx, c, &name, result, &mut record);
     }
     // The data is wiped only now, after the artifacts were copied off the RAM disk.
     if let Err(e) = std::fs::remove_dir_all(&work) {
@@ -135,6 +108,47 @@ pub fn run_trial(ctx: &TrialContext, tree: &FdbTree, planned: &PlannedTrial) -> 
         record.error = Some(format!("{phase}: {error}"));
     }
     record
+}
+
+/// Stops the trial's cluster (the teardown phase, bounded), looks for refused knobs once
+/// more (trace files are complete only now), keeps its trace files, and returns the
+/// trial's result with a teardown failure added when it was a success so far.
+fn teardown(
+    ctx: &TrialContext,
+    mut c: Cluster,
+    name: &str,
+    mut result: Result<(), Failure>,
+    record: &mut TrialRecord,
+) -> Result<(), Failure> {
+    let started = Instant::now();
+    let stopped = c.stop(ctx.bounds.teardown);
+    record.phases.push(PhaseTiming {
+        phase: Phase::Teardown,
+        duration_s: started.elapsed().as_secs_f64(),
+    });
+    // Trace files are complete only now: look for refused knobs once more.
+    if result.is_ok() {
+        if let Err(error) = check_knobs(&c) {
+            result = Err(Failure {
+                phase: Phase::ClusterStart,
+                error,
+            });
+        }
+    }
+    if let Err(e) = c.harvest() {
+        tracing::warn!("trial {name}: trace files not kept: {e:#}");
+    }
+    match (&result, stopped) {
+        (Ok(()), Err(error)) => {
+            result = Err(Failure {
+                phase: Phase::Teardown,
+                error,
+            })
+        }
+        (Err(_), Err(error)) => tracing::warn!("trial {name}: teardown: {error}"),
+        (_, Ok(())) => {}
+    }
+    result
 }
 
 fn run_phases(

@@ -1,0 +1,183 @@
+//! What `bench` and `calibrate` share once a run is planned: run -> judge -> report. The
+//! results dir is made here, `meta.json` first.
+
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+    time::{Duration, Instant},
+};
+
+use anyhow::Result;
+use fdb::Engine;
+
+use crate::{
+    config::{MAX_TRIALS, MIN_PAIRS},
+    judge::{
+        exit_code, judge_looks, planned_trials, samples::Sample, sequential::Sequential, Criteria,
+        Judgement, Verdict,
+    },
+    plan::Plan,
+    process::interrupted,
+    report::write,
+    results::{fs::results_dir, trial::TrialRecord},
+    run::{init_logging, Runner},
+};
+
+/// What a finished (or interrupted) run left.
+pub struct Finished {
+    pub plan: Plan,
+    pub out: PathBuf,
+    pub trials: Vec<TrialRecord>,
+    pub interrupted: bool,
+    pub exit_code: i32,
+}
+
+/// Runs the plan's trials, judges them and writes every result: the results dir is made
+/// here, `meta.json` first.
+pub fn execute(plan: Plan) -> Result<Finished> {
+    if interrupted() {
+        anyhow::bail!("interrupted by a signal before the first trial; nothing was run");
+    }
+    let out = results_dir(plan.config.out.as_deref(), plan.config.junit.as_deref())?;
+    init_logging(&out, plan.config.quiet)?;
+    tracing::info!("results: {}", out.display());
+    for line in plan.render_body().lines() {
+        tracing::info!("{line}");
+    }
+    // The plan's warnings go out once, at warn level (shown even with --quiet).
+    for w in &plan.warnings {
+        tracing::warn!("{w}");
+    }
+    write::meta(&out, &plan)?;
+    let (trials, looks) = run_trials(&plan, &out)?;
+    let interrupted = interrupted();
+    let mut criteria = criteria(
+        &plan,
+        planned_trials(plan.config.trials, plan.config.time_budget.is_some()),
+    );
+    // Against a record, its trials are the baseline arm: unpaired.
+    criteria.unpaired = plan.recorded.is_some();
+    let mut samples = plan
+        .recorded
+        .as_ref()
+        .map(Sample::of_recorded)
+        .unwrap_or_default();
+    samples.extend(Sample::of_trials(&trials));
+    let judgements = judge_looks(&samples, &plan.engines, criteria, interrupted, &looks);
+    write::verdicts(
+        &out,
+        &judgements,
+        interrupted,
+        &plan.warnings,
+        plan.config.junit.as_deref(),
+        plan.config.json,
+    )?;
+    write::html_report(&out, &plan, &trials, &judgements)?;
+    let exit_code = exit_code(&judgements, interrupted);
+    Ok(Finished {
+        plan,
+        out,
+        trials,
+        interrupted,
+        exit_code,
+    })
+}
+
+/// The judging criteria of the plan, for `trials` planned per arm.
+fn criteria(plan: &Plan, trials: u32) -> Criteria {
+    let c = &plan.config;
+    Criteria {
+        trials,
+        max_regression_pct: c.max_regression_pct,
+        slo_tps: c.slo_tps,
+        slo: plan.slo,
+        strict: c.strict,
+        unpaired: false,
+        gate_latency: c.gate_latency,
+    }
+}
+
+/// Runs the trials, writing the records after each; stops early on an interrupt. With
+/// `--trials auto`, each engine gets an equal share of the budget and adds pairs after the
+/// planned ones until its verdict is decided (`judge::sequential`). Returns the records
+/// and, for `--trials auto`, the looks planned per engine.
+fn run_trials(plan: &Plan, out: &Path) -> Result<(Vec<TrialRecord>, BTreeMap<Engine, u32>)> {
+    let mut runner = Runner::start(plan, out, |trials| write::trials(out, trials))?;
+    let mut looks = BTreeMap::new();
+    match plan.config.time_budget {
+        None => {
+            for planned in &plan.trials {
+                if !runner.run(planned.clone())? {
+                    break;
+                }
+            }
+        }
+        Some(budget) => {
+            let share = budget / plan.engines.len() as u32;
+            for &engine in &plan.engines {
+                if let Some(k) = adaptive(&mut runner, plan, engine, share)? {
+                    looks.insert(engine, k);
+                }
+                if interrupted() {
+                    break;
+                }
+            }
+        }
+    }
+    Ok((runner.finish(), looks))
+}
+
+/// Adds pairs of `engine` until decided, out of looks, or out of `budget`; returns the
+/// looks planned (`None` if the budget ended before the first look).
+///
+/// A look stops the engine only when its verdict would stand in the final judgement with
+/// every engine: it is judged alone with its p-values multiplied by K times the number of
+/// engines, which bounds the final Holm adjustment (Holm <= Bonferroni).
+fn adaptive(
+    runner: &mut Runner,
+    plan: &Plan,
+    engine: Engine,
+    budget: Duration,
+) -> Result<Option<u32>> {
+    let started = Instant::now();
+    let mut seq = Sequential::new(budget);
+    let engines = plan.engines.len() as u32;
+    for rep in 1..=MAX_TRIALS {
+        if !seq.another_pair_fits(started.elapsed(), rep - 1) {
+            tracing::info!(
+                "{engine}: stopping after {} pairs: the time budget is spent",
+                rep - 1
+            );
+            break;
+        }
+        for planned in plan.pair(engine, rep) {
+            if !runner.run(planned)? {
+                return Ok(seq.looks_planned());
+            }
+        }
+        if runner.failed(engine) {
+            break;
+        }
+        let Some(k) = seq.look(started.elapsed(), rep) else {
+            continue;
+        };
+        let j = look(&runner.trials, plan, engine, k * engines);
+        tracing::info!(
+            "{engine} after {rep} pairs (look {} of at most {k}): {}: {}",
+            rep + 1 - MIN_PAIRS,
+            j.verdict,
+            j.reason
+        );
+        if j.verdict != Verdict::Inconclusive {
+            break;
+        }
+    }
+    Ok(seq.looks_planned())
+}
+
+/// The verdict on `engine` so far, as one of `looks` looks.
+fn look(trials: &[TrialRecord], plan: &Plan, engine: Engine, looks: u32) -> Judgement {
+    let looks = BTreeMap::from([(engine, looks)]);
+    let samples = Sample::of_trials(trials);
+    judge_looks(&samples, &[engine], criteria(plan, 1), false, &looks).remove(0)
+}

@@ -1,0 +1,194 @@
+//! Plan stage: what a run resolves from its config before anything slow starts (the
+//! recorded baseline and with it the engine, the SLO floors, the work dir and that a trial
+//! fits on it), then the [`Plan`] from the arms' trees.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result};
+use fdb::Engine;
+use xshell::Shell;
+
+use super::{
+    check_build_config,
+    preflight::{self, Preflight},
+    workdir::{self, Workdir},
+    ArmPlan, Plan,
+};
+use crate::{
+    build::{
+        tree::{same_binaries, FdbTree},
+        Provenance,
+    },
+    config::{slo, Arm, BenchConfig},
+    results::{
+        baseline::{self, Baseline},
+        fs::check_results_dir,
+        host::Host,
+    },
+};
+
+/// What a run resolves from its config before anything slow starts (a build, a trial).
+pub struct Prepared {
+    /// The engines that run: the config's, or the recorded baseline's.
+    engines: Vec<Engine>,
+    /// The effective TPS floors and where each came from.
+    slo: (slo::SloTps, Vec<String>),
+    workdir: Workdir,
+    /// `--against-recorded`: the record and the warnings of comparing with it.
+    recorded: Option<(Baseline, Vec<String>)>,
+    /// That a trial fits on the work dir.
+    preflight: Preflight,
+}
+
+/// Checks and resolves what needs no build tree: the recorded baseline (which also fixes
+/// the engine), the SLO floors, that `--out` is free, the work dir (it may create the
+/// directory) and that a trial fits on it. Errors are the user's to fix, before hours of
+/// building.
+pub fn prepare(config: &BenchConfig) -> Result<Prepared> {
+    let baselines = baseline::dir(config.baselines_dir.as_deref())?;
+    let recorded = match &config.against_recorded {
+        Some(name) => {
+            let (_, b) = baseline::find(&baselines, name)?;
+            let warnings =
+                b.check_compatible(&Host::read(), &config.workload, config.allow_host_mismatch)?;
+            Some((b, warnings))
+        }
+        None => None,
+    };
+    // A record is one engine's: that engine is what runs.
+    let engines = match &recorded {
+        Some((b, _)) => vec![b.engine],
+        None => config.engines.clone(),
+    };
+    let env = |var: &str| std::env::var(var).ok();
+    let slo = slo::resolve(
+        config.slo_tps,
+        &config.workload.profile,
+        &engines,
+        &env,
+        &baselines.join("slo.json"),
+    )?;
+    if let Some(out) = &config.out {
+        check_results_dir(out, config.junit.as_deref())?;
+    }
+    let workdir = workdir::choose(config.workdir.as_deref())?;
+    let best_recorded_tps = recorded
+        .as_ref()
+        .and_then(|(b, _)| b.trials.iter().map(|t| t.tps).reduce(f64::max));
+    let preflight = preflight::fits(&config.workload, &workdir, best_recorded_tps)?;
+    Ok(Prepared {
+        engines,
+        slo,
+        workdir,
+        recorded,
+        preflight,
+    })
+}
+
+/// The plan of a run: each arm's tree (given, or `built` from source) checked and read,
+/// the trials in order, and every warning the user must see before trusting the numbers.
+pub fn plan(
+    sh: &Shell,
+    config: BenchConfig,
+    prepared: Prepared,
+    built: Vec<(Arm, Provenance)>,
+) -> Result<Plan> {
+    let mut built: BTreeMap<Arm, Provenance> = built.into_iter().collect();
+    let mut build_warnings = Vec::new();
+    let mut arm_plan =
+        |arm: Arm| arm_plan(sh, &config, arm, built.remove(&arm), &mut build_warnings);
+    // calibrate runs one tree as both arms: errors name it once.
+    let one_tree = config.baseline.build_dir.is_some()
+        && config.baseline.build_dir == config.experiment.build_dir;
+    let Prepared {
+        engines,
+        slo: (slo, slo_sources),
+        workdir,
+        recorded,
+        preflight,
+    } = prepared;
+    let experiment = match arm_plan(Arm::Experiment) {
+        Ok(e) => e,
+        // Both trees wrong: say so at once, not one per attempt.
+        Err(e) if recorded.is_none() && !one_tree => match arm_plan(Arm::Baseline) {
+            Err(b) => return Err(e.context(format!("{b:#}\nand"))),
+            Ok(_) => return Err(e),
+        },
+        Err(e) => return Err(e),
+    };
+    let mut plan = match recorded {
+        Some((b, warnings)) => {
+            let mut plan = Plan::new(config, engines, workdir, None, experiment, false)?;
+            plan.warnings.extend(warnings);
+            plan.recorded = Some(b);
+            plan
+        }
+        None => {
+            let baseline = arm_plan(Arm::Baseline)?;
+            build_warnings.extend(arms_configured_differently(&baseline, &experiment));
+            let same = same_binaries(&baseline.tree, &experiment.tree)?;
+            Plan::new(config, engines, workdir, Some(baseline), experiment, same)?
+        }
+    };
+    plan.warnings.extend(build_warnings);
+    plan.warnings.extend(plan.config.procs_scaled.clone());
+    plan.preflight = Some(preflight);
+    (plan.slo, plan.slo_sources) = (slo, slo_sources);
+    Ok(plan)
+}
+
+/// The plan of one arm: its tree (the config's, or the one `provenance` says was built)
+/// checked, its version and cmake record read. A tree that is not a Release build with mako
+/// is refused, or with `--allow-non-release` adds to `warnings`.
+fn arm_plan(
+    sh: &Shell,
+    config: &BenchConfig,
+    arm: Arm,
+    provenance: Option<Provenance>,
+    warnings: &mut Vec<String>,
+) -> Result<ArmPlan> {
+    // calibrate runs one tree as both arms: then it is just "the build tree".
+    let one_tree = config.baseline.build_dir.is_some()
+        && config.baseline.build_dir == config.experiment.build_dir;
+    let dir = match (&config.arm(arm).build_dir, &provenance) {
+        (Some(d), _) => d.clone(),
+        (None, Some(p)) => p.build_dir.clone(),
+        (None, None) => unreachable!("an arm without a tree is built first"),
+    };
+    let tree = FdbTree::open(&dir).with_context(|| {
+        format!(
+            "the {}build tree {} is not usable",
+            if one_tree {
+                String::new()
+            } else {
+                format!("{arm} ")
+            },
+            dir.display()
+        )
+    })?;
+    let version = tree.version(sh)?;
+    let build_config = check_build_config(&tree, config.allow_non_release, warnings)?;
+    Ok(ArmPlan {
+        arm,
+        tree,
+        version,
+        build_config,
+        provenance,
+    })
+}
+
+/// The warning for arms whose `CMakeCache.txt` differ in what changes the binaries.
+fn arms_configured_differently(baseline: &ArmPlan, experiment: &ArmPlan) -> Option<String> {
+    let (a, b) = (
+        baseline.build_config.as_ref()?,
+        experiment.build_config.as_ref()?,
+    );
+    let differences = a.differences(b);
+    (!differences.is_empty()).then(|| {
+        format!(
+            "THE ARMS WERE CONFIGURED DIFFERENTLY (CMakeCache.txt, baseline vs experiment): \
+             {}; the TPS change includes their effect, not only the code's",
+            differences.join("; ")
+        )
+    })
+}
