@@ -1,14 +1,17 @@
 //! fdbserver's trace files (XML, one `<Event .../>` per line, `flow/Trace.cpp`) and
 //! stderr warnings: the errors of a crashed server and the knobs it refused.
 
+/// The value of attribute `key` of a trace event line (`<Event Type="..." .../>`), as
+/// written, without XML unescaping; `None` when the line has no such attribute.
+fn attr(line: &str, key: &str) -> Option<String> {
+    let start = line.find(&format!(" {key}=\""))? + key.len() + 3;
+    Some(line[start..].split('"').next()?.to_string())
+}
+
 /// The last `n` error events (Severity 40, SevError) of fdbserver trace XML, as
 /// `Type (Error: ErrorDescription)`; FDB writes one `<Event .../>` per line
 /// (`flow/Trace.cpp`). For the failure text of a crashed server.
 pub fn trace_errors(trace: &str, n: usize) -> Vec<String> {
-    let attr = |line: &str, key: &str| -> Option<String> {
-        let start = line.find(&format!(" {key}=\""))? + key.len() + 3;
-        Some(line[start..].split('"').next()?.to_string())
-    };
     let errors: Vec<String> = trace
         .lines()
         .filter(|l| attr(l, "Severity").as_deref() == Some("40"))
@@ -50,11 +53,11 @@ pub fn knob_problems(stderr: &str, trace: &str) -> Vec<String> {
         }
     }
     for line in trace.lines() {
-        let attr = |key: &str| {
-            let start = line.find(&format!(" {key}=\""))? + key.len() + 3;
-            Some(line[start..].split('"').next()?.to_string())
-        };
-        match (attr("Type").as_deref(), attr("Knob"), attr("Value")) {
+        match (
+            attr(line, "Type").as_deref(),
+            attr(line, "Knob"),
+            attr(line, "Value"),
+        ) {
             (Some("InvalidKnobName"), Some(name), _) => add(format!("unknown knob '{name}'")),
             (Some("InvalidKnobValue"), Some(name), Some(value)) => {
                 add(format!("invalid value '{value}' for knob '{name}'"))

@@ -236,14 +236,13 @@ pub fn build(
     }
     clear_slot(&slot, &tree);
     let started = Instant::now();
-    let deadline = started + Duration::from_secs(settings.timeout_s);
     compile(
+        sh,
         src,
         &built,
         &slot,
         &provenance.cmake_args,
         settings,
-        deadline,
         &log,
     )?;
     copy_tree(&slot.join("build"), &tree)?;
@@ -372,18 +371,19 @@ fn clear_slot(slot: &Path, tree: &Path) {
 }
 
 /// Checks out `commit` into the slot, configures and builds the gate's targets with
-/// ninja, output to `log`, all before `deadline`.
+/// ninja, output to `log`, all within the build's time bound.
 fn compile(
+    sh: &Shell,
     src: &Path,
     commit: &str,
     slot: &Path,
     cmake_args: &[String],
     settings: &BuildSettings,
-    deadline: Instant,
     log: &Path,
 ) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(settings.timeout_s);
     let (source_dir, build_dir) = (slot.join("src"), slot.join("build"));
-    checkout(src, commit, &source_dir)?;
+    checkout(sh, src, commit, &source_dir)?;
     // Every build configures, without the cache the commit before left: FDB's configure
     // writes the source version (the commit) into the build, and cache defaults
     // (`option()`, `set(... CACHE)`) must be this commit's. Only `CMakeCache.txt` goes, not
@@ -520,26 +520,26 @@ fn snapshot(sh: &Shell, src: &Path, head: &str, cache: &Path) -> Result<Option<(
 /// (`-DCOMPILATION_UNIT=<path>`, `cmake/FlowCommands.cmake`) and its actor compiler writes
 /// absolute paths into the files it generates (`#line`, `flow/actorcompiler`), so at
 /// another path no compiler-cache entry would match.
-fn checkout(src: &Path, commit: &str, dest: &Path) -> Result<()> {
-    use std::ffi::OsStr;
+fn checkout(sh: &Shell, src: &Path, commit: &str, dest: &Path) -> Result<()> {
     fn strs(args: &[&'static str]) -> Vec<&'static OsStr> {
         args.iter().map(|a| OsStr::new(*a)).collect()
     }
     let update = || -> Result<(), String> {
         let _ = std::fs::remove_file(dest.join(".git/index.lock"));
         git(
+            sh,
             dest,
             &strs(&["checkout", "--quiet", "--force", "--detach"]),
             &[commit],
         )?;
-        git(dest, &strs(&["clean", "--quiet", "-ffdx"]), &[]).map(drop)
+        git(sh, dest, &strs(&["clean", "--quiet", "-ffdx"]), &[]).map(drop)
     };
     let clone = || -> Result<(), String> {
         let _ = std::fs::remove_dir_all(dest);
         let mut args = strs(&["-c", "init.defaultBranch=perfgate", "clone", "--quiet"]);
         args.extend(strs(&["--shared", "--no-checkout"]));
         args.extend([src.as_os_str(), dest.as_os_str()]);
-        git(src, &args, &[]).map(drop)
+        git(sh, src, &args, &[]).map(drop)
     };
     // git ignores --shared for a shallow checkout and copies it; the clone reads the
     // checkout's objects anyway (alternates), so that later commits and the working-tree
@@ -551,7 +551,7 @@ fn checkout(src: &Path, commit: &str, dest: &Path) -> Result<()> {
             "--git-path",
             "objects",
         ]);
-        let Ok(objects) = git(src, &args, &[]) else {
+        let Ok(objects) = git(sh, src, &args, &[]) else {
             return Ok(());
         };
         let alternates = dest.join(".git/objects/info/alternates");
@@ -574,7 +574,7 @@ fn checkout(src: &Path, commit: &str, dest: &Path) -> Result<()> {
             let mut args = strs(&["fetch", "--quiet"]);
             args.push(src.as_os_str());
             let refs = ["+HEAD:refs/perfgate/head", "+refs/*:refs/perfgate/all/*"];
-            git(dest, &args, &refs)?;
+            git(sh, dest, &args, &refs)?;
             update()
         })
         .or_else(|_| clone().and_then(|()| share()).and_then(|()| update()))
@@ -587,14 +587,14 @@ fn checkout(src: &Path, commit: &str, dest: &Path) -> Result<()> {
         })
 }
 
-/// `git -C <dir> <args> <more>`: its stdout (trimmed), or its stderr as the error (shown
-/// only when every way of getting a checkout failed).
-fn git(dir: &Path, args: &[&std::ffi::OsStr], more: &[&str]) -> Result<String, String> {
-    let o = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .args(more)
+/// `git -C <dir> <args> <more>` through the build's shell: its stdout (trimmed), or its
+/// stderr as the error (shown only when every way of getting a checkout failed).
+fn git(sh: &Shell, dir: &Path, args: &[&OsStr], more: &[&str]) -> Result<String, String> {
+    let more = more.iter().map(OsStr::new);
+    let all: Vec<&OsStr> = args.iter().copied().chain(more).collect();
+    let o = cmd!(sh, "git -C {dir} {all...}")
+        .quiet()
+        .ignore_status()
         .output()
         .map_err(|e| format!("cannot run git: {e}"))?;
     if o.status.success() {

@@ -380,8 +380,9 @@ pub struct RunArgs {
     pub timeouts: TimeoutArgs,
 }
 
-/// mako workload overrides; unset values come from the profile.
-#[derive(Debug, Args)]
+/// mako workload overrides; unset values come from the profile. A profile file
+/// (`--profile-file`) holds the same fields, by these names.
+#[derive(Debug, Default, Args, serde::Serialize, serde::Deserialize)]
 pub struct WorkloadArgs {
     /// Rows loaded by `mako --mode build` (mako --rows).
     #[arg(long)]

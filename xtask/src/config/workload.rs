@@ -1,7 +1,7 @@
 //! Config stage: the mako workload of a run, from a built-in profile or a profile file,
 //! with the user's flags over it, checked against mako's and FDB's limits.
 
-use std::path::Path;
+use std::{collections::BTreeMap, path::Path};
 
 use fdb::mako::{transaction_ops, MAX_KEY_BYTES, MAX_VALUE_BYTES};
 use serde::{Deserialize, Serialize};
@@ -141,7 +141,7 @@ impl Workload {
         let (p, file_procs) = match file {
             Some(path) => {
                 let f = ProfileFile::read(path)?;
-                let given = f.procs.is_some();
+                let given = f.values.procs.is_some();
                 (f.apply(profile), given)
             }
             None => (Workload::from_profile(profile), false),
@@ -163,21 +163,28 @@ impl Workload {
                 n
             }
         };
-        let w = Workload {
-            profile: p.profile.clone(),
-            rows: o.rows.unwrap_or(p.rows),
-            keylen: o.keylen.unwrap_or(p.keylen),
-            vallen: o.vallen.unwrap_or(p.vallen),
-            transaction: o.transaction.clone().unwrap_or(p.transaction),
-            build_procs: o.build_procs.unwrap_or(p.build_procs),
-            procs,
-            threads: o.threads.unwrap_or(p.threads),
-            async_xacts: o.async_xacts.unwrap_or(p.async_xacts),
-            warmup_seconds: o.warmup_seconds.unwrap_or(p.warmup_seconds),
-            seconds: o.seconds.unwrap_or(p.seconds),
-        };
+        let mut w = p.overlay(o);
+        w.procs = procs;
         w.validate()?;
         Ok((w, scaled))
+    }
+
+    /// This workload with the values `o` sets over it: the one place flags and profile
+    /// files override a profile.
+    fn overlay(self, o: &WorkloadArgs) -> Workload {
+        Workload {
+            profile: self.profile,
+            rows: o.rows.unwrap_or(self.rows),
+            keylen: o.keylen.unwrap_or(self.keylen),
+            vallen: o.vallen.unwrap_or(self.vallen),
+            transaction: o.transaction.clone().unwrap_or(self.transaction),
+            build_procs: o.build_procs.unwrap_or(self.build_procs),
+            procs: o.procs.unwrap_or(self.procs),
+            threads: o.threads.unwrap_or(self.threads),
+            async_xacts: o.async_xacts.unwrap_or(self.async_xacts),
+            warmup_seconds: o.warmup_seconds.unwrap_or(self.warmup_seconds),
+            seconds: o.seconds.unwrap_or(self.seconds),
+        }
     }
 
     fn validate(&self) -> Result<(), UsageError> {
@@ -252,23 +259,17 @@ impl Workload {
 }
 
 /// A user profile file (`--profile-file`): a name, an optional base profile, and any
-/// workload values.
+/// workload values, named as [`WorkloadArgs`]'s fields.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct ProfileFile {
     /// Recorded as the workload's profile (baselines and SLOs are per profile).
     name: String,
     base: Option<ProfileArg>,
-    rows: Option<u64>,
-    keylen: Option<u32>,
-    vallen: Option<u32>,
-    transaction: Option<String>,
-    build_procs: Option<u32>,
-    procs: Option<u32>,
-    threads: Option<u32>,
-    async_xacts: Option<u32>,
-    warmup_seconds: Option<u64>,
-    seconds: Option<u64>,
+    #[serde(flatten)]
+    values: WorkloadArgs,
+    /// Any other field, refused by name (`deny_unknown_fields` does not work with `flatten`).
+    #[serde(flatten)]
+    unknown: BTreeMap<String, serde_json::Value>,
 }
 
 impl ProfileFile {
@@ -279,25 +280,27 @@ impl ProfileFile {
                 path.display()
             ))
         })?;
-        let f: ProfileFile = serde_json::from_str(&text).map_err(|e| {
+        let not_a_profile = |why: String| {
             usage(format!(
-                "--profile-file {} is not a profile: {e}; a profile is JSON such as \
+                "--profile-file {} is not a profile: {why}; a profile is JSON such as \
                  {{\"name\": \"big-values\", \"base\": \"standard\", \"vallen\": 4096}}",
                 path.display()
             ))
-        })?;
-        // Named by the file's own fields: the user gave no flag.
-        let counts = [
-            ("rows", f.rows),
-            ("keylen", f.keylen.map(u64::from)),
-            ("vallen", f.vallen.map(u64::from)),
-            ("build_procs", f.build_procs.map(u64::from)),
-            ("procs", f.procs.map(u64::from)),
-            ("threads", f.threads.map(u64::from)),
-            ("async_xacts", f.async_xacts.map(u64::from)),
-            ("seconds", f.seconds),
-        ];
-        if let Some((field, _)) = counts.iter().find(|(_, v)| *v == Some(0)) {
+        };
+        let f: ProfileFile =
+            serde_json::from_str(&text).map_err(|e| not_a_profile(e.to_string()))?;
+        if let Some(field) = f.unknown.keys().next() {
+            return Err(not_a_profile(format!("unknown field `{field}`")));
+        }
+        // Named by the file's own fields: the user gave no flag. Every count must be at
+        // least 1; only the warmup may be 0.
+        let values = serde_json::to_value(&f.values).expect("plain data serializes");
+        let zero = values
+            .as_object()
+            .into_iter()
+            .flatten()
+            .find(|(field, v)| field.as_str() != "warmup_seconds" && v.as_u64() == Some(0));
+        if let Some((field, _)) = zero {
             return Err(usage(format!(
                 "--profile-file {}: field `{field}` must be at least 1",
                 path.display()
@@ -328,19 +331,10 @@ impl ProfileFile {
 
     /// The workload: the file's base (else `profile`) with the file's values over it.
     fn apply(self, profile: ProfileArg) -> Workload {
-        let b = Workload::from_profile(self.base.unwrap_or(profile));
+        let base = Workload::from_profile(self.base.unwrap_or(profile));
         Workload {
             profile: self.name,
-            rows: self.rows.unwrap_or(b.rows),
-            keylen: self.keylen.unwrap_or(b.keylen),
-            vallen: self.vallen.unwrap_or(b.vallen),
-            transaction: self.transaction.unwrap_or(b.transaction),
-            build_procs: self.build_procs.unwrap_or(b.build_procs),
-            procs: self.procs.unwrap_or(b.procs),
-            threads: self.threads.unwrap_or(b.threads),
-            async_xacts: self.async_xacts.unwrap_or(b.async_xacts),
-            warmup_seconds: self.warmup_seconds.unwrap_or(b.warmup_seconds),
-            seconds: self.seconds.unwrap_or(b.seconds),
+            ..base.overlay(&self.values)
         }
     }
 }

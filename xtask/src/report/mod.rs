@@ -17,7 +17,7 @@ pub mod write;
 
 use crate::{
     judge::{exit_code, ArmStats, Judgement, Metric, Verdict},
-    results::trial::TrialRecord,
+    results::{fs::json, trial::TrialRecord},
 };
 
 /// `summary.json`: the verdicts and the numbers behind them.
@@ -39,7 +39,7 @@ pub fn summary_json(judgements: &[Judgement], interrupted: bool, warnings: &[Str
         warnings,
         judgements,
     };
-    serde_json::to_string_pretty(&s).expect("summary serializes") + "\n"
+    json(&s)
 }
 
 /// `results.tsv`: one line per trial, for spreadsheets and `awk`.
@@ -170,7 +170,8 @@ pub fn junit(judgements: &[Judgement], table: &str) -> String {
     let mut report = Report::new("perfgate");
     let mut suites: Vec<TestSuite> = Vec::new();
     for j in judgements {
-        let text: Vec<String> = numbers(j).iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let numbers = numbers(j);
+        let text: Vec<String> = numbers.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let mut status = match j.verdict {
             Verdict::Measured => TestCaseStatus::success(),
             Verdict::Regression | Verdict::SloViolation => {
@@ -186,7 +187,7 @@ pub fn junit(judgements: &[Judgement], table: &str) -> String {
         }
         let mut case = TestCase::new(j.metric.name(), status);
         case.set_classname(format!("perfgate.{}", j.engine));
-        case.add_properties(numbers(j).into_iter().map(|(k, v)| Property::new(k, v)));
+        case.add_properties(numbers.into_iter().map(|(k, v)| Property::new(k, v)));
         case.set_system_out(format!(
             "{}: {}\n{}\n\n{table}",
             j.verdict,
