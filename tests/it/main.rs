@@ -5,5 +5,6 @@
 mod baseline;
 mod bench;
 mod build;
+mod golden;
 mod support;
 mod tidy;
