@@ -1,5 +1,5 @@
 //! Golden outputs of whole runs on the test double: the results dir's `summary.json`,
-//! `junit.xml` and `results.tsv`, compared with the files in `golden/<case>/` once what
+//! `junit.xml`, `results.tsv` and `report.html`, compared with the files in `golden/<case>/` once what
 //! differs between two runs is masked. The double's TPS is a function of its behaviour
 //! file and of how many runs its tree has had (`noise_factor`), and `--seed` fixes the
 //! trial order, so every number left in these files is the gate's own doing.
@@ -16,7 +16,10 @@
 //! - `workdir_peak_bytes`: the growth of the work dir's filesystem, which other tests'
 //!   clusters share, sampled once a second;
 //! - floats of `summary.json` are rounded to 10 significant digits: glibc picks its
-//!   `exp`/`log` by CPU (with FMA or without), which may change a last bit.
+//!   `exp`/`log` by CPU (with FMA or without), which may change a last bit;
+//! - in `report.html`'s trial table, the phase durations (their names stay) and the work
+//!   dir's peak. Its charts plot TPS and latency only, values of the double, so their
+//!   SVG is pinned whole.
 
 use expect_test::expect_file;
 use serde_json::{json, Value};
@@ -118,6 +121,8 @@ fn check(s: &Sandbox, case: &str) {
     expect_file![format!("golden/{case}/junit.xml")].assert_eq(&junit_xml(&read("junit.xml")));
     expect_file![format!("golden/{case}/results.tsv")]
         .assert_eq(&results_tsv(&read("results.tsv")));
+    expect_file![format!("golden/{case}/report.html")]
+        .assert_eq(&report_html(&read("report.html")));
 }
 
 /// The sandbox's and the work dir's paths, as given and as resolved (a symlinked TMPDIR).
@@ -144,6 +149,66 @@ fn junit_xml(text: &str) -> String {
 
 fn results_tsv(text: &str) -> String {
     mask_tsv_columns(text, &["workdir_peak_bytes"])
+}
+
+/// The trial table's phase durations and work dir peaks; the rest as written.
+fn report_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut columns: Option<(usize, usize)> = None;
+    for line in text.lines() {
+        if let Some(header) = line.strip_prefix("<h2>Trials</h2><table><tr><th>") {
+            let names: Vec<&str> = header
+                .trim_end_matches("</th></tr>")
+                .split("</th><th>")
+                .collect();
+            let at = |name: &str| {
+                names
+                    .iter()
+                    .position(|n| *n == name)
+                    .unwrap_or_else(|| panic!("no {name:?} column in {line}"))
+            };
+            columns = Some((at("work dir peak (MiB)"), at("phases (s)")));
+            out += line;
+        } else if let (Some(columns), Some(row)) = (columns, line.strip_prefix("<tr><td>")) {
+            out += &mask_trial_row(row, columns);
+        } else {
+            if line == "</table>" {
+                columns = None;
+            }
+            out += line;
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// A row of the trial table (after its `<tr><td>`) with the cells of the `(peak, phases)`
+/// columns masked; a phase keeps its name (`cluster-start 0.1, configure 0.2` becomes
+/// `cluster-start [VOLATILE], configure [VOLATILE]`).
+fn mask_trial_row(row: &str, (peak, phases): (usize, usize)) -> String {
+    let cells: Vec<String> = row
+        .trim_end_matches("</td></tr>")
+        .split("</td><td>")
+        .enumerate()
+        .map(|(i, cell)| {
+            if cell.is_empty() {
+                String::new()
+            } else if i == peak {
+                MASK.to_string()
+            } else if i == phases {
+                let names = cell
+                    .split(", ")
+                    .map(|p| p.rsplit_once(' ').map_or(p, |(name, _)| name));
+                names
+                    .map(|name| format!("{name} {MASK}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            } else {
+                cell.to_string()
+            }
+        })
+        .collect();
+    format!("<tr><td>{}</td></tr>", cells.join("</td><td>"))
 }
 
 /// `text` with the number right after each `marker` replaced by [`MASK`].
@@ -241,5 +306,16 @@ fn masks_keep_what_they_do_not_name() {
     assert_eq!(
         round_floats("{\n  \"p\": 0.12882270991373912,\n  \"n\": 2,\n  \"t\": [\n    985.96\n  ],\n  \"r\": \"x: 1.5\"\n}\n"),
         "{\n  \"p\": 0.1288227099,\n  \"n\": 2,\n  \"t\": [\n    985.96\n  ],\n  \"r\": \"x: 1.5\"\n}\n"
+    );
+    let table = "<h2>Trials</h2><table><tr><th>#</th><th>work dir peak (MiB)</th><th>phases (s)</th><th>error</th></tr>\n\
+                 <tr><td>1</td><td>0.5</td><td>cluster-start 0.1, teardown 2.0</td><td>x 1.5</td></tr>\n\
+                 <tr><td>2</td><td></td><td>cluster-start 0.1</td><td></td></tr>\n\
+                 </table>\n<tr><td>3</td><td>0.5</td><td>1.0</td></tr>\n";
+    assert_eq!(
+        report_html(table),
+        "<h2>Trials</h2><table><tr><th>#</th><th>work dir peak (MiB)</th><th>phases (s)</th><th>error</th></tr>\n\
+         <tr><td>1</td><td>[VOLATILE]</td><td>cluster-start [VOLATILE], teardown [VOLATILE]</td><td>x 1.5</td></tr>\n\
+         <tr><td>2</td><td></td><td>cluster-start [VOLATILE]</td><td></td></tr>\n\
+         </table>\n<tr><td>3</td><td>0.5</td><td>1.0</td></tr>\n"
     );
 }
