@@ -103,11 +103,7 @@ fn equal_arms_are_measured_and_every_result_file_is_written() {
     assert!(std::fs::read_to_string(s.out().join("run.log"))
         .unwrap()
         .contains("trial 4: redwood baseline #2"));
-    assert!(
-        s.leftover_processes().is_empty(),
-        "{:?}",
-        s.leftover_processes()
-    );
+    s.assert_no_leftover_processes();
 }
 
 #[test]
@@ -215,11 +211,7 @@ fn configure_hang_is_a_timeout_of_that_phase_and_leaves_no_process() {
     let case = &read_junit(&s.out().join("junit.xml"))[0]["cases"][0];
     assert_eq!(case["results"][0]["kind"], "Error", "{case}");
     assert_eq!(case["results"][0]["type"], "TIMEOUT");
-    assert!(
-        s.leftover_processes().is_empty(),
-        "{:?}",
-        s.leftover_processes()
-    );
+    s.assert_no_leftover_processes();
 }
 
 #[test]
@@ -377,11 +369,7 @@ fn storage_server_crash_during_the_run_is_caught_promptly() {
     );
     assert!(err.contains("crashing on purpose"), "{err}");
     assert!(err.contains("last trace errors: Crash"), "{err}");
-    assert!(
-        s.leftover_processes().is_empty(),
-        "{:?}",
-        s.leftover_processes()
-    );
+    s.assert_no_leftover_processes();
 }
 
 #[test]
@@ -400,11 +388,7 @@ fn ctrl_c_tears_down_keeps_results_and_exits_2() {
     .unwrap();
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(2));
-    assert!(
-        s.leftover_processes().is_empty(),
-        "{:?}",
-        s.leftover_processes()
-    );
+    s.assert_no_leftover_processes();
     let trials = s.read_json("trials.json");
     assert_eq!(
         trials.as_array().unwrap().len(),
@@ -553,11 +537,7 @@ fn slow_cluster_start_past_its_bound_is_a_timeout() {
     let trials = s.read_json("trials.json");
     assert_eq!(trials[0]["failed_phase"], "cluster-start", "{trials}");
     assert_eq!(trials[0]["outcome"], "timeout");
-    assert!(
-        s.leftover_processes().is_empty(),
-        "{:?}",
-        s.leftover_processes()
-    );
+    s.assert_no_leftover_processes();
 }
 
 #[test]
@@ -625,11 +605,7 @@ fn a_server_that_ignores_sigterm_is_killed_and_the_teardown_is_a_timeout() {
             .contains("ignored SIGTERM and were killed"),
         "{trials}"
     );
-    assert!(
-        s.leftover_processes().is_empty(),
-        "{:?}",
-        s.leftover_processes()
-    );
+    s.assert_no_leftover_processes();
 }
 
 #[test]
@@ -943,11 +919,7 @@ fn a_server_exiting_during_configure_ends_the_trial_at_once() {
         configure_s < 300.0,
         "not bounded by the 600 s timeout: {configure_s}"
     );
-    assert!(
-        s.leftover_processes().is_empty(),
-        "{:?}",
-        s.leftover_processes()
-    );
+    s.assert_no_leftover_processes();
 }
 
 #[test]
@@ -990,11 +962,7 @@ fn two_gates_at_once_on_one_work_dir_do_not_collide() {
             "{trials}"
         );
     }
-    assert!(
-        s.leftover_processes().is_empty(),
-        "{:?}",
-        s.leftover_processes()
-    );
+    s.assert_no_leftover_processes();
     assert_eq!(std::fs::read_dir(s.workdir.path()).unwrap().count(), 0);
 }
 
@@ -1220,11 +1188,7 @@ fn a_hanging_mako_run_is_a_timeout_and_is_killed() {
         s.read_json("summary.json")["judgements"][0]["verdict"],
         "TIMEOUT"
     );
-    assert!(
-        s.leftover_processes().is_empty(),
-        "{:?}",
-        s.leftover_processes()
-    );
+    s.assert_no_leftover_processes();
 }
 
 #[test]

@@ -179,6 +179,14 @@ impl Sandbox {
         serde_json::from_str(&text).unwrap()
     }
 
+    /// Fails the test if a process started from this sandbox's fake trees is still alive
+    /// (however a run ended, the gate ends every process it started).
+    #[track_caller]
+    pub fn assert_no_leftover_processes(&self) {
+        let left = self.leftover_processes();
+        assert!(left.is_empty(), "{left:?}");
+    }
+
     /// Live processes started from this sandbox's fake trees (argv[0] under it).
     pub fn leftover_processes(&self) -> Vec<String> {
         let root = self.dir.path().to_string_lossy().into_owned();
