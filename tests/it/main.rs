@@ -5,6 +5,7 @@
 mod baseline;
 mod bench;
 mod build;
+mod golden;
 mod layout;
 mod support;
 mod tidy;

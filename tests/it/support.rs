@@ -108,6 +108,18 @@ impl Sandbox {
     }
 
     pub fn bench_command_out(&self, a: &Path, b: &Path, out: &Path, extra: &[&str]) -> Command {
+        self.bench_command_with(a, b, out, &TINY, extra)
+    }
+
+    /// Like [`Sandbox::bench_command_out`], with `workload` flags instead of [`TINY`].
+    pub fn bench_command_with(
+        &self,
+        a: &Path,
+        b: &Path,
+        out: &Path,
+        workload: &[&str],
+        extra: &[&str],
+    ) -> Command {
         let mut cmd = Command::new(xtask());
         cmd.arg("bench")
             .arg("--baseline-build")
@@ -116,7 +128,7 @@ impl Sandbox {
             .arg(b)
             .arg("--out")
             .arg(out)
-            .args(TINY)
+            .args(workload)
             // Seed 3 orders the trials A B B A A B B A (pinned by Cargo.lock's rand), so
             // tests know which trial ran which arm; the order itself is a unit test.
             .args(["--seed", "3"])
@@ -165,6 +177,14 @@ impl Sandbox {
         let text =
             std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         serde_json::from_str(&text).unwrap()
+    }
+
+    /// Fails the test if a process started from this sandbox's fake trees is still alive
+    /// (however a run ended, the gate ends every process it started).
+    #[track_caller]
+    pub fn assert_no_leftover_processes(&self) {
+        let left = self.leftover_processes();
+        assert!(left.is_empty(), "{left:?}");
     }
 
     /// Live processes started from this sandbox's fake trees (argv[0] under it).

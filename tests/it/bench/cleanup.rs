@@ -1,0 +1,202 @@
+//! Signals and cleanup: an interrupt tears down and keeps the results, the reaper ends
+//! what a killed gate left, the next run cleans up after both, and nothing else is killed.
+
+use std::{
+    path::Path,
+    time::{Duration, Instant},
+};
+
+use serde_json::json;
+
+use crate::support::{code, text, Sandbox};
+
+#[test]
+fn ctrl_c_tears_down_keeps_results_and_exits_2() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"mako_run_hang": true}), json!({}));
+    let mut child = s.spawn_until_mako_runs(&a, &b);
+    assert!(
+        !s.leftover_processes().is_empty(),
+        "the cluster should be running"
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(2));
+    s.assert_no_leftover_processes();
+    let trials = s.read_json("trials.json");
+    assert_eq!(
+        trials.as_array().unwrap().len(),
+        1,
+        "no trial after the interrupt"
+    );
+    assert_eq!(trials[0]["outcome"], "interrupted");
+    assert_eq!(s.read_json("summary.json")["interrupted"], true);
+    // The killed mako's sample directory and shared memory were removed.
+    let pids = std::fs::read_to_string(a.join("double-mako-pids")).unwrap();
+    for pid in pids.lines() {
+        assert!(!Path::new(&format!("/tmp/makoTemp{pid}")).exists());
+        assert!(!Path::new(&format!("/dev/shm/mako{pid}")).exists());
+    }
+}
+
+/// The reaper (`xtask __reap`) watching the gate whose run dirs are under `workdir`.
+fn reaper_of(workdir: &Path) -> Option<i32> {
+    let needle = workdir.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+        let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+        let cmd = String::from_utf8_lossy(&cmd);
+        (cmd.contains("__reap") && cmd.contains(&needle)).then_some(pid)
+    })
+}
+
+#[test]
+fn after_a_sigkill_of_the_gate_its_reaper_ends_every_process_of_the_run() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(
+        json!({"mako_run_hang": true, "mako_forks_worker": true}),
+        json!({}),
+    );
+    let mut gate = s.spawn_until_mako_runs(&a, &b);
+    assert!(
+        reaper_of(s.workdir.path()).is_some(),
+        "a reaper watches the gate"
+    );
+    gate.kill().unwrap(); // SIGKILL: no handler, no teardown
+    gate.wait().unwrap();
+    // Servers and mako die by the parent-death signal, mako's forked worker by the reaper.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !s.leftover_processes().is_empty()
+        || std::fs::read_dir(s.workdir.path()).unwrap().count() > 0
+    {
+        assert!(
+            Instant::now() < deadline,
+            "{:?} {:?}",
+            s.leftover_processes(),
+            std::fs::read_dir(s.workdir.path())
+                .unwrap()
+                .collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The reaper logs what it did after doing it, then exits: read the log after that.
+    while reaper_of(s.workdir.path()).is_some() {
+        assert!(Instant::now() < deadline, "the reaper exits when done");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let log = std::fs::read_to_string(s.out().join("run.log")).unwrap();
+    assert!(
+        log.contains("reaper: the gate exited without tearing down: killed")
+            && log.contains("--double-worker"),
+        "{log}"
+    );
+}
+
+#[test]
+fn after_a_sigkill_of_the_gate_and_its_reaper_the_next_run_cleans_up() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(
+        json!({"mako_run_hang": true, "mako_forks_worker": true}),
+        json!({}),
+    );
+    let mut gate = s.spawn_until_mako_runs(&a, &b);
+    // Both killed at once (e.g. the OOM killer, or `kill -9` of the whole session).
+    let reaper = reaper_of(s.workdir.path()).expect("a reaper watches the gate");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(reaper),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    gate.kill().unwrap();
+    gate.wait().unwrap();
+    // The servers and mako die with the gate (parent-death signal); the worker lingers.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let is_server = |p: &String| p.contains("/bin/fdbserver") || p.contains("--mode run");
+    while s.leftover_processes().iter().any(is_server) {
+        assert!(Instant::now() < deadline, "{:?}", s.leftover_processes());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let worker = |s: &Sandbox| {
+        s.leftover_processes()
+            .into_iter()
+            .filter(|p| p.contains("--double-worker"))
+            .count()
+    };
+    assert_eq!(worker(&s), 1, "{:?}", s.leftover_processes());
+    let stale: Vec<_> = std::fs::read_dir(s.workdir.path())
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(stale.len(), 1, "the killed gate's run dir is left");
+    // A directory that merely looks like a run dir (no gate's lock file) is not touched.
+    let foreign = s.workdir.path().join("perfgate-2");
+    std::fs::create_dir_all(&foreign).unwrap();
+    std::fs::write(foreign.join("important.txt"), "keep").unwrap();
+
+    // The next gate on this work dir ends the worker and removes the stale dir.
+    let (c, d) = (
+        s.tree("c", json!({})),
+        s.tree(
+            "d",
+            json!({"source_version": "3333333333333333333333333333333333333333"}),
+        ),
+    );
+    let o = s.bench_in("second", &c, &d, &["--trials", "1"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(
+        text(&o).contains("died without cleaning up: killed 1 leftover"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(worker(&s), 0, "{:?}", s.leftover_processes());
+    let left: Vec<_> = std::fs::read_dir(s.workdir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(
+        left,
+        std::slice::from_ref(&foreign),
+        "only the foreign directory is left"
+    );
+    assert!(foreign.join("important.txt").is_file());
+}
+
+#[test]
+fn on_a_normal_end_the_reaper_leaves_other_processes_alone() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    let mut gate = s
+        .bench_command(&a, &b, &["--trials", "1"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let run_dir = loop {
+        let found = std::fs::read_dir(s.workdir.path())
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with("perfgate-"));
+        if let Some(e) = found {
+            break e.path();
+        }
+        assert!(Instant::now() < deadline, "no run dir appeared");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    // Someone watching a trial's log: its command line names the run dir.
+    let mut viewer = std::process::Command::new("sh")
+        .args(["-c", "sleep 300", "viewer"])
+        .arg(run_dir.join("trial.log"))
+        .spawn()
+        .unwrap();
+    assert!(gate.wait().unwrap().success());
+    let alive = viewer.try_wait().unwrap().is_none();
+    let _ = viewer.kill();
+    let _ = viewer.wait();
+    assert!(alive, "the reaper killed a process that was not the gate's");
+}

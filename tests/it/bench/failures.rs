@@ -1,0 +1,116 @@
+//! Trials that fail or do not measure what they should: an ERROR that names the cause
+//! (a crashed or exiting server, a bad mako report, mako's own timeouts, a storage server
+//! that is not CPU-bound).
+
+use serde_json::json;
+
+use crate::support::{code, text, Sandbox};
+
+#[test]
+fn mako_timeouts_make_the_measurement_invalid() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({"mako_timeouts": 7}));
+    let o = s.bench(&a, &b, &[]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let j = &s.read_json("summary.json")["judgements"][0];
+    assert_eq!(j["verdict"], "ERROR");
+    assert!(j["reason"].as_str().unwrap().contains("7 timeouts"), "{j}");
+    // The invalid report is still kept with the trial.
+    assert_eq!(s.read_json("trials.json")[1]["report"]["total_timeouts"], 7);
+}
+
+#[test]
+fn storage_server_crash_during_the_run_is_caught_promptly() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(
+        json!({}),
+        json!({"storage_crash_after_ms": 300, "time_scale": 1.0}),
+    );
+    // The double's mako does not notice the crash and would report success after its
+    // run, so only the gate's own liveness checks during the trial can fail it.
+    let o = s.bench(&a, &b, &[]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let trials = s.read_json("trials.json");
+    let err = trials[1]["error"].as_str().unwrap();
+    assert!(
+        err.contains("fdbserver storage") && err.contains("exited"),
+        "{err}"
+    );
+    assert!(err.contains("crashing on purpose"), "{err}");
+    assert!(err.contains("last trace errors: Crash"), "{err}");
+    s.assert_no_leftover_processes();
+}
+
+#[test]
+fn an_idle_storage_server_is_not_cpu_bound_a_note_or_with_the_flag_an_error() {
+    let s = Sandbox::new();
+    // The double's storage server sleeps; a 3 s run leaves a 1 s measurement window.
+    let slow = json!({"time_scale": 0.5});
+    let (a, b) = s.ab(slow.clone(), slow);
+    let o = s.bench(&a, &b, &["--require-cpu-bound"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let trial = &s.read_json("trials.json")[0];
+    assert_eq!(trial["cpu_bound"], false, "{trial}");
+    assert!(trial["storage_cpu_cores"].as_f64().unwrap() < 0.85);
+    assert!(
+        trial["error"].as_str().unwrap().contains("not CPU-bound"),
+        "{trial}"
+    );
+
+    let o = s.bench_in("without-flag", &a, &b, &["--trials", "1"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("trials not CPU-bound"),
+        "{}",
+        text(&o)
+    );
+    let junit = std::fs::read_to_string(s.dir.path().join("without-flag/junit.xml")).unwrap();
+    assert!(
+        junit.contains(r#"<property name="baseline_trials_not_cpu_bound" value="1"/>"#),
+        "{junit}"
+    );
+    assert!(
+        junit.contains(r#"name="experiment_workdir_peak_bytes""#),
+        "{junit}"
+    );
+}
+
+#[test]
+fn a_server_exiting_during_configure_ends_the_trial_at_once() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({"coordinator_exits_on_configure": true}));
+    // fdbcli would wait for its own timeout; the gate notices the dead server instead.
+    let o = s.bench(&a, &b, &["--timeout-configure", "600"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let t = &s.read_json("trials.json")[1];
+    assert_eq!(
+        (&t["outcome"], &t["failed_phase"]),
+        (&json!("error"), &json!("configure")),
+        "{t}"
+    );
+    assert!(
+        t["error"]
+            .as_str()
+            .unwrap()
+            .contains("exiting during configure on purpose"),
+        "{t}"
+    );
+    let configure_s = t["phases"][1]["duration_s"].as_f64().unwrap();
+    assert!(
+        configure_s < 300.0,
+        "not bounded by the 600 s timeout: {configure_s}"
+    );
+    s.assert_no_leftover_processes();
+}
+
+#[test]
+fn a_truncated_mako_report_is_an_error_naming_the_file() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({"mako_truncates_report": true}));
+    let o = s.bench(&a, &b, &[]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let t = &s.read_json("trials.json")[1];
+    let err = t["error"].as_str().unwrap();
+    assert!(err.contains("mako.json is not valid JSON"), "{err}");
+    assert_eq!(t["outcome"], "error");
+}

@@ -1,0 +1,70 @@
+//! Server knobs: the tmpfs AIO knob the gate adds, and knobs fdbserver rejects.
+
+use serde_json::json;
+
+use crate::support::{code, text, Sandbox};
+
+#[test]
+fn overriding_the_tmpfs_knob_makes_the_server_fail_and_the_trial_an_error() {
+    let s = Sandbox::new();
+    if !s.workdir_is_tmpfs() {
+        return; // the double only refuses tmpfs data dirs
+    }
+    let (a, b) = s.ab(json!({}), json!({}));
+    let o = s.bench(&a, &b, &["--experiment-knob", "disable_posix_kernel_aio=0"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let j = &s.read_json("summary.json")["judgements"][0];
+    assert_eq!(j["verdict"], "ERROR", "{j}");
+    let reason = j["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("cluster-start") && reason.contains("O_DIRECT"),
+        "{reason}"
+    );
+    // The failed cluster was still torn down and its trace files kept.
+    let trial = &s.read_json("trials.json")[1];
+    let phases: Vec<&str> = trial["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(phases, ["cluster-start", "teardown"]);
+    let art = s.out().join(trial["artifacts"].as_str().unwrap());
+    let traces: Vec<_> = std::fs::read_dir(&art)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
+        .collect();
+    // Each server writes its trace file before it fails; the one that failed first is
+    // kept for sure, the others may have been stopped before writing theirs.
+    assert!(
+        !traces.is_empty(),
+        "no trace file kept in {}",
+        art.display()
+    );
+}
+
+#[test]
+fn a_knob_fdbserver_does_not_know_fails_the_trial_naming_it() {
+    let s = Sandbox::new();
+    let a = s.tree("a", json!({}));
+    let o = s.bench(&a, &a, &["--experiment-knob", "page_cahce_4k=1"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let j = &s.read_json("summary.json")["judgements"][0];
+    assert_eq!(j["verdict"], "ERROR");
+    let reason = j["reason"].as_str().unwrap();
+    assert!(reason.contains("unknown knob 'page_cahce_4k'"), "{reason}");
+    let o = s.bench_in(
+        "bad-value",
+        &a,
+        &a,
+        &["--experiment-knob", "page_cache_4k=lots"],
+    );
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(
+        text(&o).contains("invalid value 'lots' for knob 'page_cache_4k'"),
+        "{}",
+        text(&o)
+    );
+}

@@ -1,0 +1,50 @@
+//! Flags and the plan: usage errors exit 64, `--dry-run` prints the plan and runs
+//! nothing.
+
+use serde_json::json;
+
+use crate::support::{code, text, Sandbox};
+
+#[test]
+fn usage_errors_exit_64() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    let o = s.bench(&a, &b, &["--trials", "zero"]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    let o = s.bench(&a, &b, &["--knob", "no_equals_sign"]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("NAME=VALUE"));
+    // An empty WORKDIR is named as such, not as a --workdir the user never typed.
+    let o = s
+        .bench_command(&a, &b, &[])
+        .env("WORKDIR", "")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("WORKDIR is set but empty (it stands for --workdir)"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn dry_run_prints_the_plan_and_runs_nothing() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    let o = s.bench(&a, &b, &["--dry-run", "--trials", "2", "--engine", "all"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.contains(". A ") || l.contains(". B "))
+            .count(),
+        12,
+        "{out}"
+    );
+    assert!(
+        out.contains("--knob_rocksdb_use_direct_reads=false") || !s.workdir_is_tmpfs(),
+        "{out}"
+    );
+    assert!(!s.out().exists());
+}

@@ -1,0 +1,270 @@
+//! The results dir and the terminal: every file a run writes, `--json`/`--quiet`,
+//! `report.html` in a browser, and output paths refused before any trial.
+
+use serde_json::json;
+
+use crate::support::{code, read_junit, text, Sandbox};
+
+#[test]
+fn equal_arms_are_measured_and_every_result_file_is_written() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"tps": 1000.0}), json!({"tps": 995.0}));
+    let o = s.bench(&a, &b, &["--trials", "2"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let summary = s.read_json("summary.json");
+    let j = &summary["judgements"][0];
+    assert_eq!(j["verdict"], "MEASURED", "{summary}");
+    assert_eq!(j["engine"], "redwood");
+    assert_eq!(j["baseline"]["tps"], json!([1000.0, 1000.0]));
+    assert!(
+        (j["tps_delta_pct"].as_f64().unwrap() + 0.5).abs() < 1e-9,
+        "{j}"
+    );
+
+    // Trials ran A B B A, each with a fresh cluster and the tmpfs knob.
+    let trials = s.read_json("trials.json");
+    let arms: Vec<&str> = trials
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["arm"].as_str().unwrap())
+        .collect();
+    assert_eq!(arms, ["baseline", "experiment", "experiment", "baseline"]);
+    let t0 = &trials[0];
+    assert_eq!(t0["outcome"], "measured");
+    let phases: Vec<&str> = t0["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        phases,
+        [
+            "cluster-start",
+            "configure",
+            "available",
+            "mako-build",
+            "mako-run",
+            "teardown"
+        ]
+    );
+    if s.workdir_is_tmpfs() {
+        assert_eq!(t0["knobs"][0]["name"], "disable_posix_kernel_aio");
+        assert_eq!(t0["knobs"][0]["source"], "auto");
+    }
+    // Artifacts were harvested off the work dir, and the work dir was wiped.
+    let art = s.out().join(t0["artifacts"].as_str().unwrap());
+    for f in [
+        "mako-run.txt",
+        "mako.json",
+        "mako-sketch.json",
+        "mako-build.txt",
+        "fdbcli-configure.txt",
+        "status.json",
+    ] {
+        assert!(art.join(f).is_file(), "{f} missing in {}", art.display());
+    }
+    let traces = std::fs::read_dir(&art)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("storage-"));
+    let storage_dir = traces.map(|e| e.path()).next().expect("storage trace dir");
+    assert!(std::fs::read_dir(storage_dir).unwrap().count() > 0);
+    assert_eq!(
+        std::fs::read_dir(s.workdir.path()).unwrap().count(),
+        0,
+        "work dir not wiped"
+    );
+
+    let meta = s.read_json("meta.json");
+    assert_eq!(
+        meta["plan"]["baseline"]["version"]["source_version"],
+        "0000000000000000000000000000000000000001"
+    );
+    assert_eq!(meta["plan"]["workdir"]["tmpfs"], s.workdir_is_tmpfs());
+    let tsv = std::fs::read_to_string(s.out().join("results.tsv")).unwrap();
+    assert_eq!(tsv.lines().count(), 5, "{tsv}");
+    let junit = std::fs::read_to_string(s.out().join("junit.xml")).unwrap();
+    assert!(
+        junit.contains(r#"<testcase name="tps" classname="perfgate.redwood">"#),
+        "{junit}"
+    );
+    assert!(!junit.contains("<failure"), "{junit}");
+    let parsed = read_junit(&s.out().join("junit.xml"));
+    assert_eq!(parsed[0]["name"], "redwood");
+    assert_eq!(parsed[0]["cases"][0]["classname"], "perfgate.redwood");
+    assert_eq!(parsed[0]["cases"][0]["results"], json!([]));
+    assert_eq!(parsed[0]["cases"][0]["properties"]["verdict"], "MEASURED");
+    assert!(std::fs::read_to_string(s.out().join("run.log"))
+        .unwrap()
+        .contains("trial 4: redwood baseline #2"));
+    s.assert_no_leftover_processes();
+}
+
+#[test]
+fn a_non_empty_results_dir_or_unwritable_junit_path_is_refused_before_any_trial() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    std::fs::create_dir_all(s.out()).unwrap();
+    std::fs::write(s.out().join("stale.txt"), "earlier run").unwrap();
+    let junit = s.dir.path().join("usage-junit.xml");
+    let o = s.bench(&a, &b, &["--junit", junit.to_str().unwrap()]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is not an empty directory"));
+    // CI still gets a JUnit file saying why nothing ran.
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains(r#"type="ERROR""#) && xml.contains("is not an empty directory"),
+        "{xml}"
+    );
+    std::fs::remove_file(s.out().join("stale.txt")).unwrap();
+    let file = s.dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let o = s.bench(
+        &a,
+        &b,
+        &["--junit", file.join("junit.xml").to_str().unwrap()],
+    );
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("a-file: "),
+        "{}",
+        text(&o)
+    );
+    assert!(!s.out().join("meta.json").exists(), "no trial may run");
+    // The JUnit file may go inside the results dir, which does not exist yet, also in a
+    // subdirectory; and a run that failed at once (its error JUnit file the only thing
+    // there) does not block the corrected rerun.
+    std::fs::remove_dir_all(s.out()).unwrap();
+    let junit = s.out().join("ci/junit.xml");
+    let j = junit.to_str().unwrap();
+    let o = s.bench(&a, &b, &["--junit", j, "--procs", "0"]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(std::fs::read_to_string(&junit)
+        .unwrap()
+        .contains(r#"type="ERROR""#));
+    let o = s.bench(&a, &b, &["--junit", j]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(std::fs::read_to_string(&junit)
+        .unwrap()
+        .contains("<testcase"));
+}
+
+#[test]
+fn json_prints_the_summary_for_scripts_and_quiet_keeps_the_terminal_to_warnings() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    let o = s.bench(&a, &b, &["--trials", "2", "--json", "--quiet"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let summary: serde_json::Value =
+        serde_json::from_slice(&o.stdout).expect("stdout is the summary JSON");
+    assert_eq!(summary, s.read_json("summary.json"));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!stderr.contains("INFO"), "{stderr}");
+    // run.log keeps everything.
+    assert!(std::fs::read_to_string(s.out().join("run.log"))
+        .unwrap()
+        .contains("INFO"));
+}
+
+#[test]
+fn report_html_is_self_contained_and_renders_in_a_real_browser() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(
+        json!({"tps": 1000.0, "noise_pct": 0.3}),
+        json!({"tps": 900.0, "noise_pct": 0.3}),
+    );
+    let o = s.bench(&a, &b, &["--trials", "3"]);
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    let page = s.out().join("report.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<svg"), "charts are inlined");
+    assert!(
+        !html.contains("http://")
+            || html
+                .matches("http://")
+                .all(|_| html.contains("xmlns=\"http://www.w3.org/2000/svg\""))
+    );
+    assert!(!html.contains("<script"), "no script, nothing fetched");
+    assert!(
+        html.contains("REGRESSION")
+            && html.contains("Provenance")
+            && html.contains("TPS per second")
+    );
+    // Headless Chromium (Debian's `chromium`, installed by ci/setup.sh) renders it.
+    let Ok(chromium) = which_chromium() else {
+        panic!("chromium not found: run ci/setup.sh")
+    };
+    let profile = s.dir.path().join("chromium-profile");
+    let run = |extra: &[&str]| {
+        std::process::Command::new(&chromium)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+            ])
+            .args([
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ])
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .args(extra)
+            .arg(format!("file://{}", page.display()))
+            .output()
+            .unwrap()
+    };
+    let dom = run(&["--dump-dom"]);
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert!(
+        dom.contains("Verdicts") && dom.contains("REGRESSION"),
+        "{dom}"
+    );
+    let shot = s.dir.path().join("report.png");
+    let o = run(&[
+        &format!("--screenshot={}", shot.display()),
+        "--window-size=1200,2000",
+    ]);
+    let png = std::fs::read(&shot).unwrap_or_else(|e| panic!("no screenshot ({e}): {}", text(&o)));
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "{} bytes",
+        png.len()
+    );
+}
+
+fn which_chromium() -> Result<std::path::PathBuf, ()> {
+    ["chromium", "chromium-browser"]
+        .iter()
+        .find_map(|c| {
+            let o = std::process::Command::new("sh")
+                .args(["-c", &format!("command -v {c}")])
+                .output()
+                .ok()?;
+            o.status
+                .success()
+                .then(|| std::path::PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+        })
+        .ok_or(())
+}
+
+#[test]
+fn an_out_dir_under_a_file_is_refused_before_any_trial() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    let file = s.dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let o = s
+        .bench_command_out(&a, &b, &file.join("res"), &[])
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("a-file is not a directory"),
+        "{}",
+        text(&o)
+    );
+}

@@ -1,0 +1,88 @@
+//! A phase past its bound is a TIMEOUT, and what it started is ended: cluster start,
+//! configure, mako run, teardown.
+
+use serde_json::json;
+
+use crate::support::{code, read_junit, text, Sandbox};
+
+#[test]
+fn configure_hang_is_a_timeout_of_that_phase_and_leaves_no_process() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({"configure_hang": true}));
+    let o = s.bench(&a, &b, &["--timeout-configure", "2"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let j = &s.read_json("summary.json")["judgements"][0];
+    assert_eq!(j["verdict"], "TIMEOUT", "{j}");
+    let trials = s.read_json("trials.json");
+    assert_eq!(trials[1]["outcome"], "timeout");
+    assert_eq!(trials[1]["failed_phase"], "configure");
+    // The phases before it and the teardown are still timed.
+    let phases: Vec<&str> = trials[1]["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(phases, ["cluster-start", "configure", "teardown"]);
+    let junit = std::fs::read_to_string(s.out().join("junit.xml")).unwrap();
+    assert!(
+        junit.contains(r#"<error message="TIMEOUT: trial 2 (experiment #1): configure"#),
+        "{junit}"
+    );
+    let case = &read_junit(&s.out().join("junit.xml"))[0]["cases"][0];
+    assert_eq!(case["results"][0]["kind"], "Error", "{case}");
+    assert_eq!(case["results"][0]["type"], "TIMEOUT");
+    s.assert_no_leftover_processes();
+}
+
+#[test]
+fn slow_cluster_start_past_its_bound_is_a_timeout() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"server_start_delay_ms": 30000}), json!({}));
+    let o = s.bench(&a, &b, &["--timeout-cluster-start", "1"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let trials = s.read_json("trials.json");
+    assert_eq!(trials[0]["failed_phase"], "cluster-start", "{trials}");
+    assert_eq!(trials[0]["outcome"], "timeout");
+    s.assert_no_leftover_processes();
+}
+
+#[test]
+fn a_server_that_ignores_sigterm_is_killed_and_the_teardown_is_a_timeout() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({"server_ignores_sigterm": true}));
+    let o = s.bench(&a, &b, &["--timeout-teardown", "1"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let trials = s.read_json("trials.json");
+    assert_eq!(trials[0]["outcome"], "measured", "{trials}");
+    assert_eq!(trials[1]["outcome"], "timeout");
+    assert_eq!(trials[1]["failed_phase"], "teardown");
+    assert!(
+        trials[1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("ignored SIGTERM and were killed"),
+        "{trials}"
+    );
+    s.assert_no_leftover_processes();
+}
+
+#[test]
+fn a_hanging_mako_run_is_a_timeout_and_is_killed() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({"mako_run_hang": true}));
+    // --seconds 6 plus a 1 s grace: the hang is cut after 7 s.
+    let o = s.bench(&a, &b, &["--trials", "2", "--timeout-mako-run-grace", "1"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let t = &s.read_json("trials.json")[1];
+    assert_eq!(
+        (&t["outcome"], &t["failed_phase"]),
+        (&json!("timeout"), &json!("mako-run")),
+        "{t}"
+    );
+    assert_eq!(
+        s.read_json("summary.json")["judgements"][0]["verdict"],
+        "TIMEOUT"
+    );
+    s.assert_no_leftover_processes();
+}

@@ -1,0 +1,205 @@
+//! How the numbers become a verdict and an exit status: a regression, the SLO floor
+//! and where it comes from, noise that leaves it open, the latency test case, and
+//! `compare` judging a saved run again.
+
+use std::path::Path;
+
+use serde_json::json;
+
+use crate::support::{code, read_junit, text, Sandbox};
+
+#[test]
+fn slower_experiment_is_a_regression_with_exit_1_and_a_junit_failure() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"tps": 1000.0}), json!({"tps": 900.0}));
+    let junit_copy = s.dir.path().join("ci/junit.xml");
+    std::fs::create_dir_all(junit_copy.parent().unwrap()).unwrap();
+    let o = s.bench(&a, &b, &["--junit", junit_copy.to_str().unwrap()]);
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    assert_eq!(
+        s.read_json("summary.json")["judgements"][0]["verdict"],
+        "REGRESSION"
+    );
+    let junit = std::fs::read_to_string(&junit_copy).unwrap();
+    assert!(junit.contains(r#"type="REGRESSION""#), "{junit}");
+    assert!(
+        junit.contains(r#"<property name="tps_delta_pct" value="-10.00"/>"#),
+        "{junit}"
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("REGRESSION"));
+    let case = &read_junit(&junit_copy)[0]["cases"][0];
+    assert_eq!(case["results"][0]["kind"], "Failure", "{case}");
+    assert_eq!(case["results"][0]["type"], "REGRESSION");
+    assert_eq!(case["properties"]["tps_delta_pct"], "-10.00");
+    assert!(
+        case["system_out"]
+            .as_str()
+            .unwrap()
+            .contains("tps_delta_pct=-10.00"),
+        "{case}"
+    );
+}
+
+#[test]
+fn slo_floors_come_from_the_flag_the_environment_or_slo_json() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"tps": 1000.0}), json!({"tps": 1000.0}));
+    std::fs::create_dir_all(s.dir.path().join("baselines")).unwrap();
+    std::fs::write(
+        s.dir.path().join("baselines/slo.json"),
+        r#"{"schema_version": 1, "tps": {"quick": {"redwood": 1200.0}}}"#,
+    )
+    .unwrap();
+    let o = s.bench(&a, &b, &["--trials", "2"]);
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    let j = &s.read_json("summary.json")["judgements"][0];
+    assert_eq!(j["verdict"], "SLO-VIOLATION", "{j}");
+    assert_eq!(j["criteria"]["slo_tps"], 1200.0);
+    assert!(s.read_json("meta.json")["plan"]["slo_sources"][0]
+        .as_str()
+        .unwrap()
+        .contains("slo.json"));
+    // The environment beats the file, the flag beats both.
+    let mut cmd = s.bench_command_out(&a, &b, &s.dir.path().join("env"), &["--trials", "2"]);
+    let o = cmd.env("PERFGATE_SLO_TPS_REDWOOD", "900").output().unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let mut cmd = s.bench_command_out(
+        &a,
+        &b,
+        &s.dir.path().join("flag"),
+        &["--trials", "2", "--slo-tps", "1100"],
+    );
+    let o = cmd.env("PERFGATE_SLO_TPS_REDWOOD", "900").output().unwrap();
+    assert_eq!(code(&o), 1, "{}", text(&o));
+}
+
+#[test]
+fn experiment_below_the_slo_is_an_slo_violation() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"tps": 1000.0}), json!({"tps": 1000.0}));
+    let o = s.bench(&a, &b, &["--slo-tps", "1500"]);
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    let j = &s.read_json("summary.json")["judgements"][0];
+    assert_eq!(j["verdict"], "SLO-VIOLATION", "{j}");
+    let case = &read_junit(&s.out().join("junit.xml"))[0]["cases"][0];
+    assert_eq!(case["results"][0]["kind"], "Failure", "{case}");
+    assert_eq!(case["results"][0]["type"], "SLO-VIOLATION");
+}
+
+#[test]
+fn noise_beyond_the_tolerance_is_inconclusive_and_fails_only_under_strict() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(
+        json!({"noise_pct": 10.0}),
+        json!({"noise_pct": 10.0, "tps": 990.0}),
+    );
+    let o = s.bench(&a, &b, &["--trials", "2"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let j = &s.read_json("summary.json")["judgements"][0];
+    assert_eq!(j["verdict"], "INCONCLUSIVE", "{j}");
+    assert!(j["comparison"]["mde_pct"].as_f64().unwrap() > 2.0, "{j}");
+    let junit = std::fs::read_to_string(s.out().join("junit.xml")).unwrap();
+    assert!(junit.contains("<skipped message=\"INCONCLUSIVE"), "{junit}");
+    let case = &read_junit(&s.out().join("junit.xml"))[0]["cases"][0];
+    assert_eq!(case["results"][0]["kind"], "Skipped", "{case}");
+    assert!(
+        case["results"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("MDE"),
+        "{case}"
+    );
+    // The same trees anew (the double's noise follows each tree's run count).
+    let s = Sandbox::new();
+    let (a, b) = s.ab(
+        json!({"noise_pct": 10.0}),
+        json!({"noise_pct": 10.0, "tps": 990.0}),
+    );
+    let o = s.bench(&a, &b, &["--trials", "2", "--strict"]);
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    assert_eq!(
+        s.read_json("summary.json")["judgements"][0]["verdict"],
+        "INCONCLUSIVE"
+    );
+}
+
+#[test]
+fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"tps": 1000.0}), json!({"tps": 950.0}));
+    let o = s.bench(&a, &b, &[]);
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    let compare = |extra: &[&str], out: &str| {
+        std::process::Command::new(crate::support::xtask())
+            .arg("compare")
+            .arg(s.out())
+            .arg("--out")
+            .arg(s.dir.path().join(out))
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    // The same criteria reproduce the verdict and its numbers, running nothing.
+    let o = compare(&[], "same");
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    let again: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(s.dir.path().join("same/summary.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        again["judgements"],
+        s.read_json("summary.json")["judgements"]
+    );
+    // A 10% tolerance passes the 5% loss.
+    let o = compare(&["--max-regression", "10"], "loose");
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("MEASURED"),
+        "{}",
+        text(&o)
+    );
+    // Not a results dir: a clear usage error, saying which way it is not.
+    let empty = s.dir.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    for (dir, why) in [
+        (Path::new("/nonexistent"), "does not exist"),
+        (empty.as_path(), "holds no meta.json"),
+    ] {
+        let o = std::process::Command::new(crate::support::xtask())
+            .arg("compare")
+            .arg(dir)
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 64, "{}", text(&o));
+        assert!(text(&o).contains(why), "{}", text(&o));
+    }
+}
+
+#[test]
+fn gate_latency_adds_a_p99_test_case_that_can_fail_on_its_own() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"p99_us": 4000.0}), json!({"p99_us": 5000.0}));
+    // Without the flag latency is only reported.
+    let o = s.bench(&a, &b, &["--trials", "2"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("p99 transaction latency +25.00%"),
+        "{}",
+        text(&o)
+    );
+    let o = s.bench_in("gated", &a, &b, &["--trials", "2", "--gate-latency"]);
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    let junit = read_junit(&s.dir.path().join("gated/junit.xml"));
+    let cases = junit[0]["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 2, "{junit}");
+    assert_eq!(
+        (&cases[0]["name"], &cases[0]["results"]),
+        (&json!("tps"), &json!([]))
+    );
+    assert_eq!(cases[1]["name"], "txn_latency_p99");
+    assert_eq!(cases[1]["results"][0]["type"], "REGRESSION", "{junit}");
+    assert_eq!(
+        cases[1]["properties"]["txn_latency_p99_change_pct"],
+        "25.00"
+    );
+}

@@ -1,0 +1,105 @@
+//! The work dir: a disk-backed one is warned about, a trial that would not fit is refused,
+//! two gates share one.
+
+use serde_json::json;
+
+use crate::support::{code, text, Sandbox};
+
+#[test]
+fn disk_backed_work_dir_is_warned_about_and_recorded() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    let disk = s.dir.path().join("disk-workdir");
+    let o = s.bench(&a, &b, &["--workdir", disk.to_str().unwrap()]);
+    if s.read_json("meta.json")["plan"]["workdir"]["tmpfs"] == true {
+        return; // the temp dir is itself on tmpfs on this host
+    }
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("IS NOT A RAM DISK"),
+        "{}",
+        text(&o)
+    );
+    let summary = s.read_json("summary.json");
+    assert!(
+        summary["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("IS NOT A RAM DISK"),
+        "{summary}"
+    );
+    // Off tmpfs the AIO knob is not needed and not added.
+    assert_eq!(s.read_json("trials.json")[0]["knobs"], json!([]));
+}
+
+#[test]
+fn a_trial_that_would_not_fit_the_ram_disk_or_the_cgroup_is_refused_before_starting() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    // A 16 MiB tmpfs, where this host lets the test mount one (CI runs as root).
+    let small = s.dir.path().join("small");
+    std::fs::create_dir_all(&small).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=16m", "tmpfs"])
+        .arg(&small)
+        .status()
+        .is_ok_and(|st| st.success());
+    if mounted {
+        let o = s.bench_in("small-run", &a, &b, &["--workdir", small.to_str().unwrap()]);
+        let _ = std::process::Command::new("umount").arg(&small).status();
+        assert_eq!(code(&o), 64, "{}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("free space on the work dir") && err.contains("a larger --workdir"),
+            "{err}"
+        );
+        assert!(err.contains("x 1 inserts x 6 s"), "{err}");
+        assert!(!s.dir.path().join("small-run").exists(), "nothing started");
+    }
+    // A memory cgroup with 50 MiB of headroom (simulated: tmpfs pages count against it).
+    let cg = s.dir.path().join("cgroup/memory");
+    std::fs::create_dir_all(&cg).unwrap();
+    std::fs::write(cg.join("memory.limit_in_bytes"), (100u64 << 20).to_string()).unwrap();
+    std::fs::write(cg.join("memory.usage_in_bytes"), (50u64 << 20).to_string()).unwrap();
+    let mut cmd = s.bench_command(&a, &b, &[]);
+    let o = cmd
+        .env("PERFGATE_CGROUP_ROOT", s.dir.path().join("cgroup"))
+        .output()
+        .unwrap();
+    if s.workdir_is_tmpfs() {
+        assert_eq!(code(&o), 64, "{}", text(&o));
+        assert!(text(&o).contains("memory cgroup headroom"), "{}", text(&o));
+    }
+}
+
+#[test]
+fn two_gates_at_once_on_one_work_dir_do_not_collide() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"time_scale": 0.2}), json!({"time_scale": 0.2}));
+    let spawn = |out: &str| {
+        s.bench_command_out(&a, &b, &s.dir.path().join(out), &["--trials", "2"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (one, two) = (spawn("one"), spawn("two"));
+    for (name, child) in [("one", one), ("two", two)] {
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(code(&o), 0, "{name}: {}", text(&o));
+        let trials: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(s.dir.path().join(name).join("trials.json")).unwrap(),
+        )
+        .unwrap();
+        assert!(
+            trials
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|t| t["outcome"] == "measured"),
+            "{trials}"
+        );
+    }
+    s.assert_no_leftover_processes();
+    assert_eq!(std::fs::read_dir(s.workdir.path()).unwrap().count(), 0);
+}
