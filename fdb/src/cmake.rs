@@ -16,7 +16,8 @@ pub struct BuildConfig {
     /// `CMAKE_CXX_COMPILER`.
     pub cxx_compiler: String,
     /// The compiler as cmake identified it, `<CMAKE_CXX_COMPILER_ID> <..._VERSION>`, e.g.
-    /// `Clang 19.1.7`, from [`compiler_file`]; empty when the tree lacks that file.
+    /// `Clang 19.1.7`, from cmake's `CMakeFiles/<version>/CMakeCXXCompiler.cmake`
+    /// ([`compiler_id_version`]); empty when the tree lacks that file.
     #[serde(default)]
     pub cxx_compiler_version: String,
     /// `CMAKE_CXX_FLAGS`.

@@ -1,11 +1,12 @@
-//! Execute stage, supervision: child processes that cannot outlive their trial or the gate,
+//! Supervision, below every stage: child processes that cannot outlive their trial or the gate,
 //! and bounded waits that notice timeouts and Ctrl-C.
 //!
 //! Each child runs in its own process group (mako forks worker processes; the group takes
 //! them all down), gets `PR_SET_PDEATHSIG(SIGKILL)` so it dies even if the gate is
 //! SIGKILLed, and has core dumps off (mako aborts in `_dl_fini` at every exit). A
 //! [`Child`] stops its group when dropped. The parent-death signal does not reach what a
-//! child forks (mako's workers), so a [`Reaper`] process outlives the gate to end those.
+//! child forks (mako's workers), so a reaper process (`run::reaper`) outlives the gate to end
+//! those.
 
 use std::{
     fs::File,

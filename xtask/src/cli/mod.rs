@@ -60,7 +60,7 @@ pub enum Command {
     /// and print where they are.
     Build(SourceArgs),
     /// Internal: the watchdog `bench` starts beside itself, which ends a run's processes
-    /// when the gate dies however it dies (`supervise::Reaper`).
+    /// when the gate dies however it dies (`run::reaper::Reaper`).
     #[command(name = "__reap", hide = true)]
     Reap {
         /// The run's directory on the work dir (`perfgate-<gate pid>-<nonce>`).

@@ -176,7 +176,7 @@ impl TryFrom<&BenchArgs> for BenchConfig {
     type Error = UsageError;
 
     fn try_from(a: &BenchArgs) -> Result<BenchConfig, UsageError> {
-        // Arms without a tree are built from source later (`bench::build_arms`) and get
+        // Arms without a tree are built from source later (`build::build_arms`) and get
         // their tree then; with --against-recorded there is no baseline tree at all.
         let mut c = BenchConfig::new(
             a.baseline_build.as_deref(),

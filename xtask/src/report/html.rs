@@ -12,7 +12,7 @@ use fdb::{Engine, Knob};
 use crate::{
     config::Arm,
     judge::{Judgement, Metric, Verdict},
-    plan::Plan,
+    plan::{Plan, PlannedTrial},
     results::trial::{Outcome, TrialRecord},
 };
 
@@ -333,6 +333,24 @@ fn trial_table(trials: &[TrialRecord]) -> String {
     s
 }
 
+/// The knobs of each arm (and, with `per_engine`, of each engine: RocksDB engines get
+/// knobs of their own on tmpfs), once each, in run order.
+fn knob_rows(trials: &[PlannedTrial], per_engine: bool) -> Vec<(String, String)> {
+    let mut rows: Vec<(String, String)> = Vec::new();
+    for t in trials {
+        let label = if per_engine {
+            format!("knobs ({} {})", t.engine, t.arm)
+        } else {
+            format!("knobs ({})", t.arm)
+        };
+        if !rows.iter().any(|(l, _)| *l == label) {
+            let knobs: Vec<String> = t.knobs.iter().map(Knob::arg).collect();
+            rows.push((label, knobs.join(" ")));
+        }
+    }
+    rows
+}
+
 fn provenance(plan: &Plan) -> String {
     let mut rows: Vec<(String, String)> = Vec::new();
     for a in plan.baseline.iter().chain([&plan.experiment]) {
@@ -373,14 +391,47 @@ fn provenance(plan: &Plan) -> String {
         ),
     ));
     rows.push(("trial order seed".into(), plan.config.seed.to_string()));
-    for t in plan.trials.iter().take(2) {
-        let knobs: Vec<String> = t.knobs.iter().map(Knob::arg).collect();
-        rows.push((format!("knobs ({})", t.arm), knobs.join(" ")));
-    }
+    rows.extend(knob_rows(&plan.trials, plan.engines.len() > 1));
     let mut s = String::from("<h2>Provenance</h2><table>\n");
     for (k, v) in rows {
         let _ = writeln!(s, "<tr><th>{}</th><td>{}</td></tr>", esc(&k), esc(&v));
     }
     s.push_str("</table>\n");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_engine_and_arm_shows_its_knobs_once() {
+        let trial = |engine, arm, knob: &str| PlannedTrial {
+            index: 0,
+            engine,
+            arm,
+            repetition: 1,
+            knobs: vec![Knob::auto(knob, "1")],
+        };
+        let trials = [
+            trial(Engine::Redwood, Arm::Baseline, "a"),
+            trial(Engine::Redwood, Arm::Experiment, "a"),
+            trial(Engine::Redwood, Arm::Baseline, "a"),
+            trial(Engine::Rocksdb, Arm::Experiment, "r"),
+            trial(Engine::Rocksdb, Arm::Baseline, "r"),
+        ];
+        let rows = knob_rows(&trials, true);
+        let labels: Vec<&str> = rows.iter().map(|(l, _)| l.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "knobs (redwood baseline)",
+                "knobs (redwood experiment)",
+                "knobs (rocksdb experiment)",
+                "knobs (rocksdb baseline)"
+            ]
+        );
+        assert_eq!(rows[2].1, "--knob_r=1");
+        assert_eq!(knob_rows(&trials[..2], false).len(), 2);
+    }
 }
