@@ -62,12 +62,7 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         .map(SavedSummary::looks)
         .unwrap_or_default();
     let interrupted = summary.is_some_and(|s| s.interrupted);
-    let mut samples = plan
-        .recorded
-        .as_ref()
-        .map(Sample::of_recorded)
-        .unwrap_or_default();
-    samples.extend(Sample::of_trials(&trials));
+    let samples = Sample::of_run(plan.recorded.as_ref(), &trials);
     let judgements = judge_looks(&samples, plan.engines(), criteria, interrupted, &looks);
     let out = match &args.out {
         Some(o) => o.clone(),

@@ -57,12 +57,7 @@ pub fn execute(plan: Plan) -> Result<Finished> {
     );
     // Against a record, its trials are the baseline arm: unpaired.
     criteria.unpaired = plan.recorded.is_some();
-    let mut samples = plan
-        .recorded
-        .as_ref()
-        .map(Sample::of_recorded)
-        .unwrap_or_default();
-    samples.extend(Sample::of_trials(&trials));
+    let samples = Sample::of_run(plan.recorded.as_ref(), &trials);
     let judgements = judge_looks(&samples, &plan.engines, criteria, interrupted, &looks);
     write::verdicts(
         &out,

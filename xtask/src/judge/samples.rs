@@ -65,6 +65,14 @@ impl Sample {
         trials.iter().map(Sample::of_trial).collect()
     }
 
+    /// The samples a run is judged on: a recorded baseline's (when judged against one) as
+    /// its baseline arm, then the run's own trials.
+    pub fn of_run(recorded: Option<&Baseline>, trials: &[TrialRecord]) -> Vec<Sample> {
+        let mut samples = recorded.map(Sample::of_recorded).unwrap_or_default();
+        samples.extend(Sample::of_trials(trials));
+        samples
+    }
+
     /// A recorded baseline's trials as baseline-arm samples, repetitions 1, 2, ...: all
     /// measured, without drift (a record keeps no per-second samples).
     pub fn of_recorded(b: &Baseline) -> Vec<Sample> {
