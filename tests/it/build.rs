@@ -428,6 +428,32 @@ fn the_working_tree_is_the_default_experiment_and_a_debug_build_is_refused() {
 }
 
 #[test]
+fn arms_of_the_same_commit_are_refused_before_anything_is_built() {
+    let s = Sandbox::new();
+    let repo = checkout(&s);
+    // A clean working tree at the baseline's commit (a fresh clone on main, say).
+    let o = bench(&s, &repo, "same", &["--baseline", "HEAD"]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    let head = rev(&repo, "HEAD");
+    assert!(
+        text(&o).contains(&format!("the same commit {}", &head[..12])),
+        "{}",
+        text(&o)
+    );
+    assert!(text(&o).contains("--allow-same"), "{}", text(&o));
+    let cache = s.dir.path().join("target/perfgate/fdb");
+    let slots: Vec<_> = std::fs::read_dir(&cache)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(
+        slots
+            .iter()
+            .all(|n| !n.to_string_lossy().starts_with("slot-")),
+        "nothing is built: {slots:?}"
+    );
+}
+
+#[test]
 fn each_revision_is_configured_with_its_own_cache_defaults() {
     let s = Sandbox::new();
     let repo = checkout(&s);

@@ -1023,6 +1023,33 @@ fn cache_hit(mut provenance: Provenance, stamp: &Path) -> Provenance {
     provenance
 }
 
+/// What `arm` is built from: `--baseline`/`--experiment`, else the merge base with upstream
+/// main (baseline) or the working tree (experiment).
+fn source_of(sh: &Shell, config: &SourceConfig, arm: Arm) -> Result<Source> {
+    Ok(match (arm, &config.baseline_rev, &config.experiment_rev) {
+        (Arm::Baseline, Some(rev), _) | (Arm::Experiment, _, Some(rev)) => {
+            Source::Revision(rev.clone())
+        }
+        (Arm::Baseline, None, _) => Source::Revision(default_baseline(sh, &config.fdb_src)?),
+        (Arm::Experiment, _, None) => Source::WorkingTree,
+    })
+}
+
+/// The commit each arm would be built from, without building: a revision resolved, the
+/// working tree as its snapshot commit (the same one the build makes). For checks that
+/// must come before hours of building. Errors: as the build's for a bad revision.
+pub fn commits(sh: &Shell, config: &SourceConfig, arms: &[Arm]) -> Result<Vec<(Arm, String)>> {
+    let cache = crate::results::fs::target_dir()?
+        .join("perfgate")
+        .join("fdb");
+    arms.iter()
+        .map(|&arm| {
+            let source = source_of(sh, config, arm)?;
+            Ok((arm, resolve(sh, &config.fdb_src, &source, &cache)?.built))
+        })
+        .collect()
+}
+
 /// Builds `arms` from `--fdb-src`, in order: the baseline at `--baseline` (default: the
 /// merge base with upstream main), the experiment at `--experiment` (default: the working
 /// tree). Prints a line per arm to stderr as it starts and ends.
@@ -1043,13 +1070,7 @@ pub fn build_arms(
         .join("fdb");
     let mut built = Vec::new();
     for &arm in arms {
-        let source = match (arm, &config.baseline_rev, &config.experiment_rev) {
-            (Arm::Baseline, Some(rev), _) | (Arm::Experiment, _, Some(rev)) => {
-                Source::Revision(rev.clone())
-            }
-            (Arm::Baseline, None, _) => Source::Revision(default_baseline(sh, src)?),
-            (Arm::Experiment, _, None) => Source::WorkingTree,
-        };
+        let source = source_of(sh, config, arm)?;
         eprintln!(
             "building the {arm} arm ({source}) from {} ...",
             src.display()

@@ -372,7 +372,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// Print the plan (trial order, command lines' knobs, work dir) and exit.
+    /// Print the plan (trial order, command lines' knobs, work dir) and exit; arms from
+    /// --fdb-src are built (or found in the cache) first, since the plan names their binaries.
     #[arg(long)]
     pub dry_run: bool,
 

@@ -7,10 +7,13 @@ use anyhow::Result;
 use xshell::Shell;
 
 use super::pipeline::execute;
+use fdb::{knob::effective_knobs, Engine, Knob};
+
 use crate::{
     build,
     cli::BenchArgs,
     config::{source::SourceConfig, Arm, BenchConfig},
+    error::UsageError,
     plan::resolve::{plan, prepare},
     report::write,
     results::fs::check_writable_file,
@@ -39,6 +42,7 @@ pub fn run(sh: &Shell, args: &BenchArgs) -> Result<i32> {
             Vec::new()
         } else {
             let source = SourceConfig::new(&args.source, true)?;
+            refuse_same_commit(sh, &config, &source, &wanted)?;
             build::build_arms(sh, &source, &wanted)?
         };
         let plan = plan(sh, config, prepared, built)?;
@@ -52,4 +56,50 @@ pub fn run(sh: &Shell, args: &BenchArgs) -> Result<i32> {
         write::setup_error(&path, e);
     }
     result
+}
+
+/// Refuses, before hours of building, two arms built from the same commit with the same
+/// knobs (e.g. a fresh clone on main: the merge base with main and a clean working tree):
+/// the plan would refuse them as an A/A run after the build.
+fn refuse_same_commit(
+    sh: &Shell,
+    config: &BenchConfig,
+    source: &SourceConfig,
+    wanted: &[Arm],
+) -> Result<()> {
+    if config.allow_same || wanted.len() < 2 || !same_user_knobs(config) {
+        return Ok(());
+    }
+    let commits = build::commits(sh, source, wanted)?;
+    if commits[0].1 != commits[1].1 {
+        return Ok(());
+    }
+    Err(UsageError(format!(
+        "baseline ({}) and experiment ({}) are the same commit {} with the same knobs: this \
+         would be an A/A run, not an A/B; commit or change what you want to measure, give \
+         --baseline REV/--experiment REV or --baseline-knob/--experiment-knob, or pass \
+         --allow-same to measure noise on purpose",
+        source
+            .baseline_rev
+            .as_deref()
+            .unwrap_or("the merge base of HEAD with upstream main"),
+        source
+            .experiment_rev
+            .as_deref()
+            .unwrap_or("the working tree, without uncommitted changes"),
+        &commits[0].1[..commits[0].1.len().min(12)]
+    ))
+    .into())
+}
+
+/// Whether both arms get the same user knobs (each name's last value wins, as on the
+/// command line).
+fn same_user_knobs(config: &BenchConfig) -> bool {
+    let effective = |arm: Arm| -> Vec<String> {
+        effective_knobs(&config.arm(arm).knobs, Engine::Redwood, false)
+            .iter()
+            .map(Knob::arg)
+            .collect()
+    };
+    effective(Arm::Baseline) == effective(Arm::Experiment)
 }
