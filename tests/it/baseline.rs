@@ -249,3 +249,34 @@ fn another_host_class_workload_or_a_broken_file_is_refused() {
     );
     assert_eq!(code(&o), 64, "{}", text(&o));
 }
+
+#[test]
+fn recording_from_a_dir_that_is_not_a_run_is_a_usage_error() {
+    let s = Sandbox::new();
+    let not_a_run = s.dir.path().join("empty");
+    std::fs::create_dir_all(&not_a_run).unwrap();
+    for (from, why) in [
+        (not_a_run.clone(), "holds no meta.json"),
+        (s.dir.path().join("nowhere"), "does not exist"),
+    ] {
+        let o = xtask_in(
+            &s,
+            &[
+                "baseline",
+                "record",
+                "--from",
+                from.to_str().unwrap(),
+                "--baselines-dir",
+                s.dir.path().join("b").to_str().unwrap(),
+            ],
+        );
+        // As compare says it: the user named the wrong directory (64), not a failed run.
+        assert_eq!(code(&o), 64, "{}", text(&o));
+        assert!(text(&o).contains(why), "{}", text(&o));
+        assert!(
+            text(&o).contains("results dir of a bench or calibrate run"),
+            "{}",
+            text(&o)
+        );
+    }
+}

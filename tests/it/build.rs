@@ -644,6 +644,24 @@ fn a_failing_build_shows_its_log_and_a_missing_checkout_or_cmake_is_named() {
         "{}",
         text(&o)
     );
+    // A file is named as one, and the clone command names where to clone.
+    let file = s.dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let o = bench(&s, &file, "file", &[]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("is a file, not a directory"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        text(&o).contains(&format!(
+            "git clone https://github.com/apple/foundationdb {}",
+            file.display()
+        )),
+        "{}",
+        text(&o)
+    );
     // `build` takes no prebuilt trees, so it does not suggest them.
     let o = gate(&s)
         .args(["build", "--fdb-src"])

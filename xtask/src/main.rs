@@ -14,7 +14,19 @@ fn main() -> ExitCode {
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
-            let empty = cli::empty_env_flags(|v| std::env::var_os(v));
+            // Only when the refused value is an empty variable's flag: a bad value of
+            // another flag keeps its own message.
+            let invalid = e
+                .get(clap::error::ContextKind::InvalidArg)
+                .map(|a| a.to_string());
+            let empty: Vec<_> = cli::empty_env_flags(|v| std::env::var_os(v))
+                .into_iter()
+                .filter(|(_, flag)| {
+                    invalid
+                        .as_deref()
+                        .is_some_and(|a| a.starts_with(flag.as_str()))
+                })
+                .collect();
             if e.kind() == clap::error::ErrorKind::InvalidValue && !empty.is_empty() {
                 for (var, flag) in empty {
                     eprintln!(

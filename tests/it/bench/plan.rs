@@ -26,6 +26,23 @@ fn usage_errors_exit_64() {
         "{}",
         text(&o)
     );
+    // An empty variable does not hide another flag's bad value.
+    let o = s
+        .bench_command(&a, &b, &["--engine", "foo"])
+        .env("WORKDIR", "")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("invalid value 'foo' for '--engine"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        !text(&o).contains("WORKDIR is set but empty"),
+        "{}",
+        text(&o)
+    );
 }
 
 #[test]

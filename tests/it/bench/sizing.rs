@@ -37,6 +37,22 @@ fn calibrate_runs_an_aa_and_reports_noise_mde_and_trials_needed() {
         meta["plan"]["baseline"]["tree"]["root"],
         meta["plan"]["experiment"]["tree"]["root"]
     );
+    // With --json, stdout is summary.json alone (the calibration is in its file).
+    let o = std::process::Command::new(crate::support::xtask())
+        .args(["calibrate", "--build"])
+        .arg(&a)
+        .arg("--out")
+        .arg(s.dir.path().join("json"))
+        .args(crate::support::TINY)
+        .args(["--trials", "2", "--json", "--quiet"])
+        .env("WORKDIR", s.workdir.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let summary: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", text(&o)));
+    assert!(summary["judgements"].is_array(), "{summary}");
+    assert!(s.dir.path().join("json/calibration.json").is_file());
 }
 
 #[test]

@@ -158,6 +158,16 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
         "{}",
         text(&o)
     );
+    // A floor is checked as bench checks it: 0, negative or NaN cannot switch it off.
+    for bad in ["--slo-tps=0", "--slo-tps=-5", "--slo-tps=NaN"] {
+        let o = compare(&[bad], "bad-slo");
+        assert_eq!(code(&o), 64, "{bad}: {}", text(&o));
+        assert!(
+            text(&o).contains("must be a positive TPS figure"),
+            "{}",
+            text(&o)
+        );
+    }
     // Not a results dir: a clear usage error, saying which way it is not.
     let empty = s.dir.path().join("empty");
     std::fs::create_dir_all(&empty).unwrap();

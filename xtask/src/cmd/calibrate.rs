@@ -36,7 +36,10 @@ pub fn run(sh: &Shell, args: &CalibrateArgs) -> Result<i32> {
         done.plan.config.max_regression_pct,
     );
     write::calibration(&done.out, &cal)?;
-    let _ = writeln!(std::io::stdout(), "\n{}", cal.render());
+    // With --json, stdout is summary.json alone, for scripts; calibration.json is beside it.
+    if !done.plan.config.json {
+        let _ = writeln!(std::io::stdout(), "\n{}", cal.render());
+    }
     let all_measured = done.trials.iter().all(|t| t.outcome == Outcome::Measured);
     Ok(if all_measured && !done.interrupted {
         0

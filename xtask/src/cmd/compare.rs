@@ -8,8 +8,7 @@ use anyhow::{Context, Result};
 
 use crate::{
     cli::CompareArgs,
-    config::check_max_regression,
-    error::UsageError,
+    config::{check_max_regression, check_slo_tps},
     judge::{exit_code, judge_looks, planned_trials, samples::Sample, Criteria},
     report::write,
     results::{
@@ -21,23 +20,6 @@ use crate::{
 /// Judges the saved run in `args.dir` again and exports into `--out` (default
 /// `<dir>/compare-<UTC time>`). Exit status as `bench`.
 pub fn run(args: &CompareArgs) -> Result<i32> {
-    let why = if !args.dir.exists() {
-        Some("does not exist")
-    } else if !args.dir.is_dir() {
-        Some("is not a directory")
-    } else if !args.dir.join("meta.json").is_file() {
-        Some("holds no meta.json")
-    } else {
-        None
-    };
-    if let Some(why) = why {
-        return Err(UsageError(format!(
-            "{} {why}: give the results dir of a bench or calibrate run (the --out dir, or \
-             target/perfgate/<time>-<pid>)",
-            args.dir.display()
-        ))
-        .into());
-    }
     let SavedRun {
         meta,
         trials,
@@ -56,6 +38,7 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         gate_latency: c.gate_latency,
     };
     check_max_regression(criteria.max_regression_pct)?;
+    check_slo_tps(args.slo_tps)?;
     // An interrupted run may have no summary; then every engine had one look.
     let looks = summary
         .as_ref()

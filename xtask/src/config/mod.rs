@@ -223,13 +223,7 @@ impl BenchConfig {
         };
         let (trials, time_budget) = trials_and_budget(a.trials, a.time_budget)?;
         check_max_regression(a.max_regression)?;
-        if let Some(slo) = a.slo_tps {
-            if !(slo.is_finite() && slo > 0.0) {
-                return Err(usage(format!(
-                    "--slo-tps {slo} must be a positive TPS figure"
-                )));
-            }
-        }
+        check_slo_tps(a.slo_tps)?;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let (workload, procs_scaled) =
             Workload::resolve(a.profile, a.profile_file.as_deref(), &a.workload, cores)?;
@@ -309,6 +303,16 @@ pub fn check_max_regression(pct: f64) -> Result<(), UsageError> {
     Err(usage(format!(
         "--max-regression {pct} must be a percentage between 0 and 100 (exclusive)"
     )))
+}
+
+/// Checks a `--slo-tps` floor: a positive, finite TPS figure.
+pub fn check_slo_tps(slo: Option<f64>) -> Result<(), UsageError> {
+    match slo {
+        Some(slo) if !(slo.is_finite() && slo > 0.0) => Err(usage(format!(
+            "--slo-tps {slo} must be a positive TPS figure"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 fn clock_seed() -> u64 {

@@ -71,13 +71,16 @@ fn fdb_src(args: &SourceArgs, for_bench: bool) -> Result<PathBuf, UsageError> {
         Some(_) => "--fdb-src/FDB_SRC",
     };
     let what = if src.is_dir() {
-        "is not a git checkout (no .git)"
+        "is not the top of a git checkout (no .git)"
+    } else if src.exists() {
+        "is a file, not a directory"
     } else {
         "does not exist"
     };
     Err(UsageError(format!(
-        "no FDB checkout: {} {what} (from {from}); clone one there (git clone \
-         https://github.com/apple/foundationdb), give --fdb-src PATH or set FDB_SRC{}",
+        "no FDB checkout: {} {what} (from {from}); clone one (git clone \
+         https://github.com/apple/foundationdb {}), give --fdb-src PATH or set FDB_SRC{}",
+        src.display(),
         src.display(),
         if for_bench {
             ", or give prebuilt trees with --baseline-build and --experiment-build"

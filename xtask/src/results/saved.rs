@@ -11,7 +11,10 @@ use serde::{de::DeserializeOwned, Deserialize};
 use fdb::{Engine, FdbVersion};
 
 use super::{baseline::Baseline, host::Host, trial::TrialRecord};
-use crate::config::{slo::SloTps, Workload};
+use crate::{
+    config::{slo::SloTps, Workload},
+    error::UsageError,
+};
 
 /// A finished or interrupted run: what was planned and the trials that ended.
 pub struct SavedRun {
@@ -127,9 +130,28 @@ impl SavedSummary {
 }
 
 impl SavedRun {
-    /// Reads the run in `dir`. Errors: `meta.json` or `trials.json` missing or not
-    /// perfgate's (naming the file); a missing `summary.json` is not an error.
+    /// Reads the run in `dir`. Errors: `dir` missing, not a directory or without
+    /// `meta.json` (a [`UsageError`]: the user named the wrong directory); `meta.json` or
+    /// `trials.json` unreadable or not perfgate's (naming the file); a missing
+    /// `summary.json` is not an error.
     pub fn read(dir: &Path) -> Result<SavedRun> {
+        let why = if !dir.exists() {
+            Some("does not exist")
+        } else if !dir.is_dir() {
+            Some("is not a directory")
+        } else if !dir.join("meta.json").is_file() {
+            Some("holds no meta.json")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(UsageError(format!(
+                "{} {why}: give the results dir of a bench or calibrate run (its --out dir, \
+                 or <cargo target dir>/perfgate/<time>-<pid>)",
+                dir.display()
+            ))
+            .into());
+        }
         Ok(SavedRun {
             meta: read(dir, "meta.json")?,
             trials: read(dir, "trials.json")?,
