@@ -92,8 +92,10 @@ impl Calibration {
                             .map(|&n| (n, -100.0 * (-stats::mde_log(sd, n)).exp_m1()))
                             .collect()
                     }),
-                    pairs_needed: sd
-                        .and_then(|sd| stats::pairs_needed(sd, tolerance_pct, MAX_PAIRS)),
+                    // Planned on the upper bound, as documented: on the estimate itself
+                    // a no-change run would be MEASURED only about two times in three.
+                    pairs_needed: upper
+                        .and_then(|u| stats::pairs_needed(u, tolerance_pct, MAX_PAIRS)),
                 }
             })
             .collect();
@@ -188,6 +190,13 @@ mod tests {
         );
         assert!(qn < nn, "{qn} {nn}");
         assert!(qn <= 3, "{qn}");
+        // Planned on the 80% upper bound of the noise, not on the estimate itself.
+        let upper = n.pair_log_ratio_sd_upper80.unwrap();
+        let on_estimate = stats::pairs_needed(n.pair_log_ratio_sd.unwrap(), 2.0, MAX_PAIRS);
+        assert_eq!(n.pairs_needed, stats::pairs_needed(upper, 2.0, MAX_PAIRS));
+        // The noisy host: 190 pairs on the estimate, more than 200 on the bound.
+        assert_eq!(on_estimate, Some(190));
+        assert_eq!(n.pairs_needed, None);
         // The MDE table falls with more pairs.
         let mdes: Vec<f64> = n.mde_pct_by_pairs.iter().map(|(_, m)| *m).collect();
         assert!(mdes.windows(2).all(|w| w[0] > w[1]), "{mdes:?}");
