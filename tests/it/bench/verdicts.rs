@@ -158,6 +158,26 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
         "{}",
         text(&o)
     );
+    // Edited numbers are refused, naming the trial, not judged: a measured TPS of 0.
+    let edited = s.dir.path().join("edited");
+    std::fs::create_dir_all(&edited).unwrap();
+    for f in ["meta.json", "summary.json"] {
+        std::fs::copy(s.out().join(f), edited.join(f)).unwrap();
+    }
+    let mut trials = s.read_json("trials.json");
+    trials[1]["report"]["tps"] = serde_json::json!(0.0);
+    std::fs::write(edited.join("trials.json"), trials.to_string()).unwrap();
+    let o = std::process::Command::new(crate::support::xtask())
+        .arg("compare")
+        .arg(&edited)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(
+        text(&o).contains("trial 2 (") && text(&o).contains("is measured but its TPS is 0"),
+        "{}",
+        text(&o)
+    );
     // A floor is checked as bench checks it: 0, negative or NaN cannot switch it off.
     for bad in ["--slo-tps=0", "--slo-tps=-5", "--slo-tps=NaN"] {
         let o = compare(&[bad], "bad-slo");

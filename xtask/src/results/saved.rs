@@ -10,7 +10,11 @@ use serde::{de::DeserializeOwned, Deserialize};
 
 use fdb::{Engine, FdbVersion};
 
-use super::{baseline::Baseline, host::Host, trial::TrialRecord};
+use super::{
+    baseline::Baseline,
+    host::Host,
+    trial::{Outcome, TrialRecord},
+};
 use crate::{
     config::{slo::SloTps, Workload},
     error::UsageError,
@@ -152,12 +156,38 @@ impl SavedRun {
             ))
             .into());
         }
+        let trials: Vec<TrialRecord> = read(dir, "trials.json")?;
+        check_trials(&trials).map_err(|why| {
+            anyhow::anyhow!(
+                "{} is not what a gate writes: {why}; re-judging it would judge edited numbers",
+                dir.join("trials.json").display()
+            )
+        })?;
         Ok(SavedRun {
             meta: read(dir, "meta.json")?,
-            trials: read(dir, "trials.json")?,
+            trials,
             summary: read(dir, "summary.json").ok(),
         })
     }
+}
+
+/// Checks what the gate guarantees of every record it writes: a measured trial has a
+/// report whose TPS is a positive, finite number.
+fn check_trials(trials: &[TrialRecord]) -> Result<(), String> {
+    for t in trials.iter().filter(|t| t.outcome == Outcome::Measured) {
+        let tps = t.report.as_ref().map(|r| r.tps);
+        if !tps.is_some_and(|tps| tps.is_finite() && tps > 0.0) {
+            return Err(format!(
+                "trial {} ({} {} #{}) is measured but its TPS is {}",
+                t.index,
+                t.engine,
+                t.arm,
+                t.repetition,
+                tps.map_or("missing".to_string(), |v| v.to_string())
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn read<T: DeserializeOwned>(dir: &Path, file: &str) -> Result<T> {
