@@ -7,7 +7,7 @@ Run once, commit the output:  python3 stats_reference.py > stats-reference.json
 import json
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, stats
 
 ALPHA, POWER = 0.05, 0.80
 MARGIN = np.log(0.98)  # a 2% tolerance
@@ -34,10 +34,21 @@ def welch(a, b):
     return finish("welch", a, b, lb.mean() - la.mean(), se, df, res.pvalue)
 
 
+def mde_noncentrality(df):
+    """The noncentrality at which the two-sided t test has power POWER (scipy's nct)."""
+    c = stats.t.ppf(1 - ALPHA / 2, df)
+
+    def short(d):
+        low = stats.nct.cdf(-c, df, d)
+        return stats.nct.sf(c, df, d) + (low if np.isfinite(low) else 0.0) - POWER
+
+    return optimize.brentq(short, 0.01, 30, xtol=1e-13)
+
+
 def finish(method, a, b, m, se, df, p):
     t = stats.t(df)
     q = t.ppf(1 - ALPHA / 2)
-    mde = (q + t.ppf(POWER)) * se
+    mde = mde_noncentrality(df) * se
     return {
         "method": method,
         "baseline": list(a),

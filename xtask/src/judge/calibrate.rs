@@ -3,7 +3,8 @@
 //!
 //! The noise that matters for a paired gate is the standard deviation s of the per-pair
 //! log ratios d_i = ln(TPS_B,i / TPS_A,i); with n pairs the minimum detectable effect is
-//! MDE(n) = (t(1 - alpha/2, n-1) + t(power, n-1)) s / sqrt(n) (`stats::mde_log`).
+//! MDE(n) = lambda(n - 1) s / sqrt(n), lambda the noncentrality at which the t test has the
+//! promised power (`stats::mde_log`).
 
 use std::fmt::Write as _;
 

@@ -10,9 +10,12 @@
 //! - Unpaired (against recorded trials): Welch's t on ln TPS, Welch-Satterthwaite degrees
 //!   of freedom: df = (va/na + vb/nb)^2 / ((va/na)^2/(na-1) + (vb/nb)^2/(nb-1)).
 //! - Confidence interval: d ± t(1 - alpha/2, df) se, reported as percent, exp(x) - 1.
-//! - Minimum detectable effect (MDE) at power 1 - beta: (t(1 - alpha/2) + t(1 - beta)) se,
-//!   reported as the smallest loss, 1 - exp(-MDE) (the usual normal-approximation formula
-//!   with t quantiles).
+//! - Minimum detectable effect (MDE) at power 1 - beta: the true log change delta at which
+//!   the two-sided test rejects with probability 1 - beta, from the noncentral t
+//!   distribution (the test statistic's distribution under delta): delta = lambda se, where
+//!   P(|T| > t(1 - alpha/2, df)) = 1 - beta for T ~ t(df, lambda). Reported as the smallest
+//!   loss, 1 - exp(-delta). (The normal formula with t quantiles, (t(1 - alpha/2) +
+//!   t(1 - beta)) se, promises 80% but has 73.1% power at 2 pairs, 76.6% at 3, 78.4% at 4.)
 //! - Zero variance (identical ratios, e.g. a deterministic test double) makes se = 0: the
 //!   interval is the point, p is 0 or 1, and no t quantile is computed (statrs would get a
 //!   0/0 and `inverse_cdf` is only defined inside (0, 1)).
@@ -141,9 +144,8 @@ fn degenerate_p(d: f64) -> f64 {
 
 fn finish(method: Method, na: usize, nb: usize, d: f64, se: f64, df: f64, p: f64) -> Comparison {
     let (half, mde) = if se > 0.0 {
-        let t = t_dist(df);
-        let q = t.inverse_cdf(1.0 - ALPHA / 2.0);
-        (q * se, (q + t.inverse_cdf(POWER)) * se)
+        let q = t_dist(df).inverse_cdf(1.0 - ALPHA / 2.0);
+        (q * se, mde_noncentrality(df) * se)
     } else {
         (0.0, 0.0)
     };
@@ -225,8 +227,73 @@ pub fn pairs_needed(sd_log: f64, tolerance_pct: f64, max: usize) -> Option<usize
 
 /// MDE on the log scale of a paired comparison with `n` pairs and per-pair sd `sd_log`.
 pub fn mde_log(sd_log: f64, n: usize) -> f64 {
-    let t = t_dist((n - 1) as f64);
-    (t.inverse_cdf(1.0 - ALPHA / 2.0) + t.inverse_cdf(POWER)) * sd_log / (n as f64).sqrt()
+    mde_noncentrality((n - 1) as f64) * sd_log / (n as f64).sqrt()
+}
+
+/// The noncentrality lambda at which a two-sided t test at ALPHA with `df` degrees of
+/// freedom has power POWER: the MDE in standard errors. Secant steps on the exact power
+/// ([`two_sided_power`]) to 1e-10; memoized per `df`.
+fn mde_noncentrality(df: f64) -> f64 {
+    use std::{
+        collections::HashMap,
+        sync::{Mutex, OnceLock},
+    };
+    static MEMO: OnceLock<Mutex<HashMap<u64, f64>>> = OnceLock::new();
+    let memo = MEMO.get_or_init(Default::default);
+    if let Some(&lambda) = memo.lock().expect("not poisoned").get(&df.to_bits()) {
+        return lambda;
+    }
+    let t = t_dist(df);
+    let c = t.inverse_cdf(1.0 - ALPHA / 2.0);
+    // Secant iterations from the normal formula's value, which is within a few percent
+    // (power rises smoothly with lambda); a handful reach 1e-10.
+    let short = |lambda: f64| two_sided_power(c, df, lambda) - POWER;
+    let (mut a, mut b) = (c + t.inverse_cdf(POWER), 1.05 * (c + t.inverse_cdf(POWER)));
+    let (mut fa, mut fb) = (short(a), short(b));
+    for _ in 0..50 {
+        if (b - a).abs() < 1e-10 || fb == fa {
+            break;
+        }
+        let next = b - fb * (b - a) / (fb - fa);
+        (a, fa) = (b, fb);
+        (b, fb) = (next, short(next));
+    }
+    let lambda = b;
+    memo.lock()
+        .expect("not poisoned")
+        .insert(df.to_bits(), lambda);
+    lambda
+}
+
+/// P(|T| > c) for T noncentral t with `df` degrees of freedom and noncentrality `lambda`.
+fn two_sided_power(c: f64, df: f64, lambda: f64) -> f64 {
+    1.0 - noncentral_t_cdf(c, df, lambda) + noncentral_t_cdf(-c, df, lambda)
+}
+
+/// P(T <= x) for T = (Z + lambda) / sqrt(V / df), Z standard normal, V chi-square with
+/// `df` degrees of freedom: E[Phi(x W / sqrt(df) - lambda)] over W = sqrt(V), which has the
+/// chi density w^(df-1) exp(-w^2/2) / (2^(df/2-1) Gamma(df/2)), smooth at 0 for every
+/// df >= 1 (V's own density is not, at df = 1). Composite Simpson's rule over
+/// [0, sqrt(df) + 12] (past that W's tail holds less than 1e-30), 4000 intervals; agrees
+/// with scipy's `nct` to 1e-9 on the MDE's noncentralities (tests).
+fn noncentral_t_cdf(x: f64, df: f64, lambda: f64) -> f64 {
+    use statrs::function::{erf::erfc, gamma::ln_gamma};
+    const INTERVALS: usize = 4000;
+    let phi = |z: f64| 0.5 * erfc(-z / std::f64::consts::SQRT_2);
+    let ln_norm = (df / 2.0 - 1.0) * std::f64::consts::LN_2 + ln_gamma(df / 2.0);
+    let chi = |w: f64| {
+        if w <= 0.0 {
+            return if df == 1.0 { (-ln_norm).exp() } else { 0.0 };
+        }
+        ((df - 1.0) * w.ln() - w * w / 2.0 - ln_norm).exp()
+    };
+    let f = |w: f64| chi(w) * phi(x * w / df.sqrt() - lambda);
+    let top = df.sqrt() + 12.0;
+    let h = top / INTERVALS as f64;
+    let inner: f64 = (1..INTERVALS)
+        .map(|i| f(i as f64 * h) * if i % 2 == 1 { 4.0 } else { 2.0 })
+        .sum();
+    (f(0.0) + inner + f(top)) * h / 3.0
 }
 
 #[cfg(test)]
@@ -363,5 +430,28 @@ mod tests {
         let c = paired(&a, &b).unwrap();
         assert!(c.p_value > 0.0 && c.p_value < 1e-15, "{c:?}");
         assert!(c.p_slower() > 0.0 && c.p_slower() < 1e-15, "{c:?}");
+    }
+
+    #[test]
+    fn the_mde_has_the_power_it_promises() {
+        // The noncentrality with exactly 80% two-sided power at 5%, from scipy:
+        // brentq(lambda d: nct.sf(c, df, d) + nct.cdf(-c, df, d) - 0.8), c = t.ppf(0.975, df).
+        for (df, scipy) in [
+            (1.0, 16.334008869921025),
+            (2.0, 5.653489266197125),
+            (3.0, 4.255898686515602),
+            (5.0, 3.5139027291710914),
+            (9.0, 3.1496328864506196),
+            (29.0, 2.898742846324863),
+        ] {
+            let got = mde_noncentrality(df);
+            assert!((got - scipy).abs() < 1e-6, "df {df}: {got} vs {scipy}");
+        }
+        // The old formula, t(0.975) + t(0.8), had 76.6% power at 3 pairs (scipy's nct).
+        let (df, c) = (2.0, t_dist(2.0).inverse_cdf(0.975));
+        let old = c + t_dist(df).inverse_cdf(0.8);
+        assert!((two_sided_power(c, df, old) - 0.766_271).abs() < 1e-5);
+        // With no change the test rejects at its level.
+        assert!((two_sided_power(c, df, 0.0) - ALPHA).abs() < 1e-9);
     }
 }

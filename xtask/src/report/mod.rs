@@ -353,7 +353,7 @@ mod tests {
         let (_, j) = run();
         expect![[r#"
             engine   baseline TPS  experiment TPS  change [95% CI]        p / MDE / pairs    verdict
-            redwood  1000.0 ±1.0%  951.8 ±0.8%     -4.82% [-5.41, -4.22]  0.001 / 0.77% / 3  REGRESSION
+            redwood  1000.0 ±1.0%  951.8 ±0.8%     -4.82% [-5.41, -4.22]  0.001 / 0.82% / 3  REGRESSION
             redwood REGRESSION: TPS -4.82% [-5.41%, -4.22%] over 3 pairs, p=0.001: significantly slower, and the estimated change exceeds the 2.00% tolerance
             redwood note: p99 transaction latency +7.89% [+0.96%, +15.29%] (not gating; mako's latency includes the warmup)
             WARNING: WORK DIR /x IS NOT A RAM DISK
@@ -411,7 +411,7 @@ mod tests {
                             <property name="tps_change_ci95_low_pct" value="-5.41"/>
                             <property name="tps_change_ci95_high_pct" value="-4.22"/>
                             <property name="p_value" value="0.0009"/>
-                            <property name="mde_pct" value="0.77"/>
+                            <property name="mde_pct" value="0.82"/>
                             <property name="p_not_worse_adjusted" value="0.9988"/>
                             <property name="p_slower_adjusted" value="0.0004"/>
                             <property name="txn_latency_p99_change_pct" value="7.89"/>
@@ -440,7 +440,7 @@ mod tests {
             tps_change_ci95_low_pct=-5.41
             tps_change_ci95_high_pct=-4.22
             p_value=0.0009
-            mde_pct=0.77
+            mde_pct=0.82
             p_not_worse_adjusted=0.9988
             p_slower_adjusted=0.0004
             txn_latency_p99_change_pct=7.89
@@ -469,7 +469,7 @@ mod tests {
             tps_change_ci95_low_pct=-5.41
             tps_change_ci95_high_pct=-4.22
             p_value=0.0009
-            mde_pct=0.77
+            mde_pct=0.82
             p_not_worse_adjusted=0.9988
             p_slower_adjusted=0.0004
             txn_latency_p99_change_pct=7.89
