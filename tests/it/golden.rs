@@ -30,18 +30,12 @@ use crate::support::{code, text, Sandbox};
 /// about 0.1 s, and the gate opens the storage server's CPU window at the end of the warmup
 /// in real seconds, so that window never opens and the CPU columns read "not measured" on
 /// any host, however loaded (measured, they would be a property of the host).
-const WORKLOAD: [&str; 10] = [
-    "--rows",
-    "1000",
-    "--keylen",
-    "16",
-    "--vallen",
-    "16",
-    "--warmup-seconds",
-    "5",
-    "--seconds",
-    "6",
-];
+fn workload() -> Vec<&'static str> {
+    let mut w = crate::support::TINY.to_vec();
+    let i = w.iter().position(|f| *f == "--warmup-seconds").unwrap();
+    w[i + 1] = "5";
+    w
+}
 
 /// The quick profile's own client count: without `--procs` a host of fewer than 4 cores
 /// scales it down and says so in a warning, which would make the files host-dependent.
@@ -90,7 +84,7 @@ fn a_configure_that_hangs_writes_the_golden_timeout_results() {
 }
 
 /// Runs the gate on a baseline tree of behaviour `a` and an experiment tree of behaviour
-/// `b` with [`WORKLOAD`], [`PROCS`], seed 3 and `extra`, and checks its exit status. `None`
+/// `b` with [`workload`], [`PROCS`], seed 3 and `extra`, and checks its exit status. `None`
 /// on a host without a tmpfs work dir, where the plan itself differs (no AIO knob, a
 /// warning about the disk).
 fn run(a: Value, b: Value, extra: &[&str], exit: i32) -> Option<Sandbox> {
@@ -101,7 +95,7 @@ fn run(a: Value, b: Value, extra: &[&str], exit: i32) -> Option<Sandbox> {
     }
     let (a, b) = s.ab(a, b);
     let o = s
-        .bench_command_with(&a, &b, &s.out(), &WORKLOAD, &[&PROCS[..], extra].concat())
+        .bench_command_with(&a, &b, &s.out(), &workload(), &[&PROCS[..], extra].concat())
         .output()
         .unwrap();
     assert_eq!(code(&o), exit, "{}", text(&o));

@@ -7,14 +7,15 @@ use anyhow::Result;
 use xshell::Shell;
 
 use super::pipeline::execute;
-use fdb::{knob::effective_knobs, Engine, Knob};
-
 use crate::{
     build,
     cli::BenchArgs,
     config::{source::SourceConfig, Arm, BenchConfig},
     error::UsageError,
-    plan::resolve::{plan, prepare},
+    plan::{
+        resolve::{plan, prepare, Prepared},
+        same_knobs,
+    },
     report::write,
     results::fs::check_writable_file,
 };
@@ -42,7 +43,7 @@ pub fn run(sh: &Shell, args: &BenchArgs) -> Result<i32> {
             Vec::new()
         } else {
             let source = SourceConfig::new(&args.source, true)?;
-            refuse_same_commit(sh, &config, &source, &wanted)?;
+            refuse_same_commit(sh, &config, &prepared, &source, &wanted)?;
             build::build_arms(sh, &source, &wanted)?
         };
         let plan = plan(sh, config, prepared, built)?;
@@ -64,10 +65,12 @@ pub fn run(sh: &Shell, args: &BenchArgs) -> Result<i32> {
 fn refuse_same_commit(
     sh: &Shell,
     config: &BenchConfig,
+    prepared: &Prepared,
     source: &SourceConfig,
     wanted: &[Arm],
 ) -> Result<()> {
-    if config.allow_same || wanted.len() < 2 || !same_user_knobs(config) {
+    let same_knobs = same_knobs(config, prepared.engines(), prepared.tmpfs());
+    if config.allow_same || wanted.len() < 2 || !same_knobs {
         return Ok(());
     }
     let commits = build::commits(sh, source, wanted)?;
@@ -90,16 +93,4 @@ fn refuse_same_commit(
         &commits[0].1[..commits[0].1.len().min(12)]
     ))
     .into())
-}
-
-/// Whether both arms get the same user knobs (each name's last value wins, as on the
-/// command line).
-fn same_user_knobs(config: &BenchConfig) -> bool {
-    let effective = |arm: Arm| -> Vec<String> {
-        effective_knobs(&config.arm(arm).knobs, Engine::Redwood, false)
-            .iter()
-            .map(Knob::arg)
-            .collect()
-    };
-    effective(Arm::Baseline) == effective(Arm::Experiment)
 }

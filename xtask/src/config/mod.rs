@@ -164,6 +164,12 @@ pub struct BenchConfig {
 }
 
 impl BenchConfig {
+    /// Whether one given tree runs as both arms (calibrate's A/A): messages then name "the
+    /// build tree", once.
+    pub fn one_tree(&self) -> bool {
+        self.baseline.build_dir.is_some() && self.baseline.build_dir == self.experiment.build_dir
+    }
+
     pub fn arm(&self, arm: Arm) -> &ArmConfig {
         match arm {
             Arm::Baseline => &self.baseline,

@@ -266,6 +266,21 @@ pub fn check_build_config(
     Ok(config)
 }
 
+/// Whether both arms' fdbservers get the same knobs for every engine, compared as command
+/// lines (`tmpfs`: the work dir is a RAM disk): a user knob equal to an automatic one is no
+/// change.
+pub fn same_knobs(config: &BenchConfig, engines: &[Engine], tmpfs: bool) -> bool {
+    engines.iter().all(|&e| {
+        let args = |arm| -> Vec<String> {
+            effective_knobs(&config.arm(arm).knobs, e, tmpfs)
+                .iter()
+                .map(Knob::arg)
+                .collect()
+        };
+        args(Arm::Baseline) == args(Arm::Experiment)
+    })
+}
+
 /// Refuses two arms that cannot differ (an A/A) unless `--allow-same`; warns when the
 /// source versions agree but the binaries do not.
 fn check_arms_differ(
@@ -277,16 +292,7 @@ fn check_arms_differ(
     same_binaries: bool,
     warnings: &mut Vec<String>,
 ) -> Result<(), UsageError> {
-    // Compared as command lines: a user knob equal to an automatic one is no change.
-    let same_knobs = engines.iter().all(|&e| {
-        let args = |arm| -> Vec<String> {
-            effective_knobs(&config.arm(arm).knobs, e, workdir.tmpfs)
-                .iter()
-                .map(Knob::arg)
-                .collect()
-        };
-        args(Arm::Baseline) == args(Arm::Experiment)
-    });
+    let same_knobs = same_knobs(config, engines, workdir.tmpfs);
     let same_version = baseline.version.source_version == experiment.version.source_version;
     if same_version && same_binaries && same_knobs && !config.allow_same {
         return Err(UsageError(format!(

@@ -40,6 +40,18 @@ pub struct Prepared {
     preflight: Preflight,
 }
 
+impl Prepared {
+    /// The engines that run.
+    pub fn engines(&self) -> &[Engine] {
+        &self.engines
+    }
+
+    /// Whether the work dir is a RAM disk (which decides the automatic knobs).
+    pub fn tmpfs(&self) -> bool {
+        self.workdir.tmpfs
+    }
+}
+
 /// Checks and resolves what needs no build tree: the recorded baseline (which also fixes
 /// the engine), the SLO floors, that `--out` is free, the work dir (it may create the
 /// directory) and that a trial fits on it. Errors are the user's to fix, before hours of
@@ -97,9 +109,7 @@ pub fn plan(
     let mut build_warnings = Vec::new();
     let mut arm_plan =
         |arm: Arm| arm_plan(sh, &config, arm, built.remove(&arm), &mut build_warnings);
-    // calibrate runs one tree as both arms: errors name it once.
-    let one_tree = config.baseline.build_dir.is_some()
-        && config.baseline.build_dir == config.experiment.build_dir;
+    let one_tree = config.one_tree();
     let Prepared {
         engines,
         slo: (slo, slo_sources),
@@ -147,9 +157,7 @@ fn arm_plan(
     provenance: Option<Provenance>,
     warnings: &mut Vec<String>,
 ) -> Result<ArmPlan> {
-    // calibrate runs one tree as both arms: then it is just "the build tree".
-    let one_tree = config.baseline.build_dir.is_some()
-        && config.baseline.build_dir == config.experiment.build_dir;
+    let one_tree = config.one_tree();
     let dir = match (&config.arm(arm).build_dir, &provenance) {
         (Some(d), _) => d.clone(),
         (None, Some(p)) => p.build_dir.clone(),
