@@ -56,6 +56,9 @@ pub struct Behaviour {
     pub coordinator_exits_on_configure: bool,
     /// `mako --mode run` writes half its JSON report and stops (a killed run).
     pub mako_truncates_report: bool,
+    /// CPU each role burns while it runs, percent of a core, by role: `stateless`, `log`,
+    /// `storage` (fdbserver `-c`) and `client` (`mako --mode run`). Absent: idle.
+    pub cpu_pct: std::collections::BTreeMap<String, f64>,
 }
 
 impl Default for Behaviour {
@@ -77,6 +80,7 @@ impl Default for Behaviour {
             mako_forks_worker: false,
             coordinator_exits_on_configure: false,
             mako_truncates_report: false,
+            cpu_pct: Default::default(),
         }
     }
 }
@@ -164,4 +168,31 @@ pub fn noise_factor(noise_pct: f64, k: u64, stream: u64) -> f64 {
     (k, stream).hash(&mut h);
     let u = (h.finish() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0;
     1.0 + noise_pct / 100.0 * u
+}
+
+/// Starts a thread that burns `pct` percent of a core for as long as the process lives:
+/// in every 10 ms it spins until its own CPU time (CLOCK_THREAD_CPUTIME_ID) has grown by
+/// `pct`% of 10 ms, then sleeps the rest. The CPU used is counted in CPU time, so a busy
+/// host stretches the cycles but not the work per cycle.
+pub fn burn_cpu(pct: f64) {
+    if pct <= 0.0 {
+        return;
+    }
+    let busy = std::time::Duration::from_secs_f64(0.01 * pct.min(100.0) / 100.0);
+    std::thread::spawn(move || {
+        use nix::time::{clock_gettime, ClockId};
+        let now = || -> std::time::Duration {
+            clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID)
+                .map(std::time::Duration::from)
+                .unwrap_or_default()
+        };
+        loop {
+            let (wall, cpu) = (std::time::Instant::now(), now());
+            while now() - cpu < busy {}
+            let period = std::time::Duration::from_millis(10);
+            if let Some(rest) = period.checked_sub(wall.elapsed()) {
+                std::thread::sleep(rest);
+            }
+        }
+    });
 }

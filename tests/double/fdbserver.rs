@@ -94,6 +94,7 @@ fn main() {
             std::process::abort();
         });
     }
+    common::burn_cpu(b.cpu_pct.get(&role).copied().unwrap_or(0.0));
     let configured: Arc<Mutex<Option<String>>> = Arc::default();
     let exit_on_configure = b.coordinator_exits_on_configure;
     for stream in listener.incoming().flatten() {

@@ -64,6 +64,7 @@ fn main() {
             .arg(&cluster)
             .spawn();
     }
+    common::burn_cpu(b.cpu_pct.get("client").copied().unwrap_or(0.0));
     let seconds = num(&["-s", "--seconds"], 30.0);
     let warmup = num(&["--warmup_seconds"], 0.0);
     if b.mako_run_hang {

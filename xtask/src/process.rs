@@ -48,6 +48,33 @@ pub fn interrupted() -> bool {
     INTERRUPTED.get().is_some_and(|f| f.load(Ordering::SeqCst))
 }
 
+/// A CPU set of the given CPU numbers (as `sched_getaffinity` lists them); numbers beyond
+/// what a set holds are left out.
+pub fn cpu_set(cpus: &[usize]) -> nix::sched::CpuSet {
+    let mut set = nix::sched::CpuSet::new();
+    for &c in cpus {
+        let _ = set.set(c);
+    }
+    set
+}
+
+/// Runs `f` with the calling thread on `cpus` (when given), then puts the thread back on
+/// the CPUs it had: the gate's own thread keeps off the storage server's CPU during a
+/// trial. Threads started by `f` inherit the set.
+pub fn on_cpus<T>(cpus: Option<&[usize]>, f: impl FnOnce() -> T) -> T {
+    let me = Pid::from_raw(0);
+    let before = cpus.and_then(|c| {
+        let before = nix::sched::sched_getaffinity(me).ok()?;
+        nix::sched::sched_setaffinity(me, &cpu_set(c)).ok()?;
+        Some(before)
+    });
+    let result = f();
+    if let Some(b) = before {
+        let _ = nix::sched::sched_setaffinity(me, &b);
+    }
+    result
+}
+
 /// Why a phase of a trial ended without success.
 #[derive(Debug, thiserror::Error)]
 pub enum PhaseError {
@@ -75,7 +102,20 @@ pub struct Child {
 
 impl Child {
     /// Starts `cmd` with stdin closed and stdout/stderr written to the given files.
-    pub fn spawn(name: &str, mut cmd: Command, stdout: &Path, stderr: &Path) -> Result<Child> {
+    pub fn spawn(name: &str, cmd: Command, stdout: &Path, stderr: &Path) -> Result<Child> {
+        Child::spawn_on(name, cmd, stdout, stderr, None)
+    }
+
+    /// [`Child::spawn`] on the CPUs `cpus` (CPU numbers; every thread and process the
+    /// child starts inherits them), or wherever the scheduler likes with `None`.
+    pub fn spawn_on(
+        name: &str,
+        mut cmd: Command,
+        stdout: &Path,
+        stderr: &Path,
+        cpus: Option<&[usize]>,
+    ) -> Result<Child> {
+        let cpus = cpus.map(cpu_set);
         let out =
             File::create(stdout).with_context(|| format!("cannot create {}", stdout.display()))?;
         let err =
@@ -84,11 +124,15 @@ impl Child {
             .stdout(out)
             .stderr(err)
             .process_group(0);
-        // SAFETY: the closure only makes async-signal-safe system calls (prctl, setrlimit).
+        // SAFETY: the closure only makes async-signal-safe system calls (prctl, setrlimit,
+        // sched_setaffinity) and allocates nothing (the CPU set is built before the fork).
         unsafe {
-            cmd.pre_exec(|| {
+            cmd.pre_exec(move || {
                 nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
                 nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_CORE, 0, 0)?;
+                if let Some(set) = &cpus {
+                    nix::sched::sched_setaffinity(Pid::from_raw(0), set)?;
+                }
                 Ok(())
             });
         }

@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-use serde_json::json;
+use serde_json::{json, Value};
 
-use crate::support::{code, read_junit, text, Sandbox};
+use crate::support::{code, read_junit, text, Sandbox, TINY};
 
 #[test]
 fn slower_experiment_is_a_regression_with_exit_1_and_a_junit_failure() {
@@ -209,11 +209,12 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
 fn gate_latency_adds_a_p99_test_case_that_can_fail_on_its_own() {
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({"p99_us": 4000.0}), json!({"p99_us": 5000.0}));
-    // Without the flag latency is only reported.
+    // Without the flag latency is judged and shown, but decides nothing.
     let o = s.bench(&a, &b, &["--trials", "2"]);
     assert_eq!(code(&o), 0, "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("p99 transaction latency +25.00%"),
+        out.contains("txn_latency_p99 (not gating) REGRESSION: p99 transaction latency +25.00%"),
         "{}",
         text(&o)
     );
@@ -232,4 +233,57 @@ fn gate_latency_adds_a_p99_test_case_that_can_fail_on_its_own() {
         cases[1]["properties"]["txn_latency_p99_change_pct"],
         "25.00"
     );
+}
+
+/// The double's servers and mako burn real CPU; the gate accounts it per role over the
+/// measurement window. The experiment's storage server burns 3x the baseline's at the
+/// same TPS: its CPU per transaction rises and, gated, is a REGRESSION on its own.
+#[test]
+fn storage_cpu_per_transaction_is_measured_per_role_and_can_gate() {
+    let s = Sandbox::new();
+    let cpu =
+        |storage: f64| json!({"time_scale": 1.0, "cpu_pct": {"storage": storage, "client": 20.0}});
+    let (a, b) = s.ab(cpu(10.0), cpu(30.0));
+    // Real seconds (time_scale 1): a measurement window of 2 s.
+    let mut window = TINY;
+    window[7] = "1";
+    window[9] = "3";
+    let run = |name: &str, extra: &[&str]| {
+        let out = s.dir.path().join(name);
+        let mut args = vec!["--trials", "2"];
+        args.extend(extra);
+        s.bench_command_with(&a, &b, &out, &window, &args)
+            .output()
+            .unwrap()
+    };
+    let o = run("results", &[]);
+    // Not gated: judged and reported, the run passes on TPS.
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("storage_cpu_us_per_txn (not gating) REGRESSION"),
+        "{}",
+        text(&o)
+    );
+    let trials: Value =
+        serde_json::from_slice(&std::fs::read(s.out().join("trials.json")).unwrap()).unwrap();
+    for t in trials.as_array().unwrap() {
+        let cores = &t["cpu"]["cores"];
+        let storage = cores["storage"].as_f64().unwrap();
+        let expected = if t["arm"] == "baseline" { 0.1 } else { 0.3 };
+        // CPU time per cycle is fixed; a busy host only stretches the cycles.
+        assert!(storage > 0.0 && storage <= expected * 1.2, "{t}");
+        assert!(cores["client"].as_f64().unwrap() > 0.0, "{t}");
+        assert!(cores["log"].as_f64().unwrap() < 0.05, "{t}");
+        assert!(t["cpu"]["window_s"].as_f64().unwrap() > 0.5, "{t}");
+    }
+    let o = run("gated", &["--gate", "storage-cpu"]);
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    let junit = read_junit(&s.dir.path().join("gated/junit.xml"));
+    let cases = junit[0]["cases"].as_array().unwrap();
+    let storage = cases
+        .iter()
+        .find(|c| c["name"] == "storage_cpu_us_per_txn")
+        .expect("a storage CPU test case");
+    assert_eq!(storage["results"][0]["type"], "REGRESSION", "{junit}");
 }

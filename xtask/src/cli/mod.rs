@@ -111,6 +111,21 @@ pub enum BaselineCommand {
 }
 
 /// An arm, as named on the command line.
+/// A metric `--gate` can add to the gated set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GateMetric {
+    /// mako's p99 transaction latency.
+    Latency,
+    /// Storage server CPU microseconds per transaction.
+    StorageCpu,
+    /// Transaction log CPU microseconds per transaction.
+    LogCpu,
+    /// Stateless server CPU microseconds per transaction.
+    StatelessCpu,
+    /// Client (mako, all processes) CPU microseconds per transaction.
+    ClientCpu,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ArmArg {
     Baseline,
@@ -342,11 +357,21 @@ pub struct RunArgs {
     #[arg(long)]
     pub strict: bool,
 
-    /// Also gate p99 transaction latency (mako's, warmup included) with the same rule and
-    /// tolerance: a second test case per engine, and one more comparison in the Holm
-    /// family.
+    /// Also gate p99 transaction latency (mako's, warmup included); the same as
+    /// `--gate latency`.
     #[arg(long)]
     pub gate_latency: bool,
+
+    /// Metrics that gate the run besides TPS, each with the same rule and tolerance: one
+    /// more comparison in the Holm family. Every metric is judged and reported either way;
+    /// only gated ones decide the exit status. Repeat or separate with commas
+    #[arg(
+        long = "gate",
+        value_name = "METRIC",
+        value_enum,
+        value_delimiter = ','
+    )]
+    pub gate: Vec<GateMetric>,
 
     /// SLO-VIOLATION when the experiment's mean TPS is below this floor (TPS).
     #[arg(long, value_name = "TPS", allow_negative_numbers = true)]
@@ -367,6 +392,13 @@ pub struct RunArgs {
     /// Only warnings and errors on the terminal, no progress bar (run.log has it all).
     #[arg(long)]
     pub quiet: bool,
+
+    /// Do not pin processes to CPUs. By default, on a host with 2 or more allowed CPUs,
+    /// the storage server runs on a CPU of its own and everything else (other servers,
+    /// mako, the gate) on the rest, so its CPU per transaction measures its work, not how
+    /// it shares a core with the client.
+    #[arg(long)]
+    pub no_pin: bool,
 
     /// Print summary.json to stdout instead of the table, for scripts.
     #[arg(long)]

@@ -35,7 +35,7 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         slo: plan.slo(),
         strict: args.strict || c.strict,
         unpaired: plan.recorded.is_some(),
-        gate_latency: c.gate_latency,
+        gates: c.gates(),
     };
     check_max_regression(criteria.max_regression_pct)?;
     check_slo_tps(args.slo_tps)?;

@@ -88,7 +88,7 @@ fn criteria(plan: &Plan, trials: u32) -> Criteria {
         slo: plan.slo,
         strict: c.strict,
         unpaired: false,
-        gate_latency: c.gate_latency,
+        gates: c.gates,
     }
 }
 

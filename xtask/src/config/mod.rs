@@ -11,6 +11,7 @@ use std::{
 
 use serde::{Deserialize, Serialize};
 
+pub mod metric;
 pub mod slo;
 pub mod source;
 pub mod workload;
@@ -21,6 +22,7 @@ use crate::{
     cli::{BenchArgs, EngineArg, RunArgs, TimeoutArgs, TrialsArg},
     error::UsageError,
 };
+pub use metric::{CpuRole, Metric, MetricSet};
 pub use workload::{client_procs, Workload, SATURATING_CORES, SERVER_CORES};
 
 /// Longest run or phase bound accepted, seconds (one week): longer is a typo, and
@@ -142,8 +144,8 @@ pub struct BenchConfig {
     pub slo_tps: Option<f64>,
     /// INCONCLUSIVE fails the run.
     pub strict: bool,
-    /// p99 transaction latency is gated too.
-    pub gate_latency: bool,
+    /// The metrics that gate the run (TPS always).
+    pub gates: MetricSet,
     pub allow_same: bool,
     /// Judge against this recorded baseline (name or path) instead of a baseline arm.
     pub against_recorded: Option<String>,
@@ -158,6 +160,8 @@ pub struct BenchConfig {
     pub dry_run: bool,
     /// Warnings and errors only on the terminal, no progress bar.
     pub quiet: bool,
+    /// Give the storage server a CPU of its own (`--no-pin` turns it off).
+    pub pin: bool,
     /// summary.json on stdout instead of the table.
     pub json: bool,
     pub bounds: PhaseBounds,
@@ -256,7 +260,7 @@ impl BenchConfig {
             max_regression_pct: a.max_regression,
             slo_tps: a.slo_tps,
             strict: a.strict,
-            gate_latency: a.gate_latency,
+            gates: gates(a.gate_latency, &a.gate),
             allow_same,
             against_recorded: None,
             allow_host_mismatch: false,
@@ -265,10 +269,25 @@ impl BenchConfig {
             allow_non_release: a.allow_non_release,
             dry_run: a.dry_run,
             quiet: a.quiet,
+            pin: !a.no_pin,
             json: a.json,
             bounds: PhaseBounds::resolve(&a.timeouts)?,
         })
     }
+}
+
+/// The gated set of `--gate-latency` and `--gate`: TPS and what they name.
+pub fn gates(gate_latency: bool, gate: &[crate::cli::GateMetric]) -> MetricSet {
+    use crate::cli::GateMetric as G;
+    let named = gate.iter().map(|g| match g {
+        G::Latency => Metric::TxnLatencyP99,
+        G::StorageCpu => Metric::CpuPerTxn(CpuRole::Storage),
+        G::LogCpu => Metric::CpuPerTxn(CpuRole::Log),
+        G::StatelessCpu => Metric::CpuPerTxn(CpuRole::Stateless),
+        G::ClientCpu => Metric::CpuPerTxn(CpuRole::Client),
+    });
+    let latency = gate_latency.then_some(Metric::TxnLatencyP99);
+    MetricSet::TPS.with_all(latency).with_all(named)
 }
 
 /// `--trials` and `--time-budget`: trials per arm and engine planned up front (with

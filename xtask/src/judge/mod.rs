@@ -36,8 +36,9 @@ pub mod stats;
 
 use fdb::Engine;
 
+pub use crate::config::Metric;
 use crate::{
-    config::{slo::SloTps, Arm},
+    config::{slo::SloTps, Arm, CpuRole, MetricSet},
     results::trial::{Outcome, CPU_BOUND_MIN_CORES},
 };
 use samples::Sample;
@@ -106,8 +107,9 @@ pub struct Criteria {
     pub slo: SloTps,
     /// INCONCLUSIVE fails the run (exit 1).
     pub strict: bool,
-    /// Also gate p99 transaction latency (a second metric per engine).
-    pub gate_latency: bool,
+    /// The metrics that gate (TPS always); every other measured metric is judged and
+    /// reported but decides nothing.
+    pub gates: MetricSet,
     /// The baseline trials are a recorded baseline's: compare unpaired (Welch), and expect
     /// the planned number of trials of the experiment only.
     pub unpaired: bool,
@@ -139,6 +141,8 @@ pub struct ArmStats {
     pub txn_latency_us_p99_mean: Option<f64>,
     /// Mean storage server CPU over the measurement windows, cores.
     pub storage_cpu_cores_mean: Option<f64>,
+    /// Mean CPU microseconds per transaction of each measured role.
+    pub cpu_us_per_txn_mean: BTreeMap<CpuRole, f64>,
     /// Trials whose storage server was measured below 0.85 cores (not CPU-bound).
     pub trials_not_cpu_bound: usize,
     /// Trials whose storage CPU could not be measured (the run ended before its warmup).
@@ -148,6 +152,15 @@ pub struct ArmStats {
 }
 
 impl ArmStats {
+    /// The arm's mean of `m`, if measured.
+    pub fn mean(&self, m: Metric) -> Option<f64> {
+        match m {
+            Metric::Tps => Some(self.tps_mean),
+            Metric::TxnLatencyP99 => self.txn_latency_us_p99_mean,
+            Metric::CpuPerTxn(r) => self.cpu_us_per_txn_mean.get(&r).copied(),
+        }
+    }
+
     fn of(trials: &[&Sample]) -> Option<ArmStats> {
         let tps: Vec<f64> = trials.iter().filter_map(|t| t.tps).collect();
         if tps.is_empty() {
@@ -172,38 +185,17 @@ impl ArmStats {
             storage_cpu_cores_mean: mean_of(
                 trials.iter().filter_map(|t| t.storage_cpu_cores).collect(),
             ),
+            cpu_us_per_txn_mean: CpuRole::ALL
+                .into_iter()
+                .filter_map(|r| {
+                    let v = trials
+                        .iter()
+                        .filter_map(|t| t.cpu_us_per_txn.get(&r).copied());
+                    Some((r, mean_of(v.collect())?))
+                })
+                .collect(),
             tps,
         })
-    }
-}
-
-/// A gated metric.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum Metric {
-    /// mako's post-warmup TPS (higher is better).
-    #[serde(rename = "tps")]
-    Tps,
-    /// mako's p99 transaction latency (lower is better; warmup included), gated with
-    /// `--gate-latency`.
-    #[serde(rename = "txn_latency_p99")]
-    TxnLatencyP99,
-}
-
-impl Metric {
-    /// Test case name in JUnit, as serialized.
-    pub fn name(self) -> &'static str {
-        match self {
-            Metric::Tps => "tps",
-            Metric::TxnLatencyP99 => "txn_latency_p99",
-        }
-    }
-
-    /// Words for messages.
-    fn label(self) -> &'static str {
-        match self {
-            Metric::Tps => "TPS",
-            Metric::TxnLatencyP99 => "p99 transaction latency",
-        }
     }
 }
 
@@ -211,8 +203,11 @@ impl Metric {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Judgement {
     pub engine: Engine,
-    /// The gated metric.
+    /// The judged metric.
     pub metric: Metric,
+    /// Whether the metric gates the run (in `--gate`): in the Holm family and the exit
+    /// status. A metric that does not gate is judged the same way, for the record.
+    pub gating: bool,
     pub verdict: Verdict,
     /// One sentence with the numbers that decided the verdict.
     pub reason: String,
@@ -220,9 +215,9 @@ pub struct Judgement {
     pub experiment: Option<ArmStats>,
     /// (experiment mean / baseline mean - 1) x 100, percent (plain means, for reading).
     pub tps_delta_pct: Option<f64>,
-    /// Comparison of the metric, oriented so that higher is better: TPS, or for latency
-    /// 1/latency (see [`Judgement::change_pct`] for the metric's own change). Paired, or
-    /// Welch against a record; `None` with too few trials.
+    /// Comparison of the metric, oriented so that higher is better: TPS, or 1/value for a
+    /// metric where lower is better (see [`Judgement::change_pct`] for the metric's own
+    /// change). Paired, or Welch against a record; `None` with too few trials.
     pub comparison: Option<Comparison>,
     /// One-sided p of "loss >= tolerance", times `looks` (small: MEASURED). Not adjusted
     /// over engines: the run passes only if every engine passes (intersection-union), so
@@ -231,14 +226,12 @@ pub struct Judgement {
     /// One-sided p of "no loss", times `looks`, Holm-adjusted over the engines (small,
     /// with a material loss: REGRESSION).
     pub p_slower_adjusted: Option<f64>,
-    /// Comparisons in the Holm family of the REGRESSION test (engines judged together).
+    /// Comparisons in the Holm family of the REGRESSION test (the gated metrics of every
+    /// engine; the judgements that do not gate form a family of their own).
     pub family_size: usize,
     /// Looks of `--trials auto` this verdict is one of (1 for a fixed number of trials):
     /// its one-sided p-values are multiplied by it (Bonferroni over looks).
     pub looks: u32,
-    /// Paired comparison of p99 transaction latency (higher is worse); reported, not
-    /// gating.
-    pub txn_latency_p99: Option<Comparison>,
     pub criteria: Criteria,
     /// Things that make the numbers less trustworthy without deciding the verdict.
     pub notes: Vec<String>,
@@ -275,17 +268,14 @@ pub fn judge_looks(
 ) -> Vec<Judgement> {
     let mut judgements: Vec<Judgement> = Vec::new();
     for &e in engines {
-        let mut j = judge_engine(trials, e, criteria);
-        j.looks = looks.get(&e).copied().unwrap_or(1).max(1);
-        if criteria.gate_latency {
-            let latency = latency_judgement(&j);
-            judgements.push(j);
-            judgements.push(latency);
-        } else {
-            judgements.push(j);
-        }
+        let looks_e = looks.get(&e).copied().unwrap_or(1).max(1);
+        judgements.extend(judge_engine(trials, e, criteria).into_iter().map(|mut j| {
+            j.looks = looks_e;
+            j
+        }));
     }
-    decide_family(&mut judgements);
+    decide_family(&mut judgements, true);
+    decide_family(&mut judgements, false);
     for j in judgements
         .iter_mut()
         .filter(|j| interrupted && j.verdict < Verdict::Error)
@@ -299,9 +289,10 @@ pub fn judge_looks(
     judgements
 }
 
-/// Stats, comparisons and the verdicts that need no statistics (TIMEOUT, ERROR, SLO);
-/// the rest is left MEASURED for `decide_family`.
-fn judge_engine(all: &[Sample], engine: Engine, mut criteria: Criteria) -> Judgement {
+/// One judgement per metric of the engine (TPS first; the others that gate or were
+/// measured): stats, comparisons and the verdicts that need no statistics (TIMEOUT,
+/// ERROR, SLO); the rest is left MEASURED for `decide_family`.
+fn judge_engine(all: &[Sample], engine: Engine, mut criteria: Criteria) -> Vec<Judgement> {
     criteria.slo_tps = criteria.slo_tps.or(criteria.slo.get(engine));
     let of = |arm: Arm| -> Vec<&Sample> {
         all.iter()
@@ -320,57 +311,66 @@ fn judge_engine(all: &[Sample], engine: Engine, mut criteria: Criteria) -> Judge
     } else {
         pairs(&base, &exp)
     };
-    let compare = |f: &dyn Fn(&Sample) -> Option<f64>| -> Option<Comparison> {
-        if criteria.unpaired {
-            let values =
-                |v: &[&Sample]| -> Option<Vec<f64>> { measured(v).iter().map(|t| f(t)).collect() };
-            return stats::welch(&values(&base)?, &values(&exp)?);
-        }
-        let (a, b): (Vec<f64>, Vec<f64>) = pairs
-            .iter()
-            .map(|(a, b)| Some((f(a)?, f(b)?)))
-            .collect::<Option<Vec<_>>>()?
-            .into_iter()
-            .unzip();
-        stats::paired(&a, &b)
+    // Oriented so that higher is better.
+    let compare = |m: Metric| -> Option<Comparison> {
+        let c = if criteria.unpaired {
+            let values = |v: &[&Sample]| -> Option<Vec<f64>> {
+                measured(v).iter().map(|t| t.value(m)).collect()
+            };
+            stats::welch(&values(&base)?, &values(&exp)?)
+        } else {
+            let (a, b): (Vec<f64>, Vec<f64>) = pairs
+                .iter()
+                .map(|(a, b)| Some((a.value(m)?, b.value(m)?)))
+                .collect::<Option<Vec<_>>>()?
+                .into_iter()
+                .unzip();
+            stats::paired(&a, &b)
+        }?;
+        Some(if m.lower_is_better() { c.inverted() } else { c })
     };
-    let comparison = compare(&|t| t.tps);
-    let txn_latency_p99 = compare(&|t| t.txn_latency_us_p99);
     let (verdict, reason) = precheck(&base, &exp, &experiment, criteria);
-    let notes = notes(
-        &base,
-        &exp,
-        [&baseline, &experiment],
-        txn_latency_p99.as_ref().filter(|_| !criteria.gate_latency),
-    );
-    Judgement {
+    let notes = notes(&base, &exp, [&baseline, &experiment]);
+    let tps = Judgement {
         engine,
         metric: Metric::Tps,
+        gating: true,
         verdict,
         reason,
         baseline,
         experiment,
         tps_delta_pct,
-        comparison,
+        comparison: compare(Metric::Tps),
         p_not_worse_adjusted: None,
         p_slower_adjusted: None,
         family_size: 0,
         looks: 1,
-        txn_latency_p99,
         criteria,
         notes,
-    }
+    };
+    let measured_any = |m: Metric| measured(&exp).iter().any(|t| t.value(m).is_some());
+    let others: Vec<Judgement> = Metric::ALL[1..]
+        .iter()
+        .filter(|&&m| criteria.gates.contains(m) || measured_any(m))
+        .map(|&m| {
+            let gating = criteria.gates.contains(m);
+            let mut j = derived_judgement(&tps, m, compare(m), gating);
+            if gating && !measured_any(m) && j.verdict == Verdict::Measured {
+                j.verdict = Verdict::Error;
+                j.reason = format!(
+                    "{} was not measured in any experiment trial, so it cannot gate",
+                    m.label()
+                );
+            }
+            j
+        })
+        .collect();
+    std::iter::once(tps).chain(others).collect()
 }
 
 /// Things that make an engine's numbers less trustworthy without deciding its verdict:
-/// trials not CPU-bound, TPS drifting within the window, and the p99 latency change when
-/// it is not gated (`latency`).
-fn notes(
-    base: &[&Sample],
-    exp: &[&Sample],
-    stats: [&Option<ArmStats>; 2],
-    latency: Option<&Comparison>,
-) -> Vec<String> {
+/// trials not CPU-bound and TPS drifting within the window.
+fn notes(base: &[&Sample], exp: &[&Sample], stats: [&Option<ArmStats>; 2]) -> Vec<String> {
     let mut notes = Vec::new();
     for (arm, s) in [Arm::Baseline, Arm::Experiment].into_iter().zip(stats) {
         if let Some(s) = s.as_ref().filter(|s| s.trials_not_cpu_bound > 0) {
@@ -399,13 +399,6 @@ fn notes(
             unsteady.join(", ")
         ));
     }
-    if let Some(l) = latency {
-        notes.push(format!(
-            "p99 transaction latency {:+.2}% [{:+.2}%, {:+.2}%] (not gating; mako's latency \
-             includes the warmup)",
-            l.delta_pct, l.ci_low_pct, l.ci_high_pct
-        ));
-    }
     notes
 }
 
@@ -417,13 +410,19 @@ fn measured<'a>(trials: &[&'a Sample]) -> Vec<&'a Sample> {
         .collect()
 }
 
-/// The `--gate-latency` judgement beside an engine's TPS judgement: the same trials, the
-/// p99 latency compared as 1/latency (so the rule "higher is better" holds), and the
+/// The judgement of another metric beside an engine's TPS judgement: the same trials
+/// and stats, the metric's comparison (`comparison`, oriented higher-is-better), and the
 /// same verdicts that need no statistics, except the TPS SLO.
-fn latency_judgement(tps: &Judgement) -> Judgement {
+fn derived_judgement(
+    tps: &Judgement,
+    metric: Metric,
+    comparison: Option<Comparison>,
+    gating: bool,
+) -> Judgement {
     let mut j = tps.clone();
-    j.metric = Metric::TxnLatencyP99;
-    j.comparison = tps.txn_latency_p99.as_ref().map(Comparison::inverted);
+    j.metric = metric;
+    j.gating = gating;
+    j.comparison = comparison;
     j.notes.clear();
     if j.verdict == Verdict::SloViolation {
         (j.verdict, j.reason) = (Verdict::Measured, String::new());
@@ -496,12 +495,14 @@ fn margin(j: &Judgement) -> f64 {
     (1.0 - j.criteria.max_regression_pct / 100.0).ln()
 }
 
-/// Decides the engines left open by `precheck`: both one-sided p-values are multiplied by
-/// the engine's looks; the REGRESSION test's are Holm-adjusted over the open engines.
-fn decide_family(judgements: &mut [Judgement]) {
+/// Decides the judgements left open by `precheck` that gate (`gating`) or do not: both
+/// one-sided p-values are multiplied by the engine's looks; the REGRESSION test's are
+/// Holm-adjusted over the open judgements of the family.
+fn decide_family(judgements: &mut [Judgement], gating: bool) {
     let open: Vec<usize> = (0..judgements.len())
         .filter(|&i| {
-            judgements[i].verdict == Verdict::Measured && judgements[i].comparison.is_some()
+            let j = &judgements[i];
+            j.gating == gating && j.verdict == Verdict::Measured && j.comparison.is_some()
         })
         .collect();
     let looked = |j: &Judgement, p: f64| (p * f64::from(j.looks)).min(1.0);
@@ -524,7 +525,7 @@ fn decide_family(judgements: &mut [Judgement]) {
     }
     for j in judgements
         .iter_mut()
-        .filter(|j| j.verdict == Verdict::Measured)
+        .filter(|j| j.gating == gating && j.verdict == Verdict::Measured)
     {
         decide(j);
     }
@@ -573,6 +574,7 @@ fn decide(j: &mut Judgement) {
     let (loss, worse) = match j.metric {
         Metric::Tps => ("a loss", "slower"),
         Metric::TxnLatencyP99 => ("a worsening", "higher in latency"),
+        Metric::CpuPerTxn(_) => ("a rise", "more CPU per transaction"),
     };
     (j.verdict, j.reason) = if nw < ALPHA / 2.0 {
         (
@@ -605,25 +607,25 @@ impl Judgement {
     /// For latency a rise is positive (worse); for TPS a fall is negative (worse).
     pub fn change_pct(&self) -> Option<(f64, f64, f64)> {
         let c = self.comparison.as_ref()?;
-        Some(match self.metric {
-            Metric::Tps => (c.delta_pct, c.ci_low_pct, c.ci_high_pct),
-            Metric::TxnLatencyP99 => {
-                let back = |g: f64| 100.0 * (1.0 / (1.0 + g / 100.0) - 1.0);
-                (back(c.delta_pct), back(c.ci_high_pct), back(c.ci_low_pct))
-            }
+        Some(if self.metric.lower_is_better() {
+            let back = |g: f64| 100.0 * (1.0 / (1.0 + g / 100.0) - 1.0);
+            (back(c.delta_pct), back(c.ci_high_pct), back(c.ci_low_pct))
+        } else {
+            (c.delta_pct, c.ci_low_pct, c.ci_high_pct)
         })
     }
 }
 
 /// The run's exit status, the one rule for every command that judges (`bench`,
-/// `compare`, the summary): 2 when a signal cut the run short, else the worst verdict's
-/// (0, 1 or 2; 2 when nothing was judged).
+/// `compare`, the summary): 2 when a signal cut the run short, else the worst gating
+/// verdict's (0, 1 or 2; 2 when nothing was judged).
 pub fn exit_code(judgements: &[Judgement], interrupted: bool) -> i32 {
     if interrupted {
         return 2;
     }
     judgements
         .iter()
+        .filter(|j| j.gating)
         .map(|j| j.verdict.exit_code(j.criteria.strict))
         .max()
         .unwrap_or(2)
@@ -663,6 +665,7 @@ pub(crate) mod tests {
             }),
             storage_cpu_cores: Some(0.97),
             cpu_bound: Some(true),
+            cpu: None,
             workdir_peak_bytes: Some(1 << 20),
             artifacts: PathBuf::from(format!("trials/{index:02}")),
         }
@@ -679,7 +682,7 @@ pub(crate) mod tests {
         },
         strict: false,
         unpaired: false,
-        gate_latency: false,
+        gates: crate::config::MetricSet::TPS,
     };
 
     fn verdict(trials: &[TrialRecord]) -> Judgement {

@@ -1,11 +1,13 @@
 //! Judge stage, its input: one [`Sample`] per trial, from a trial record of this run or
 //! from a recorded baseline. The judge reads nothing else of a trial. Pure.
 
+use std::collections::BTreeMap;
+
 use fdb::Engine;
 
 use super::drift::{drift, Drift};
 use crate::{
-    config::Arm,
+    config::{Arm, CpuRole, Metric},
     results::{
         baseline::Baseline,
         trial::{Outcome, TrialRecord},
@@ -32,6 +34,9 @@ pub struct Sample {
     pub txn_latency_us_p99: Option<f64>,
     /// Storage server CPU over the measurement window, cores.
     pub storage_cpu_cores: Option<f64>,
+    /// CPU microseconds per committed transaction, per role: the role's cores over the
+    /// measurement window x 10^6 / TPS. Roles that were not measured are absent.
+    pub cpu_us_per_txn: BTreeMap<CpuRole, f64>,
     /// Whether the storage server was CPU-bound; `None` when unknown.
     pub cpu_bound: Option<bool>,
     /// Peak growth of the work dir's used bytes during the trial.
@@ -41,6 +46,15 @@ pub struct Sample {
 }
 
 impl Sample {
+    /// The value of `m` in this trial, if it was measured.
+    pub fn value(&self, m: Metric) -> Option<f64> {
+        match m {
+            Metric::Tps => self.tps,
+            Metric::TxnLatencyP99 => self.txn_latency_us_p99,
+            Metric::CpuPerTxn(role) => self.cpu_us_per_txn.get(&role).copied(),
+        }
+    }
+
     /// The sample of one trial of this run.
     pub fn of_trial(t: &TrialRecord) -> Sample {
         let r = t.report.as_ref();
@@ -54,6 +68,12 @@ impl Sample {
             tps: r.map(|r| r.tps),
             txn_latency_us_p99: r.and_then(|r| r.transaction_latency()).map(|l| l.p99),
             storage_cpu_cores: t.storage_cpu_cores,
+            cpu_us_per_txn: per_txn(
+                r.map(|r| r.tps),
+                t.cpu
+                    .iter()
+                    .flat_map(|c| c.cores.iter().map(|(r, c)| (*r, *c))),
+            ),
             cpu_bound: t.cpu_bound,
             workdir_peak_bytes: t.workdir_peak_bytes,
             drift: r.and_then(|r| drift(&r.samples_tps, r.warmup_duration_s)),
@@ -89,10 +109,32 @@ impl Sample {
                 tps: Some(t.tps),
                 txn_latency_us_p99: t.txn_latency_us_p99,
                 storage_cpu_cores: t.storage_cpu_cores,
+                cpu_us_per_txn: per_txn(
+                    Some(t.tps),
+                    t.storage_cpu_cores.map(|c| (CpuRole::Storage, c)),
+                ),
                 cpu_bound: None,
                 workdir_peak_bytes: None,
                 drift: None,
             })
             .collect()
+    }
+}
+
+/// CPU microseconds per transaction from cores over the window and the window's TPS:
+/// empty without a positive TPS. A role measured at 0 cores is left out: the CPU clock
+/// counts in ticks of 10 ms, so 0 says the window was too short to see its work, not
+/// that there was none.
+fn per_txn(
+    tps: Option<f64>,
+    cores: impl IntoIterator<Item = (CpuRole, f64)>,
+) -> BTreeMap<CpuRole, f64> {
+    match tps.filter(|t| *t > 0.0) {
+        Some(tps) => cores
+            .into_iter()
+            .filter(|(_, c)| *c > 0.0)
+            .map(|(r, c)| (r, c * 1e6 / tps))
+            .collect(),
+        None => BTreeMap::new(),
     }
 }

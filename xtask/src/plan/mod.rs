@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+pub mod pinning;
 pub mod preflight;
 pub mod resolve;
 pub mod workdir;
@@ -24,6 +25,7 @@ use crate::{
     error::UsageError,
     results::baseline::Baseline,
 };
+use pinning::PinPlan;
 use preflight::Preflight;
 use workdir::Workdir;
 
@@ -71,6 +73,8 @@ pub struct Plan {
     /// The capacity check's numbers, once done.
     pub preflight: Option<Preflight>,
     pub trials: Vec<PlannedTrial>,
+    /// Which CPUs the trials' processes run on.
+    pub pinning: PinPlan,
     /// Things the user must see before trusting the numbers (e.g. a disk-backed work dir).
     pub warnings: Vec<String>,
 }
@@ -123,6 +127,7 @@ impl Plan {
             ));
         }
         Ok(Plan {
+            pinning: PinPlan::for_host(config.pin),
             config,
             engines,
             slo: SloTps::default(),
@@ -204,6 +209,7 @@ impl Plan {
             self.workdir.chosen_by
         );
         let _ = writeln!(s, "workload   {}", self.config.workload.summary());
+        let _ = writeln!(s, "pinning    {}", self.pinning);
         if let Some(budget) = self.config.time_budget {
             let _ = writeln!(
                 s,

@@ -11,7 +11,7 @@ use fdb::{Engine, Knob};
 
 use crate::{
     config::Arm,
-    judge::{Judgement, Metric, Verdict},
+    judge::{Judgement, Verdict},
     plan::{Plan, PlannedTrial},
     results::trial::{Outcome, TrialRecord},
 };
@@ -100,6 +100,7 @@ pub fn render(
 fn verdict_line(judgements: &[Judgement]) -> String {
     let worst = judgements
         .iter()
+        .filter(|j| j.gating)
         .map(|j| j.verdict)
         .max()
         .unwrap_or(Verdict::Error);
@@ -121,9 +122,10 @@ fn chart_changes(judgements: &[Judgement]) -> String {
         .filter_map(|j| {
             let (c, lo, hi) = j.change_pct()?;
             let tol = j.criteria.max_regression_pct;
-            let limit = match j.metric {
-                Metric::Tps => -tol,
-                Metric::TxnLatencyP99 => tol,
+            let limit = if j.metric.lower_is_better() {
+                tol
+            } else {
+                -tol
             };
             Some((
                 format!("{} {}", j.engine, j.metric.name()),

@@ -113,6 +113,13 @@ fn numbers(j: &Judgement) -> Vec<(String, String)> {
             s.as_ref().and_then(|s| s.storage_cpu_cores_mean),
             3,
         );
+        if j.metric != Metric::Tps {
+            push(
+                &format!("{arm}_{}_mean", j.metric.name()),
+                s.as_ref().and_then(|s| s.mean(j.metric)),
+                2,
+            );
+        }
         push(
             &format!("{arm}_trials_not_cpu_bound"),
             s.as_ref().map(|s| s.trials_not_cpu_bound as f64),
@@ -149,23 +156,15 @@ fn numbers(j: &Judgement) -> Vec<(String, String)> {
     if j.looks > 1 {
         push("sequential_looks", Some(f64::from(j.looks)), 0);
     }
-    if let Some(l) = &j.txn_latency_p99 {
-        push("txn_latency_p99_change_pct", Some(l.delta_pct), 2);
-        push("txn_latency_p99_change_ci95_low_pct", Some(l.ci_low_pct), 2);
-        push(
-            "txn_latency_p99_change_ci95_high_pct",
-            Some(l.ci_high_pct),
-            2,
-        );
-    }
     push("max_regression_pct", Some(j.criteria.max_regression_pct), 2);
     push("slo_tps", j.criteria.slo_tps, 1);
     v
 }
 
-/// `junit.xml`: one test suite per engine, one test case per gated metric. REGRESSION and
-/// SLO-VIOLATION are `<failure>`, TIMEOUT and ERROR are `<error>`, INCONCLUSIVE is
-/// `<skipped>` (with the MDE achieved in its message); the verdict is the type.
+/// `junit.xml`: one test suite per engine, one test case per judged metric. For a gated
+/// metric, REGRESSION and SLO-VIOLATION are `<failure>`, TIMEOUT and ERROR are `<error>`,
+/// INCONCLUSIVE is `<skipped>` (with the MDE achieved in its message); the verdict is the
+/// type. A metric that does not gate passes, with its verdict in its output.
 pub fn junit(judgements: &[Judgement], table: &str) -> String {
     let mut report = Report::new("perfgate");
     let mut suites: Vec<TestSuite> = Vec::new();
@@ -173,6 +172,7 @@ pub fn junit(judgements: &[Judgement], table: &str) -> String {
         let numbers = numbers(j);
         let text: Vec<String> = numbers.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let mut status = match j.verdict {
+            _ if !j.gating => TestCaseStatus::success(),
             Verdict::Measured => TestCaseStatus::success(),
             Verdict::Regression | Verdict::SloViolation => {
                 TestCaseStatus::non_success(NonSuccessKind::Failure)
@@ -180,7 +180,7 @@ pub fn junit(judgements: &[Judgement], table: &str) -> String {
             Verdict::Timeout | Verdict::Error => TestCaseStatus::non_success(NonSuccessKind::Error),
             Verdict::Inconclusive => TestCaseStatus::skipped(),
         };
-        if j.verdict != Verdict::Measured {
+        if j.gating && j.verdict != Verdict::Measured {
             status.set_type(j.verdict.to_string());
             status.set_message(format!("{}: {}", j.verdict, j.reason));
             status.set_description(text.join("\n"));
@@ -189,8 +189,9 @@ pub fn junit(judgements: &[Judgement], table: &str) -> String {
         case.set_classname(format!("perfgate.{}", j.engine));
         case.add_properties(numbers.into_iter().map(|(k, v)| Property::new(k, v)));
         case.set_system_out(format!(
-            "{}: {}\n{}\n\n{table}",
+            "{}{}: {}\n{}\n\n{table}",
             j.verdict,
+            if j.gating { "" } else { " (not gating)" },
             j.reason,
             text.join("\n")
         ));
@@ -226,50 +227,53 @@ pub fn junit_setup_error(verdict: Verdict, message: &str) -> String {
     report.to_string().expect("JUnit serializes")
 }
 
-/// The terminal table: one row per engine, aligned, then each verdict's reason and the
-/// run's warnings.
-pub fn table(judgements: &[Judgement], warnings: &[String]) -> String {
-    let fmt_tps = |s: &Option<ArmStats>| {
+/// One row of [`table`]: engine, metric, the arms' means, change, p / MDE / pairs, verdict.
+fn table_row(j: &Judgement) -> [String; 7] {
+    let fmt_mean = |s: &Option<ArmStats>, m: Metric| {
         s.as_ref()
-            .map(|s| match s.tps_cv_pct {
-                Some(cv) => format!("{:.1} ±{cv:.1}%", s.tps_mean),
-                None => format!("{:.1}", s.tps_mean),
+            .and_then(|s| match (m, s.tps_cv_pct) {
+                (Metric::Tps, Some(cv)) => Some(format!("{:.1} ±{cv:.1}%", s.tps_mean)),
+                _ => s.mean(m).map(|v| format!("{v:.1}")),
             })
             .unwrap_or_else(|| "-".to_string())
     };
-    let rows: Vec<[String; 6]> = judgements
-        .iter()
-        .map(|j| {
-            let change = j.change_pct().map_or_else(
-                || {
-                    j.tps_delta_pct
-                        .filter(|_| j.metric == Metric::Tps)
-                        .map(|d| format!("{d:+.2}%"))
-                        .unwrap_or_else(|| "-".into())
-                },
-                |(c, lo, hi)| format!("{c:+.2}% [{lo:+.2}, {hi:+.2}]"),
-            );
-            let p_mde = j.comparison.as_ref().map_or_else(
-                || "-".into(),
-                |c| format!("{:.3} / {:.2}% / {}", c.p_value, c.mde_pct, c.n_experiment),
-            );
-            [
-                match j.metric {
-                    Metric::Tps => j.engine.to_string(),
-                    Metric::TxnLatencyP99 => format!("{} p99", j.engine),
-                },
-                fmt_tps(&j.baseline),
-                fmt_tps(&j.experiment),
-                change,
-                p_mde,
-                j.verdict.to_string(),
-            ]
-        })
-        .collect();
+    let change = j.change_pct().map_or_else(
+        || {
+            j.tps_delta_pct
+                .filter(|_| j.metric == Metric::Tps)
+                .map(|d| format!("{d:+.2}%"))
+                .unwrap_or_else(|| "-".into())
+        },
+        |(c, lo, hi)| format!("{c:+.2}% [{lo:+.2}, {hi:+.2}]"),
+    );
+    let p_mde = j.comparison.as_ref().map_or_else(
+        || "-".into(),
+        |c| format!("{:.3} / {:.2}% / {}", c.p_value, c.mde_pct, c.n_experiment),
+    );
+    [
+        j.engine.to_string(),
+        j.metric.unit_label().to_string(),
+        fmt_mean(&j.baseline, j.metric),
+        fmt_mean(&j.experiment, j.metric),
+        change,
+        p_mde,
+        if j.gating {
+            j.verdict.to_string()
+        } else {
+            format!("({}, not gating)", j.verdict)
+        },
+    ]
+}
+
+/// The terminal table: one row per engine, aligned, then each verdict's reason and the
+/// run's warnings.
+pub fn table(judgements: &[Judgement], warnings: &[String]) -> String {
+    let rows: Vec<[String; 7]> = judgements.iter().map(table_row).collect();
     let header = [
         "engine",
-        "baseline TPS",
-        "experiment TPS",
+        "metric",
+        "baseline",
+        "experiment",
         "change [95% CI]",
         "p / MDE / pairs",
         "verdict",
@@ -291,7 +295,18 @@ pub fn table(judgements: &[Judgement], warnings: &[String]) -> String {
         let _ = writeln!(s, "{}", cells.join("  ").trim_end());
     }
     for j in judgements {
-        let _ = writeln!(s, "{} {}: {}", j.engine, j.verdict, j.reason);
+        if j.gating {
+            let _ = writeln!(s, "{} {}: {}", j.engine, j.verdict, j.reason);
+        } else {
+            let _ = writeln!(
+                s,
+                "{} {} (not gating) {}: {}",
+                j.engine,
+                j.metric.name(),
+                j.verdict,
+                j.reason
+            );
+        }
         for note in &j.notes {
             let _ = writeln!(s, "{} note: {note}", j.engine);
         }
@@ -352,10 +367,10 @@ mod tests {
     fn table_golden() {
         let (_, j) = run();
         expect![[r#"
-            engine   baseline TPS  experiment TPS  change [95% CI]        p / MDE / pairs    verdict
-            redwood  1000.0 ±1.0%  951.8 ±0.8%     -4.82% [-5.41, -4.22]  0.001 / 0.82% / 3  REGRESSION
+            engine   metric  baseline      experiment   change [95% CI]         p / MDE / pairs    verdict
+            redwood  TPS     1000.0 ±1.0%  951.8 ±0.8%  -4.82% [-5.41, -4.22]   0.001 / 0.82% / 3  REGRESSION
+            redwood  p99 µs  4233.3        4566.7       +7.89% [+0.96, +15.29]  0.039 / 8.35% / 3  (REGRESSION, not gating)
             redwood REGRESSION: TPS -4.82% [-5.41%, -4.22%] over 3 pairs, p=0.001: significantly slower, and the estimated change exceeds the 2.00% tolerance
-            redwood note: p99 transaction latency +7.89% [+0.96%, +15.29%] (not gating; mako's latency includes the warmup)
             WARNING: WORK DIR /x IS NOT A RAM DISK
         "#]]
         .assert_eq(&table(&j, &["WORK DIR /x IS NOT A RAM DISK".into()]));
@@ -386,8 +401,8 @@ mod tests {
         let xml = junit(&j, "table with \x1b[31mESC\x1b[0m and ]]> inside");
         expect![[r#"
             <?xml version="1.0" encoding="UTF-8"?>
-            <testsuites name="perfgate" tests="1" skipped="0" failures="1" errors="0">
-                <testsuite name="redwood" tests="1" skipped="0" errors="0" failures="1">
+            <testsuites name="perfgate" tests="2" skipped="0" failures="1" errors="0">
+                <testsuite name="redwood" tests="2" skipped="0" errors="0" failures="1">
                     <testcase name="tps" classname="perfgate.redwood">
                         <properties>
                             <property name="verdict" value="REGRESSION"/>
@@ -414,9 +429,6 @@ mod tests {
                             <property name="mde_pct" value="0.82"/>
                             <property name="p_not_worse_adjusted" value="0.9988"/>
                             <property name="p_slower_adjusted" value="0.0004"/>
-                            <property name="txn_latency_p99_change_pct" value="7.89"/>
-                            <property name="txn_latency_p99_change_ci95_low_pct" value="0.96"/>
-                            <property name="txn_latency_p99_change_ci95_high_pct" value="15.29"/>
                             <property name="max_regression_pct" value="2.00"/>
                         </properties>
                         <failure message="REGRESSION: TPS -4.82% [-5.41%, -4.22%] over 3 pairs, p=0.001: significantly slower, and the estimated change exceeds the 2.00% tolerance" type="REGRESSION">verdict=REGRESSION
@@ -443,9 +455,6 @@ mod tests {
             mde_pct=0.82
             p_not_worse_adjusted=0.9988
             p_slower_adjusted=0.0004
-            txn_latency_p99_change_pct=7.89
-            txn_latency_p99_change_ci95_low_pct=0.96
-            txn_latency_p99_change_ci95_high_pct=15.29
             max_regression_pct=2.00</failure>
                         <system-out>REGRESSION: TPS -4.82% [-5.41%, -4.22%] over 3 pairs, p=0.001: significantly slower, and the estimated change exceeds the 2.00% tolerance
             verdict=REGRESSION
@@ -472,9 +481,67 @@ mod tests {
             mde_pct=0.82
             p_not_worse_adjusted=0.9988
             p_slower_adjusted=0.0004
+            max_regression_pct=2.00
+
+            table with ESC and ]]&gt; inside</system-out>
+                    </testcase>
+                    <testcase name="txn_latency_p99" classname="perfgate.redwood">
+                        <properties>
+                            <property name="verdict" value="REGRESSION"/>
+                            <property name="baseline_tps_mean" value="1000.00"/>
+                            <property name="baseline_tps_cv_pct" value="1.00"/>
+                            <property name="baseline_trials" value="3"/>
+                            <property name="baseline_storage_cpu_cores" value="0.970"/>
+                            <property name="baseline_txn_latency_p99_mean" value="4233.33"/>
+                            <property name="baseline_trials_not_cpu_bound" value="0"/>
+                            <property name="baseline_trials_cpu_unmeasured" value="0"/>
+                            <property name="baseline_workdir_peak_bytes" value="1048576"/>
+                            <property name="experiment_tps_mean" value="951.83"/>
+                            <property name="experiment_tps_cv_pct" value="0.83"/>
+                            <property name="experiment_trials" value="3"/>
+                            <property name="experiment_storage_cpu_cores" value="0.970"/>
+                            <property name="experiment_txn_latency_p99_mean" value="4566.67"/>
+                            <property name="experiment_trials_not_cpu_bound" value="0"/>
+                            <property name="experiment_trials_cpu_unmeasured" value="0"/>
+                            <property name="experiment_workdir_peak_bytes" value="1048576"/>
+                            <property name="tps_delta_pct" value="-4.82"/>
+                            <property name="pairs" value="3"/>
+                            <property name="txn_latency_p99_change_pct" value="7.89"/>
+                            <property name="txn_latency_p99_change_ci95_low_pct" value="0.96"/>
+                            <property name="txn_latency_p99_change_ci95_high_pct" value="15.29"/>
+                            <property name="p_value" value="0.0389"/>
+                            <property name="mde_pct" value="8.35"/>
+                            <property name="p_not_worse_adjusted" value="0.9656"/>
+                            <property name="p_slower_adjusted" value="0.0194"/>
+                            <property name="max_regression_pct" value="2.00"/>
+                        </properties>
+                        <system-out>REGRESSION (not gating): p99 transaction latency +7.89% [+0.96%, +15.29%] over 3 pairs, p=0.039: significantly higher in latency, and the estimated change exceeds the 2.00% tolerance
+            verdict=REGRESSION
+            baseline_tps_mean=1000.00
+            baseline_tps_cv_pct=1.00
+            baseline_trials=3
+            baseline_storage_cpu_cores=0.970
+            baseline_txn_latency_p99_mean=4233.33
+            baseline_trials_not_cpu_bound=0
+            baseline_trials_cpu_unmeasured=0
+            baseline_workdir_peak_bytes=1048576
+            experiment_tps_mean=951.83
+            experiment_tps_cv_pct=0.83
+            experiment_trials=3
+            experiment_storage_cpu_cores=0.970
+            experiment_txn_latency_p99_mean=4566.67
+            experiment_trials_not_cpu_bound=0
+            experiment_trials_cpu_unmeasured=0
+            experiment_workdir_peak_bytes=1048576
+            tps_delta_pct=-4.82
+            pairs=3
             txn_latency_p99_change_pct=7.89
             txn_latency_p99_change_ci95_low_pct=0.96
             txn_latency_p99_change_ci95_high_pct=15.29
+            p_value=0.0389
+            mde_pct=8.35
+            p_not_worse_adjusted=0.9656
+            p_slower_adjusted=0.0194
             max_regression_pct=2.00
 
             table with ESC and ]]&gt; inside</system-out>

@@ -16,7 +16,7 @@ use super::{
     trial::{Outcome, TrialRecord},
 };
 use crate::{
-    config::{slo::SloTps, Workload},
+    config::{slo::SloTps, Metric, MetricSet, Workload},
     error::UsageError,
 };
 
@@ -70,6 +70,15 @@ impl SavedPlan {
     }
 }
 
+impl SavedConfig {
+    /// The gated metrics (before `--gate`: TPS, and latency with `--gate-latency`).
+    pub fn gates(&self) -> MetricSet {
+        let latency = self.gate_latency.then_some(Metric::TxnLatencyP99);
+        self.gates
+            .unwrap_or_else(|| MetricSet::TPS.with_all(latency))
+    }
+}
+
 /// The judging criteria and workload of the run (`plan.config`).
 #[derive(Deserialize)]
 pub struct SavedConfig {
@@ -90,8 +99,11 @@ pub struct SavedConfig {
     slo: SloTps,
     #[serde(default)]
     pub strict: bool,
+    /// Runs before `--gate` kept only this.
     #[serde(default)]
-    pub gate_latency: bool,
+    gate_latency: bool,
+    #[serde(default)]
+    gates: Option<MetricSet>,
 }
 
 #[derive(Deserialize)]

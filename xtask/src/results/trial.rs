@@ -1,17 +1,29 @@
 //! What a trial left, as every later stage reads it: the [`TrialRecord`] the run stage
 //! writes after each trial (`trials.json`), with its [`Outcome`] and [`Phase`] timings.
 
-use std::path::PathBuf;
+use std::{collections::BTreeMap, path::PathBuf};
 
 use fdb::{mako::MakoReport, Engine, Knob};
 use serde::{Deserialize, Serialize};
 
 use crate::config::Arm;
+pub use crate::config::CpuRole;
 
 /// Below this many cores over the measurement window, the storage server was not the
 /// bottleneck (the upstream practice checks for ~85% of a core), so the TPS measures
 /// something else: the client, the disk, the host.
 pub const CPU_BOUND_MIN_CORES: f64 = 0.85;
+
+/// CPU (user + system, from `/proc/<pid>/stat`) each role used over one wall-clock window
+/// inside the measurement window: from the end of the warmup to the last moment every
+/// client process was still running.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoleCpu {
+    /// Length of the window, seconds.
+    pub window_s: f64,
+    /// CPU seconds per wall-clock second, per role (1.0 = one core busy).
+    pub cores: BTreeMap<CpuRole, f64>,
+}
 
 /// A phase of a trial, each with its own time bound.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,6 +98,10 @@ pub struct TrialRecord {
     /// Whether the storage server used at least [`CPU_BOUND_MIN_CORES`] cores; `None`
     /// when it could not be measured.
     pub cpu_bound: Option<bool>,
+    /// CPU of every role over the measurement window; `None` when it could not be
+    /// measured (the run ended before its warmup did) or the record predates it.
+    #[serde(default)]
+    pub cpu: Option<RoleCpu>,
     /// Peak growth of the work dir filesystem's used bytes during mako build and run.
     pub workdir_peak_bytes: Option<u64>,
     /// Artifacts of this trial, relative to the results dir.

@@ -25,8 +25,9 @@ use fdb::{
 
 use crate::{
     build::tree::FdbTree,
+    plan::pinning::Pinning,
     process::{interrupted, process_running, Child, PhaseError, Signal, POLL},
-    results::trial::Availability,
+    results::trial::{Availability, CpuRole},
 };
 
 /// Process class of a server (`fdbserver -c`).
@@ -43,6 +44,15 @@ pub enum Role {
 
 impl Role {
     const ALL: [Role; 3] = [Role::Stateless, Role::Log, Role::Storage];
+
+    /// The role this server's CPU is accounted to.
+    fn cpu_role(self) -> CpuRole {
+        match self {
+            Role::Stateless => CpuRole::Stateless,
+            Role::Log => CpuRole::Log,
+            Role::Storage => CpuRole::Storage,
+        }
+    }
 
     fn as_str(self) -> &'static str {
         match self {
@@ -101,6 +111,7 @@ impl Server {
         cluster_file: &Path,
         artifacts: &Path,
         knobs: &[Knob],
+        pinning: Option<&Pinning>,
     ) -> Result<Child> {
         let mut cmd = Command::new(&tree.fdbserver);
         cmd.arg("-p")
@@ -115,11 +126,16 @@ impl Server {
             .args(knobs.iter().map(Knob::arg))
             .current_dir(self.data_dir.parent().expect("server dir"));
         let stem = format!("fdbserver-{}-{}", self.role.as_str(), self.port);
-        Child::spawn(
+        let cpus = pinning.map(|p| match self.role {
+            Role::Storage => p.storage.as_slice(),
+            Role::Stateless | Role::Log => p.others.as_slice(),
+        });
+        Child::spawn_on(
             &format!("fdbserver {} :{}", self.role.as_str(), self.port),
             cmd,
             &artifacts.join(format!("{stem}.out")),
             &artifacts.join(format!("{stem}.err")),
+            cpus,
         )
     }
 }
@@ -161,16 +177,19 @@ impl Cluster {
         })
     }
 
-    /// Starts the three servers with `knobs` and waits until each listens on its port.
+    /// Starts the three servers with `knobs` (on their CPUs, with `pinning`) and waits
+    /// until each listens on its port.
     pub fn start(
         &mut self,
         tree: &FdbTree,
         knobs: &[Knob],
+        pinning: Option<&Pinning>,
         bound: Duration,
     ) -> Result<(), PhaseError> {
         let deadline = Instant::now() + bound;
         for i in 0..self.servers.len() {
-            let child = self.servers[i].spawn(tree, &self.cluster_file, &self.artifacts, knobs)?;
+            let child =
+                self.servers[i].spawn(tree, &self.cluster_file, &self.artifacts, knobs, pinning)?;
             self.servers[i].child = Some(child);
         }
         for server in &self.servers {
@@ -286,9 +305,12 @@ impl Cluster {
     }
 
     /// The storage server's pid (for CPU sampling), once started.
-    pub fn storage_pid(&self) -> Option<u32> {
-        let storage = self.servers.iter().find(|s| s.role == Role::Storage)?;
-        storage.child.as_ref().map(Child::pid)
+    /// Every started server's pid with the role its CPU is accounted to.
+    pub fn server_pids(&self) -> Vec<(CpuRole, u32)> {
+        self.servers
+            .iter()
+            .filter_map(|s| Some((s.role.cpu_role(), s.child.as_ref()?.pid())))
+            .collect()
     }
 
     /// Stops every server: SIGTERM to all (fdbserver flushes its trace files), then

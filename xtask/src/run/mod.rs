@@ -19,7 +19,7 @@ use fdb::Engine;
 
 use crate::{
     plan::{Plan, PlannedTrial},
-    process::interrupted,
+    process::{interrupted, on_cpus},
     results::trial::{Outcome, TrialRecord},
 };
 use reaper::{clean_stale_runs, Reaper, RunDir};
@@ -96,8 +96,12 @@ impl<'a> Runner<'a> {
             results_dir: self.out,
             require_cpu_bound: config.require_cpu_bound,
             progress: !config.quiet,
+            pinning: self.plan.pinning.pinned(),
         };
-        let record = run_trial(&ctx, &self.plan.arm(planned.arm).tree, &planned);
+        let others = ctx.pinning.map(|p| p.others.as_slice());
+        let record = on_cpus(others, || {
+            run_trial(&ctx, &self.plan.arm(planned.arm).tree, &planned)
+        });
         self.log(&record);
         let stop = record.outcome == Outcome::Interrupted || interrupted();
         self.trials.push(record);
@@ -111,13 +115,22 @@ impl<'a> Runner<'a> {
     fn log(&self, record: &TrialRecord) {
         match (&record.outcome, &record.report) {
             (Outcome::Measured, Some(r)) => tracing::info!(
-                "trial {}: {:.1} TPS, storage server {} cores",
+                "trial {}: {:.1} TPS, CPU {}",
                 record.index,
                 r.tps,
                 record
-                    .storage_cpu_cores
-                    .map(|c| format!("{c:.2}"))
-                    .unwrap_or_else(|| "? (not measured: the run ended before its warmup)".into())
+                    .cpu
+                    .as_ref()
+                    .map(|c| c
+                        .cores
+                        .iter()
+                        .map(|(role, cores)| format!(
+                            "{role} {cores:.2} cores ({:.0} µs/txn)",
+                            cores * 1e6 / r.tps
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(", "))
+                    .unwrap_or_else(|| "not measured (the run ended before its warmup)".into())
             ),
             _ => tracing::error!(
                 "trial {}: {:?}: {}; artifacts in {}",

@@ -1,18 +1,24 @@
 //! Run stage: low-rate samples of a running trial: the work dir filesystem's usage
-//! (peak growth, so a filling RAM disk shows) and the storage server's CPU over the
-//! measurement window (a valid run keeps that single-threaded process near one core).
+//! (peak growth, so a filling RAM disk shows) and the CPU of every role over the
+//! measurement window (per-role work per transaction, and whether the single-threaded
+//! storage server was near one core).
 //!
-//! One `statfs` a second and two reads of `/proc/<pid>/stat` a trial: the gate's own
+//! One `statfs` a second and, in the measurement window, a read of each role's
+//! `/proc/<pid>/stat` four times a second (about six small files): the gate's own
 //! overhead stays far below 0.5% of a core.
 
 use std::{
+    collections::BTreeMap,
     path::{Path, PathBuf},
     time::{Duration, Instant},
 };
 
 use nix::sys::statfs::statfs;
 
+use crate::results::trial::{CpuRole, RoleCpu};
+
 const SAMPLE_EVERY: Duration = Duration::from_secs(1);
+const CPU_SAMPLE_EVERY: Duration = Duration::from_millis(250);
 
 /// Samples of one trial.
 #[derive(Debug)]
@@ -22,7 +28,23 @@ pub struct Monitor {
     /// Largest growth of the work dir filesystem's used bytes since the trial started.
     pub peak_growth_bytes: u64,
     last_sample: Option<Instant>,
-    cpu_window_start: Option<(Instant, f64)>,
+    cpu: Option<CpuWindow>,
+}
+
+/// The processes of each role and their CPU at the window's start and latest sample.
+#[derive(Debug)]
+struct CpuWindow {
+    pids: Vec<(CpuRole, u32)>,
+    /// The client's root process, whose reaped children's CPU (`cutime`, `cstime`) counts.
+    client_root: Option<u32>,
+    start: CpuSample,
+    last: CpuSample,
+}
+
+#[derive(Debug, Clone)]
+struct CpuSample {
+    at: Instant,
+    seconds: BTreeMap<CpuRole, f64>,
 }
 
 impl Monitor {
@@ -32,12 +54,21 @@ impl Monitor {
             used_at_start: used_bytes(workdir),
             peak_growth_bytes: 0,
             last_sample: None,
-            cpu_window_start: None,
+            cpu: None,
         }
     }
 
-    /// Takes a usage sample if the last one is a second old; call it often.
+    /// Takes a usage sample if the last one is a second old, and a CPU sample if the CPU
+    /// window is open and its last sample is a quarter second old; call it often.
     pub fn tick(&mut self) {
+        if let Some(w) = &mut self.cpu {
+            if w.last.at.elapsed() >= CPU_SAMPLE_EVERY {
+                // A process that is gone ends the window at the previous sample.
+                if let Some(s) = w.sample() {
+                    w.last = s;
+                }
+            }
+        }
         if self.last_sample.is_some_and(|t| t.elapsed() < SAMPLE_EVERY) {
             return;
         }
@@ -47,22 +78,101 @@ impl Monitor {
         }
     }
 
-    /// Marks the start of the measurement window for the CPU of process `pid`; only the
-    /// first call counts.
-    pub fn start_cpu_window(&mut self, pid: u32) {
-        if self.cpu_window_start.is_none() {
-            self.cpu_window_start = cpu_seconds(pid).map(|cpu| (Instant::now(), cpu));
+    /// Opens the CPU window over the servers (`servers`: role and pid) and the client
+    /// process `client` with every process it has forked by now; only the first call
+    /// counts. Nothing is measured if a process cannot be read.
+    pub fn start_cpu_window(&mut self, servers: &[(CpuRole, u32)], client: Option<u32>) {
+        if self.cpu.is_some() {
+            return;
+        }
+        let mut pids = servers.to_vec();
+        if let Some(root) = client {
+            pids.extend(
+                std::iter::once(root)
+                    .chain(descendants(root))
+                    .map(|p| (CpuRole::Client, p)),
+            );
+        }
+        let mut w = CpuWindow {
+            pids,
+            client_root: client,
+            start: CpuSample {
+                at: Instant::now(),
+                seconds: BTreeMap::new(),
+            },
+            last: CpuSample {
+                at: Instant::now(),
+                seconds: BTreeMap::new(),
+            },
+        };
+        if let Some(s) = w.sample() {
+            (w.start, w.last) = (s.clone(), s);
+            self.cpu = Some(w);
         }
     }
 
-    /// CPU used by `pid` since [`Monitor::start_cpu_window`], in cores (CPU seconds per
-    /// wall-clock second); `None` if the window never started.
-    pub fn cpu_cores(&self, pid: u32) -> Option<f64> {
-        let (t0, cpu0) = self.cpu_window_start?;
-        let wall = t0.elapsed().as_secs_f64();
-        let cpu = cpu_seconds(pid)?;
-        (wall > 0.0).then(|| (cpu - cpu0) / wall)
+    /// CPU of each role from the window's start to its last sample; `None` if the window
+    /// never opened or no sample followed its start.
+    pub fn role_cpu(&self) -> Option<RoleCpu> {
+        let w = self.cpu.as_ref()?;
+        let wall = w.last.at.duration_since(w.start.at).as_secs_f64();
+        if wall <= 0.0 {
+            return None;
+        }
+        let cores = w
+            .last
+            .seconds
+            .iter()
+            .map(|(role, s)| (*role, (s - w.start.seconds[role]).max(0.0) / wall))
+            .collect();
+        Some(RoleCpu {
+            window_s: wall,
+            cores,
+        })
     }
+}
+
+impl CpuWindow {
+    /// CPU seconds of each role now; `None` if any process is gone.
+    fn sample(&self) -> Option<CpuSample> {
+        let mut seconds = BTreeMap::new();
+        for &(role, pid) in &self.pids {
+            let t = cpu_times(pid)?;
+            let own = t.user + t.system;
+            let reaped = if Some(pid) == self.client_root {
+                t.children_user + t.children_system
+            } else {
+                0.0
+            };
+            *seconds.entry(role).or_insert(0.0) += own + reaped;
+        }
+        Some(CpuSample {
+            at: Instant::now(),
+            seconds,
+        })
+    }
+}
+
+/// Every live descendant of `root` (children, their children, ...), from `/proc`.
+fn descendants(root: u32) -> Vec<u32> {
+    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            Some((pid, cpu_times(pid)?.ppid))
+        })
+        .collect();
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let p = found[i];
+        found.extend(parents.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    found.remove(0);
+    found
 }
 
 /// Used bytes of the filesystem holding `path` (total minus free).
@@ -72,36 +182,109 @@ fn used_bytes(path: &Path) -> Option<u64> {
     Some((st.blocks() as u64).saturating_sub(st.blocks_free() as u64) * block)
 }
 
-/// CPU time of a process, user + system, in seconds (`/proc/<pid>/stat` fields 14 and 15).
-pub fn cpu_seconds(pid: u32) -> Option<f64> {
+/// What `/proc/<pid>/stat` says of a process's CPU, seconds.
+#[derive(Debug, Clone, Copy)]
+struct CpuTimes {
+    ppid: u32,
+    user: f64,
+    system: f64,
+    /// Of its children that it has waited for.
+    children_user: f64,
+    children_system: f64,
+}
+
+/// Fields 4 (ppid) and 14-17 (utime, stime, cutime, cstime) of `/proc/<pid>/stat`
+/// (proc(5)); `None` if the process is gone or the file is not in that format.
+fn cpu_times(pid: u32) -> Option<CpuTimes> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: fields start after the last ") ".
     let fields: Vec<&str> = stat.rsplit_once(") ")?.1.split_whitespace().collect();
-    // After the command name, field 3 (state) is index 0, so fields 14/15 are 11/12.
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok()??;
-    Some(ticks as f64 / hz as f64)
+    // After the command name, field 3 (state) is index 0, so field N is index N - 3.
+    let field = |n: usize| fields.get(n - 3)?.parse::<u64>().ok();
+    let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok()?? as f64;
+    Some(CpuTimes {
+        ppid: u32::try_from(field(4)?).ok()?,
+        user: field(14)? as f64 / hz,
+        system: field(15)? as f64 / hz,
+        children_user: field(16)? as f64 / hz,
+        children_system: field(17)? as f64 / hz,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn cpu_of_a_busy_process_is_near_one_core() {
-        let mut child = std::process::Command::new("sh")
-            .args(["-c", "while :; do :; done"])
+    fn cpu_seconds(pid: u32) -> f64 {
+        let t = cpu_times(pid).expect("a live process");
+        t.user + t.system
+    }
+
+    fn busy(script: &str) -> std::process::Child {
+        std::process::Command::new("sh")
+            .args(["-c", script])
             .spawn()
-            .unwrap();
-        let mut m = Monitor::new(Path::new("/"));
-        m.start_cpu_window(child.id());
-        // CPU time, not wall time, is asserted: any host gives a busy loop some CPU.
-        while cpu_seconds(child.id()).unwrap() < m.cpu_window_start.unwrap().1 + 0.2 {
-            std::thread::sleep(Duration::from_millis(20));
+            .unwrap()
+    }
+
+    #[test]
+    fn each_role_gets_its_own_cpu_and_the_client_counts_its_forks() {
+        let mut server = busy("while :; do :; done");
+        let idle = busy("sleep 600");
+        // A client that forks a busy worker, like mako -p 1, and waits for it.
+        let mut client = busy("(while :; do :; done) & wait");
+        // The fork may take a moment to appear; the window must see it.
+        while descendants(client.id()).is_empty() {
+            std::thread::sleep(Duration::from_millis(10));
         }
-        let cores = m.cpu_cores(child.id()).unwrap();
-        child.kill().unwrap();
-        child.wait().unwrap();
-        assert!(cores > 0.0 && cores <= 1.05, "{cores}");
+        let mut m = Monitor::new(Path::new("/"));
+        m.start_cpu_window(
+            &[(CpuRole::Storage, server.id()), (CpuRole::Log, idle.id())],
+            Some(client.id()),
+        );
+        let worker = descendants(client.id())[0];
+        // CPU time, not wall time, is awaited: any host gives a busy loop some CPU.
+        let (s0, w0) = (cpu_seconds(server.id()), cpu_seconds(worker));
+        while cpu_seconds(server.id()) < s0 + 0.2 || cpu_seconds(worker) < w0 + 0.2 {
+            std::thread::sleep(Duration::from_millis(20));
+            m.tick();
+        }
+        std::thread::sleep(CPU_SAMPLE_EVERY);
+        m.tick();
+        let cpu = m.role_cpu().expect("a window");
+        for c in [&mut server, &mut client] {
+            c.kill().unwrap();
+            c.wait().unwrap();
+        }
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(worker as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+        let mut idle = idle;
+        idle.kill().unwrap();
+        idle.wait().unwrap();
+        let (storage, log, client) = (
+            cpu.cores[&CpuRole::Storage],
+            cpu.cores[&CpuRole::Log],
+            cpu.cores[&CpuRole::Client],
+        );
+        assert!(storage > 0.0 && storage <= 1.05, "{cpu:?}");
+        assert!(client > 0.0 && client <= 1.05, "{cpu:?}");
+        assert!(log < 0.05, "a sleeping process used CPU: {cpu:?}");
+        assert!(cpu.window_s > 0.0, "{cpu:?}");
+    }
+
+    #[test]
+    fn a_process_that_ends_closes_the_window_at_its_last_sample() {
+        let mut short = busy("sleep 600");
+        let mut m = Monitor::new(Path::new("/"));
+        m.start_cpu_window(&[(CpuRole::Storage, short.id())], None);
+        short.kill().unwrap();
+        short.wait().unwrap();
+        std::thread::sleep(CPU_SAMPLE_EVERY);
+        m.tick();
+        // Only the start sample exists: no window to report.
+        assert_eq!(m.role_cpu(), None);
     }
 
     #[test]

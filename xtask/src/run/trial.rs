@@ -17,9 +17,11 @@ use super::{cluster::Cluster, monitor::Monitor, reaper::remove_mako_leftovers};
 use crate::{
     build::tree::FdbTree,
     config::{PhaseBounds, Workload},
-    plan::PlannedTrial,
+    plan::{pinning::Pinning, PlannedTrial},
     process::{tail, Child, PhaseError},
-    results::trial::{Outcome, Phase, PhaseTiming, TrialRecord, CPU_BOUND_MIN_CORES},
+    results::trial::{
+        CpuRole, Outcome, Phase, PhaseTiming, RoleCpu, TrialRecord, CPU_BOUND_MIN_CORES,
+    },
 };
 
 /// What every trial of a run shares.
@@ -33,6 +35,15 @@ pub struct TrialContext<'a> {
     pub require_cpu_bound: bool,
     /// Show a progress bar during mako's run (hidden anyway when stderr is no terminal).
     pub progress: bool,
+    /// CPUs of the storage server and of everything else, when pinned.
+    pub pinning: Option<&'a Pinning>,
+}
+
+impl TrialContext<'_> {
+    /// The CPUs of everything but the storage server, when pinned.
+    fn other_cpus(&self) -> Option<&[usize]> {
+        self.pinning.map(|p| p.others.as_slice())
+    }
 }
 
 struct Failure {
@@ -63,6 +74,7 @@ pub fn run_trial(ctx: &TrialContext, tree: &FdbTree, planned: &PlannedTrial) -> 
         report: None,
         storage_cpu_cores: None,
         cpu_bound: None,
+        cpu: None,
         workdir_peak_bytes: None,
         artifacts: artifacts_rel,
     };
@@ -169,7 +181,7 @@ fn run_phases(
     // and torn down.
     let c = cluster.insert(c);
     timed(record, Phase::ClusterStart, || {
-        c.start(tree, &planned.knobs, b.cluster_start)?;
+        c.start(tree, &planned.knobs, ctx.pinning, b.cluster_start)?;
         check_knobs(c)
     })?;
     timed(record, Phase::Configure, || {
@@ -188,9 +200,13 @@ fn run_phases(
         mako_run(ctx, tree, c, work, artifacts, &mut monitor)
     });
     record.workdir_peak_bytes = Some(monitor.peak_growth_bytes);
-    let (report, cpu) = ran?;
+    let (report, role_cpu) = ran?;
+    let cpu = role_cpu
+        .as_ref()
+        .and_then(|r| r.cores.get(&CpuRole::Storage).copied());
     record.storage_cpu_cores = cpu;
     record.cpu_bound = cpu.map(|c| c >= CPU_BOUND_MIN_CORES);
+    record.cpu = role_cpu;
     let validity = report
         .validity()
         .and_then(|()| match (ctx.require_cpu_bound, cpu) {
@@ -277,7 +293,7 @@ fn mako_build(
         artifacts.join("mako-build.txt"),
         artifacts.join("mako-build.err"),
     );
-    let mut child = Child::spawn("mako --mode build", cmd, &out, &err)?;
+    let mut child = Child::spawn_on("mako --mode build", cmd, &out, &err, ctx.other_cpus())?;
     let bound = ctx.bounds.mako_build;
     let status = child.wait_until(Instant::now() + bound, bound, || {
         monitor.tick();
@@ -343,7 +359,7 @@ fn mako_run(
     work: &Path,
     artifacts: &Path,
     monitor: &mut Monitor,
-) -> Result<(MakoReport, Option<f64>), PhaseError> {
+) -> Result<(MakoReport, Option<RoleCpu>), PhaseError> {
     let w = ctx.workload;
     let (out, err) = (
         artifacts.join("mako-run.txt"),
@@ -365,18 +381,19 @@ fn mako_run(
             artifacts.join("mako-sketch.json").display()
         ));
     let started = Instant::now();
-    let mut child = Child::spawn("mako --mode run", cmd, &out, &err)?;
+    let mut child = Child::spawn_on("mako --mode run", cmd, &out, &err, ctx.other_cpus())?;
     let bound = Duration::from_secs(w.seconds) + ctx.bounds.mako_run_grace;
-    // Storage CPU over the measurement window: from the end of the warmup (counted from
-    // mako's start) to mako's exit.
-    let storage = cluster.storage_pid().expect("the cluster has started");
+    // Every role's CPU over the measurement window: from the end of the warmup (counted
+    // from mako's start) to the last sample while every mako process still ran.
+    let servers = cluster.server_pids();
+    let client = child.pid();
     let warmup = Duration::from_secs(w.warmup_seconds);
     let bar = progress_bar(ctx.progress, w);
     let mut last_update = Instant::now();
     let status = child.wait_until(started + bound, bound, || {
         monitor.tick();
         if started.elapsed() >= warmup {
-            monitor.start_cpu_window(storage);
+            monitor.start_cpu_window(&servers, Some(client));
         }
         if last_update.elapsed() >= Duration::from_secs(1) {
             last_update = Instant::now();
@@ -387,7 +404,7 @@ fn mako_run(
     bar.finish_and_clear();
     remove_mako_leftovers(child.pid());
     let status = status?;
-    let cpu_cores = monitor.cpu_cores(storage);
+    let cpu = monitor.role_cpu();
     let read = |p: &Path| {
         std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))
     };
@@ -407,5 +424,5 @@ fn mako_run(
             tail(&err, 5)
         )
     })?;
-    Ok((report, cpu_cores))
+    Ok((report, cpu))
 }

@@ -1,0 +1,207 @@
+//! What the gate measures of a trial and can gate on: the [`Metric`]s, the process roles
+//! whose CPU is accounted ([`CpuRole`]), and the set of gated metrics ([`MetricSet`]).
+
+use serde::{Deserialize, Serialize};
+
+/// A group of processes whose CPU is accounted separately: one per fdbserver process
+/// class of the cluster (`fdbserver -c`), and the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CpuRole {
+    /// The stateless fdbserver: coordinator, cluster controller, proxies, resolver.
+    Stateless,
+    /// The transaction log (tlog) fdbserver.
+    Log,
+    /// The storage server.
+    Storage,
+    /// mako, with every process it forks.
+    Client,
+}
+
+impl CpuRole {
+    pub const ALL: [CpuRole; 4] = [
+        CpuRole::Stateless,
+        CpuRole::Log,
+        CpuRole::Storage,
+        CpuRole::Client,
+    ];
+
+    /// Lowercase name, as serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CpuRole::Stateless => "stateless",
+            CpuRole::Log => "log",
+            CpuRole::Storage => "storage",
+            CpuRole::Client => "client",
+        }
+    }
+}
+
+impl std::fmt::Display for CpuRole {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A per-trial value the judge compares between the arms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Metric {
+    /// mako's post-warmup TPS (higher is better).
+    Tps,
+    /// mako's p99 transaction latency, microseconds (lower is better; warmup included).
+    TxnLatencyP99,
+    /// CPU microseconds per committed transaction of one role over the measurement
+    /// window (lower is better): work, which contention for the host's cores moves less
+    /// than it moves TPS.
+    CpuPerTxn(CpuRole),
+}
+
+impl Metric {
+    /// Every metric, in report order.
+    pub const ALL: [Metric; 6] = [
+        Metric::Tps,
+        Metric::TxnLatencyP99,
+        Metric::CpuPerTxn(CpuRole::Storage),
+        Metric::CpuPerTxn(CpuRole::Log),
+        Metric::CpuPerTxn(CpuRole::Stateless),
+        Metric::CpuPerTxn(CpuRole::Client),
+    ];
+
+    /// Name in JSON, JUnit test cases and `--gate`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Tps => "tps",
+            Metric::TxnLatencyP99 => "txn_latency_p99",
+            Metric::CpuPerTxn(CpuRole::Storage) => "storage_cpu_us_per_txn",
+            Metric::CpuPerTxn(CpuRole::Log) => "log_cpu_us_per_txn",
+            Metric::CpuPerTxn(CpuRole::Stateless) => "stateless_cpu_us_per_txn",
+            Metric::CpuPerTxn(CpuRole::Client) => "client_cpu_us_per_txn",
+        }
+    }
+
+    /// Words for messages.
+    pub fn label(self) -> &'static str {
+        match self {
+            Metric::Tps => "TPS",
+            Metric::TxnLatencyP99 => "p99 transaction latency",
+            Metric::CpuPerTxn(CpuRole::Storage) => "storage server CPU per transaction",
+            Metric::CpuPerTxn(CpuRole::Log) => "tlog CPU per transaction",
+            Metric::CpuPerTxn(CpuRole::Stateless) => "stateless server CPU per transaction",
+            Metric::CpuPerTxn(CpuRole::Client) => "client (mako) CPU per transaction",
+        }
+    }
+
+    /// Short name with the unit, for tables: `TPS`, `p99 µs`, `storage µs/txn`.
+    pub fn unit_label(self) -> &'static str {
+        match self {
+            Metric::Tps => "TPS",
+            Metric::TxnLatencyP99 => "p99 µs",
+            Metric::CpuPerTxn(CpuRole::Storage) => "storage CPU µs/txn",
+            Metric::CpuPerTxn(CpuRole::Log) => "tlog CPU µs/txn",
+            Metric::CpuPerTxn(CpuRole::Stateless) => "stateless CPU µs/txn",
+            Metric::CpuPerTxn(CpuRole::Client) => "client CPU µs/txn",
+        }
+    }
+
+    /// Whether a fall of the value is an improvement (latency, CPU per transaction).
+    pub fn lower_is_better(self) -> bool {
+        self != Metric::Tps
+    }
+
+    /// The metric named `name` (see [`Metric::name`]).
+    pub fn from_name(name: &str) -> Option<Metric> {
+        Metric::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    fn bit(self) -> u8 {
+        1 << Metric::ALL
+            .iter()
+            .position(|m| *m == self)
+            .expect("every metric is in ALL")
+    }
+}
+
+impl Serialize for Metric {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Metric {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Metric, D::Error> {
+        let name = String::deserialize(d)?;
+        Metric::from_name(&name)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown metric {name:?}")))
+    }
+}
+
+impl std::fmt::Display for Metric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The metrics that gate a run (in the Holm family, and in the exit status); the others
+/// are judged and reported only. Serialized as a list of metric names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetricSet(u8);
+
+impl MetricSet {
+    /// TPS alone.
+    pub const TPS: MetricSet = MetricSet(1);
+
+    /// This set with `m` added.
+    pub fn with(self, m: Metric) -> MetricSet {
+        MetricSet(self.0 | m.bit())
+    }
+
+    /// This set with every metric of `ms` added.
+    pub fn with_all(self, ms: impl IntoIterator<Item = Metric>) -> MetricSet {
+        ms.into_iter().fold(self, MetricSet::with)
+    }
+
+    pub fn contains(self, m: Metric) -> bool {
+        self.0 & m.bit() != 0
+    }
+
+    /// The metrics in the set, in report order.
+    pub fn iter(self) -> impl Iterator<Item = Metric> {
+        Metric::ALL.into_iter().filter(move |m| self.contains(*m))
+    }
+}
+
+impl FromIterator<Metric> for MetricSet {
+    fn from_iter<I: IntoIterator<Item = Metric>>(iter: I) -> MetricSet {
+        MetricSet(0).with_all(iter)
+    }
+}
+
+impl Serialize for MetricSet {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for MetricSet {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<MetricSet, D::Error> {
+        Ok(Vec::<Metric>::deserialize(d)?.into_iter().collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_sets_keep_their_members() {
+        for m in Metric::ALL {
+            assert_eq!(Metric::from_name(m.name()), Some(m));
+        }
+        let set = MetricSet::TPS.with(Metric::CpuPerTxn(CpuRole::Storage));
+        let json = serde_json::to_string(&set).unwrap();
+        assert_eq!(json, r#"["tps","storage_cpu_us_per_txn"]"#);
+        assert_eq!(serde_json::from_str::<MetricSet>(&json).unwrap(), set);
+        assert!(!set.contains(Metric::TxnLatencyP99));
+        assert!(serde_json::from_str::<MetricSet>(r#"["tpz"]"#).is_err());
+    }
+}

@@ -1,0 +1,110 @@
+//! Plan stage: which CPUs each process of a trial may run on. On a host with 2 or more
+//! CPUs the storage server gets one of its own and everything else (the other servers,
+//! mako, fdbcli, the gate's own thread) the rest, so the storage server's work is not
+//! timed by how the scheduler shares its core with the client (`--no-pin` turns it off).
+
+use std::fmt;
+
+use nix::sched::{sched_getaffinity, CpuSet};
+use nix::unistd::Pid;
+use serde::Serialize;
+
+/// CPU sets of a trial's processes, as CPU numbers (`/sys/devices/system/cpu/cpuN`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Pinning {
+    /// The storage server's CPUs.
+    pub storage: Vec<usize>,
+    /// Everything else's CPUs: stateless and log servers, mako, fdbcli, the gate.
+    pub others: Vec<usize>,
+}
+
+/// Whether the run pins, and why not when it does not.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PinPlan {
+    Pinned(Pinning),
+    /// Not pinned, with the reason (`--no-pin`, or fewer than 2 CPUs).
+    Off(String),
+}
+
+impl PinPlan {
+    /// The pinning for this process's allowed CPUs (`sched_getaffinity`, so a container's
+    /// or taskset's limit counts): the last allowed CPU for the storage server, the rest
+    /// for everything else; off when `pin` is false or fewer than 2 CPUs are allowed.
+    pub fn for_host(pin: bool) -> PinPlan {
+        if !pin {
+            return PinPlan::Off("--no-pin".into());
+        }
+        match allowed_cpus() {
+            Ok(cpus) => PinPlan::of(&cpus),
+            Err(e) => PinPlan::Off(format!("the allowed CPUs cannot be read: {e}")),
+        }
+    }
+
+    /// The pinning of a host whose allowed CPUs are `cpus` (ascending).
+    pub fn of(cpus: &[usize]) -> PinPlan {
+        match cpus.split_last() {
+            Some((&last, rest)) if !rest.is_empty() => PinPlan::Pinned(Pinning {
+                storage: vec![last],
+                others: rest.to_vec(),
+            }),
+            _ => PinPlan::Off(format!(
+                "only {} CPU allowed: nothing to give the storage server alone",
+                cpus.len()
+            )),
+        }
+    }
+
+    /// The pinning, when the run pins.
+    pub fn pinned(&self) -> Option<&Pinning> {
+        match self {
+            PinPlan::Pinned(p) => Some(p),
+            PinPlan::Off(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for PinPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let list = |v: &[usize]| v.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
+        match self {
+            PinPlan::Pinned(p) => write!(
+                f,
+                "storage server on CPU {}; other servers, mako and the gate on CPU {} \
+                 (--no-pin turns it off)",
+                list(&p.storage),
+                list(&p.others)
+            ),
+            PinPlan::Off(why) => write!(f, "off ({why})"),
+        }
+    }
+}
+
+/// The CPUs this process may run on, ascending.
+pub fn allowed_cpus() -> nix::Result<Vec<usize>> {
+    let set = sched_getaffinity(Pid::from_raw(0))?;
+    Ok((0..CpuSet::count())
+        .filter(|&i| set.is_set(i).unwrap_or(false))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_storage_server_gets_the_last_cpu_and_one_cpu_is_not_pinned() {
+        assert_eq!(
+            PinPlan::of(&[0, 1, 2, 3]),
+            PinPlan::Pinned(Pinning {
+                storage: vec![3],
+                others: vec![0, 1, 2]
+            })
+        );
+        assert!(matches!(PinPlan::of(&[5]), PinPlan::Off(why) if why.contains("only 1 CPU")));
+        assert!(matches!(PinPlan::for_host(false), PinPlan::Off(why) if why == "--no-pin"));
+        let allowed = allowed_cpus().unwrap();
+        assert!(!allowed.is_empty());
+        assert_eq!(PinPlan::for_host(true), PinPlan::of(&allowed));
+    }
+}
