@@ -125,9 +125,11 @@ fn run_trials(plan: &Plan, out: &Path) -> Result<(Vec<TrialRecord>, BTreeMap<Eng
 /// Adds pairs of `engine` until decided, out of looks, or out of `budget`; returns the
 /// looks planned (`None` if the budget ended before the first look).
 ///
-/// A look stops the engine only when its verdict would stand in the final judgement with
-/// every engine: it is judged alone with its p-values multiplied by K times the number of
-/// engines, which bounds the final Holm adjustment (Holm <= Bonferroni).
+/// A look stops the engine only when its verdicts would stand in the final judgement with
+/// every engine: it is judged alone with its p-values multiplied by K times the final
+/// Holm family's size (every gated metric of every engine), which bounds the final Holm
+/// adjustment (Holm <= Bonferroni). It stops when no gated metric is INCONCLUSIVE, or one
+/// is worse (the run fails whatever more pairs say).
 fn adaptive(
     runner: &mut Runner,
     plan: &Plan,
@@ -136,7 +138,7 @@ fn adaptive(
 ) -> Result<Option<u32>> {
     let started = Instant::now();
     let mut seq = Sequential::new(budget);
-    let engines = plan.engines.len() as u32;
+    let family = (plan.engines.len() * plan.config.gates.iter().count()) as u32;
     for rep in 1..=MAX_TRIALS {
         if !seq.another_pair_fits(started.elapsed(), rep - 1) {
             tracing::info!(
@@ -156,23 +158,29 @@ fn adaptive(
         let Some(k) = seq.look(started.elapsed(), rep) else {
             continue;
         };
-        let j = look(&runner.trials, plan, engine, k * engines);
+        let judged = look(&runner.trials, plan, engine, k * family);
+        let worst = judged
+            .iter()
+            .max_by_key(|j| j.verdict)
+            .expect("TPS is always judged");
         tracing::info!(
             "{engine} after {rep} pairs (look {} of at most {k}): {}: {}",
             rep + 1 - MIN_PAIRS,
-            j.verdict,
-            j.reason
+            worst.verdict,
+            worst.reason
         );
-        if j.verdict != Verdict::Inconclusive {
+        if worst.verdict != Verdict::Inconclusive {
             break;
         }
     }
     Ok(seq.looks_planned())
 }
 
-/// The verdict on `engine` so far, as one of `looks` looks.
-fn look(trials: &[TrialRecord], plan: &Plan, engine: Engine, looks: u32) -> Judgement {
+/// The gated verdicts on `engine` so far, as one of `looks` looks.
+fn look(trials: &[TrialRecord], plan: &Plan, engine: Engine, looks: u32) -> Vec<Judgement> {
     let looks = BTreeMap::from([(engine, looks)]);
     let samples = Sample::of_trials(trials);
-    judge_looks(&samples, &[engine], criteria(plan, 1), false, &looks).remove(0)
+    let mut judged = judge_looks(&samples, &[engine], criteria(plan, 1), false, &looks);
+    judged.retain(|j| j.gating);
+    judged
 }

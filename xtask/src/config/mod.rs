@@ -160,7 +160,7 @@ pub struct BenchConfig {
     pub dry_run: bool,
     /// Warnings and errors only on the terminal, no progress bar.
     pub quiet: bool,
-    /// Give the storage server a CPU of its own (`--no-pin` turns it off).
+    /// Give the storage server a CPU of its own (`--pin`).
     pub pin: bool,
     /// summary.json on stdout instead of the table.
     pub json: bool,
@@ -269,7 +269,7 @@ impl BenchConfig {
             allow_non_release: a.allow_non_release,
             dry_run: a.dry_run,
             quiet: a.quiet,
-            pin: !a.no_pin,
+            pin: a.pin,
             json: a.json,
             bounds: PhaseBounds::resolve(&a.timeouts)?,
         })
@@ -281,6 +281,7 @@ pub fn gates(gate_latency: bool, gate: &[crate::cli::GateMetric]) -> MetricSet {
     use crate::cli::GateMetric as G;
     let named = gate.iter().map(|g| match g {
         G::Latency => Metric::TxnLatencyP99,
+        G::StorageCpuRatio => Metric::StorageCpuRatio,
         G::StorageCpu => Metric::CpuPerTxn(CpuRole::Storage),
         G::LogCpu => Metric::CpuPerTxn(CpuRole::Log),
         G::StatelessCpu => Metric::CpuPerTxn(CpuRole::Stateless),

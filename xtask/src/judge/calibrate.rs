@@ -17,7 +17,11 @@ use super::{
     samples::Sample,
     stats::{self, Comparison},
 };
-use crate::{config::Arm, judge, results::trial::Outcome};
+use crate::{
+    config::{Arm, Metric},
+    judge,
+    results::trial::Outcome,
+};
 
 /// Pair counts the MDE table shows.
 const TABLE_PAIRS: [usize; 9] = [2, 3, 4, 5, 6, 8, 10, 15, 20];
@@ -54,6 +58,49 @@ pub struct EngineNoise {
     /// change that does nothing is MEASURED about 80% of the time (one engine, a fixed
     /// number of trials; `--engine all` and `--trials auto` need more). `None` beyond 200.
     pub pairs_needed: Option<usize>,
+    /// The same figures for every metric the trials measured (TPS first), to choose what
+    /// to gate on: the metric with the smallest pair sd resolves the smallest change.
+    pub metrics: Vec<MetricNoise>,
+}
+
+/// Noise of one metric of one engine on this host (the fields as in [`EngineNoise`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MetricNoise {
+    pub metric: Metric,
+    /// Complete A/A pairs with the metric measured in both trials.
+    pub pairs: usize,
+    /// Coefficient of variation over all measured trials, percent.
+    pub cv_pct: Option<f64>,
+    pub pair_log_ratio_sd: Option<f64>,
+    pub pair_log_ratio_sd_upper80: Option<f64>,
+    /// MDE percent at 3 and at 10 pairs.
+    pub mde_pct_3_pairs: Option<f64>,
+    pub mde_pct_10_pairs: Option<f64>,
+    pub pairs_needed: Option<usize>,
+}
+
+impl MetricNoise {
+    fn of(metric: Metric, pairs: &[(&Sample, &Sample)], all: &[&Sample], tol: f64) -> MetricNoise {
+        let d: Vec<f64> = pairs
+            .iter()
+            .filter_map(|(a, b)| Some((b.value(metric)? / a.value(metric)?).ln()))
+            .collect();
+        let values: Vec<f64> = all.iter().filter_map(|t| t.value(metric)).collect();
+        let sd = (d.len() > 1).then(|| d.iter().std_dev());
+        let upper = sd.and_then(|sd| sd_upper80(sd, d.len()));
+        let mde = |n: usize| sd.map(|sd| -100.0 * (-stats::mde_log(sd, n)).exp_m1());
+        MetricNoise {
+            metric,
+            pairs: d.len(),
+            cv_pct: (values.len() > 1)
+                .then(|| 100.0 * values.iter().std_dev() / values.iter().mean()),
+            pair_log_ratio_sd: sd,
+            pair_log_ratio_sd_upper80: upper,
+            mde_pct_3_pairs: mde(3),
+            mde_pct_10_pairs: mde(10),
+            pairs_needed: upper.and_then(|u| stats::pairs_needed(u, tol, MAX_PAIRS)),
+        }
+    }
 }
 
 impl Calibration {
@@ -76,6 +123,15 @@ impl Calibration {
                     .filter(|t| t.engine == engine && t.outcome == Outcome::Measured)
                     .filter_map(|t| t.tps)
                     .collect();
+                let measured: Vec<&Sample> = trials
+                    .iter()
+                    .filter(|t| t.engine == engine && t.outcome == Outcome::Measured)
+                    .collect();
+                let metrics = Metric::ALL
+                    .into_iter()
+                    .map(|m| MetricNoise::of(m, &pairs, &measured, tolerance_pct))
+                    .filter(|m| m.pairs > 0)
+                    .collect();
                 let d: Vec<f64> = a.iter().zip(&b).map(|(x, y)| (y / x).ln()).collect();
                 let sd = (d.len() > 1).then(|| d.iter().std_dev());
                 let upper = sd.and_then(|sd| sd_upper80(sd, d.len()));
@@ -97,6 +153,7 @@ impl Calibration {
                     // a no-change run would be MEASURED only about two times in three.
                     pairs_needed: upper
                         .and_then(|u| stats::pairs_needed(u, tolerance_pct, MAX_PAIRS)),
+                    metrics,
                 }
             })
             .collect();
@@ -154,6 +211,42 @@ impl Calibration {
                 }
             }
         }
+        for e in self.engines.iter().filter(|e| e.metrics.len() > 1) {
+            let _ = write!(s, "{}", e.render_metrics(self.tolerance_pct));
+        }
+        s
+    }
+}
+
+impl EngineNoise {
+    /// The noise of every measured metric, one row each.
+    fn render_metrics(&self, tol: f64) -> String {
+        let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}%"));
+        let mut s = format!(
+            "{} noise by metric ({} tolerance: pairs needed on the 80% bound):\n  \
+             {:<26} {:>9} {:>10} {:>9} {:>10} {:>7}\n",
+            self.engine,
+            format_args!("{tol:.1}%"),
+            "metric",
+            "CV/trial",
+            "pair sd",
+            "MDE@3",
+            "MDE@10",
+            "needs"
+        );
+        for m in &self.metrics {
+            let _ = writeln!(
+                s,
+                "  {:<26} {:>9} {:>10} {:>9} {:>10} {:>7}",
+                m.metric.name(),
+                pct(m.cv_pct),
+                pct(m.pair_log_ratio_sd.map(|v| 100.0 * v)),
+                pct(m.mde_pct_3_pairs),
+                pct(m.mde_pct_10_pairs),
+                m.pairs_needed
+                    .map_or_else(|| format!(">{MAX_PAIRS}"), |n| n.to_string())
+            );
+        }
         s
     }
 }
@@ -203,6 +296,41 @@ mod tests {
         assert!(mdes.windows(2).all(|w| w[0] > w[1]), "{mdes:?}");
         let text = Calibration::new(&Sample::of_trials(&quiet), &[Engine::Redwood], 2.0).render();
         assert!(text.contains(&format!("needs --trials {qn}")), "{text}");
+    }
+
+    /// Every role's CPU per transaction moves with the host's speed; the storage/client
+    /// ratio cancels it, and calibration shows which metric is quieter.
+    #[test]
+    fn calibration_reports_each_measured_metric_and_the_ratio_cancels_host_speed() {
+        use crate::results::trial::{CpuRole, RoleCpu};
+        let tps_a = [1000.0, 1080.0, 930.0, 1050.0];
+        let tps_b = [1060.0, 990.0, 1010.0, 940.0];
+        let mut trials = interleaved(&tps_a, &tps_b);
+        for t in &mut trials {
+            // Fixed cores: a slower trial used more CPU per transaction, in every role.
+            t.cpu = Some(RoleCpu {
+                window_s: 60.0,
+                cores: [(CpuRole::Storage, 0.5), (CpuRole::Client, 0.6)].into(),
+            });
+        }
+        let c = Calibration::new(&Sample::of_trials(&trials), &[Engine::Redwood], 2.0);
+        let e = &c.engines[0];
+        let of = |m: Metric| e.metrics.iter().find(|x| x.metric == m).unwrap();
+        assert_eq!(e.metrics[0].metric, Metric::Tps);
+        assert_eq!(of(Metric::Tps).pair_log_ratio_sd, e.pair_log_ratio_sd);
+        let storage = of(Metric::CpuPerTxn(CpuRole::Storage));
+        let ratio = of(Metric::StorageCpuRatio);
+        assert_eq!(storage.pairs, 4);
+        // CPU per transaction is as noisy as TPS here; the ratio is not noisy at all.
+        let close = |x: f64, y: f64| (x - y).abs() < 1e-12;
+        assert!(close(
+            storage.pair_log_ratio_sd.unwrap(),
+            e.pair_log_ratio_sd.unwrap()
+        ));
+        assert!(ratio.pair_log_ratio_sd.unwrap() < 1e-12, "{ratio:?}");
+        assert!(e.metrics.iter().all(|m| m.metric != Metric::TxnLatencyP99));
+        let text = c.render();
+        assert!(text.contains("storage_to_client_cpu"), "{text}");
     }
 
     #[test]

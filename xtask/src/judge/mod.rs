@@ -143,6 +143,8 @@ pub struct ArmStats {
     pub storage_cpu_cores_mean: Option<f64>,
     /// Mean CPU microseconds per transaction of each measured role.
     pub cpu_us_per_txn_mean: BTreeMap<CpuRole, f64>,
+    /// Mean of the per-trial storage server / client CPU ratio.
+    pub storage_to_client_cpu_mean: Option<f64>,
     /// Trials whose storage server was measured below 0.85 cores (not CPU-bound).
     pub trials_not_cpu_bound: usize,
     /// Trials whose storage CPU could not be measured (the run ended before its warmup).
@@ -158,6 +160,7 @@ impl ArmStats {
             Metric::Tps => Some(self.tps_mean),
             Metric::TxnLatencyP99 => self.txn_latency_us_p99_mean,
             Metric::CpuPerTxn(r) => self.cpu_us_per_txn_mean.get(&r).copied(),
+            Metric::StorageCpuRatio => self.storage_to_client_cpu_mean,
         }
     }
 
@@ -194,6 +197,12 @@ impl ArmStats {
                     Some((r, mean_of(v.collect())?))
                 })
                 .collect(),
+            storage_to_client_cpu_mean: mean_of(
+                trials
+                    .iter()
+                    .filter_map(|t| t.value(Metric::StorageCpuRatio))
+                    .collect(),
+            ),
             tps,
         })
     }
@@ -574,7 +583,7 @@ fn decide(j: &mut Judgement) {
     let (loss, worse) = match j.metric {
         Metric::Tps => ("a loss", "slower"),
         Metric::TxnLatencyP99 => ("a worsening", "higher in latency"),
-        Metric::CpuPerTxn(_) => ("a rise", "more CPU per transaction"),
+        Metric::CpuPerTxn(_) | Metric::StorageCpuRatio => ("a rise", "more CPU per transaction"),
     };
     (j.verdict, j.reason) = if nw < ALPHA / 2.0 {
         (
@@ -944,6 +953,81 @@ pub(crate) mod tests {
             "{}",
             rate(&v, Verdict::Measured)
         );
+    }
+
+    /// The stopping rule of `--trials auto` (cmd/pipeline.rs): an engine judged alone with
+    /// its p-values times K x the final family's size (gated metrics x engines) never
+    /// decides a gated metric that the final judgement of every engine, at K looks each,
+    /// decides otherwise. Near-threshold cases, two engines, TPS and latency gated.
+    #[test]
+    fn a_decision_at_a_look_stands_in_the_final_family() {
+        use rand::SeedableRng;
+        use rand_distr::{Distribution, Normal};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        let noise = Normal::new(0.0, 0.02).unwrap();
+        let criteria = Criteria {
+            slo_tps: None,
+            gates: crate::config::MetricSet::TPS.with(Metric::TxnLatencyP99),
+            ..CRITERIA
+        };
+        let engines = [Engine::Redwood, Engine::Rocksdb];
+        let k = 4;
+        let (mut decided, mut checked) = (0, 0);
+        for _ in 0..1500 {
+            let mut trials = Vec::new();
+            for &e in &engines {
+                let mut draw = |m: f64| m * f64::exp(noise.sample(&mut rng));
+                let (a, b): (Vec<f64>, Vec<f64>) =
+                    (0..3).map(|_| (draw(1000.0), draw(970.0))).unzip();
+                let mut ts = interleaved(&a, &b);
+                for t in &mut ts {
+                    t.engine = e;
+                    let r = t.report.as_mut().unwrap();
+                    let p99 = draw(if t.arm == Arm::Baseline {
+                        4000.0
+                    } else {
+                        4120.0
+                    });
+                    r.latency_us.insert(
+                        fdb::mako::TRANSACTION.to_string(),
+                        fdb::mako::LatencyStats {
+                            samples: 10,
+                            min: 1.0,
+                            avg: 1.0,
+                            max: 1.0,
+                            p50: 1.0,
+                            p95: 1.0,
+                            p99,
+                            p99_9: p99,
+                        },
+                    );
+                }
+                trials.extend(ts);
+            }
+            let samples = Sample::of_trials(&trials);
+            let all_k = BTreeMap::from([(engines[0], k), (engines[1], k)]);
+            let fin = judge_looks(&samples, &engines, criteria, false, &all_k);
+            let family = (engines.len() * criteria.gates.iter().count()) as u32;
+            let at_look = BTreeMap::from([(engines[0], k * family)]);
+            let look = judge_looks(&samples, &engines[..1], criteria, false, &at_look);
+            for j in look.iter().filter(|j| j.gating) {
+                let f = fin
+                    .iter()
+                    .find(|f| f.engine == j.engine && f.metric == j.metric)
+                    .unwrap();
+                checked += 1;
+                if j.verdict != Verdict::Inconclusive {
+                    decided += 1;
+                    assert_eq!(
+                        f.verdict, j.verdict,
+                        "look: {}; final: {}",
+                        j.reason, f.reason
+                    );
+                }
+            }
+        }
+        // Near the threshold: some looks decide, so the check is not empty.
+        assert!(decided > 50 && decided < checked, "{decided} of {checked}");
     }
 
     #[test]

@@ -52,6 +52,10 @@ impl Sample {
             Metric::Tps => self.tps,
             Metric::TxnLatencyP99 => self.txn_latency_us_p99,
             Metric::CpuPerTxn(role) => self.cpu_us_per_txn.get(&role).copied(),
+            Metric::StorageCpuRatio => Some(
+                self.cpu_us_per_txn.get(&CpuRole::Storage)?
+                    / self.cpu_us_per_txn.get(&CpuRole::Client)?,
+            ),
         }
     }
 

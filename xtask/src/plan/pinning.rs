@@ -1,7 +1,7 @@
-//! Plan stage: which CPUs each process of a trial may run on. On a host with 2 or more
-//! CPUs the storage server gets one of its own and everything else (the other servers,
-//! mako, fdbcli, the gate's own thread) the rest, so the storage server's work is not
-//! timed by how the scheduler shares its core with the client (`--no-pin` turns it off).
+//! Plan stage: which CPUs each process of a trial may run on. With `--pin`, on a host
+//! with 2 or more CPUs the storage server gets one of its own and everything else (the
+//! other servers, mako, fdbcli, the gate's own thread) the rest, so the storage server
+//! does not share its core with the client.
 
 use std::fmt;
 
@@ -23,7 +23,7 @@ pub struct Pinning {
 #[serde(rename_all = "snake_case")]
 pub enum PinPlan {
     Pinned(Pinning),
-    /// Not pinned, with the reason (`--no-pin`, or fewer than 2 CPUs).
+    /// Not pinned, with the reason (no `--pin`, or fewer than 2 CPUs).
     Off(String),
 }
 
@@ -33,7 +33,7 @@ impl PinPlan {
     /// for everything else; off when `pin` is false or fewer than 2 CPUs are allowed.
     pub fn for_host(pin: bool) -> PinPlan {
         if !pin {
-            return PinPlan::Off("--no-pin".into());
+            return PinPlan::Off("the default; --pin turns it on".into());
         }
         match allowed_cpus() {
             Ok(cpus) => PinPlan::of(&cpus),
@@ -70,8 +70,7 @@ impl fmt::Display for PinPlan {
         match self {
             PinPlan::Pinned(p) => write!(
                 f,
-                "storage server on CPU {}; other servers, mako and the gate on CPU {} \
-                 (--no-pin turns it off)",
+                "storage server on CPU {}; other servers, mako and the gate on CPU {} (--pin)",
                 list(&p.storage),
                 list(&p.others)
             ),
@@ -102,7 +101,7 @@ mod tests {
             })
         );
         assert!(matches!(PinPlan::of(&[5]), PinPlan::Off(why) if why.contains("only 1 CPU")));
-        assert!(matches!(PinPlan::for_host(false), PinPlan::Off(why) if why == "--no-pin"));
+        assert!(matches!(PinPlan::for_host(false), PinPlan::Off(why) if why.contains("--pin")));
         let allowed = allowed_cpus().unwrap();
         assert!(!allowed.is_empty());
         assert_eq!(PinPlan::for_host(true), PinPlan::of(&allowed));

@@ -233,7 +233,13 @@ fn table_row(j: &Judgement) -> [String; 7] {
         s.as_ref()
             .and_then(|s| match (m, s.tps_cv_pct) {
                 (Metric::Tps, Some(cv)) => Some(format!("{:.1} ±{cv:.1}%", s.tps_mean)),
-                _ => s.mean(m).map(|v| format!("{v:.1}")),
+                _ => s.mean(m).map(|v| {
+                    if v.abs() < 10.0 {
+                        format!("{v:.3}")
+                    } else {
+                        format!("{v:.1}")
+                    }
+                }),
             })
             .unwrap_or_else(|| "-".to_string())
     };
