@@ -102,6 +102,33 @@ fn ci_gate_script_runs_the_gate_and_leaves_junit_where_ci_looks() {
     );
     assert!(s.dir.path().join("perfgate-results/summary.json").is_file());
     assert!(String::from_utf8_lossy(&o.stdout).contains("perfgate: exit status 1"));
+    // Strict by default: 2 noisy pairs cannot rule out a 2% loss, and that fails the job
+    // instead of passing silently.
+    let (c, d) = (
+        s.tree("noisy-a", json!({"noise_pct": 5.0})),
+        s.tree(
+            "noisy-b",
+            json!({"noise_pct": 5.0, "source_version": "0000000000000000000000000000000000000003"}),
+        ),
+    );
+    let o = std::process::Command::new(root.join("ci/gate.sh"))
+        .current_dir(s.dir.path())
+        .args(["--baseline-build", c.to_str().unwrap()])
+        .args(["--experiment-build", d.to_str().unwrap()])
+        .args(crate::support::TINY)
+        .args(["--seed", "3"])
+        .env("WORKDIR", s.workdir.path())
+        .env("PERFGATE_TRIALS", "2")
+        .env("PERFGATE_OUT", "noisy")
+        .env("PERFGATE_JUNIT", "noisy.xml")
+        .output()
+        .unwrap();
+    assert_eq!(crate::support::code(&o), 1, "{}", crate::support::text(&o));
+    let junit = crate::support::read_junit(&s.dir.path().join("noisy.xml"));
+    assert_eq!(
+        junit[0]["cases"][0]["results"][0]["kind"], "Skipped",
+        "{junit}"
+    );
 }
 
 #[test]

@@ -36,6 +36,7 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         strict: args.strict || c.strict,
         unpaired: plan.recorded.is_some(),
         gates: c.gates(),
+        gates_if_measured: c.gates_if_measured(),
     };
     check_max_regression(criteria.max_regression_pct)?;
     check_slo_tps(args.slo_tps)?;

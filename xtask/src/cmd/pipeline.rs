@@ -89,6 +89,7 @@ fn criteria(plan: &Plan, trials: u32) -> Criteria {
         strict: c.strict,
         unpaired: false,
         gates: c.gates,
+        gates_if_measured: c.gates_if_measured,
     }
 }
 
@@ -138,7 +139,8 @@ fn adaptive(
 ) -> Result<Option<u32>> {
     let started = Instant::now();
     let mut seq = Sequential::new(budget);
-    let family = (plan.engines.len() * plan.config.gates.iter().count()) as u32;
+    let gated = plan.config.gates.union(plan.config.gates_if_measured);
+    let family = (plan.engines.len() * gated.iter().count()) as u32;
     for rep in 1..=MAX_TRIALS {
         if !seq.another_pair_fits(started.elapsed(), rep - 1) {
             tracing::info!(

@@ -160,6 +160,8 @@ pub struct MetricSet(u8);
 impl MetricSet {
     /// TPS alone.
     pub const TPS: MetricSet = MetricSet(1);
+    /// No metric.
+    pub const NONE: MetricSet = MetricSet(0);
 
     /// This set with `m` added.
     pub fn with(self, m: Metric) -> MetricSet {
@@ -169,6 +171,11 @@ impl MetricSet {
     /// This set with every metric of `ms` added.
     pub fn with_all(self, ms: impl IntoIterator<Item = Metric>) -> MetricSet {
         ms.into_iter().fold(self, MetricSet::with)
+    }
+
+    /// The metrics of either set.
+    pub fn union(self, other: MetricSet) -> MetricSet {
+        MetricSet(self.0 | other.0)
     }
 
     pub fn contains(self, m: Metric) -> bool {

@@ -144,8 +144,11 @@ pub struct BenchConfig {
     pub slo_tps: Option<f64>,
     /// INCONCLUSIVE fails the run.
     pub strict: bool,
-    /// The metrics that gate the run (TPS always).
+    /// The metrics that gate the run (TPS always, and what `--gate` names).
     pub gates: MetricSet,
+    /// The metrics that gate when every trial measured them: the storage/client CPU
+    /// ratio, unless `--tps-only`.
+    pub gates_if_measured: MetricSet,
     pub allow_same: bool,
     /// Judge against this recorded baseline (name or path) instead of a baseline arm.
     pub against_recorded: Option<String>,
@@ -261,6 +264,11 @@ impl BenchConfig {
             slo_tps: a.slo_tps,
             strict: a.strict,
             gates: gates(a.gate_latency, &a.gate),
+            gates_if_measured: if a.tps_only {
+                MetricSet::NONE
+            } else {
+                MetricSet::NONE.with(Metric::StorageCpuRatio)
+            },
             allow_same,
             against_recorded: None,
             allow_host_mismatch: false,

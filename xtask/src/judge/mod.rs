@@ -110,6 +110,9 @@ pub struct Criteria {
     /// The metrics that gate (TPS always); every other measured metric is judged and
     /// reported but decides nothing.
     pub gates: MetricSet,
+    /// Metrics that gate when every measured trial has them (the default work metric),
+    /// and are only reported otherwise.
+    pub gates_if_measured: MetricSet,
     /// The baseline trials are a recorded baseline's: compare unpaired (Welch), and expect
     /// the planned number of trials of the experiment only.
     pub unpaired: bool,
@@ -357,24 +360,43 @@ fn judge_engine(all: &[Sample], engine: Engine, mut criteria: Criteria) -> Vec<J
         criteria,
         notes,
     };
-    let measured_any = |m: Metric| measured(&exp).iter().any(|t| t.value(m).is_some());
-    let others: Vec<Judgement> = Metric::ALL[1..]
+    let all_measured: Vec<&Sample> = measured(&base).into_iter().chain(measured(&exp)).collect();
+    let others = other_metrics(&tps, &all_measured, &compare);
+    std::iter::once(tps).chain(others).collect()
+}
+
+/// The judgements of the metrics other than TPS that gate or were measured in some trial
+/// (`all_measured`: the measured trials of both arms), each with its comparison from
+/// `compare`. A gated metric missing from a measured trial is an ERROR; one that gates
+/// only when measured does not gate then.
+fn other_metrics(
+    tps: &Judgement,
+    all_measured: &[&Sample],
+    compare: &dyn Fn(Metric) -> Option<Comparison>,
+) -> Vec<Judgement> {
+    let criteria = tps.criteria;
+    let missing = |m: Metric| all_measured.iter().find(|t| t.value(m).is_none()).copied();
+    let measured_any = |m: Metric| all_measured.iter().any(|t| t.value(m).is_some());
+    Metric::ALL[1..]
         .iter()
         .filter(|&&m| criteria.gates.contains(m) || measured_any(m))
         .map(|&m| {
-            let gating = criteria.gates.contains(m);
-            let mut j = derived_judgement(&tps, m, compare(m), gating);
-            if gating && !measured_any(m) && j.verdict == Verdict::Measured {
+            let gating = criteria.gates.contains(m)
+                || (criteria.gates_if_measured.contains(m) && missing(m).is_none());
+            let mut j = derived_judgement(tps, m, compare(m), gating);
+            if let Some(t) = missing(m).filter(|_| gating && j.verdict == Verdict::Measured) {
                 j.verdict = Verdict::Error;
                 j.reason = format!(
-                    "{} was not measured in any experiment trial, so it cannot gate",
-                    m.label()
+                    "{} was not measured in trial {} ({} #{}), so it cannot gate",
+                    m.label(),
+                    t.index,
+                    t.arm,
+                    t.repetition
                 );
             }
             j
         })
-        .collect();
-    std::iter::once(tps).chain(others).collect()
+        .collect()
 }
 
 /// Things that make an engine's numbers less trustworthy without deciding its verdict:
@@ -692,6 +714,7 @@ pub(crate) mod tests {
         strict: false,
         unpaired: false,
         gates: crate::config::MetricSet::TPS,
+        gates_if_measured: crate::config::MetricSet::NONE,
     };
 
     fn verdict(trials: &[TrialRecord]) -> Judgement {

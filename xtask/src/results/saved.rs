@@ -71,6 +71,11 @@ impl SavedPlan {
 }
 
 impl SavedConfig {
+    /// The metrics that gate when measured (none before there were such).
+    pub fn gates_if_measured(&self) -> MetricSet {
+        self.gates_if_measured.unwrap_or(MetricSet::NONE)
+    }
+
     /// The gated metrics (before `--gate`: TPS, and latency with `--gate-latency`).
     pub fn gates(&self) -> MetricSet {
         let latency = self.gate_latency.then_some(Metric::TxnLatencyP99);
@@ -104,6 +109,9 @@ pub struct SavedConfig {
     gate_latency: bool,
     #[serde(default)]
     gates: Option<MetricSet>,
+    /// Runs before the default work metric had none.
+    #[serde(default)]
+    gates_if_measured: Option<MetricSet>,
 }
 
 #[derive(Deserialize)]
