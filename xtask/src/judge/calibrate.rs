@@ -118,30 +118,24 @@ impl Calibration {
                 let tps = |t: &Sample| t.tps.unwrap_or(f64::NAN);
                 let (a, b): (Vec<f64>, Vec<f64>) =
                     pairs.iter().map(|(x, y)| (tps(x), tps(y))).unzip();
-                let all: Vec<f64> = trials
-                    .iter()
-                    .filter(|t| t.engine == engine && t.outcome == Outcome::Measured)
-                    .filter_map(|t| t.tps)
-                    .collect();
                 let measured: Vec<&Sample> = trials
                     .iter()
                     .filter(|t| t.engine == engine && t.outcome == Outcome::Measured)
                     .collect();
-                let metrics = Metric::ALL
+                let metrics: Vec<MetricNoise> = Metric::ALL
                     .into_iter()
                     .map(|m| MetricNoise::of(m, &pairs, &measured, tolerance_pct))
                     .filter(|m| m.pairs > 0)
                     .collect();
-                let d: Vec<f64> = a.iter().zip(&b).map(|(x, y)| (y / x).ln()).collect();
-                let sd = (d.len() > 1).then(|| d.iter().std_dev());
-                let upper = sd.and_then(|sd| sd_upper80(sd, d.len()));
+                // TPS's own figures, kept at the top level of calibration.json.
+                let of_tps = MetricNoise::of(Metric::Tps, &pairs, &measured, tolerance_pct);
+                let sd = of_tps.pair_log_ratio_sd;
                 EngineNoise {
                     engine,
                     pairs: pairs.len(),
-                    tps_cv_pct: (all.len() > 1)
-                        .then(|| 100.0 * all.iter().std_dev() / all.iter().mean()),
+                    tps_cv_pct: of_tps.cv_pct,
                     pair_log_ratio_sd: sd,
-                    pair_log_ratio_sd_upper80: upper,
+                    pair_log_ratio_sd_upper80: of_tps.pair_log_ratio_sd_upper80,
                     aa_change: stats::paired(&a, &b),
                     mde_pct_by_pairs: sd.map_or_else(Vec::new, |sd| {
                         TABLE_PAIRS
@@ -151,8 +145,7 @@ impl Calibration {
                     }),
                     // Planned on the upper bound, as documented: on the estimate itself
                     // a no-change run would be MEASURED only about two times in three.
-                    pairs_needed: upper
-                        .and_then(|u| stats::pairs_needed(u, tolerance_pct, MAX_PAIRS)),
+                    pairs_needed: of_tps.pairs_needed,
                     metrics,
                 }
             })
