@@ -377,6 +377,7 @@ mod tests {
             redwood  TPS     1000.0 ±1.0%  951.8 ±0.8%  -4.82% [-5.41, -4.22]   0.001 / 0.82% / 3  REGRESSION
             redwood  p99 µs  4233.3        4566.7       +7.89% [+0.96, +15.29]  0.039 / 8.35% / 3  (REGRESSION, not gating)
             redwood REGRESSION: TPS -4.82% [-5.41%, -4.22%] over 3 pairs, p=0.001: significantly slower, and the estimated change exceeds the 2.00% tolerance
+            redwood txn_latency_p99 (not gating) REGRESSION: p99 transaction latency +7.89% [+0.96%, +15.29%] over 3 pairs, p=0.039: significantly higher in latency, and the estimated change exceeds the 2.00% tolerance
             WARNING: WORK DIR /x IS NOT A RAM DISK
         "#]]
         .assert_eq(&table(&j, &["WORK DIR /x IS NOT A RAM DISK".into()]));
