@@ -55,6 +55,108 @@ fn calibrate_runs_an_aa_and_reports_noise_mde_and_trials_needed() {
     assert!(s.dir.path().join("json/calibration.json").is_file());
 }
 
+/// The trials sized for a budget: the noise split into within and between trials, and a
+/// profile that runs them.
+#[test]
+fn calibrate_sizes_the_trials_for_a_budget_and_writes_the_profile() {
+    let s = Sandbox::new();
+    // Noise between trials only: mako's per-second TPS is flat within a trial.
+    let a = s.tree("a", json!({"noise_pct": 3.0}));
+    let profile = s.dir.path().join("host.json");
+    let workload = [
+        "--rows",
+        "1000",
+        "--keylen",
+        "16",
+        "--vallen",
+        "16",
+        "--warmup-seconds",
+        "20",
+        "--seconds",
+        "80",
+    ];
+    let calibrate = |out: &str| {
+        std::process::Command::new(crate::support::xtask())
+            .args(["calibrate", "--build"])
+            .arg(&a)
+            .arg("--out")
+            .arg(s.dir.path().join(out))
+            .args(workload)
+            .args(["--trials", "3", "--budget", "20m", "--write-profile"])
+            .arg(&profile)
+            .env("WORKDIR", s.workdir.path())
+            .output()
+            .unwrap()
+    };
+    let o = calibrate("cal");
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let cal: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(s.dir.path().join("cal/calibration.json")).unwrap(),
+    )
+    .unwrap();
+    let tps = &cal["engines"][0]["metrics"][0];
+    assert_eq!(tps["metric"], "tps", "{cal}");
+    // Flat per-second TPS: the whole of the noise is between trials.
+    assert_eq!(tps["split"]["within_pct"], 0.0, "{cal}");
+    assert!(tps["split"]["between_pct"].as_f64().unwrap() > 0.0, "{cal}");
+    assert_eq!(tps["split"]["window_s"], 60.0, "{cal}");
+    // Between-trial noise: the shortest window and the shortest warmup, as many pairs as
+    // fit 20 minutes.
+    let z = &cal["engines"][0]["sizing"];
+    assert_eq!(
+        (z["warmup_seconds"].as_u64(), z["window_seconds"].as_u64()),
+        (Some(10), Some(30)),
+        "{cal}"
+    );
+    let overhead = cal["cost"]["overhead_s"].as_f64().unwrap();
+    let pairs = (1200.0 / (2.0 * (overhead + 40.0))).floor();
+    assert_eq!(z["pairs"].as_f64(), Some(pairs), "{cal}");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("--warmup-seconds 10 --seconds 40"),
+        "{stdout}"
+    );
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&profile).unwrap()).unwrap();
+    assert_eq!(
+        (
+            &written["name"],
+            &written["warmup_seconds"],
+            &written["seconds"],
+            &written["rows"]
+        ),
+        (&json!("host"), &json!(10), &json!(40), &json!(1000))
+    );
+    // The profile runs: a bench with it plans the sized trials.
+    let o = std::process::Command::new(crate::support::xtask())
+        .args(["bench", "--baseline-build"])
+        .arg(&a)
+        .arg("--experiment-build")
+        .arg(&a)
+        .arg("--profile-file")
+        .arg(&profile)
+        .args(["--allow-same", "--dry-run"])
+        .env("WORKDIR", s.workdir.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(text(&o).contains("warmup 10 s of 40 s"), "{}", text(&o));
+    // A second calibration never replaces the profile, and says so before any trial.
+    let o = calibrate("again");
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("something is there already"),
+        "{}",
+        text(&o)
+    );
+    assert!(!s.dir.path().join("again/trials.json").exists());
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(&profile).unwrap())
+            .unwrap(),
+        written
+    );
+}
+
 #[test]
 fn adaptive_trials_stop_at_the_first_look_on_a_clear_case() {
     let s = Sandbox::new();

@@ -126,6 +126,10 @@ pub enum GateMetric {
     StatelessCpu,
     /// Client (mako, all processes) CPU microseconds per transaction.
     ClientCpu,
+    /// Storage server instructions per transaction (hosts with a hardware PMU).
+    StorageInstructions,
+    /// Client (mako, all processes) instructions per transaction (hosts with a hardware PMU).
+    ClientInstructions,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -180,6 +184,10 @@ pub enum ProfileArg {
     /// For a small host (2-4 cores): build -p 2; run -p 2 -t 2 --async_xacts 64, 60 s
     /// warmup, 120 s run. Run -p of both profiles is scaled to the host's cores (README).
     Quick,
+    /// Range reads that load the storage server more than the client: 16-byte keys and
+    /// values, one 1000-row range read per transaction (gr1:1000), run -p 2 -t 2
+    /// --async_xacts 64, 30 s warmup, 90 s run.
+    Scan,
 }
 
 /// `--trials`: a number of pairs, or `auto`.
@@ -277,6 +285,17 @@ pub struct CalibrateArgs {
     /// estimate of the noise).
     #[arg(long, value_name = "DIR")]
     pub build: PathBuf,
+
+    /// The time a gate run on this host may take, e.g. `30m` (ci/gate.sh's default): the
+    /// trials are sized for it (warmup, window, pairs).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "30m")]
+    pub budget: std::time::Duration,
+
+    /// Write the sized trials as a profile for `--profile-file` (JSON): this run's workload
+    /// with the recommended warmup and window, named after the file. The file must not
+    /// exist.
+    #[arg(long, value_name = "FILE")]
+    pub write_profile: Option<PathBuf>,
 
     #[command(flatten)]
     pub run: RunArgs,

@@ -10,10 +10,15 @@ use super::pipeline::execute;
 use crate::{
     cli::CalibrateArgs,
     config::BenchConfig,
-    judge::{calibrate::Calibration, samples::Sample},
+    config::Workload,
+    error::UsageError,
+    judge::{calibrate::Calibration, samples::Sample, sizing::TrialCost},
     plan::resolve::{plan, prepare},
     report::write,
-    results::{fs::check_writable_file, trial::Outcome},
+    results::{
+        fs::{check_writable_file, create_new},
+        trial::{Outcome, TrialRecord},
+    },
 };
 
 /// Runs the A/A trials and writes `calibration.json`. Exit status 0 when every trial was
@@ -23,6 +28,17 @@ pub fn run(sh: &Shell, args: &CalibrateArgs) -> Result<i32> {
     if let Some(j) = &config.junit {
         check_writable_file(j)?;
     }
+    if let Some(p) = &args.write_profile {
+        if std::fs::symlink_metadata(p).is_ok() {
+            return Err(UsageError(format!(
+                "--write-profile {}: something is there already; the gate never replaces a \
+                 profile, so remove it or choose another path",
+                p.display()
+            ))
+            .into());
+        }
+        check_writable_file(p)?;
+    }
     let prepared = prepare(&config)?;
     let plan = plan(sh, config, prepared, Vec::new())?;
     if plan.config.dry_run {
@@ -30,12 +46,45 @@ pub fn run(sh: &Shell, args: &CalibrateArgs) -> Result<i32> {
         return Ok(0);
     }
     let done = execute(plan)?;
+    let c = &done.plan.config;
+    let cost = trial_cost(&done.trials, &c.workload, args.budget.as_secs_f64());
     let cal = Calibration::new(
         &Sample::of_trials(&done.trials),
         &done.plan.engines,
-        done.plan.config.max_regression_pct,
+        c.max_regression_pct,
+        c.gates.union(c.gates_if_measured),
+        cost,
     );
     write::calibration(&done.out, &cal)?;
+    if let Some(path) = &args.write_profile {
+        // Sized for the first engine that could be: one profile serves every engine.
+        match cal.engines.iter().find_map(|e| e.sizing.as_ref()) {
+            Some(z) => {
+                let name = Workload::profile_name(path);
+                let text = c.workload.to_profile_file(
+                    &name,
+                    z.warmup_seconds,
+                    z.warmup_seconds + z.window_seconds,
+                );
+                create_new(path, &text)?;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "profile '{name}' written to {}: run it with --profile-file {} --trials {}",
+                    path.display(),
+                    path.display(),
+                    z.pairs
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "no profile written to {}: the trials could not be sized (fewer than 2 \
+                     complete A/A pairs, no per-second samples, or a budget too small for 2 pairs)",
+                    path.display()
+                );
+            }
+        }
+    }
     // With --json, stdout is summary.json alone, for scripts; calibration.json is beside it.
     if !done.plan.config.json {
         let _ = writeln!(std::io::stdout(), "\n{}", cal.render());
@@ -45,5 +94,22 @@ pub fn run(sh: &Shell, args: &CalibrateArgs) -> Result<i32> {
         0
     } else {
         2
+    })
+}
+
+/// What a trial cost beside mako's run (the mean over measured trials of every phase's
+/// duration, less mako's `--seconds`), with the run's warmup and window and `budget_s`;
+/// `None` without a measured trial.
+fn trial_cost(trials: &[TrialRecord], w: &Workload, budget_s: f64) -> Option<TrialCost> {
+    let totals: Vec<f64> = trials
+        .iter()
+        .filter(|t| t.outcome == Outcome::Measured)
+        .map(|t| t.phases.iter().map(|p| p.duration_s).sum::<f64>())
+        .collect();
+    (!totals.is_empty()).then(|| TrialCost {
+        overhead_s: (totals.iter().sum::<f64>() / totals.len() as f64 - w.seconds as f64).max(0.0),
+        warmup_s: w.warmup_seconds,
+        window_s: w.measured_seconds(),
+        budget_s,
     })
 }

@@ -61,11 +61,16 @@ pub enum Metric {
     /// workload and the client library, so a storage change moves only the numerator.
     /// A change to the client library moves it too.
     StorageCpuRatio,
+    /// Instructions retired per committed transaction of one role over the measurement
+    /// window (lower is better), where the host has a hardware PMU: work that the host's
+    /// speed of the moment does not move at all (rustc-perf gates on `instructions:u` for
+    /// this reason).
+    InstructionsPerTxn(CpuRole),
 }
 
 impl Metric {
     /// Every metric, in report order.
-    pub const ALL: [Metric; 7] = [
+    pub const ALL: [Metric; 11] = [
         Metric::Tps,
         Metric::TxnLatencyP99,
         Metric::StorageCpuRatio,
@@ -73,6 +78,10 @@ impl Metric {
         Metric::CpuPerTxn(CpuRole::Log),
         Metric::CpuPerTxn(CpuRole::Stateless),
         Metric::CpuPerTxn(CpuRole::Client),
+        Metric::InstructionsPerTxn(CpuRole::Storage),
+        Metric::InstructionsPerTxn(CpuRole::Log),
+        Metric::InstructionsPerTxn(CpuRole::Stateless),
+        Metric::InstructionsPerTxn(CpuRole::Client),
     ];
 
     /// Name in JSON, JUnit test cases and `--gate`.
@@ -85,6 +94,10 @@ impl Metric {
             Metric::CpuPerTxn(CpuRole::Stateless) => "stateless_cpu_us_per_txn",
             Metric::CpuPerTxn(CpuRole::Client) => "client_cpu_us_per_txn",
             Metric::StorageCpuRatio => "storage_to_client_cpu",
+            Metric::InstructionsPerTxn(CpuRole::Storage) => "storage_instructions_per_txn",
+            Metric::InstructionsPerTxn(CpuRole::Log) => "log_instructions_per_txn",
+            Metric::InstructionsPerTxn(CpuRole::Stateless) => "stateless_instructions_per_txn",
+            Metric::InstructionsPerTxn(CpuRole::Client) => "client_instructions_per_txn",
         }
     }
 
@@ -98,6 +111,16 @@ impl Metric {
             Metric::CpuPerTxn(CpuRole::Stateless) => "stateless server CPU per transaction",
             Metric::CpuPerTxn(CpuRole::Client) => "client (mako) CPU per transaction",
             Metric::StorageCpuRatio => "storage server CPU relative to the client's",
+            Metric::InstructionsPerTxn(CpuRole::Storage) => {
+                "storage server instructions per transaction"
+            }
+            Metric::InstructionsPerTxn(CpuRole::Log) => "tlog instructions per transaction",
+            Metric::InstructionsPerTxn(CpuRole::Stateless) => {
+                "stateless server instructions per transaction"
+            }
+            Metric::InstructionsPerTxn(CpuRole::Client) => {
+                "client (mako) instructions per transaction"
+            }
         }
     }
 
@@ -111,6 +134,10 @@ impl Metric {
             Metric::CpuPerTxn(CpuRole::Stateless) => "stateless CPU µs/txn",
             Metric::CpuPerTxn(CpuRole::Client) => "client CPU µs/txn",
             Metric::StorageCpuRatio => "storage/client CPU",
+            Metric::InstructionsPerTxn(CpuRole::Storage) => "storage instr/txn",
+            Metric::InstructionsPerTxn(CpuRole::Log) => "tlog instr/txn",
+            Metric::InstructionsPerTxn(CpuRole::Stateless) => "stateless instr/txn",
+            Metric::InstructionsPerTxn(CpuRole::Client) => "client instr/txn",
         }
     }
 
@@ -124,7 +151,7 @@ impl Metric {
         Metric::ALL.into_iter().find(|m| m.name() == name)
     }
 
-    fn bit(self) -> u8 {
+    fn bit(self) -> u16 {
         1 << Metric::ALL
             .iter()
             .position(|m| *m == self)
@@ -155,7 +182,7 @@ impl std::fmt::Display for Metric {
 /// The metrics that gate a run (in the Holm family, and in the exit status); the others
 /// are judged and reported only. Serialized as a list of metric names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MetricSet(u8);
+pub struct MetricSet(u16);
 
 impl MetricSet {
     /// TPS alone.

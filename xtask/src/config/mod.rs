@@ -294,6 +294,8 @@ pub fn gates(gate_latency: bool, gate: &[crate::cli::GateMetric]) -> MetricSet {
         G::LogCpu => Metric::CpuPerTxn(CpuRole::Log),
         G::StatelessCpu => Metric::CpuPerTxn(CpuRole::Stateless),
         G::ClientCpu => Metric::CpuPerTxn(CpuRole::Client),
+        G::StorageInstructions => Metric::InstructionsPerTxn(CpuRole::Storage),
+        G::ClientInstructions => Metric::InstructionsPerTxn(CpuRole::Client),
     });
     let latency = gate_latency.then_some(Metric::TxnLatencyP99);
     MetricSet::TPS.with_all(latency).with_all(named)
@@ -500,6 +502,30 @@ mod tests {
             .unwrap_err()
             .0
             .contains("cannot read"));
+    }
+
+    #[test]
+    fn a_written_profile_reads_back_as_the_same_workload_with_the_new_timing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sized on host.json");
+        let mut w = config(&["--transaction", "gr1:100", "--procs", "3"])
+            .unwrap()
+            .workload;
+        let name = Workload::profile_name(&path);
+        assert_eq!(name, "sized-on-host");
+        std::fs::write(&path, w.to_profile_file(&name, 20, 110)).unwrap();
+        let back = config(&["--profile-file", path.to_str().unwrap()])
+            .unwrap()
+            .workload;
+        (w.profile, w.warmup_seconds, w.seconds) = (name, 20, 110);
+        assert_eq!(back, w);
+        for (file, want) in [
+            ("quick.json", "calibrated"),
+            ("..json", "calibrated"),
+            ("a.b.json", "a-b"),
+        ] {
+            assert_eq!(Workload::profile_name(Path::new(file)), want, "{file}");
+        }
     }
 
     #[test]

@@ -15,10 +15,11 @@ use fdb::Engine;
 
 use super::{
     samples::Sample,
+    sizing::{Candidate, NoiseSplit, Sizing, TrialCost},
     stats::{self, Comparison},
 };
 use crate::{
-    config::{Arm, Metric},
+    config::{Arm, Metric, MetricSet},
     judge,
     results::trial::Outcome,
 };
@@ -33,6 +34,8 @@ const MAX_PAIRS: usize = 200;
 pub struct Calibration {
     /// The tolerance the recommendation is for (`--max-regression`), percent.
     pub tolerance_pct: f64,
+    /// What a trial cost and the budget the sizing is for; `None` without measured trials.
+    pub cost: Option<TrialCost>,
     pub engines: Vec<EngineNoise>,
 }
 
@@ -61,6 +64,9 @@ pub struct EngineNoise {
     /// The same figures for every metric the trials measured (TPS first), to choose what
     /// to gate on: the metric with the smallest pair sd resolves the smallest change.
     pub metrics: Vec<MetricNoise>,
+    /// Warmup, window and pairs with the smallest MDE in the budget, for the gated metric
+    /// that resolves the smallest change; `None` without per-second series or budget.
+    pub sizing: Option<Sizing>,
 }
 
 /// Noise of one metric of one engine on this host (the fields as in [`EngineNoise`]).
@@ -77,6 +83,9 @@ pub struct MetricNoise {
     pub mde_pct_3_pairs: Option<f64>,
     pub mde_pct_10_pairs: Option<f64>,
     pub pairs_needed: Option<usize>,
+    /// Where the noise comes from: within a trial's window or between trials; `None`
+    /// without per-second series of the metric (p99 latency, records without them).
+    pub split: Option<NoiseSplit>,
 }
 
 impl MetricNoise {
@@ -99,12 +108,22 @@ impl MetricNoise {
             mde_pct_3_pairs: mde(3),
             mde_pct_10_pairs: mde(10),
             pairs_needed: upper.and_then(|u| stats::pairs_needed(u, tol, MAX_PAIRS)),
+            split: sd.and_then(|sd| NoiseSplit::of(metric, sd, all)),
         }
     }
 }
 
 impl Calibration {
-    pub fn new(trials: &[Sample], engines: &[Engine], tolerance_pct: f64) -> Calibration {
+    /// The noise of `trials` (an A/A run) per engine and metric, and with `cost` the trials
+    /// sized for the host, on the metrics of `gated` (a metric's pairs' sd planned on its
+    /// 80% upper bound).
+    pub fn new(
+        trials: &[Sample],
+        engines: &[Engine],
+        tolerance_pct: f64,
+        gated: MetricSet,
+        cost: Option<TrialCost>,
+    ) -> Calibration {
         let engines = engines
             .iter()
             .map(|&engine| {
@@ -130,6 +149,21 @@ impl Calibration {
                 // TPS's own figures, kept at the top level of calibration.json.
                 let of_tps = MetricNoise::of(Metric::Tps, &pairs, &measured, tolerance_pct);
                 let sd = of_tps.pair_log_ratio_sd;
+                let candidates: Vec<Candidate> = metrics
+                    .iter()
+                    .filter(|m| gated.contains(m.metric))
+                    .filter_map(|m| {
+                        Some(Candidate {
+                            metric: m.metric,
+                            split: m.split.as_ref()?,
+                            upper_factor: m.pair_log_ratio_sd_upper80?
+                                / m.pair_log_ratio_sd.filter(|v| *v > 0.0)?,
+                        })
+                    })
+                    .collect();
+                let sizing = cost
+                    .as_ref()
+                    .and_then(|c| Sizing::choose(&candidates, c, &measured));
                 EngineNoise {
                     engine,
                     pairs: pairs.len(),
@@ -147,11 +181,13 @@ impl Calibration {
                     // a no-change run would be MEASURED only about two times in three.
                     pairs_needed: of_tps.pairs_needed,
                     metrics,
+                    sizing,
                 }
             })
             .collect();
         Calibration {
             tolerance_pct,
+            cost,
             engines,
         }
     }
@@ -207,6 +243,32 @@ impl Calibration {
         for e in self.engines.iter().filter(|e| e.metrics.len() > 1) {
             let _ = write!(s, "{}", e.render_metrics(self.tolerance_pct));
         }
+        for e in &self.engines {
+            let (Some(z), Some(cost)) = (&e.sizing, &self.cost) else {
+                continue;
+            };
+            let _ = writeln!(
+                s,
+                "{} trials sized for a {} budget ({:.0} s of each trial is cluster start, \
+                 load and teardown), on {}:\n  --warmup-seconds {} --seconds {} --trials {}: \
+                 MDE {:.1}% (on the 80% upper bound of the noise; {} s + {} s as calibrated: \
+                 {} pairs, MDE {})\n  warmup: {}",
+                e.engine,
+                humantime::format_duration(std::time::Duration::from_secs(cost.budget_s as u64)),
+                cost.overhead_s,
+                z.metric,
+                z.warmup_seconds,
+                z.warmup_seconds + z.window_seconds,
+                z.pairs,
+                z.mde_pct,
+                cost.warmup_s,
+                cost.window_s,
+                z.current_pairs,
+                z.current_mde_pct
+                    .map_or("-".to_string(), |m| format!("{m:.1}%")),
+                z.warmup_reason
+            );
+        }
         s
     }
 }
@@ -216,13 +278,16 @@ impl EngineNoise {
     fn render_metrics(&self, tol: f64) -> String {
         let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}%"));
         let mut s = format!(
-            "{} noise by metric ({} tolerance: pairs needed on the 80% bound):\n  \
-             {:<26} {:>9} {:>10} {:>9} {:>10} {:>7}\n",
+            "{} noise by metric ({} tolerance: pairs needed on the 80% bound; within: one \
+             trial's sd from its window's fluctuation, between: the rest):\n  \
+             {:<26} {:>9} {:>10} {:>9} {:>9} {:>9} {:>10} {:>7}\n",
             self.engine,
             format_args!("{tol:.1}%"),
             "metric",
             "CV/trial",
             "pair sd",
+            "within",
+            "between",
             "MDE@3",
             "MDE@10",
             "needs"
@@ -230,10 +295,12 @@ impl EngineNoise {
         for m in &self.metrics {
             let _ = writeln!(
                 s,
-                "  {:<26} {:>9} {:>10} {:>9} {:>10} {:>7}",
+                "  {:<26} {:>9} {:>10} {:>9} {:>9} {:>9} {:>10} {:>7}",
                 m.metric.name(),
                 pct(m.cv_pct),
                 pct(m.pair_log_ratio_sd.map(|v| 100.0 * v)),
+                pct(m.split.as_ref().map(|x| x.within_pct)),
+                pct(m.split.as_ref().map(|x| x.between_pct)),
                 pct(m.mde_pct_3_pairs),
                 pct(m.mde_pct_10_pairs),
                 m.pairs_needed
@@ -268,8 +335,22 @@ mod tests {
             &[1000.0, 1080.0, 930.0, 1050.0],
             &[1060.0, 990.0, 1010.0, 940.0],
         );
-        let q = &Calibration::new(&Sample::of_trials(&quiet), &[Engine::Redwood], 2.0).engines[0];
-        let n = &Calibration::new(&Sample::of_trials(&noisy), &[Engine::Redwood], 2.0).engines[0];
+        let q = &Calibration::new(
+            &Sample::of_trials(&quiet),
+            &[Engine::Redwood],
+            2.0,
+            MetricSet::TPS,
+            None,
+        )
+        .engines[0];
+        let n = &Calibration::new(
+            &Sample::of_trials(&noisy),
+            &[Engine::Redwood],
+            2.0,
+            MetricSet::TPS,
+            None,
+        )
+        .engines[0];
         assert_eq!((q.pairs, n.pairs), (4, 4));
         let (qn, nn) = (
             q.pairs_needed.unwrap(),
@@ -287,7 +368,14 @@ mod tests {
         // The MDE table falls with more pairs.
         let mdes: Vec<f64> = n.mde_pct_by_pairs.iter().map(|(_, m)| *m).collect();
         assert!(mdes.windows(2).all(|w| w[0] > w[1]), "{mdes:?}");
-        let text = Calibration::new(&Sample::of_trials(&quiet), &[Engine::Redwood], 2.0).render();
+        let text = Calibration::new(
+            &Sample::of_trials(&quiet),
+            &[Engine::Redwood],
+            2.0,
+            MetricSet::TPS,
+            None,
+        )
+        .render();
         assert!(text.contains(&format!("needs --trials {qn}")), "{text}");
     }
 
@@ -304,9 +392,18 @@ mod tests {
             t.cpu = Some(RoleCpu {
                 window_s: 60.0,
                 cores: [(CpuRole::Storage, 0.5), (CpuRole::Client, 0.6)].into(),
+                per_second: Default::default(),
+                instructions_per_s: Default::default(),
+                instructions_unavailable: None,
             });
         }
-        let c = Calibration::new(&Sample::of_trials(&trials), &[Engine::Redwood], 2.0);
+        let c = Calibration::new(
+            &Sample::of_trials(&trials),
+            &[Engine::Redwood],
+            2.0,
+            MetricSet::TPS,
+            None,
+        );
         let e = &c.engines[0];
         let of = |m: Metric| e.metrics.iter().find(|x| x.metric == m).unwrap();
         assert_eq!(e.metrics[0].metric, Metric::Tps);
@@ -346,6 +443,8 @@ mod tests {
             &Sample::of_trials(&interleaved(&[1000.0], &[1001.0])),
             &[Engine::Redwood],
             2.0,
+            MetricSet::TPS,
+            None,
         );
         assert_eq!(c.engines[0].pair_log_ratio_sd, None);
         assert!(c.render().contains("no estimate of the noise"));

@@ -32,6 +32,7 @@ pub mod calibrate;
 pub mod drift;
 pub mod samples;
 pub mod sequential;
+pub mod sizing;
 pub mod stats;
 
 use fdb::Engine;
@@ -148,6 +149,9 @@ pub struct ArmStats {
     pub cpu_us_per_txn_mean: BTreeMap<CpuRole, f64>,
     /// Mean of the per-trial storage server / client CPU ratio.
     pub storage_to_client_cpu_mean: Option<f64>,
+    /// Mean instructions per transaction of each role the host counted them for.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub instructions_per_txn_mean: BTreeMap<CpuRole, f64>,
     /// Trials whose storage server was measured below 0.85 cores (not CPU-bound).
     pub trials_not_cpu_bound: usize,
     /// Trials whose storage CPU could not be measured (the run ended before its warmup).
@@ -164,6 +168,7 @@ impl ArmStats {
             Metric::TxnLatencyP99 => self.txn_latency_us_p99_mean,
             Metric::CpuPerTxn(r) => self.cpu_us_per_txn_mean.get(&r).copied(),
             Metric::StorageCpuRatio => self.storage_to_client_cpu_mean,
+            Metric::InstructionsPerTxn(r) => self.instructions_per_txn_mean.get(&r).copied(),
         }
     }
 
@@ -206,6 +211,15 @@ impl ArmStats {
                     .filter_map(|t| t.value(Metric::StorageCpuRatio))
                     .collect(),
             ),
+            instructions_per_txn_mean: CpuRole::ALL
+                .into_iter()
+                .filter_map(|r| {
+                    let v = trials
+                        .iter()
+                        .filter_map(|t| t.value(Metric::InstructionsPerTxn(r)));
+                    Some((r, mean_of(v.collect())?))
+                })
+                .collect(),
             tps,
         })
     }
@@ -606,6 +620,7 @@ fn decide(j: &mut Judgement) {
         Metric::Tps => ("a loss", "slower"),
         Metric::TxnLatencyP99 => ("a worsening", "higher in latency"),
         Metric::CpuPerTxn(_) | Metric::StorageCpuRatio => ("a rise", "more CPU per transaction"),
+        Metric::InstructionsPerTxn(_) => ("a rise", "more instructions per transaction"),
     };
     (j.verdict, j.reason) = if nw < ALPHA / 2.0 {
         (

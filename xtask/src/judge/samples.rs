@@ -37,12 +37,22 @@ pub struct Sample {
     /// CPU microseconds per committed transaction, per role: the role's cores over the
     /// measurement window x 10^6 / TPS. Roles that were not measured are absent.
     pub cpu_us_per_txn: BTreeMap<CpuRole, f64>,
+    /// Instructions retired per committed transaction, per role, where the host counted
+    /// them (a hardware PMU): instructions per second over the window / TPS.
+    pub instructions_per_txn: BTreeMap<CpuRole, f64>,
     /// Whether the storage server was CPU-bound; `None` when unknown.
     pub cpu_bound: Option<bool>,
     /// Peak growth of the work dir's used bytes during the trial.
     pub workdir_peak_bytes: Option<u64>,
     /// The trend of TPS within the measurement window, when there were enough samples.
     pub drift: Option<Drift>,
+    /// mako's per-second TPS from the run's start, warmup included (empty for a recorded
+    /// trial).
+    pub per_second_tps: Vec<f64>,
+    /// mako's warmup, seconds: the window's samples start at `per_second_tps[warmup_s]`.
+    pub warmup_s: f64,
+    /// Cores each role used per second of the window ([`RoleCpu::per_second`](crate::results::trial::RoleCpu::per_second)).
+    pub per_second_cores: BTreeMap<CpuRole, Vec<f64>>,
 }
 
 impl Sample {
@@ -56,6 +66,7 @@ impl Sample {
                 self.cpu_us_per_txn.get(&CpuRole::Storage)?
                     / self.cpu_us_per_txn.get(&CpuRole::Client)?,
             ),
+            Metric::InstructionsPerTxn(role) => self.instructions_per_txn.get(&role).copied(),
         }
     }
 
@@ -78,10 +89,55 @@ impl Sample {
                     .iter()
                     .flat_map(|c| c.cores.iter().map(|(r, c)| (*r, *c))),
             ),
+            // per_txn's arithmetic is the same for any per-second rate: x / TPS (x 10^6
+            // for CPU seconds), so instructions per second / TPS comes out x 10^6.
+            instructions_per_txn: per_txn(
+                r.map(|r| r.tps),
+                t.cpu
+                    .iter()
+                    .flat_map(|c| c.instructions_per_s.iter().map(|(r, n)| (*r, *n / 1e6))),
+            ),
             cpu_bound: t.cpu_bound,
             workdir_peak_bytes: t.workdir_peak_bytes,
             drift: r.and_then(|r| drift(&r.samples_tps, r.warmup_duration_s)),
+            per_second_tps: r.map(|r| r.samples_tps.clone()).unwrap_or_default(),
+            warmup_s: r.map_or(0.0, |r| r.warmup_duration_s),
+            per_second_cores: t
+                .cpu
+                .as_ref()
+                .map(|c| c.per_second.clone())
+                .unwrap_or_default(),
         }
+    }
+
+    /// The value of `m` per second of the measurement window, when the trial kept such a
+    /// series: TPS from mako's samples; CPU per transaction as each second's cores over
+    /// the same second's TPS (the gate's CPU seconds start at the end of the warmup as the
+    /// gate saw it, so they align with mako's within a fraction of a second); the
+    /// storage/client ratio from the cores alone. `None` for p99 latency (mako reports it
+    /// once per run) and for seconds a value is undefined in (no TPS, an idle client).
+    pub fn per_second(&self, m: Metric) -> Option<Vec<f64>> {
+        let window = self
+            .per_second_tps
+            .get(self.warmup_s.round() as usize..)
+            .unwrap_or_default();
+        let cores = |r: CpuRole| self.per_second_cores.get(&r).filter(|v| !v.is_empty());
+        let series: Vec<f64> = match m {
+            Metric::Tps => window.to_vec(),
+            Metric::TxnLatencyP99 | Metric::InstructionsPerTxn(_) => return None,
+            Metric::CpuPerTxn(role) => cores(role)?
+                .iter()
+                .zip(window)
+                .map(|(c, tps)| c * 1e6 / tps)
+                .collect(),
+            Metric::StorageCpuRatio => cores(CpuRole::Storage)?
+                .iter()
+                .zip(cores(CpuRole::Client)?)
+                .map(|(s, c)| s / c)
+                .collect(),
+        };
+        let series: Vec<f64> = series.into_iter().filter(|v| v.is_finite()).collect();
+        (!series.is_empty()).then_some(series)
     }
 
     /// The samples of a run's trials, in order.
@@ -117,9 +173,13 @@ impl Sample {
                     Some(t.tps),
                     t.storage_cpu_cores.map(|c| (CpuRole::Storage, c)),
                 ),
+                instructions_per_txn: BTreeMap::new(),
                 cpu_bound: None,
                 workdir_peak_bytes: None,
                 drift: None,
+                per_second_tps: Vec::new(),
+                warmup_s: 0.0,
+                per_second_cores: BTreeMap::new(),
             })
             .collect()
     }

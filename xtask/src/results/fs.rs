@@ -144,6 +144,18 @@ pub fn json<T: Serialize>(v: &T) -> String {
     serde_json::to_string_pretty(v).expect("plain data serializes") + "\n"
 }
 
+/// Creates `path` with `text`; fails if anything is there already, a symlink included
+/// (`O_CREAT | O_EXCL`): for files the user names, which the gate never replaces.
+pub fn create_new(path: &Path, text: &str) -> Result<()> {
+    use std::io::Write as _;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .with_context(|| format!("cannot create {}", path.display()))
+}
+
 /// Writes `text` to `path` through a temporary file and a rename, so a reader never sees
 /// half a file.
 pub fn write(path: &Path, text: &str) -> Result<()> {

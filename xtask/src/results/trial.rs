@@ -23,6 +23,20 @@ pub struct RoleCpu {
     pub window_s: f64,
     /// CPU seconds per wall-clock second, per role (1.0 = one core busy).
     pub cores: BTreeMap<CpuRole, f64>,
+    /// The same per second of the window, per role: cores over the k-th interval between
+    /// the first CPU samples at or after k - 1 and k seconds (samples come every 0.25 s,
+    /// so an interval is 0.75-1.25 s). A CPU clock tick is 10 ms, so one value is good to
+    /// about 0.01 cores. Empty in records that predate it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub per_second: BTreeMap<CpuRole, Vec<f64>>,
+    /// Instructions retired per wall-clock second over the window, per role, from the
+    /// hardware PMU (`perf_event_open`, user space as rustc-perf's `instructions:u`, every thread of the role's
+    /// processes); empty where the host cannot count them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub instructions_per_s: BTreeMap<CpuRole, f64>,
+    /// Why no instructions were counted (no PMU, not permitted), when they were not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions_unavailable: Option<String>,
 }
 
 /// A phase of a trial, each with its own time bound.

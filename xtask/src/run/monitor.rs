@@ -18,6 +18,20 @@ use nix::sys::statfs::statfs;
 use crate::results::trial::{CpuRole, RoleCpu};
 
 const SAMPLE_EVERY: Duration = Duration::from_secs(1);
+
+/// Where the kernel lists the hardware PMU's events; absent on VMs without PMU
+/// passthrough (this project's 2-vCPU KVM host has only software and tracepoint PMUs).
+const HARDWARE_PMU: &str = "/sys/bus/event_source/devices/cpu";
+
+/// The event counted per role besides CPU time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkEvent {
+    /// Instructions retired in user space (`PERF_COUNT_HW_INSTRUCTIONS`): needs a PMU.
+    Instructions,
+    /// CPU time in nanoseconds (`PERF_COUNT_SW_TASK_CLOCK`), which every Linux kernel
+    /// counts: the same code path on a host without a PMU, for tests.
+    TaskClock,
+}
 const CPU_SAMPLE_EVERY: Duration = Duration::from_millis(250);
 
 /// Samples of one trial.
@@ -29,6 +43,7 @@ pub struct Monitor {
     pub peak_growth_bytes: u64,
     last_sample: Option<Instant>,
     cpu: Option<CpuWindow>,
+    event: WorkEvent,
 }
 
 /// The processes of each role and their CPU at the window's start and latest sample.
@@ -37,14 +52,22 @@ struct CpuWindow {
     pids: Vec<(CpuRole, u32)>,
     /// The client's root process, whose reaped children's CPU (`cutime`, `cstime`) counts.
     client_root: Option<u32>,
+    /// One counter of `Monitor::event` per thread of each role's processes, or why there
+    /// are none.
+    counters: Result<Vec<(CpuRole, perf_event::Counter)>, String>,
     start: CpuSample,
     last: CpuSample,
+    /// The first sample at or after each whole second of the window (1 s, 2 s, ...): the
+    /// per-second series within the window.
+    marks: Vec<CpuSample>,
 }
 
 #[derive(Debug, Clone)]
 struct CpuSample {
     at: Instant,
     seconds: BTreeMap<CpuRole, f64>,
+    /// Events counted so far per role (empty without counters).
+    events: BTreeMap<CpuRole, f64>,
 }
 
 impl Monitor {
@@ -55,7 +78,13 @@ impl Monitor {
             peak_growth_bytes: 0,
             last_sample: None,
             cpu: None,
+            event: WorkEvent::Instructions,
         }
+    }
+
+    /// This monitor counting `event` instead of instructions.
+    pub fn counting(self, event: WorkEvent) -> Monitor {
+        Monitor { event, ..self }
     }
 
     /// Takes a usage sample if the last one is a second old, and a CPU sample if the CPU
@@ -65,6 +94,10 @@ impl Monitor {
             if w.last.at.elapsed() >= CPU_SAMPLE_EVERY {
                 // A process that is gone ends the window at the previous sample.
                 if let Some(s) = w.sample() {
+                    let second = Duration::from_secs(w.marks.len() as u64 + 1);
+                    if s.at.duration_since(w.start.at) >= second {
+                        w.marks.push(s.clone());
+                    }
                     w.last = s;
                 }
             }
@@ -93,17 +126,18 @@ impl Monitor {
                     .map(|p| (CpuRole::Client, p)),
             );
         }
+        let empty = CpuSample {
+            at: Instant::now(),
+            seconds: BTreeMap::new(),
+            events: BTreeMap::new(),
+        };
         let mut w = CpuWindow {
+            counters: open_counters(self.event, &pids),
             pids,
             client_root: client,
-            start: CpuSample {
-                at: Instant::now(),
-                seconds: BTreeMap::new(),
-            },
-            last: CpuSample {
-                at: Instant::now(),
-                seconds: BTreeMap::new(),
-            },
+            start: empty.clone(),
+            last: empty,
+            marks: Vec::new(),
         };
         if let Some(s) = w.sample() {
             (w.start, w.last) = (s.clone(), s);
@@ -125,16 +159,107 @@ impl Monitor {
             .iter()
             .map(|(role, s)| (*role, (s - w.start.seconds[role]).max(0.0) / wall))
             .collect();
+        let mut per_second: BTreeMap<CpuRole, Vec<f64>> = BTreeMap::new();
+        for (a, b) in std::iter::once(&w.start).chain(&w.marks).zip(&w.marks) {
+            let dt = b.at.duration_since(a.at).as_secs_f64();
+            for (role, s) in &b.seconds {
+                let used = (s - a.seconds.get(role).copied().unwrap_or(*s)).max(0.0);
+                per_second.entry(*role).or_default().push(used / dt);
+            }
+        }
+        let (instructions_per_s, instructions_unavailable) = match &w.counters {
+            Ok(_) => (
+                w.last
+                    .events
+                    .iter()
+                    .map(|(role, n)| (*role, (n - w.start.events[role]).max(0.0) / wall))
+                    .collect(),
+                None,
+            ),
+            Err(why) => (BTreeMap::new(), Some(why.clone())),
+        };
         Some(RoleCpu {
             window_s: wall,
             cores,
+            per_second,
+            instructions_per_s,
+            instructions_unavailable,
         })
     }
 }
 
+/// One counter of `event` on every thread of every process in `pids` (threads started
+/// later are counted through `inherit`, once they end); or why none could be opened: no
+/// PMU, or `perf_event_open` refused (`kernel.perf_event_paranoid`, a seccomp filter).
+fn open_counters(
+    event: WorkEvent,
+    pids: &[(CpuRole, u32)],
+) -> Result<Vec<(CpuRole, perf_event::Counter)>, String> {
+    use perf_event::events::{Hardware, Software};
+    if event == WorkEvent::Instructions && !Path::new(HARDWARE_PMU).exists() {
+        return Err(format!(
+            "this host has no hardware PMU ({HARDWARE_PMU} is absent, as on VMs without PMU \
+             passthrough): instructions are not counted"
+        ));
+    }
+    let mut counters = Vec::new();
+    for &(role, pid) in pids {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map_err(|e| format!("cannot list the threads of pid {pid}: {e}"))?;
+        for tid in tasks
+            .flatten()
+            .filter_map(|t| t.file_name().to_str()?.parse::<i32>().ok())
+        {
+            let mut b = perf_event::Builder::new();
+            b = match event {
+                WorkEvent::Instructions => b.kind(Hardware::INSTRUCTIONS),
+                WorkEvent::TaskClock => b.kind(Software::TASK_CLOCK),
+            };
+            let mut b = b.observe_pid(tid).any_cpu();
+            b.inherit(true);
+            let mut c = match b.build() {
+                Ok(c) => c,
+                // The thread ended since the listing: nothing of it to count.
+                Err(e) if e.raw_os_error() == Some(nix::libc::ESRCH) => continue,
+                Err(e) => {
+                    return Err(format!(
+                        "perf_event_open of {event:?} refused for thread {tid} of pid {pid}: \
+                         {e} (kernel.perf_event_paranoid is {}; containers often filter the \
+                         call)",
+                        std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+                            .map_or("unknown".to_string(), |s| s.trim().to_string())
+                    ))
+                }
+            };
+            c.enable()
+                .map_err(|e| format!("cannot enable the {event:?} counter of thread {tid}: {e}"))?;
+            counters.push((role, c));
+        }
+    }
+    Ok(counters)
+}
+
+/// Events counted so far per role, scaled up when the kernel multiplexed a counter
+/// (running less than enabled); `None` if one cannot be read or never ran.
+fn read_counters(
+    counters: &mut [(CpuRole, perf_event::Counter)],
+) -> Option<BTreeMap<CpuRole, f64>> {
+    let mut per_role = BTreeMap::new();
+    for (role, c) in counters {
+        let t = c.read_count_and_time().ok()?;
+        let scaled = if t.time_running == 0 {
+            0.0
+        } else {
+            t.count as f64 * t.time_enabled as f64 / t.time_running as f64
+        };
+        *per_role.entry(*role).or_insert(0.0) += scaled;
+    }
+    Some(per_role)
+}
+
 impl CpuWindow {
     /// CPU seconds of each role now; `None` if any process is gone.
-    fn sample(&self) -> Option<CpuSample> {
+    fn sample(&mut self) -> Option<CpuSample> {
         let mut seconds = BTreeMap::new();
         for &(role, pid) in &self.pids {
             let t = cpu_times(pid)?;
@@ -146,9 +271,14 @@ impl CpuWindow {
             };
             *seconds.entry(role).or_insert(0.0) += own + reaped;
         }
+        let events = match &mut self.counters {
+            Ok(c) => read_counters(c)?,
+            Err(_) => BTreeMap::new(),
+        };
         Some(CpuSample {
             at: Instant::now(),
             seconds,
+            events,
         })
     }
 }
@@ -272,6 +402,77 @@ mod tests {
         assert!(client > 0.0 && client <= 1.05, "{cpu:?}");
         assert!(log < 0.05, "a sleeping process used CPU: {cpu:?}");
         assert!(cpu.window_s > 0.0, "{cpu:?}");
+    }
+
+    /// The per-thread counter path, with the software event every kernel has: the task
+    /// clock it counts agrees with the CPU time `/proc` reports, role by role.
+    #[test]
+    fn counted_events_follow_each_role_through_every_thread() {
+        // Two busy threads in one process (a multi-threaded client) and one busy server.
+        let mut server = busy("while :; do :; done");
+        let mut client = busy("(while :; do :; done) & (while :; do :; done) & wait");
+        while descendants(client.id()).len() < 2 {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let mut m = Monitor::new(Path::new("/")).counting(WorkEvent::TaskClock);
+        m.start_cpu_window(&[(CpuRole::Storage, server.id())], Some(client.id()));
+        let s0 = cpu_seconds(server.id());
+        while cpu_seconds(server.id()) < s0 + 0.5 {
+            std::thread::sleep(Duration::from_millis(20));
+            m.tick();
+        }
+        std::thread::sleep(CPU_SAMPLE_EVERY);
+        m.tick();
+        let cpu = m.role_cpu().expect("a window");
+        let workers = descendants(client.id());
+        for c in [&mut server, &mut client] {
+            c.kill().unwrap();
+            c.wait().unwrap();
+        }
+        for w in workers {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(w as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        if let Some(why) = &cpu.instructions_unavailable {
+            // A host that forbids perf_event_open altogether (a seccomp filter): the reason
+            // is recorded instead, naming the call.
+            assert!(why.contains("perf_event_open"), "{why}");
+            return;
+        }
+        for role in [CpuRole::Storage, CpuRole::Client] {
+            // Task clock: nanoseconds of CPU per wall-clock second = cores x 10^9.
+            let counted = cpu.instructions_per_s[&role] / 1e9;
+            let proc = cpu.cores[&role];
+            assert!(
+                proc > 0.1 && (counted / proc - 1.0).abs() < 0.15,
+                "{role}: counted {counted} cores, /proc {proc}: {cpu:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_host_without_a_pmu_says_so_instead_of_counting_instructions() {
+        let mut idle = busy("sleep 600");
+        let mut m = Monitor::new(Path::new("/"));
+        m.start_cpu_window(&[(CpuRole::Storage, idle.id())], None);
+        std::thread::sleep(CPU_SAMPLE_EVERY);
+        m.tick();
+        let cpu = m.role_cpu().expect("a window");
+        idle.kill().unwrap();
+        idle.wait().unwrap();
+        if Path::new(HARDWARE_PMU).exists() {
+            assert!(
+                cpu.instructions_per_s.contains_key(&CpuRole::Storage)
+                    || cpu.instructions_unavailable.is_some(),
+                "{cpu:?}"
+            );
+        } else {
+            assert!(cpu.instructions_per_s.is_empty(), "{cpu:?}");
+            let why = cpu.instructions_unavailable.expect("a reason");
+            assert!(why.contains("no hardware PMU"), "{why}");
+        }
     }
 
     #[test]
