@@ -45,9 +45,16 @@ pub fn run(sh: &Shell, args: &CalibrateArgs) -> Result<i32> {
         let _ = write!(std::io::stdout(), "{}", plan.render());
         return Ok(0);
     }
+    let started = std::time::Instant::now();
     let done = execute(plan)?;
+    let trials_wall_s = started.elapsed().as_secs_f64();
     let c = &done.plan.config;
-    let cost = trial_cost(&done.trials, &c.workload, args.budget.as_secs_f64());
+    let cost = trial_cost(
+        trials_wall_s,
+        &done.trials,
+        &c.workload,
+        args.budget.as_secs_f64(),
+    );
     let cal = Calibration::new(
         &Sample::of_trials(&done.trials),
         &done.plan.engines,
@@ -97,17 +104,19 @@ pub fn run(sh: &Shell, args: &CalibrateArgs) -> Result<i32> {
     })
 }
 
-/// What a trial cost beside mako's run (the mean over measured trials of every phase's
-/// duration, less mako's `--seconds`), with the run's warmup and window and `budget_s`;
-/// `None` without a measured trial.
-fn trial_cost(trials: &[TrialRecord], w: &Workload, budget_s: f64) -> Option<TrialCost> {
-    let totals: Vec<f64> = trials
-        .iter()
-        .filter(|t| t.outcome == Outcome::Measured)
-        .map(|t| t.phases.iter().map(|p| p.duration_s).sum::<f64>())
-        .collect();
-    (!totals.is_empty()).then(|| TrialCost {
-        overhead_s: (totals.iter().sum::<f64>() / totals.len() as f64 - w.seconds as f64).max(0.0),
+/// What a trial cost beside mako's run: the wall-clock time of all trials (`wall_s`, from
+/// the first cluster start to the last teardown, so every gap between phases and trials
+/// counts, not only the recorded phases) over the trials run, less mako's `--seconds`;
+/// with the run's warmup and window and `budget_s`. `None` without a measured trial.
+fn trial_cost(
+    wall_s: f64,
+    trials: &[TrialRecord],
+    w: &Workload,
+    budget_s: f64,
+) -> Option<TrialCost> {
+    let measured = trials.iter().any(|t| t.outcome == Outcome::Measured);
+    (measured && !trials.is_empty()).then(|| TrialCost {
+        overhead_s: (wall_s / trials.len() as f64 - w.seconds as f64).max(0.0),
         warmup_s: w.warmup_seconds,
         window_s: w.measured_seconds(),
         budget_s,

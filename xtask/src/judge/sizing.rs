@@ -91,7 +91,7 @@ fn within_rel_var(y: &[f64]) -> Option<f64> {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TrialCost {
     /// Seconds of a trial besides mako's run (cluster start, configure, mako build,
-    /// teardown), the mean over the measured trials.
+    /// teardown and every gap between), the mean over the calibration's trials.
     pub overhead_s: f64,
     /// The calibration's warmup and window, seconds.
     pub warmup_s: u64,
