@@ -50,6 +50,14 @@ fn main() {
     let leftovers = [format!("/tmp/makoTemp{pid}"), format!("/dev/shm/mako{pid}")];
     let _ = std::fs::create_dir_all(&leftovers[0]);
     let _ = std::fs::write(&leftovers[1], "");
+    if b.mako_forks_worker {
+        let _ = std::process::Command::new(std::env::args().next().unwrap())
+            .arg("--double-worker")
+            .arg(&cluster)
+            .spawn();
+    }
+    // Written once the worker runs its own command line (spawn returns after its exec):
+    // tests that wait for this file then see every process of the run.
     let pids = common::tree_root().join("double-mako-pids");
     let _ = std::fs::write(
         &pids,
@@ -58,12 +66,6 @@ fn main() {
             std::fs::read_to_string(&pids).unwrap_or_default()
         ),
     );
-    if b.mako_forks_worker {
-        let _ = std::process::Command::new(std::env::args().next().unwrap())
-            .arg("--double-worker")
-            .arg(&cluster)
-            .spawn();
-    }
     common::burn_cpu(b.cpu_pct.get("client").copied().unwrap_or(0.0));
     let seconds = num(&["-s", "--seconds"], 30.0);
     let warmup = num(&["--warmup_seconds"], 0.0);

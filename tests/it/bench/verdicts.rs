@@ -320,4 +320,26 @@ fn a_gated_metric_that_was_not_measured_is_an_error() {
         "{}",
         text(&o)
     );
+    // Instructions need a hardware PMU: where the host has none, gating on them is
+    // refused before any trial, saying why.
+    let o = s.bench_in(
+        "instructions",
+        &a,
+        &b,
+        &["--trials", "2", "--gate", "storage-instructions"],
+    );
+    let pmu = std::path::Path::new("/sys/bus/event_source/devices/cpu").exists();
+    if !pmu {
+        assert_eq!(code(&o), 64, "{}", text(&o));
+        assert!(
+            text(&o).contains(
+                "gating on storage server instructions per transaction needs a hardware PMU"
+            ),
+            "{}",
+            text(&o)
+        );
+        assert!(!s.dir.path().join("instructions/trials.json").exists());
+    } else {
+        assert!(!text(&o).contains("needs a hardware PMU"), "{}", text(&o));
+    }
 }

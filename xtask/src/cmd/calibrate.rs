@@ -12,7 +12,11 @@ use crate::{
     config::BenchConfig,
     config::Workload,
     error::UsageError,
-    judge::{calibrate::Calibration, samples::Sample, sizing::TrialCost},
+    judge::{
+        calibrate::Calibration,
+        samples::Sample,
+        sizing::{TrialCost, BATCH_S},
+    },
     plan::resolve::{plan, prepare},
     report::write,
     results::{
@@ -22,7 +26,8 @@ use crate::{
 };
 
 /// Runs the A/A trials and writes `calibration.json`. Exit status 0 when every trial was
-/// measured, else 2.
+/// measured (and, with `--write-profile`, the trials could be sized), else 2; a window too
+/// short to size is refused before any trial.
 pub fn run(sh: &Shell, args: &CalibrateArgs) -> Result<i32> {
     let config = BenchConfig::new(Some(&args.build), Some(&args.build), true, &args.run)?;
     if let Some(j) = &config.junit {
@@ -38,6 +43,19 @@ pub fn run(sh: &Shell, args: &CalibrateArgs) -> Result<i32> {
             .into());
         }
         check_writable_file(p)?;
+        // Sizing splits each window into 10 s batches and needs three.
+        let window = config.workload.measured_seconds();
+        if window < 3 * BATCH_S as u64 {
+            return Err(UsageError(format!(
+                "--write-profile needs a measurement window of at least {} s to size the \
+                 trials (three 10 s batches), and --seconds {} --warmup-seconds {} leave {window} s: \
+                 raise --seconds",
+                3 * BATCH_S,
+                config.workload.seconds,
+                config.workload.warmup_seconds
+            ))
+            .into());
+        }
     }
     let prepared = prepare(&config)?;
     let plan = plan(sh, config, prepared, Vec::new())?;
@@ -83,12 +101,28 @@ pub fn run(sh: &Shell, args: &CalibrateArgs) -> Result<i32> {
                 );
             }
             None => {
+                let pairs = cal.engines.iter().map(|e| e.pairs).max().unwrap_or(0);
+                let why = if pairs < 2 {
+                    format!("{pairs} complete A/A pairs (sizing needs 2 or more)")
+                } else if cal
+                    .engines
+                    .iter()
+                    .flat_map(|e| &e.metrics)
+                    .all(|m| m.split.is_none())
+                {
+                    "no trial had a per-second series of three 10 s batches".to_string()
+                } else {
+                    format!(
+                        "--budget {} does not fit 2 pairs of the shortest window",
+                        humantime::format_duration(args.budget)
+                    )
+                };
                 let _ = writeln!(
                     std::io::stderr(),
-                    "no profile written to {}: the trials could not be sized (fewer than 2 \
-                     complete A/A pairs, no per-second samples, or a budget too small for 2 pairs)",
+                    "no profile written to {}: the trials could not be sized: {why}",
                     path.display()
                 );
+                return Ok(2);
             }
         }
     }

@@ -3,6 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Where the kernel lists the hardware PMU's events, which [`Metric::InstructionsPerTxn`]
+/// needs; absent on VMs without PMU passthrough (this project's 2-vCPU KVM host has only
+/// software and tracepoint event sources).
+pub const HARDWARE_PMU: &str = "/sys/bus/event_source/devices/cpu";
+
 /// A group of processes whose CPU is accounted separately: one per fdbserver process
 /// class of the cluster (`fdbserver -c`), and the client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -22,7 +22,7 @@ use crate::{
     cli::{BenchArgs, EngineArg, RunArgs, TimeoutArgs, TrialsArg},
     error::UsageError,
 };
-pub use metric::{CpuRole, Metric, MetricSet};
+pub use metric::{CpuRole, Metric, MetricSet, HARDWARE_PMU};
 pub use workload::{client_procs, Workload, SATURATING_CORES, SERVER_CORES};
 
 /// Longest run or phase bound accepted, seconds (one week): longer is a typo, and

@@ -400,8 +400,12 @@ fn other_metrics(
             let mut j = derived_judgement(tps, m, compare(m), gating);
             if let Some(t) = missing(m).filter(|_| gating && j.verdict == Verdict::Measured) {
                 j.verdict = Verdict::Error;
+                let why = match (m, &t.instructions_unavailable) {
+                    (Metric::InstructionsPerTxn(_), Some(why)) => format!(": {why}"),
+                    _ => String::new(),
+                };
                 j.reason = format!(
-                    "{} was not measured in trial {} ({} #{}), so it cannot gate",
+                    "{} was not measured in trial {} ({} #{}), so it cannot gate{why}",
                     m.label(),
                     t.index,
                     t.arm,
@@ -582,10 +586,19 @@ fn decide(j: &mut Judgement) {
     let tol = j.criteria.max_regression_pct;
     let Some(c) = &j.comparison else {
         j.verdict = Verdict::Inconclusive;
+        // The metric's own plain means, not TPS's.
+        let plain = match (&j.baseline, &j.experiment) {
+            (Some(a), Some(b)) => a
+                .mean(j.metric)
+                .zip(b.mean(j.metric))
+                .map(|(a, b)| format!("{:+.2}%", 100.0 * (b / a - 1.0))),
+            _ => None,
+        };
         j.reason = format!(
-            "fewer than 2 complete pairs give no estimate of the noise: run more trials \
-             (plain means: {:+.2}%)",
-            j.tps_delta_pct.unwrap_or(f64::NAN)
+            "{}: fewer than 2 complete pairs give no estimate of the noise: run more trials \
+             (plain means: {})",
+            j.metric.label(),
+            plain.unwrap_or_else(|| "-".to_string())
         );
         return;
     };

@@ -40,6 +40,9 @@ pub struct Sample {
     /// Instructions retired per committed transaction, per role, where the host counted
     /// them (a hardware PMU): instructions per second over the window / TPS.
     pub instructions_per_txn: BTreeMap<CpuRole, f64>,
+    /// Why instructions were not counted in this trial (no PMU, `perf_event_open`
+    /// refused), when the record says.
+    pub instructions_unavailable: Option<String>,
     /// Whether the storage server was CPU-bound; `None` when unknown.
     pub cpu_bound: Option<bool>,
     /// Peak growth of the work dir's used bytes during the trial.
@@ -97,6 +100,10 @@ impl Sample {
                     .iter()
                     .flat_map(|c| c.instructions_per_s.iter().map(|(r, n)| (*r, *n / 1e6))),
             ),
+            instructions_unavailable: t
+                .cpu
+                .as_ref()
+                .and_then(|c| c.instructions_unavailable.clone()),
             cpu_bound: t.cpu_bound,
             workdir_peak_bytes: t.workdir_peak_bytes,
             drift: r.and_then(|r| drift(&r.samples_tps, r.warmup_duration_s)),
@@ -174,6 +181,7 @@ impl Sample {
                     t.storage_cpu_cores.map(|c| (CpuRole::Storage, c)),
                 ),
                 instructions_per_txn: BTreeMap::new(),
+                instructions_unavailable: None,
                 cpu_bound: None,
                 workdir_peak_bytes: None,
                 drift: None,

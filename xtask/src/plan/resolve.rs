@@ -2,7 +2,7 @@
 //! recorded baseline and with it the engine, the SLO floors, the work dir and that a trial
 //! fits on it), then the [`Plan`] from the arms' trees.
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, path::Path};
 
 use anyhow::{Context, Result};
 use fdb::Engine;
@@ -19,7 +19,8 @@ use crate::{
         tree::{same_binaries, FdbTree},
         Provenance,
     },
-    config::{slo, Arm, BenchConfig},
+    config::{slo, Arm, BenchConfig, Metric, HARDWARE_PMU},
+    error::UsageError,
     results::{
         baseline::{self, Baseline},
         fs::check_results_dir,
@@ -82,6 +83,18 @@ pub fn prepare(config: &BenchConfig) -> Result<Prepared> {
     )?;
     if let Some(out) = &config.out {
         check_results_dir(out, config.junit.as_deref())?;
+    }
+    let counted = |m: &Metric| matches!(m, Metric::InstructionsPerTxn(_));
+    if let Some(m) = config.gates.iter().find(counted) {
+        if !Path::new(HARDWARE_PMU).exists() {
+            return Err(UsageError(format!(
+                "gating on {} needs a hardware PMU, and this host has none ({HARDWARE_PMU} \
+                 is absent, as on VMs without PMU passthrough): gate on storage-cpu-ratio \
+                 instead, or run on a host with a PMU",
+                m.label()
+            ))
+            .into());
+        }
     }
     let workdir = workdir::choose(config.workdir.as_deref())?;
     let best_recorded_tps = recorded

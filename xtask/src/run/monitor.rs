@@ -15,13 +15,12 @@ use std::{
 
 use nix::sys::statfs::statfs;
 
-use crate::results::trial::{CpuRole, RoleCpu};
+use crate::{
+    config::HARDWARE_PMU,
+    results::trial::{CpuRole, RoleCpu},
+};
 
 const SAMPLE_EVERY: Duration = Duration::from_secs(1);
-
-/// Where the kernel lists the hardware PMU's events; absent on VMs without PMU
-/// passthrough (this project's 2-vCPU KVM host has only software and tracepoint PMUs).
-const HARDWARE_PMU: &str = "/sys/bus/event_source/devices/cpu";
 
 /// The event counted per role besides CPU time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
