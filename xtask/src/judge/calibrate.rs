@@ -325,6 +325,17 @@ mod tests {
     use super::*;
     use crate::judge::tests::interleaved;
 
+    /// The calibration of `trials` (one engine, a 2% tolerance, TPS gating, no sizing).
+    fn calibrate(trials: &[crate::results::trial::TrialRecord]) -> Calibration {
+        Calibration::new(
+            &Sample::of_trials(trials),
+            &[Engine::Redwood],
+            2.0,
+            MetricSet::TPS,
+            None,
+        )
+    }
+
     #[test]
     fn a_quiet_host_needs_few_pairs_and_a_noisy_one_many() {
         let quiet = interleaved(
@@ -335,22 +346,8 @@ mod tests {
             &[1000.0, 1080.0, 930.0, 1050.0],
             &[1060.0, 990.0, 1010.0, 940.0],
         );
-        let q = &Calibration::new(
-            &Sample::of_trials(&quiet),
-            &[Engine::Redwood],
-            2.0,
-            MetricSet::TPS,
-            None,
-        )
-        .engines[0];
-        let n = &Calibration::new(
-            &Sample::of_trials(&noisy),
-            &[Engine::Redwood],
-            2.0,
-            MetricSet::TPS,
-            None,
-        )
-        .engines[0];
+        let q = &calibrate(&quiet).engines[0];
+        let n = &calibrate(&noisy).engines[0];
         assert_eq!((q.pairs, n.pairs), (4, 4));
         let (qn, nn) = (
             q.pairs_needed.unwrap(),
@@ -368,14 +365,7 @@ mod tests {
         // The MDE table falls with more pairs.
         let mdes: Vec<f64> = n.mde_pct_by_pairs.iter().map(|(_, m)| *m).collect();
         assert!(mdes.windows(2).all(|w| w[0] > w[1]), "{mdes:?}");
-        let text = Calibration::new(
-            &Sample::of_trials(&quiet),
-            &[Engine::Redwood],
-            2.0,
-            MetricSet::TPS,
-            None,
-        )
-        .render();
+        let text = calibrate(&quiet).render();
         assert!(text.contains(&format!("needs --trials {qn}")), "{text}");
     }
 
@@ -397,13 +387,7 @@ mod tests {
                 instructions_unavailable: None,
             });
         }
-        let c = Calibration::new(
-            &Sample::of_trials(&trials),
-            &[Engine::Redwood],
-            2.0,
-            MetricSet::TPS,
-            None,
-        );
+        let c = calibrate(&trials);
         let e = &c.engines[0];
         let of = |m: Metric| e.metrics.iter().find(|x| x.metric == m).unwrap();
         assert_eq!(e.metrics[0].metric, Metric::Tps);
@@ -439,13 +423,7 @@ mod tests {
 
     #[test]
     fn one_pair_gives_no_estimate() {
-        let c = Calibration::new(
-            &Sample::of_trials(&interleaved(&[1000.0], &[1001.0])),
-            &[Engine::Redwood],
-            2.0,
-            MetricSet::TPS,
-            None,
-        );
+        let c = calibrate(&interleaved(&[1000.0], &[1001.0]));
         assert_eq!(c.engines[0].pair_log_ratio_sd, None);
         assert!(c.render().contains("no estimate of the noise"));
     }
