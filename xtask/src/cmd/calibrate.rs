@@ -1,7 +1,7 @@
 //! `cargo xtask calibrate`: an A/A run of one build (both arms), then this host's noise
 //! figures (`judge::calibrate`) beside the usual results.
 
-use std::io::Write as _;
+use std::{io::Write as _, path::Path};
 
 use anyhow::Result;
 use xshell::Shell;
@@ -34,28 +34,7 @@ pub fn run(sh: &Shell, args: &CalibrateArgs) -> Result<i32> {
         check_writable_file(j)?;
     }
     if let Some(p) = &args.write_profile {
-        if std::fs::symlink_metadata(p).is_ok() {
-            return Err(UsageError(format!(
-                "--write-profile {}: something is there already; the gate never replaces a \
-                 profile, so remove it or choose another path",
-                p.display()
-            ))
-            .into());
-        }
-        check_writable_file(p)?;
-        // Sizing splits each window into 10 s batches and needs three.
-        let window = config.workload.measured_seconds();
-        if window < 3 * BATCH_S as u64 {
-            return Err(UsageError(format!(
-                "--write-profile needs a measurement window of at least {} s to size the \
-                 trials (three 10 s batches), and --seconds {} --warmup-seconds {} leave {window} s: \
-                 raise --seconds",
-                3 * BATCH_S,
-                config.workload.seconds,
-                config.workload.warmup_seconds
-            ))
-            .into());
-        }
+        check_profile_path(p, &config.workload)?;
     }
     let prepared = prepare(&config)?;
     let plan = plan(sh, config, prepared, Vec::new())?;
@@ -82,48 +61,8 @@ pub fn run(sh: &Shell, args: &CalibrateArgs) -> Result<i32> {
     );
     write::calibration(&done.out, &cal)?;
     if let Some(path) = &args.write_profile {
-        // Sized for the first engine that could be: one profile serves every engine.
-        match cal.engines.iter().find_map(|e| e.sizing.as_ref()) {
-            Some(z) => {
-                let name = Workload::profile_name(path);
-                let text = c.workload.to_profile_file(
-                    &name,
-                    z.warmup_seconds,
-                    z.warmup_seconds + z.window_seconds,
-                );
-                create_new(path, &text)?;
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "profile '{name}' written to {}: run it with --profile-file {} --trials {}",
-                    path.display(),
-                    path.display(),
-                    z.pairs
-                );
-            }
-            None => {
-                let pairs = cal.engines.iter().map(|e| e.pairs).max().unwrap_or(0);
-                let why = if pairs < 2 {
-                    format!("{pairs} complete A/A pairs (sizing needs 2 or more)")
-                } else if cal
-                    .engines
-                    .iter()
-                    .flat_map(|e| &e.metrics)
-                    .all(|m| m.split.is_none())
-                {
-                    "no trial had a per-second series of three 10 s batches".to_string()
-                } else {
-                    format!(
-                        "--budget {} does not fit 2 pairs of the shortest window",
-                        humantime::format_duration(args.budget)
-                    )
-                };
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "no profile written to {}: the trials could not be sized: {why}",
-                    path.display()
-                );
-                return Ok(2);
-            }
+        if !write_profile(path, &cal, &c.workload, args.budget)? {
+            return Ok(2);
         }
     }
     // With --json, stdout is summary.json alone, for scripts; calibration.json is beside it.
@@ -136,6 +75,85 @@ pub fn run(sh: &Shell, args: &CalibrateArgs) -> Result<i32> {
     } else {
         2
     })
+}
+
+/// Refuses a `--write-profile` path before any trial: something already there (the gate
+/// never replaces a profile), an unwritable place, or a window too short to size.
+fn check_profile_path(p: &Path, w: &Workload) -> Result<()> {
+    if std::fs::symlink_metadata(p).is_ok() {
+        return Err(UsageError(format!(
+            "--write-profile {}: something is there already; the gate never replaces a \
+             profile, so remove it or choose another path",
+            p.display()
+        ))
+        .into());
+    }
+    check_writable_file(p)?;
+    // Sizing splits each window into 10 s batches and needs three.
+    let window = w.measured_seconds();
+    if window < 3 * BATCH_S as u64 {
+        return Err(UsageError(format!(
+            "--write-profile needs a measurement window of at least {} s to size the \
+             trials (three 10 s batches), and --seconds {} --warmup-seconds {} leave {window} s: \
+             raise --seconds",
+            3 * BATCH_S,
+            w.seconds,
+            w.warmup_seconds
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// Writes the sized trials of `cal` as a profile of workload `w` at `path`; `false` (with
+/// the reason on stderr) when they could not be sized.
+fn write_profile(
+    path: &Path,
+    cal: &Calibration,
+    w: &Workload,
+    budget: std::time::Duration,
+) -> Result<bool> {
+    // Sized for the first engine that could be: one profile serves every engine.
+    match cal.engines.iter().find_map(|e| e.sizing.as_ref()) {
+        Some(z) => {
+            let name = Workload::profile_name(path);
+            let text =
+                w.to_profile_file(&name, z.warmup_seconds, z.warmup_seconds + z.window_seconds);
+            create_new(path, &text)?;
+            let _ = writeln!(
+                std::io::stderr(),
+                "profile '{name}' written to {}: run it with --profile-file {} --trials {}",
+                path.display(),
+                path.display(),
+                z.pairs
+            );
+            Ok(true)
+        }
+        None => {
+            let pairs = cal.engines.iter().map(|e| e.pairs).max().unwrap_or(0);
+            let why = if pairs < 2 {
+                format!("{pairs} complete A/A pairs (sizing needs 2 or more)")
+            } else if cal
+                .engines
+                .iter()
+                .flat_map(|e| &e.metrics)
+                .all(|m| m.split.is_none())
+            {
+                "no trial had a per-second series of three 10 s batches".to_string()
+            } else {
+                format!(
+                    "--budget {} does not fit 2 pairs of the shortest window",
+                    humantime::format_duration(budget)
+                )
+            };
+            let _ = writeln!(
+                std::io::stderr(),
+                "no profile written to {}: the trials could not be sized: {why}",
+                path.display()
+            );
+            Ok(false)
+        }
+    }
 }
 
 /// What a trial cost beside mako's run: the wall-clock time of all trials (`wall_s`, from
