@@ -47,7 +47,14 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         .unwrap_or_default();
     let interrupted = summary.is_some_and(|s| s.interrupted);
     let samples = Sample::of_run(plan.recorded.as_ref(), &trials);
-    let judgements = judge_looks(&samples, plan.engines(), criteria, interrupted, &looks);
+    let judgements = judge_looks(
+        &samples,
+        plan.engines(),
+        criteria,
+        interrupted,
+        &looks,
+        None,
+    );
     let out = match &args.out {
         Some(o) => o.clone(),
         None => args

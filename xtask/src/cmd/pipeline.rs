@@ -58,7 +58,7 @@ pub fn execute(plan: Plan) -> Result<Finished> {
     // Against a record, its trials are the baseline arm: unpaired.
     criteria.unpaired = plan.recorded.is_some();
     let samples = Sample::of_run(plan.recorded.as_ref(), &trials);
-    let judgements = judge_looks(&samples, &plan.engines, criteria, interrupted, &looks);
+    let judgements = judge_looks(&samples, &plan.engines, criteria, interrupted, &looks, None);
     write::verdicts(
         &out,
         &judgements,
@@ -127,10 +127,10 @@ fn run_trials(plan: &Plan, out: &Path) -> Result<(Vec<TrialRecord>, BTreeMap<Eng
 /// looks planned (`None` if the budget ended before the first look).
 ///
 /// A look stops the engine only when its verdicts would stand in the final judgement with
-/// every engine: it is judged alone with its p-values multiplied by K times the final
-/// Holm family's size (every gated metric of every engine), which bounds the final Holm
-/// adjustment (Holm <= Bonferroni). It stops when no gated metric is INCONCLUSIVE, or one
-/// is worse (the run fails whatever more pairs say).
+/// every engine: it is judged alone at its group-sequential look of K, by Bonferroni
+/// over the final Holm family's size (every gated metric of every engine), which bounds
+/// the final Holm adjustment (Holm <= Bonferroni). It stops when no gated metric is
+/// INCONCLUSIVE, or one is worse (the run fails whatever more pairs say).
 fn adaptive(
     runner: &mut Runner,
     plan: &Plan,
@@ -140,7 +140,7 @@ fn adaptive(
     let started = Instant::now();
     let mut seq = Sequential::new(budget);
     let gated = plan.config.gates.union(plan.config.gates_if_measured);
-    let family = (plan.engines.len() * gated.iter().count()) as u32;
+    let family = plan.engines.len() * gated.iter().count();
     for rep in 1..=MAX_TRIALS {
         if !seq.another_pair_fits(started.elapsed(), rep - 1) {
             tracing::info!(
@@ -160,7 +160,7 @@ fn adaptive(
         let Some(k) = seq.look(started.elapsed(), rep) else {
             continue;
         };
-        let judged = look(&runner.trials, plan, engine, k * family);
+        let judged = look(&runner.trials, plan, engine, k, family);
         let worst = judged
             .iter()
             .max_by_key(|j| j.verdict)
@@ -178,11 +178,19 @@ fn adaptive(
     Ok(seq.looks_planned())
 }
 
-/// The gated verdicts on `engine` so far, as one of `looks` looks.
-fn look(trials: &[TrialRecord], plan: &Plan, engine: Engine, looks: u32) -> Vec<Judgement> {
+/// The gated verdicts on `engine` so far, as a look of `looks` planned, judged as members
+/// of a family of `family` gated comparisons.
+fn look(
+    trials: &[TrialRecord],
+    plan: &Plan,
+    engine: Engine,
+    looks: u32,
+    family: usize,
+) -> Vec<Judgement> {
     let looks = BTreeMap::from([(engine, looks)]);
     let samples = Sample::of_trials(trials);
-    let mut judged = judge_looks(&samples, &[engine], criteria(plan, 1), false, &looks);
+    let criteria = criteria(plan, 1);
+    let mut judged = judge_looks(&samples, &[engine], criteria, false, &looks, Some(family));
     judged.retain(|j| j.gating);
     judged
 }

@@ -1,14 +1,27 @@
 //! Judge stage, adaptive trials (`--trials auto --time-budget D`): when to stop adding
-//! A/B pairs. Pure: the caller passes elapsed times.
+//! A/B pairs, and the level each look tests at. Pure: the caller passes elapsed times.
 //!
 //! Design: looks start after [`MIN_PAIRS`] pairs and follow every further pair. At the
 //! first look the number of looks the budget allows is fixed, K = 1 + (budget left) /
-//! (time per pair so far), from timing alone (not from the data), and every look tests
-//! at alpha / K (Bonferroni over looks: the chance of any false decision over all looks
-//! stays at most alpha; conservative next to an O'Brien-Fleming spending function, and
-//! valid without knowing how many looks will really happen). A run stops at the first
-//! decided verdict, after K looks, or when another pair would not fit in the budget, so
-//! it never exceeds its budget by more than the pair that was already running.
+//! (time per pair so far), from timing alone (not from the data). A run stops at the
+//! first decided verdict, after K looks, or when another pair would not fit in the
+//! budget, so it never exceeds its budget by more than the pair that was already running.
+//!
+//! Each one-sided test of a look is a group-sequential test (Jennison & Turnbull 2000,
+//! ch. 7): the error `level` is spent over the looks by the Hwang-Shih-DeCani function
+//! with gamma = -4, alpha(t) = level (1 - e^(4t)) / (1 - e^4), t = n / n_K the fraction of
+//! the pairs of look K (the information of a paired t test grows with n). The boundary
+//! z_k of look k is the one at which the chance of first crossing at look k, given no
+//! crossing before, is alpha(t_k) - alpha(t_k-1), for the correlated statistics
+//! Z_k = S_k / sqrt(n_k) of a sum S with independent increments (recursive numerical
+//! integration, Armitage, McPherson & Rowe 1969). The t statistic of look k then rejects
+//! when its one-sided p is below the boundary's nominal level 1 - Phi(z_k) (the nominal
+//! p-value approach for an unknown variance). Gamma = -4 spends little early, like
+//! O'Brien-Fleming (a large change still stops a run early), and leaves the last look
+//! near the level of a single test: with K = 17 and level 0.0125 the last look tests at
+//! about 0.0086, where a Bonferroni split over the looks tested at 0.0125 / 17 = 0.00074
+//! (figures from `nominal_level`; see the tests). The budget ending before look K leaves
+//! the rest unspent, which is conservative.
 
 use std::time::Duration;
 
@@ -47,8 +60,9 @@ impl Sequential {
         elapsed + elapsed / pairs <= self.budget
     }
 
-    /// Registers a look after `pairs` pairs in `elapsed`; returns K, the looks planned:
-    /// this look tests at alpha / K. `None` before [`MIN_PAIRS`] pairs: no look yet.
+    /// Registers a look after `pairs` pairs in `elapsed`; returns K, the looks planned
+    /// (this look tests at [`nominal_level`] of K). `None` before [`MIN_PAIRS`] pairs: no
+    /// look yet.
     pub fn look(&mut self, elapsed: Duration, pairs: u32) -> Option<u32> {
         if pairs < MIN_PAIRS {
             return None;
@@ -68,6 +82,133 @@ impl Sequential {
     pub fn looks_planned(&self) -> Option<u32> {
         self.looks_planned
     }
+}
+
+/// Gamma of the Hwang-Shih-DeCani spending function (-4: close to O'Brien-Fleming).
+const SPENDING_GAMMA: f64 = -4.0;
+
+/// Error spent by information fraction `t` (0..=1) of a one-sided test at `level`:
+/// level (1 - e^(-gamma t)) / (1 - e^(-gamma)).
+fn spent(level: f64, t: f64) -> f64 {
+    level * (-(-SPENDING_GAMMA * t).exp_m1()) / (-(-SPENDING_GAMMA).exp_m1())
+}
+
+/// The one-sided nominal level (a p-value threshold, 0..=level) of a test at overall
+/// one-sided `level` judged with `pairs` pairs at a look of an adaptive run that planned
+/// `looks` looks (K; looks at [`MIN_PAIRS`], [`MIN_PAIRS`] + 1, ... pairs). `looks` 1 (a
+/// fixed number of trials) gives `level` itself. Pairs outside the planned looks are
+/// clamped to the first or last look. Memoized per (K, level).
+pub fn nominal_level(looks: u32, pairs: usize, level: f64) -> f64 {
+    use std::{
+        collections::HashMap,
+        sync::{Mutex, OnceLock},
+    };
+    if looks <= 1 {
+        return level;
+    }
+    /// Nominal levels of every look, per (K, level's bits).
+    type Levels = HashMap<(u32, u64), Vec<f64>>;
+    static MEMO: OnceLock<Mutex<Levels>> = OnceLock::new();
+    let memo = MEMO.get_or_init(Default::default);
+    let key = (looks, level.to_bits());
+    let at = |levels: &[f64]| {
+        let k = pairs.saturating_sub(MIN_PAIRS as usize);
+        levels[k.min(levels.len() - 1)]
+    };
+    if let Some(levels) = memo.lock().expect("not poisoned").get(&key) {
+        return at(levels);
+    }
+    let info: Vec<f64> = (0..looks).map(|k| f64::from(MIN_PAIRS + k)).collect();
+    let levels: Vec<f64> = boundary(&info, level).into_iter().map(normal_sf).collect();
+    let p = at(&levels);
+    memo.lock().expect("not poisoned").insert(key, levels);
+    p
+}
+
+fn normal_sf(z: f64) -> f64 {
+    0.5 * statrs::function::erf::erfc(z / std::f64::consts::SQRT_2)
+}
+
+fn normal_pdf(z: f64) -> f64 {
+    (-0.5 * z * z).exp() / (2.0 * std::f64::consts::PI).sqrt()
+}
+
+/// Upper boundaries z_1..z_K (standard normal scale) of a one-sided group-sequential test
+/// at `level` with looks at the increasing informations `info` (any unit), spending by
+/// [`spent`]. The sub-density of S_k = Z_k sqrt(I_k) on the continuation region is
+/// carried from look to look on a grid (Simpson's rule) from -7 sd to the boundary, fine
+/// enough that the sd of the smallest increment spans 6 grid steps; each z_k
+/// is found by bisection to 1e-9.
+fn boundary(info: &[f64], level: f64) -> Vec<f64> {
+    let last = *info.last().expect("at least one look");
+    // The narrowest kernel the grid must resolve: the smallest increment after the first.
+    let finest = info
+        .windows(2)
+        .map(|w| (w[1] - w[0]).sqrt())
+        .fold(f64::INFINITY, f64::min);
+    let mut z = Vec::with_capacity(info.len());
+    // (grid points, Simpson weight times density) of the previous look's survivors.
+    let mut survivors: Vec<(f64, f64)> = Vec::new();
+    let mut previous_info = 0.0;
+    for (k, &i) in info.iter().enumerate() {
+        let increment = spent(level, i / last) - spent(level, previous_info / last);
+        let step_sd = (i - previous_info).sqrt();
+        // P(first crossing at this look) for an upper bound c (z scale), decreasing in c.
+        let crossing = |c: f64| -> f64 {
+            if k == 0 {
+                return normal_sf(c);
+            }
+            survivors
+                .iter()
+                .map(|&(s, w)| w * normal_sf((c * i.sqrt() - s) / step_sd))
+                .sum()
+        };
+        let c = if increment <= 0.0 {
+            f64::INFINITY
+        } else {
+            let (mut lo, mut hi) = (-10.0, 40.0);
+            while hi - lo > 1e-9 {
+                let mid = 0.5 * (lo + hi);
+                if crossing(mid) > increment {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            0.5 * (lo + hi)
+        };
+        z.push(c);
+        if k + 1 == info.len() {
+            break;
+        }
+        // The survivors' sub-density at this look, on a new grid.
+        let sd = i.sqrt();
+        let (low, high) = (-7.0 * sd, c.min(12.0) * sd);
+        let intervals = (((high - low) / (finest / 6.0)).ceil() as usize).max(60) & !1;
+        let h = (high - low) / intervals as f64;
+        survivors = (0..=intervals)
+            .map(|g| {
+                let x = low + g as f64 * h;
+                let density = if k == 0 {
+                    normal_pdf(x / sd) / sd
+                } else {
+                    survivors
+                        .iter()
+                        .map(|&(s, w)| w * normal_pdf((x - s) / step_sd) / step_sd)
+                        .sum()
+                };
+                let simpson = match g {
+                    0 => 1.0,
+                    g if g == intervals => 1.0,
+                    g if g % 2 == 1 => 4.0,
+                    _ => 2.0,
+                };
+                (x, simpson * h / 3.0 * density)
+            })
+            .collect();
+        previous_info = i;
+    }
+    z
 }
 
 #[cfg(test)]
@@ -118,5 +259,76 @@ mod tests {
         assert!(s.another_pair_fits(PAIR * 3, 3));
         s.look(PAIR * 4, 4);
         assert!(!s.another_pair_fits(PAIR * 4, 4));
+    }
+
+    #[test]
+    fn the_boundary_matches_published_hwang_shih_decani_values() {
+        // gsDesign 3.x, gsDesign(k = 3, test.type = 1, alpha = 0.025, sfu = sfHSD,
+        // sfupar = -4): efficacy bounds 3.0107, 2.5465, 1.9992 at equal spacing.
+        let z = boundary(&[1.0, 2.0, 3.0], 0.025);
+        for (got, want) in z.iter().zip([3.0107, 2.5465, 1.9992]) {
+            assert!((got - want).abs() < 2e-3, "{z:?}");
+        }
+        // One look is a plain test at the level.
+        assert_eq!(nominal_level(1, 7, 0.0125), 0.0125);
+        let z1 = boundary(&[5.0], 0.025);
+        assert!((normal_sf(z1[0]) - 0.025).abs() < 1e-8);
+    }
+
+    #[test]
+    fn the_boundary_spends_its_level_on_simulated_paths() {
+        // Brownian paths observed at 3..=19 pairs (K = 17), no effect: the share that
+        // crosses the boundary by look k must be alpha(t_k), within the simulation's
+        // error (20,000 paths: sd of the total 0.0008 at 0.0125).
+        use rand::SeedableRng;
+        use rand_distr::{Distribution, StandardNormal};
+        let (looks, level) = (17u32, 0.0125);
+        let nominal: Vec<f64> = (0..looks)
+            .map(|k| nominal_level(looks, (MIN_PAIRS + k) as usize, level))
+            .collect();
+        let z: Vec<f64> = nominal
+            .iter()
+            .map(|&p| {
+                let (mut lo, mut hi) = (-10.0, 40.0);
+                while hi - lo > 1e-10 {
+                    let mid = 0.5 * (lo + hi);
+                    (lo, hi) = if normal_sf(mid) > p {
+                        (mid, hi)
+                    } else {
+                        (lo, mid)
+                    };
+                }
+                lo
+            })
+            .collect();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        let runs = 20_000;
+        let mut crossed = vec![0u32; looks as usize];
+        for _ in 0..runs {
+            let mut sum = 0.0;
+            for n in 1..=(MIN_PAIRS + looks - 1) {
+                let x: f64 = StandardNormal.sample(&mut rng);
+                sum += x;
+                if n < MIN_PAIRS {
+                    continue;
+                }
+                let k = (n - MIN_PAIRS) as usize;
+                if sum / f64::from(n).sqrt() >= z[k] {
+                    crossed[k] += 1;
+                    break;
+                }
+            }
+        }
+        let total = f64::from(crossed.iter().sum::<u32>()) / f64::from(runs);
+        assert!(
+            (total - level).abs() < 0.0035,
+            "crossed {total}: {crossed:?}"
+        );
+        // The last look tests near the single test's level (0.0086), far above
+        // Bonferroni's share (0.00074), and above every earlier look.
+        let last = nominal[looks as usize - 1];
+        assert!(last > 0.008 && last < level, "{nominal:?}");
+        assert!(last > 10.0 * level / f64::from(looks));
+        assert!(nominal[..looks as usize - 1].iter().all(|&p| p < last));
     }
 }

@@ -206,13 +206,24 @@ impl Comparison {
 /// Holm's step-down adjustment of p-values for a family of tests (Holm 1979): sort
 /// ascending, p_(i) * (m - i + 1), running maximum, capped at 1. Same order as `p`.
 pub fn holm(p: &[f64]) -> Vec<f64> {
+    holm_by(p, |_, left| left as f64)
+}
+
+/// Holm's step-down with tests of their own kind: `factor(i, left)` is what test `i`'s p
+/// is multiplied by when it is judged at level alpha / `left` (`left` tests still open),
+/// so that "adjusted p < alpha" is that test's rejection at alpha / `left`; `left` for
+/// plain p-values, more for a look of a sequential test. Tests are taken in the order
+/// of their adjusted p at the whole family's level, with a running maximum, capped at 1.
+/// Same order as `p`. Valid when each test's rejection region grows with its level.
+pub fn holm_by(p: &[f64], factor: impl Fn(usize, usize) -> f64) -> Vec<f64> {
     let m = p.len();
+    let first: Vec<f64> = (0..m).map(|i| p[i] * factor(i, m)).collect();
     let mut order: Vec<usize> = (0..m).collect();
-    order.sort_by(|&a, &b| p[a].total_cmp(&p[b]));
+    order.sort_by(|&a, &b| first[a].total_cmp(&first[b]));
     let mut adjusted = vec![0.0; m];
     let mut running: f64 = 0.0;
     for (rank, &i) in order.iter().enumerate() {
-        running = running.max((p[i] * (m - rank) as f64).min(1.0));
+        running = running.max((p[i] * factor(i, m - rank)).min(1.0));
         adjusted[i] = running;
     }
     adjusted
