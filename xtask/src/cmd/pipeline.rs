@@ -11,7 +11,7 @@ use anyhow::Result;
 use fdb::Engine;
 
 use crate::{
-    config::{MAX_TRIALS, MIN_PAIRS},
+    config::MAX_TRIALS,
     judge::{
         exit_code, judge_looks, planned_trials, samples::Sample, sequential::Sequential, Criteria,
         Judgement, Verdict,
@@ -165,9 +165,9 @@ fn adaptive(
             .iter()
             .max_by_key(|j| j.verdict)
             .expect("TPS is always judged");
+        // The reason names the look (of at most K) when K > 1.
         tracing::info!(
-            "{engine} after {rep} pairs (look {} of at most {k}): {}: {}",
-            rep + 1 - MIN_PAIRS,
+            "{engine} after {rep} pairs: {}: {}",
             worst.verdict,
             worst.reason
         );

@@ -97,7 +97,9 @@ fn spent(level: f64, t: f64) -> f64 {
 /// one-sided `level` judged with `pairs` pairs at a look of an adaptive run that planned
 /// `looks` looks (K; looks at [`MIN_PAIRS`], [`MIN_PAIRS`] + 1, ... pairs). `looks` 1 (a
 /// fixed number of trials) gives `level` itself. Pairs outside the planned looks are
-/// clamped to the first or last look. Memoized per (K, level).
+/// clamped to the first or last look. Memoized per (K, level), and computed only up to
+/// the look asked for (a look's boundary depends on the looks before it alone), so an
+/// early look of a long budget costs little.
 pub fn nominal_level(looks: u32, pairs: usize, level: f64) -> f64 {
     use std::{
         collections::HashMap,
@@ -106,23 +108,21 @@ pub fn nominal_level(looks: u32, pairs: usize, level: f64) -> f64 {
     if looks <= 1 {
         return level;
     }
-    /// Nominal levels of every look, per (K, level's bits).
-    type Levels = HashMap<(u32, u64), Vec<f64>>;
-    static MEMO: OnceLock<Mutex<Levels>> = OnceLock::new();
-    let memo = MEMO.get_or_init(Default::default);
-    let key = (looks, level.to_bits());
-    let at = |levels: &[f64]| {
-        let k = pairs.saturating_sub(MIN_PAIRS as usize);
-        levels[k.min(levels.len() - 1)]
-    };
-    if let Some(levels) = memo.lock().expect("not poisoned").get(&key) {
-        return at(levels);
-    }
-    let info: Vec<f64> = (0..looks).map(|k| f64::from(MIN_PAIRS + k)).collect();
-    let levels: Vec<f64> = boundary(&info, level).into_iter().map(normal_sf).collect();
-    let p = at(&levels);
-    memo.lock().expect("not poisoned").insert(key, levels);
-    p
+    static MEMO: OnceLock<Mutex<HashMap<(u32, u64), Boundary>>> = OnceLock::new();
+    let look = pairs
+        .saturating_sub(MIN_PAIRS as usize)
+        .min(looks as usize - 1);
+    let mut memo = MEMO
+        .get_or_init(Default::default)
+        .lock()
+        .expect("not poisoned");
+    let boundary = memo.entry((looks, level.to_bits())).or_insert_with(|| {
+        Boundary::new(
+            (0..looks).map(|k| f64::from(MIN_PAIRS + k)).collect(),
+            level,
+        )
+    });
+    normal_sf(boundary.z(look))
 }
 
 fn normal_sf(z: f64) -> f64 {
@@ -133,32 +133,63 @@ fn normal_pdf(z: f64) -> f64 {
     (-0.5 * z * z).exp() / (2.0 * std::f64::consts::PI).sqrt()
 }
 
-/// Upper boundaries z_1..z_K (standard normal scale) of a one-sided group-sequential test
-/// at `level` with looks at the increasing informations `info` (any unit), spending by
-/// [`spent`]. The sub-density of S_k = Z_k sqrt(I_k) on the continuation region is
-/// carried from look to look on a grid (Simpson's rule) from -7 sd to the boundary, fine
-/// enough that the sd of the smallest increment spans 6 grid steps; each z_k
-/// is found by bisection to 1e-9.
-fn boundary(info: &[f64], level: f64) -> Vec<f64> {
-    let last = *info.last().expect("at least one look");
-    // The narrowest kernel the grid must resolve: the smallest increment after the first.
-    let finest = info
-        .windows(2)
-        .map(|w| (w[1] - w[0]).sqrt())
-        .fold(f64::INFINITY, f64::min);
-    let mut z = Vec::with_capacity(info.len());
-    // (grid points, Simpson weight times density) of the previous look's survivors.
-    let mut survivors: Vec<(f64, f64)> = Vec::new();
-    let mut previous_info = 0.0;
-    for (k, &i) in info.iter().enumerate() {
-        let increment = spent(level, i / last) - spent(level, previous_info / last);
-        let step_sd = (i - previous_info).sqrt();
+/// The upper boundaries z_1..z_K (standard normal scale) of a one-sided group-sequential
+/// test at `level` with looks at the increasing informations `info` (any unit), spending
+/// by [`spent`], computed look by look as they are asked for. The sub-density of
+/// S_k = Z_k sqrt(I_k) on the continuation region is carried from look to look on a grid
+/// (Simpson's rule) from -6 sd to the boundary, fine enough that the sd of the smallest
+/// increment spans 5 grid steps, each point summing the survivors within 9 sd of the
+/// increment; each z_k is found by bisection to 1e-9.
+struct Boundary {
+    info: Vec<f64>,
+    level: f64,
+    /// The sd of the smallest increment after the first: the narrowest kernel to resolve.
+    finest: f64,
+    z: Vec<f64>,
+    /// (grid point, Simpson weight times sub-density) of the survivors of the last look.
+    survivors: Vec<(f64, f64)>,
+}
+
+impl Boundary {
+    fn new(info: Vec<f64>, level: f64) -> Boundary {
+        let finest = info
+            .windows(2)
+            .map(|w| (w[1] - w[0]).sqrt())
+            .fold(f64::INFINITY, f64::min);
+        Boundary {
+            info,
+            level,
+            finest,
+            z: Vec::new(),
+            survivors: Vec::new(),
+        }
+    }
+
+    /// z of look `k` (0-based), computing the looks up to it.
+    fn z(&mut self, k: usize) -> f64 {
+        while self.z.len() <= k {
+            self.next_look();
+        }
+        self.z[k]
+    }
+
+    fn next_look(&mut self) {
+        let k = self.z.len();
+        let last = *self.info.last().expect("at least one look");
+        let i = self.info[k];
+        let previous = if k == 0 { 0.0 } else { self.info[k - 1] };
+        let increment = spent(self.level, i / last) - spent(self.level, previous / last);
+        let step_sd = (i - previous).sqrt();
+        let survivors = &self.survivors;
         // P(first crossing at this look) for an upper bound c (z scale), decreasing in c.
+        // Survivors more than 9 increment sds below the bound cannot reach it (< 1e-19).
         let crossing = |c: f64| -> f64 {
             if k == 0 {
                 return normal_sf(c);
             }
-            survivors
+            let from = c * i.sqrt() - 9.0 * step_sd;
+            let start = survivors.partition_point(|&(s, _)| s < from);
+            survivors[start..]
                 .iter()
                 .map(|&(s, w)| w * normal_sf((c * i.sqrt() - s) / step_sd))
                 .sum()
@@ -177,22 +208,28 @@ fn boundary(info: &[f64], level: f64) -> Vec<f64> {
             }
             0.5 * (lo + hi)
         };
-        z.push(c);
-        if k + 1 == info.len() {
-            break;
+        self.z.push(c);
+        if k + 1 == self.info.len() {
+            self.survivors = Vec::new();
+            return;
         }
         // The survivors' sub-density at this look, on a new grid.
         let sd = i.sqrt();
-        let (low, high) = (-7.0 * sd, c.min(12.0) * sd);
-        let intervals = (((high - low) / (finest / 6.0)).ceil() as usize).max(60) & !1;
+        let (low, high) = (-6.0 * sd, c.min(12.0) * sd);
+        let intervals = (((high - low) / (self.finest / 5.0)).ceil() as usize).max(60) & !1;
         let h = (high - low) / intervals as f64;
-        survivors = (0..=intervals)
+        // The survivors are sorted: only those within 9 kernel sds of x count (the rest
+        // weigh less than 1e-17 of the kernel's peak).
+        let reach = 9.0 * step_sd;
+        let index = |x: f64| self.survivors.partition_point(|&(s, _)| s < x);
+        let next: Vec<(f64, f64)> = (0..=intervals)
             .map(|g| {
                 let x = low + g as f64 * h;
                 let density = if k == 0 {
                     normal_pdf(x / sd) / sd
                 } else {
-                    survivors
+                    let near = index(x - reach)..index(x + reach);
+                    self.survivors[near]
                         .iter()
                         .map(|&(s, w)| w * normal_pdf((x - s) / step_sd) / step_sd)
                         .sum()
@@ -206,9 +243,15 @@ fn boundary(info: &[f64], level: f64) -> Vec<f64> {
                 (x, simpson * h / 3.0 * density)
             })
             .collect();
-        previous_info = i;
+        self.survivors = next;
     }
-    z
+}
+
+/// Every boundary of a test with looks at `info` (see [`Boundary`]).
+#[cfg(test)]
+fn boundary(info: &[f64], level: f64) -> Vec<f64> {
+    let mut b = Boundary::new(info.to_vec(), level);
+    (0..info.len()).map(|k| b.z(k)).collect()
 }
 
 #[cfg(test)]
@@ -330,5 +373,16 @@ mod tests {
         assert!(last > 0.008 && last < level, "{nominal:?}");
         assert!(last > 10.0 * level / f64::from(looks));
         assert!(nominal[..looks as usize - 1].iter().all(|&p| p < last));
+    }
+
+    #[test]
+    fn the_longest_run_of_looks_ends_near_the_single_tests_level() {
+        // K = MAX_LOOKS (a long budget and fast pairs): the last look still tests far
+        // above a Bonferroni share and below the level; the first far below both.
+        let (k, level) = (MAX_LOOKS, 0.025);
+        let last = nominal_level(k, (MIN_PAIRS + k - 1) as usize, level);
+        let first = nominal_level(k, MIN_PAIRS as usize, level);
+        assert!(last > 0.3 * level && last < level, "{last}");
+        assert!(first < level / f64::from(k), "{first}");
     }
 }
