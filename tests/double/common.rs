@@ -118,6 +118,17 @@ pub fn version_text(program: &str, b: &Behaviour) -> String {
 }
 
 /// Value of `--name VALUE` or `--name=VALUE` (or a short `-n VALUE`).
+/// The value of `--name=VALUE` among `args` as an OS string, its bytes kept (for paths).
+pub fn flag_os(args: &[std::ffi::OsString], name: &str) -> Option<std::ffi::OsString> {
+    use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
+    let prefix = format!("{name}=");
+    args.iter().find_map(|a| {
+        a.as_bytes()
+            .strip_prefix(prefix.as_bytes())
+            .map(|v| std::ffi::OsString::from_vec(v.to_vec()))
+    })
+}
+
 pub fn flag(args: &[String], names: &[&str]) -> Option<String> {
     for (i, a) in args.iter().enumerate() {
         for n in names {

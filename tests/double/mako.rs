@@ -7,7 +7,13 @@ mod common;
 use std::{fmt::Write as _, path::PathBuf, time::Duration};
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    // Paths keep their bytes (a results dir may have a name that is not UTF-8); the
+    // other flags are read as text.
+    let args_os: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let args: Vec<String> = args_os
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     if args.first().map(String::as_str) == Some("--double-worker") {
         // A lingering worker: its command line names the cluster file, like real workers.
         std::thread::sleep(Duration::from_secs(3600));
@@ -51,7 +57,7 @@ fn main() {
     let _ = std::fs::create_dir_all(&leftovers[0]);
     let _ = std::fs::write(&leftovers[1], "");
     if b.mako_forks_worker {
-        let _ = std::process::Command::new(std::env::args().next().unwrap())
+        let _ = std::process::Command::new(std::env::args_os().next().unwrap())
             .arg("--double-worker")
             .arg(&cluster)
             .spawn();
@@ -126,14 +132,14 @@ fn main() {
         tps as u64,
         b.p99_us
     );
-    if let Some(path) = common::flag(&args, &["--json_report"]) {
+    if let Some(path) = common::flag_os(&args_os, "--json_report") {
         if b.mako_truncates_report {
             std::fs::write(path, &json[..json.len() / 2]).expect("write --json_report");
             std::process::exit(0);
         }
         std::fs::write(path, json).expect("write --json_report");
     }
-    if let Some(path) = common::flag(&args, &["--stats_export_path"]) {
+    if let Some(path) = common::flag_os(&args_os, "--stats_export_path") {
         std::fs::write(path, "{\"total_errors\":0}").expect("write --stats_export_path");
     }
     let _ = std::fs::remove_dir_all(&leftovers[0]);

@@ -13,6 +13,16 @@
 //! and `cli` (clap's structs, read only by `config` and `cmd`). FDB's own formats are the
 //! `fdb` crate (`fdb/`), which imports nothing of the gate.
 
+/// `eprintln!` that ignores a closed stderr (`... 2>&1 | head -1`): a message that
+/// cannot be shown must not panic the gate (exit 101) before it has ended its run.
+#[macro_export]
+macro_rules! say {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($t)*);
+    }};
+}
+
 pub mod build;
 pub mod cli;
 pub mod cmd;

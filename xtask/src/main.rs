@@ -29,7 +29,7 @@ fn main() -> ExitCode {
                 .collect();
             if e.kind() == clap::error::ErrorKind::InvalidValue && !empty.is_empty() {
                 for (var, flag) in empty {
-                    eprintln!(
+                    xtask::say!(
                         "error: {var} is set but empty (it stands for {flag}): unset it \
                          (`unset {var}`) or set it to a path"
                     );
@@ -41,20 +41,20 @@ fn main() -> ExitCode {
         }
     };
     if let Err(e) = process::install_interrupt_handler() {
-        eprintln!("error: {e:#}");
+        xtask::say!("error: {e:#}");
         return ExitCode::from(EXIT_ERROR);
     }
     let sh = match xshell::Shell::new() {
         Ok(sh) => sh,
         Err(e) => {
-            eprintln!("error: {e}");
+            xtask::say!("error: {e}");
             return ExitCode::from(EXIT_ERROR);
         }
     };
     match xtask::cmd::run(&sh, &cli.command) {
         Ok(code) => ExitCode::from(code as u8),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            xtask::say!("error: {e:#}");
             ExitCode::from(exit_status(&e))
         }
     }

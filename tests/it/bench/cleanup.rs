@@ -200,3 +200,39 @@ fn on_a_normal_end_the_reaper_leaves_other_processes_alone() {
     let _ = viewer.wait();
     assert!(alive, "the reaper killed a process that was not the gate's");
 }
+
+#[test]
+fn the_reaper_touches_nothing_it_cannot_prove_is_a_dead_gates_run_dir() {
+    // `xtask __reap DIR LOG` by hand: a directory that is not a run dir (no lock, or a
+    // FIFO planted as the lock, or the wrong name) survives, and nothing hangs.
+    let s = Sandbox::new();
+    let victims = [
+        ("perfgate-1-nolock", None),
+        ("perfgate-2-fifo", Some(true)),
+        ("somebodys-dir", Some(false)),
+    ];
+    for (name, lock) in victims {
+        let dir = s.dir.path().join(name);
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("precious"), "keep").unwrap();
+        let lock_path = dir.join(".perfgate-run.lock");
+        match lock {
+            Some(true) => nix::unistd::mkfifo(&lock_path, nix::sys::stat::Mode::S_IRWXU).unwrap(),
+            Some(false) => std::fs::write(&lock_path, "").unwrap(),
+            None => {}
+        }
+        let o = std::process::Command::new(crate::support::xtask())
+            .arg("__reap")
+            .arg(&dir)
+            .arg(s.dir.path().join("log"))
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 0, "{}", text(&o));
+        assert_eq!(
+            std::fs::read_to_string(dir.join("precious")).unwrap(),
+            "keep",
+            "{name}"
+        );
+    }
+}

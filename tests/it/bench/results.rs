@@ -1,6 +1,8 @@
 //! The results dir and the terminal: every file a run writes, `--json`/`--quiet`,
 //! `report.html` in a browser, and output paths refused before any trial.
 
+use std::os::unix::fs::FileTypeExt as _;
+
 use serde_json::json;
 
 use crate::support::{code, read_junit, text, Sandbox};
@@ -149,6 +151,47 @@ fn a_non_empty_results_dir_or_unwritable_junit_path_is_refused_before_any_trial(
     assert!(std::fs::read_to_string(&junit)
         .unwrap()
         .contains("<testcase"));
+}
+
+#[test]
+fn junit_at_a_link_or_a_fifo_is_refused_and_a_non_utf8_out_dir_works() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    // A FIFO stands in for a device node (`--junit /dev/stdout` as root); a symlink may
+    // have been planted in a shared dir. Both stay as they were.
+    let fifo = s.dir.path().join("fifo.xml");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let victim = s.dir.path().join("victim");
+    std::fs::write(&victim, "keep").unwrap();
+    let link = s.dir.path().join("link.xml");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    for (path, kind) in [(&fifo, "a FIFO"), (&link, "a symlink")] {
+        let o = s.bench(&a, &b, &["--junit", path.to_str().unwrap()]);
+        assert_eq!(code(&o), 64, "{}", text(&o));
+        assert!(text(&o).contains(kind), "{}", text(&o));
+        assert!(!s.out().join("meta.json").exists(), "no trial may run");
+    }
+    assert!(std::fs::symlink_metadata(&fifo)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    // Paths are OS strings: a results dir and JUnit path that are not UTF-8 work.
+    let odd = s.dir.path().join(std::ffi::OsStr::from_bytes(b"out-\xff"));
+    let junit = odd.join(std::ffi::OsStr::from_bytes(b"junit-\xfe.xml"));
+    let o = s
+        .bench_command_out(&a, &b, &odd, &["--trials", "1"])
+        .arg("--junit")
+        .arg(&junit)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(std::fs::read_to_string(&junit)
+        .unwrap()
+        .contains("<testcase"));
+    let meta = std::fs::read_to_string(odd.join("meta.json")).unwrap();
+    assert!(meta.contains("out-\u{fffd}"), "{meta}");
 }
 
 #[test]

@@ -141,6 +141,42 @@ fn calibrate_sizes_the_trials_for_a_budget_and_writes_the_profile() {
         text(&o)
     );
     assert!(!s.dir.path().join("again/trials.json").exists());
+    // Also refused before any trial: a budget that cannot hold 2 pairs of the shortest
+    // sized trials (160 s), and a profile path among the run's own outputs.
+    let out = s.dir.path().join("third");
+    let cases = [
+        (
+            "2m",
+            s.dir.path().join("new.json"),
+            "need at least 160 s for 2 pairs",
+        ),
+        (
+            "0s",
+            s.dir.path().join("new.json"),
+            "need at least 160 s for 2 pairs",
+        ),
+        (
+            "20m",
+            out.join("summary.json"),
+            "the run writes its own results there",
+        ),
+    ];
+    for (budget, path, why) in cases {
+        let o = std::process::Command::new(crate::support::xtask())
+            .args(["calibrate", "--build"])
+            .arg(&a)
+            .arg("--out")
+            .arg(&out)
+            .args(workload)
+            .args(["--trials", "3", "--budget", budget, "--write-profile"])
+            .arg(&path)
+            .env("WORKDIR", s.workdir.path())
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 64, "{}", text(&o));
+        assert!(text(&o).contains(why), "{}", text(&o));
+        assert!(!out.join("trials.json").exists() && !path.exists());
+    }
     assert_eq!(
         serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(&profile).unwrap())
             .unwrap(),
@@ -161,5 +197,8 @@ fn adaptive_trials_stop_at_the_first_look_on_a_clear_case() {
     // Three pairs, the minimum, then decided.
     assert_eq!(s.read_json("trials.json").as_array().unwrap().len(), 6);
     let log = std::fs::read_to_string(s.out().join("run.log")).unwrap();
-    assert!(log.contains("after 3 pairs (look 1 of at most"), "{log}");
+    assert!(
+        log.contains("after 3 pairs: REGRESSION") && log.contains("(look 1 of at most "),
+        "{log}"
+    );
 }

@@ -178,6 +178,68 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
         "{}",
         text(&o)
     );
+    // CPU numbers the gate never writes are refused the same way (1e308 cores).
+    let mut trials = s.read_json("trials.json");
+    if trials[1]["cpu"].is_object() {
+        trials[1]["report"]["tps"] = s.read_json("trials.json")[1]["report"]["tps"].clone();
+        trials[1]["cpu"]["cores"]["storage"] = serde_json::json!(1e308);
+        std::fs::write(edited.join("trials.json"), trials.to_string()).unwrap();
+        let o = std::process::Command::new(crate::support::xtask())
+            .arg("compare")
+            .arg(&edited)
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 2, "{}", text(&o));
+        assert!(text(&o).contains("storage cores"), "{}", text(&o));
+    }
+    // compare never writes into the run it reads: --out RUN, or --junit inside it.
+    let o = compare(&[], "results");
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(text(&o).contains("not an empty directory"), "{}", text(&o));
+    let junit_inside = s.out().join("junit.xml");
+    let before = std::fs::read(&junit_inside).unwrap();
+    let o = compare(
+        &[
+            "--max-regression",
+            "10",
+            "--junit",
+            junit_inside.to_str().unwrap(),
+        ],
+        "j",
+    );
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("inside the run being judged"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(std::fs::read(&junit_inside).unwrap(), before);
+    // A run without summary.json did not finish: its numbers are not a verdict.
+    let killed = s.dir.path().join("killed");
+    std::fs::create_dir_all(&killed).unwrap();
+    for f in ["meta.json", "trials.json"] {
+        std::fs::copy(s.out().join(f), killed.join(f)).unwrap();
+    }
+    let o = std::process::Command::new(crate::support::xtask())
+        .arg("compare")
+        .arg(&killed)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(text(&o).contains("the run did not finish"), "{}", text(&o));
+    // A summary.json that is there but is not the gate's is named, not ignored.
+    std::fs::write(killed.join("summary.json"), "{").unwrap();
+    let o = std::process::Command::new(crate::support::xtask())
+        .arg("compare")
+        .arg(&killed)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(
+        text(&o).contains("summary.json is not a perfgate"),
+        "{}",
+        text(&o)
+    );
     // A floor is checked as bench checks it: 0, negative or NaN cannot switch it off.
     for bad in ["--slo-tps=0", "--slo-tps=-5", "--slo-tps=NaN"] {
         let o = compare(&[bad], "bad-slo");

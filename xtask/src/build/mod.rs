@@ -110,8 +110,10 @@ pub struct Provenance {
     /// Whether an earlier build was reused unchanged.
     pub cache_hit: bool,
     /// The build tree.
+    #[serde(serialize_with = "crate::config::path_json::lossy")]
     pub build_dir: PathBuf,
     /// The build's log.
+    #[serde(serialize_with = "crate::config::path_json::lossy")]
     pub log: PathBuf,
 }
 
@@ -344,7 +346,7 @@ fn lock_slot(slot: &Path) -> Result<nix::fcntl::Flock<std::fs::File>> {
     match nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock) {
         Ok(l) => Ok(l),
         Err((lock, _)) => {
-            eprintln!(
+            say!(
                 "waiting for another gate's build in {} (one build per slot at a time) ...",
                 slot.display()
             );
@@ -360,7 +362,7 @@ fn clear_slot(slot: &Path, tree: &Path) {
     // A gate killed mid-build (SIGKILL) leaves ninja's compile jobs running, each in its
     // own process group: they would write the old revision's objects into this build.
     for (pid, command) in crate::process::kill_mentioning(slot) {
-        eprintln!("killed {pid}, left from an earlier build in the slot: {command}");
+        say!("killed {pid}, left from an earlier build in the slot: {command}");
     }
     let _ = std::fs::remove_file(tree.join("stamp.json"));
     let _ = std::fs::remove_file(tree.join("build.log"));
@@ -710,7 +712,7 @@ impl NinjaProgress {
         self.bar.set_position(done);
         if self.bar.is_hidden() && self.printed.elapsed() >= Self::EVERY {
             self.printed = Instant::now();
-            eprintln!(
+            say!(
                 "  ninja: {done}/{total} steps after {} min",
                 self.started.elapsed().as_secs() / 60
             );
@@ -1071,14 +1073,14 @@ pub fn build_arms(
     let mut built = Vec::new();
     for &arm in arms {
         let source = source_of(sh, config, arm)?;
-        eprintln!(
+        say!(
             "building the {arm} arm ({source}) from {} ...",
             src.display()
         );
         let mut p = build(sh, src, &source, &settings, &cache)
             .with_context(|| format!("cannot build the {arm} arm from {}", src.display()))?;
         p.arm = arm.to_string();
-        eprintln!(
+        say!(
             "{arm}: {} ({}), {}",
             p.build_dir.display(),
             &p.commit[..p.commit.len().min(12)],

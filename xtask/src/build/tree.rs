@@ -22,11 +22,16 @@ use crate::error::UsageError;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FdbTree {
     /// The build directory itself (absolute).
+    #[serde(serialize_with = "crate::config::path_json::lossy")]
     pub root: PathBuf,
+    #[serde(serialize_with = "crate::config::path_json::lossy")]
     pub fdbserver: PathBuf,
+    #[serde(serialize_with = "crate::config::path_json::lossy")]
     pub fdbcli: PathBuf,
+    #[serde(serialize_with = "crate::config::path_json::lossy")]
     pub mako: PathBuf,
     /// Directory holding `libfdb_c.so`: mako's `LD_LIBRARY_PATH` (mako has no rpath).
+    #[serde(serialize_with = "crate::config::path_json::lossy")]
     pub lib_dir: PathBuf,
 }
 

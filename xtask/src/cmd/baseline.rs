@@ -16,7 +16,7 @@ use crate::{
     results::{
         baseline::{dir, find, Baseline, RecordedTrial, SCHEMA_VERSION},
         fs::{json, write},
-        saved::SavedRun,
+        saved::{SavedRun, SavedSummary},
         trial::{Outcome, TrialRecord},
     },
 };
@@ -32,7 +32,15 @@ fn record(
     arm: Arm,
     force: bool,
 ) -> Result<Vec<PathBuf>> {
-    let SavedRun { meta, trials, .. } = SavedRun::read(from)?;
+    if let Some(n) = name {
+        check_name(n)?;
+    }
+    let SavedRun {
+        meta,
+        trials,
+        summary,
+    } = SavedRun::read(from)?;
+    check_finished(from, summary.as_ref())?;
     let plan = meta.plan;
     let version = match arm {
         Arm::Baseline => plan
@@ -91,6 +99,43 @@ fn record(
         written.push(path);
     }
     Ok(written)
+}
+
+/// A record is what the host does on a whole run, not on the part a kill left: the run in
+/// `from` must have ended (its `summary.json` written) without an interrupt.
+fn check_finished(from: &Path, summary: Option<&SavedSummary>) -> Result<()> {
+    match summary {
+        None => bail!(
+            "the run in {} did not finish (no summary.json: it was killed, or is still \
+             running); record from a run that ended",
+            from.display()
+        ),
+        Some(s) if s.interrupted => bail!(
+            "the run in {} was interrupted by a signal; record from a run that ended",
+            from.display()
+        ),
+        Some(_) => Ok(()),
+    }
+}
+
+/// A baseline name is a plain file name: 1 to 100 letters, digits, '.', '_' or '-', not
+/// starting with '.', so that `<dir>/<name>.json` stays inside the baselines dir. Errors:
+/// a [`UsageError`] naming the rule.
+fn check_name(name: &str) -> Result<()> {
+    let ok = (1..=100).contains(&name.len())
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if ok {
+        return Ok(());
+    }
+    Err(UsageError(format!(
+        "--name {name:?}: a baseline name is a file name of 1 to 100 letters, digits, '.', \
+         '_' and '-', not starting with '.' (e.g. ci-quick-redwood); it becomes \
+         <baselines dir>/<name>.json"
+    ))
+    .into())
 }
 
 /// A measured trial as a record keeps it: its TPS, p99 transaction latency (when finite)
@@ -211,6 +256,27 @@ fn slug(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn baseline_names_stay_inside_the_baselines_dir() {
+        for good in ["ci-quick-redwood", "v7.3.43_scan", "a"] {
+            check_name(good).unwrap();
+        }
+        let long = "x".repeat(101);
+        for bad in [
+            "",
+            "../escaped",
+            "/tmp/x",
+            "../../../../tmp/x",
+            ".hidden",
+            "a/b",
+            "a b",
+            &long,
+        ] {
+            let e = check_name(bad).unwrap_err().to_string();
+            assert!(e.contains("a baseline name is a file name"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn slugs_are_readable_file_names() {

@@ -27,7 +27,7 @@ pub fn run(sh: &Shell, args: &BenchArgs) -> Result<i32> {
     let junit = args.run.junit.clone();
     // Before hours of building and running, not after.
     if let Some(j) = &junit {
-        check_writable_file(j)?;
+        check_writable_file("--junit", j)?;
     }
     let result = (|| {
         let config = BenchConfig::try_from(args)?;

@@ -15,7 +15,7 @@ use crate::{
     judge::{
         calibrate::Calibration,
         samples::Sample,
-        sizing::{TrialCost, BATCH_S},
+        sizing::{self, TrialCost, BATCH_S},
     },
     plan::resolve::{plan, prepare},
     report::write,
@@ -31,10 +31,10 @@ use crate::{
 pub fn run(sh: &Shell, args: &CalibrateArgs) -> Result<i32> {
     let config = BenchConfig::new(Some(&args.build), Some(&args.build), true, &args.run)?;
     if let Some(j) = &config.junit {
-        check_writable_file(j)?;
+        check_writable_file("--junit", j)?;
     }
     if let Some(p) = &args.write_profile {
-        check_profile_path(p, &config.workload)?;
+        check_profile_path(p, &config, args.budget)?;
     }
     let prepared = prepare(&config)?;
     let plan = plan(sh, config, prepared, Vec::new())?;
@@ -78,8 +78,35 @@ pub fn run(sh: &Shell, args: &CalibrateArgs) -> Result<i32> {
 }
 
 /// Refuses a `--write-profile` path before any trial: something already there (the gate
-/// never replaces a profile), an unwritable place, or a window too short to size.
-fn check_profile_path(p: &Path, w: &Workload) -> Result<()> {
+/// never replaces a profile), a file the run itself writes (in `--out`, or the `--junit`
+/// file), an unwritable place, a window too short to size, or a `--budget` that cannot
+/// hold two pairs of the shortest sized trials.
+fn check_profile_path(p: &Path, config: &BenchConfig, budget: std::time::Duration) -> Result<()> {
+    let w = &config.workload;
+    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let in_out = config
+        .out
+        .as_deref()
+        .is_some_and(|o| abs(p).starts_with(abs(o)));
+    if in_out || config.junit.as_deref().is_some_and(|j| abs(j) == abs(p)) {
+        return Err(UsageError(format!(
+            "--write-profile {}: the run writes its own results there (--out, --junit); \
+             choose a path outside them",
+            p.display()
+        ))
+        .into());
+    }
+    let shortest = sizing::shortest_pairs_s(2);
+    if budget.as_secs() < shortest {
+        return Err(UsageError(format!(
+            "--budget {}: the shortest sized trials (warmup {} s + window {} s) need at \
+             least {shortest} s for 2 pairs; give a larger --budget, e.g. 30m",
+            humantime::format_duration(budget),
+            sizing::MIN_WARMUP_S,
+            sizing::WINDOWS_S[0]
+        ))
+        .into());
+    }
     if std::fs::symlink_metadata(p).is_ok() {
         return Err(UsageError(format!(
             "--write-profile {}: something is there already; the gate never replaces a \
@@ -88,7 +115,7 @@ fn check_profile_path(p: &Path, w: &Workload) -> Result<()> {
         ))
         .into());
     }
-    check_writable_file(p)?;
+    check_writable_file("--write-profile", p)?;
     // Sizing splits each window into 10 s batches and needs three.
     let window = w.measured_seconds();
     if window < 3 * BATCH_S as u64 {

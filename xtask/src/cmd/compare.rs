@@ -2,17 +2,18 @@
 //! another tolerance. Reads `meta.json` and `trials.json`; runs nothing. Same outputs
 //! and exit status as `bench`.
 
-use std::time::SystemTime;
+use std::{path::Path, time::SystemTime};
 
 use anyhow::{Context, Result};
 
 use crate::{
     cli::CompareArgs,
     config::{check_max_regression, check_slo_tps},
+    error::UsageError,
     judge::{exit_code, judge_looks, planned_trials, samples::Sample, Criteria},
     report::write,
     results::{
-        fs::{check_writable_file, dir_stamp},
+        fs::{check_results_dir, check_writable_file, dir_stamp},
         saved::{SavedRun, SavedSummary},
     },
 };
@@ -40,14 +41,16 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
     };
     check_max_regression(criteria.max_regression_pct)?;
     check_slo_tps(args.slo_tps)?;
-    // An interrupted run may have no summary; then every engine had one look.
+    // A run writes summary.json at its end, interrupted or not: without it the run was
+    // killed (or is still running), and its trials are judged as an unfinished run's.
+    let finished = summary.is_some();
     let looks = summary
         .as_ref()
         .map(SavedSummary::looks)
         .unwrap_or_default();
-    let interrupted = summary.is_some_and(|s| s.interrupted);
+    let interrupted = summary.as_ref().is_none_or(|s| s.interrupted);
     let samples = Sample::of_run(plan.recorded.as_ref(), &trials);
-    let judgements = judge_looks(
+    let mut judgements = judge_looks(
         &samples,
         plan.engines(),
         criteria,
@@ -55,15 +58,25 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         &looks,
         None,
     );
+    if !finished {
+        for j in &mut judgements {
+            j.reason = j.reason.replacen(
+                "the run was interrupted by a signal",
+                "the run did not finish (no summary.json: it was killed, or is still running)",
+                1,
+            );
+        }
+    }
     let out = match &args.out {
         Some(o) => o.clone(),
         None => args
             .dir
             .join(format!("compare-{}", dir_stamp(SystemTime::now()))),
     };
+    check_outputs(&args.dir, &out, args.junit.as_deref())?;
     std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
     if let Some(j) = &args.junit {
-        check_writable_file(j)?;
+        check_writable_file("--junit", j)?;
     }
     write::verdicts(
         &out,
@@ -74,4 +87,23 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         false,
     )?;
     Ok(exit_code(&judgements, interrupted))
+}
+
+/// `compare` never writes into the run it reads: `out` must be a new or empty directory
+/// (so `--out RUN` is refused: it would replace the run's own verdicts while its
+/// report.html shows the first), and a `--junit` file inside `run` must be inside `out`.
+fn check_outputs(run: &Path, out: &Path, junit: Option<&Path>) -> Result<()> {
+    check_results_dir(out, junit)?;
+    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    if let Some(j) = junit.filter(|j| abs(j).starts_with(abs(run)) && !abs(j).starts_with(abs(out)))
+    {
+        return Err(UsageError(format!(
+            "--junit {}: that is inside the run being judged ({}); compare never writes \
+             into the run it reads, so give a path outside it or inside --out",
+            j.display(),
+            run.display()
+        ))
+        .into());
+    }
+    Ok(())
 }

@@ -12,6 +12,7 @@ use std::{
 use serde::{Deserialize, Serialize};
 
 pub mod metric;
+pub mod path_json;
 pub mod slo;
 pub mod source;
 pub mod workload;
@@ -108,6 +109,7 @@ pub struct ArmConfig {
     pub arm: Arm,
     /// FDB build tree given by the user (`--*-build`), checked by `build::tree` before any
     /// trial; `None` when the arm is built from `--fdb-src` (its tree is in the plan).
+    #[serde(serialize_with = "path_json::lossy_opt")]
     pub build_dir: Option<PathBuf>,
     /// User knobs in order: `--knob` first, then the arm's own; later ones win.
     pub knobs: Vec<Knob>,
@@ -133,10 +135,13 @@ pub struct BenchConfig {
     /// so a run's order can be reproduced.
     pub seed: u64,
     /// `--workdir`/`WORKDIR`, if given; else the work dir is chosen by `workdir`.
+    #[serde(serialize_with = "path_json::lossy_opt")]
     pub workdir: Option<PathBuf>,
     /// Results directory, if given; else one under the cargo target dir.
+    #[serde(serialize_with = "path_json::lossy_opt")]
     pub out: Option<PathBuf>,
     /// Extra copy of the JUnit XML.
+    #[serde(serialize_with = "path_json::lossy_opt")]
     pub junit: Option<PathBuf>,
     /// Largest tolerated TPS loss of the experiment, percent.
     pub max_regression_pct: f64,
@@ -155,6 +160,7 @@ pub struct BenchConfig {
     /// Accept a recorded baseline from another host class.
     pub allow_host_mismatch: bool,
     /// Where baselines live (`--baselines-dir`), if given.
+    #[serde(serialize_with = "path_json::lossy_opt")]
     pub baselines_dir: Option<PathBuf>,
     /// A trial whose storage server used less than 0.85 cores is an error, not a warning.
     pub require_cpu_bound: bool,

@@ -204,7 +204,7 @@ fn per_txn(
     match tps.filter(|t| *t > 0.0) {
         Some(tps) => cores
             .into_iter()
-            .filter(|(_, c)| *c > 0.0)
+            .filter(|(_, c)| c.is_finite() && *c > 0.0)
             .map(|(r, c)| (r, c * 1e6 / tps))
             .collect(),
         None => BTreeMap::new(),

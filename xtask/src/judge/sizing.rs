@@ -26,11 +26,18 @@ pub const BATCH_S: usize = 10;
 const MAX_PAIRS: usize = 200;
 
 /// Windows the sizing chooses from, seconds.
-const WINDOWS_S: [u64; 10] = [30, 45, 60, 90, 120, 180, 240, 300, 450, 600];
+pub const WINDOWS_S: [u64; 10] = [30, 45, 60, 90, 120, 180, 240, 300, 450, 600];
 
 /// The shortest warmup the sizing recommends, seconds: right after `configure new` the
 /// cluster is still recruiting and data distribution is starting.
-const MIN_WARMUP_S: u64 = 10;
+pub const MIN_WARMUP_S: u64 = 10;
+
+/// Seconds that `pairs` A/B pairs of the shortest sized trials take at least (warmup and
+/// window of both arms, without the per-trial overhead): the smallest budget sizing can
+/// fill.
+pub fn shortest_pairs_s(pairs: u64) -> u64 {
+    pairs * 2 * (MIN_WARMUP_S + WINDOWS_S[0])
+}
 
 /// TPS is settled when every later batch is within this many percent of the final level
 /// (or within twice the batches' own spread there, if that is wider).

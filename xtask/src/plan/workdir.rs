@@ -16,6 +16,7 @@ use crate::error::UsageError;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Workdir {
     /// Directory under which each run makes its own subdirectory.
+    #[serde(serialize_with = "crate::config::path_json::lossy")]
     pub path: PathBuf,
     /// Whether the filesystem is tmpfs (RAM disk).
     pub tmpfs: bool,

@@ -113,30 +113,54 @@ pub fn check_results_dir(dir: &Path, junit: Option<&Path>) -> Result<()> {
     Ok(())
 }
 
-/// Fails early, before hours of trials, when `path` could not be written at the end.
-pub fn check_writable_file(path: &Path) -> Result<()> {
+/// Fails early, before hours of trials, when `path` (the value of `flag`, e.g.
+/// `--junit`) could not be written at the end: its directory must exist or be creatable
+/// (`--junit <out>/ci/junit.xml` is the natural spelling, so missing directories are
+/// created) and be writable, and anything already at `path` must be a regular file
+/// ([`write`] refuses the rest).
+pub fn check_writable_file(flag: &str, path: &Path) -> Result<()> {
     let parent = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    // `--junit <out>/junit.xml` is the natural spelling: its directory may not exist yet.
-    let created = std::fs::create_dir_all(parent);
-    let ok = created.is_ok()
-        && !path.is_dir()
-        && nix::unistd::access(parent, nix::unistd::AccessFlags::W_OK).is_ok();
-    if !ok {
-        let why = match created {
-            Err(e) => format!("cannot create {}: {e}", parent.display()),
-            Ok(()) if path.is_dir() => "the path is a directory".to_string(),
-            Ok(()) => format!("{} is not writable", parent.display()),
-        };
-        return Err(UsageError(format!(
-            "--junit {}: {why}; give a file path in a writable directory",
+    let why = if let Some(kind) = not_a_regular_file(path) {
+        Some(format!("{kind} is there, not a regular file"))
+    } else if let Err(e) = std::fs::create_dir_all(parent) {
+        Some(format!("cannot create {}: {e}", parent.display()))
+    } else if nix::unistd::access(parent, nix::unistd::AccessFlags::W_OK).is_err() {
+        Some(format!("{} is not writable", parent.display()))
+    } else {
+        None
+    };
+    match why {
+        Some(why) => Err(UsageError(format!(
+            "{flag} {}: {why}; give a file path in a writable directory",
             path.display()
         ))
-        .into());
+        .into()),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// What is at `path` if it is there and not a regular file (not following a symlink):
+/// "a symlink", "a directory", "a FIFO", "a device", "a socket"; `None` for a regular file
+/// or nothing.
+fn not_a_regular_file(path: &Path) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt as _;
+    let t = std::fs::symlink_metadata(path).ok()?.file_type();
+    Some(if t.is_file() {
+        return None;
+    } else if t.is_symlink() {
+        "a symlink"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_block_device() || t.is_char_device() {
+        "a device"
+    } else {
+        "a socket"
+    })
 }
 
 /// `v` as pretty JSON with a final newline: how every JSON file of the gate looks.
@@ -157,10 +181,91 @@ pub fn create_new(path: &Path, text: &str) -> Result<()> {
 }
 
 /// Writes `text` to `path` through a temporary file and a rename, so a reader never sees
-/// half a file.
+/// half a file. The temporary file is created exclusively (`O_EXCL`, an unpredictable
+/// name) in `path`'s directory, so nothing planted there is written through; the rename
+/// replaces a regular file at `path` and nothing else: a symlink, device, FIFO or
+/// directory there is refused (the gate runs as root in shared directories, where
+/// `--junit /dev/stdout` or a planted link must not turn into a replaced node).
 pub fn write(path: &Path, text: &str) -> Result<()> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, text)
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .with_context(|| format!("cannot write {}", path.display()))
+    use std::{io::Write as _, os::unix::fs::PermissionsExt as _};
+    if let Some(kind) = not_a_regular_file(path) {
+        anyhow::bail!(
+            "cannot write {}: {kind} is there, and the gate writes only regular files \
+             (choose another path)",
+            path.display()
+        );
+    }
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let stem = path.file_name().unwrap_or_default().to_string_lossy();
+    tempfile::Builder::new()
+        .prefix(&format!(".{stem}."))
+        .suffix(".tmp")
+        // As a plain create would: 0666 less the umask (tempfile's default is 0600).
+        .permissions(std::fs::Permissions::from_mode(0o666))
+        .tempfile_in(dir)
+        .and_then(|mut f| {
+            f.write_all(text.as_bytes())?;
+            f.persist(path).map_err(|e| e.error)
+        })
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_replaces_only_regular_files_and_never_writes_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("junit.xml");
+        // A new file, then a regular file replaced.
+        write(&path, "one").unwrap();
+        write(&path, "two").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "two");
+        // A link planted at the old predictable temp name is not written through.
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.path().join("junit.tmp")).unwrap();
+        write(&path, "three").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "three");
+        // Nothing is left behind but what was there and the file.
+        let mut names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["junit.tmp", "junit.xml", "victim"]);
+        // A symlink, a FIFO (standing in for /dev/stdout or a device) or a directory at
+        // the path is refused and left as it was.
+        let link = dir.path().join("link.xml");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let fifo = dir.path().join("fifo.xml");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        for (p, kind) in [
+            (&link, "a symlink"),
+            (&fifo, "a FIFO"),
+            (&dir.path().to_path_buf(), "a directory"),
+        ] {
+            let e = write(p, "x").unwrap_err().to_string();
+            assert!(e.contains(kind) && e.contains("regular files"), "{e}");
+            let e = check_writable_file("--junit", p).unwrap_err().to_string();
+            assert!(e.starts_with("--junit ") && e.contains(kind), "{e}");
+        }
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        // The flag named is the one given.
+        let e = check_writable_file("--write-profile", &fifo)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("--write-profile "), "{e}");
+        check_writable_file("--junit", &dir.path().join("new/junit.xml")).unwrap();
+    }
 }

@@ -156,8 +156,9 @@ impl SavedSummary {
 impl SavedRun {
     /// Reads the run in `dir`. Errors: `dir` missing, not a directory or without
     /// `meta.json` (a [`UsageError`]: the user named the wrong directory); `meta.json` or
-    /// `trials.json` unreadable or not perfgate's (naming the file); a missing
-    /// `summary.json` is not an error.
+    /// `trials.json` or a `summary.json` that is there unreadable or not perfgate's, or
+    /// numbers in `trials.json` the gate never writes (naming the file); a missing
+    /// `summary.json` is not an error (the run did not finish).
     pub fn read(dir: &Path) -> Result<SavedRun> {
         let why = if !dir.exists() {
             Some("does not exist")
@@ -186,29 +187,66 @@ impl SavedRun {
         Ok(SavedRun {
             meta: read(dir, "meta.json")?,
             trials,
-            summary: read(dir, "summary.json").ok(),
+            summary: if dir.join("summary.json").exists() {
+                Some(read(dir, "summary.json")?)
+            } else {
+                None
+            },
         })
     }
 }
 
 /// Checks what the gate guarantees of every record it writes: a measured trial has a
-/// report whose TPS is a positive, finite number.
+/// report whose TPS is a positive, finite number, and its CPU accounting (if any) holds a
+/// positive window, cores per role in [0, [`MAX_CORES`]] and instructions per second
+/// per role in [0, [`MAX_INSTRUCTIONS_PER_S`]], all finite.
 fn check_trials(trials: &[TrialRecord]) -> Result<(), String> {
     for t in trials.iter().filter(|t| t.outcome == Outcome::Measured) {
+        let which = format!(
+            "trial {} ({} {} #{})",
+            t.index, t.engine, t.arm, t.repetition
+        );
         let tps = t.report.as_ref().map(|r| r.tps);
         if !tps.is_some_and(|tps| tps.is_finite() && tps > 0.0) {
             return Err(format!(
-                "trial {} ({} {} #{}) is measured but its TPS is {}",
-                t.index,
-                t.engine,
-                t.arm,
-                t.repetition,
+                "{which} is measured but its TPS is {}",
                 tps.map_or("missing".to_string(), |v| v.to_string())
             ));
+        }
+        let Some(cpu) = &t.cpu else { continue };
+        let within = |v: f64, max: f64| v.is_finite() && (0.0..=max).contains(&v);
+        if !(cpu.window_s.is_finite() && cpu.window_s > 0.0) {
+            return Err(format!("{which} has a CPU window of {} s", cpu.window_s));
+        }
+        let per_second = cpu
+            .per_second
+            .iter()
+            .flat_map(|(r, v)| v.iter().map(|c| (*r, *c)));
+        if let Some((role, c)) = cpu
+            .cores
+            .iter()
+            .map(|(r, c)| (*r, *c))
+            .chain(per_second)
+            .find(|&(_, c)| !within(c, MAX_CORES))
+        {
+            return Err(format!("{which} has {c} {role} cores"));
+        }
+        if let Some((role, n)) = cpu
+            .instructions_per_s
+            .iter()
+            .find(|(_, n)| !within(**n, MAX_INSTRUCTIONS_PER_S))
+        {
+            return Err(format!("{which} has {n} {role} instructions per second"));
         }
     }
     Ok(())
 }
+
+/// More cores than any host the gate runs on has (Linux's NR_CPUS is at most 8192).
+pub const MAX_CORES: f64 = 8192.0;
+/// More instructions per second than [`MAX_CORES`] cores retire (10^10 a core is beyond
+/// any CPU's clock times its width).
+pub const MAX_INSTRUCTIONS_PER_S: f64 = MAX_CORES * 1e10;
 
 fn read<T: DeserializeOwned>(dir: &Path, file: &str) -> Result<T> {
     let path = dir.join(file);

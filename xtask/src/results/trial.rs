@@ -119,6 +119,7 @@ pub struct TrialRecord {
     /// Peak growth of the work dir filesystem's used bytes during mako build and run.
     pub workdir_peak_bytes: Option<u64>,
     /// Artifacts of this trial, relative to the results dir.
+    #[serde(serialize_with = "crate::config::path_json::lossy")]
     pub artifacts: PathBuf,
 }
 

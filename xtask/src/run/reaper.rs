@@ -4,7 +4,10 @@
 
 use std::{
     fs::File,
-    os::unix::process::CommandExt,
+    os::unix::{
+        fs::{DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _},
+        process::CommandExt,
+    },
     path::{Path, PathBuf},
     process::{Command, Stdio},
 };
@@ -43,14 +46,18 @@ impl RunDir {
                 std::process::id(),
                 nanos.wrapping_add(attempt)
             ));
-            match std::fs::create_dir(&path) {
+            // 0700: nobody else can plant anything in it.
+            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => {
                     return Err(e).with_context(|| format!("cannot create {}", path.display()))
                 }
             }
-            let file = File::create(path.join(RUN_LOCK))
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path.join(RUN_LOCK))
                 .with_context(|| format!("cannot create the lock in {}", path.display()))?;
             let lock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
                 .map_err(|(_, e)| anyhow::anyhow!("cannot lock {}: {e}", path.display()))?;
@@ -88,12 +95,8 @@ pub fn clean_stale_runs(workdir: &Path) -> Vec<String> {
             continue;
         };
         let dir = entry.path();
-        // Not a gate's run dir (no lock file), or its gate is alive (lock held).
-        let Ok(file) = File::open(dir.join(RUN_LOCK)) else {
-            continue;
-        };
-        let Ok(_stale) = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
-        else {
+        // Not a gate's run dir of this user, or its gate is alive (lock held).
+        let Some(_stale) = stale_run_lock(&dir) else {
             continue;
         };
         let pid = rest.split('-').next().unwrap_or("?");
@@ -113,15 +116,53 @@ pub fn clean_stale_runs(workdir: &Path) -> Vec<String> {
     cleaned
 }
 
+/// The lock of `dir` if `dir` is provably the run dir of a gate of this user that is gone:
+/// a real directory (not a symlink) named [`RUN_DIR_PREFIX`]`*`, owned by this user, whose
+/// [`RUN_LOCK`] is a regular file of this user that nobody holds. The lock is opened with
+/// `O_NOFOLLOW | O_NONBLOCK` (a FIFO or link planted in a shared work dir neither blocks
+/// nor redirects the open) and taken without waiting. `None`: not provably a stale run
+/// dir of ours; leave it alone.
+fn stale_run_lock(dir: &Path) -> Option<nix::fcntl::Flock<File>> {
+    let me = nix::unistd::geteuid().as_raw();
+    let named = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with(RUN_DIR_PREFIX));
+    let meta = std::fs::symlink_metadata(dir).ok()?;
+    if !named || !meta.file_type().is_dir() || meta.uid() != me {
+        return None;
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc_flags())
+        .open(dir.join(RUN_LOCK))
+        .ok()?;
+    let lock = file.metadata().ok()?;
+    if !lock.file_type().is_file() || lock.uid() != me {
+        return None;
+    }
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).ok()
+}
+
+/// `O_NOFOLLOW | O_NONBLOCK`, for opening what someone else may have planted.
+fn libc_flags() -> i32 {
+    (nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits()
+}
+
 /// A mako killed with its gate leaves files named after its dead pid: removes those of
-/// every mako that is gone.
+/// every mako of this user that is gone.
 fn remove_dead_makos_leftovers() {
     for (dir, prefix) in [("/dev/shm", "mako"), ("/tmp", "makoTemp")] {
         for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
+            // Only this user's: a mako of another user on a shared host is not ours.
+            let mine = entry
+                .metadata()
+                .is_ok_and(|m| m.uid() == nix::unistd::geteuid().as_raw());
             if let Some(pid) = name
                 .strip_prefix(prefix)
                 .and_then(|p| p.parse::<u32>().ok())
+                .filter(|_| mine)
             {
                 if !process_running(pid) {
                     remove_mako_leftovers(pid);
@@ -211,6 +252,11 @@ pub fn reap(run_dir: &Path, log: &Path) -> Result<i32> {
     if got.starts_with(REAPER_DONE) {
         return Ok(0);
     }
+    // Only a run dir proven to be a dead gate's: `__reap` with any other path (by hand,
+    // or a gate that is still alive) touches nothing.
+    let Some(_stale) = stale_run_lock(run_dir) else {
+        return Ok(0);
+    };
     let ended = end_run(run_dir);
     remove_dead_makos_leftovers();
     if !ended.killed.is_empty() || ended.removed {
@@ -225,7 +271,11 @@ pub fn reap(run_dir: &Path, log: &Path) -> Result<i32> {
             },
             ended.process_lines()
         );
-        if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(log) {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .append(true)
+            .custom_flags(libc_flags())
+            .open(log)
+        {
             let _ = f.write_all(text.as_bytes());
         }
     }
@@ -264,4 +314,50 @@ fn end_run(dir: &Path) -> Ended {
 pub fn remove_mako_leftovers(pid: u32) {
     let _ = std::fs::remove_dir_all(format!("/tmp/makoTemp{pid}"));
     let _ = std::fs::remove_file(format!("/dev/shm/mako{pid}"));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_dead_gates_own_run_dir_is_touched() {
+        let work = tempfile::tempdir().unwrap();
+        let live = RunDir::create(work.path()).unwrap();
+        let mode = std::fs::metadata(&live.path).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        // A live gate's lock is held.
+        assert!(stale_run_lock(&live.path).is_none());
+        let dead = work.path().join(format!("{RUN_DIR_PREFIX}1-dead"));
+        std::fs::create_dir(&dead).unwrap();
+        std::fs::write(dead.join(RUN_LOCK), "").unwrap();
+        assert!(stale_run_lock(&dead).is_some());
+        // Planted by someone else in a shared work dir: a FIFO as the lock (opening it
+        // must not block), a link as the lock, a link as the run dir, a dir without a lock.
+        let fifo = work.path().join(format!("{RUN_DIR_PREFIX}2-fifo"));
+        std::fs::create_dir(&fifo).unwrap();
+        nix::unistd::mkfifo(&fifo.join(RUN_LOCK), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let link_lock = work.path().join(format!("{RUN_DIR_PREFIX}3-linklock"));
+        std::fs::create_dir(&link_lock).unwrap();
+        std::os::unix::fs::symlink(dead.join(RUN_LOCK), link_lock.join(RUN_LOCK)).unwrap();
+        let link_dir = work.path().join(format!("{RUN_DIR_PREFIX}4-linkdir"));
+        std::os::unix::fs::symlink(&dead, &link_dir).unwrap();
+        let bare = work.path().join(format!("{RUN_DIR_PREFIX}5-bare"));
+        std::fs::create_dir(&bare).unwrap();
+        let other_name = work.path().join("not-a-run");
+        std::fs::create_dir(&other_name).unwrap();
+        std::fs::write(other_name.join(RUN_LOCK), "").unwrap();
+        for d in [&fifo, &link_lock, &link_dir, &bare, &other_name] {
+            assert!(stale_run_lock(d).is_none(), "{}", d.display());
+        }
+        // The next gate's cleanup removes the dead run dir and nothing else.
+        let cleaned = clean_stale_runs(work.path());
+        assert_eq!(cleaned.len(), 1, "{cleaned:?}");
+        assert!(!dead.exists());
+        for d in [&fifo, &link_lock, &bare, &other_name, &live.path] {
+            assert!(d.exists(), "{}", d.display());
+        }
+        // `__reap` on a path that is not a dead gate's run dir touches nothing.
+        assert!(stale_run_lock(&other_name).is_none());
+    }
 }

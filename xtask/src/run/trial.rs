@@ -375,10 +375,11 @@ fn mako_run(
         .args(["--seconds", &w.seconds.to_string()])
         // Both take an optional argument (getopt `optional_argument` in mako.cpp): only
         // the `=` form is unambiguous.
-        .arg(format!("--json_report={}", json.display()))
-        .arg(format!(
-            "--stats_export_path={}",
-            artifacts.join("mako-sketch.json").display()
+        // OS strings: a results dir whose name is not UTF-8 is still the same path.
+        .arg(flag_path("--json_report=", &json))
+        .arg(flag_path(
+            "--stats_export_path=",
+            &artifacts.join("mako-sketch.json"),
         ));
     let started = Instant::now();
     let mut child = Child::spawn_on("mako --mode run", cmd, &out, &err, ctx.other_cpus())?;
@@ -425,4 +426,11 @@ fn mako_run(
         )
     })?;
     Ok((report, cpu))
+}
+
+/// `--flag=PATH` as one argument, keeping the path's bytes (not `display()`'s lossy text).
+fn flag_path(flag: &str, path: &Path) -> std::ffi::OsString {
+    let mut arg = std::ffi::OsString::from(flag);
+    arg.push(path);
+    arg
 }
