@@ -238,6 +238,10 @@ impl Drop for Reaper {
     }
 }
 
+/// How long the reaper waits for a dead gate's lock to be released (the kernel closes a
+/// dying process's files one by one; milliseconds in practice).
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// What the gate writes to the reaper's pipe when it ends normally.
 const REAPER_DONE: &[u8] = b"done";
 
@@ -253,9 +257,18 @@ pub fn reap(run_dir: &Path, log: &Path) -> Result<i32> {
         return Ok(0);
     }
     // Only a run dir proven to be a dead gate's: `__reap` with any other path (by hand,
-    // or a gate that is still alive) touches nothing.
-    let Some(_stale) = stale_run_lock(run_dir) else {
-        return Ok(0);
+    // or a gate that is still alive) touches nothing. The pipe's end-of-file can arrive
+    // before the dying gate's other files (the lock) are closed, so the lock is tried for
+    // up to LOCK_WAIT.
+    let deadline = std::time::Instant::now() + LOCK_WAIT;
+    let _stale = loop {
+        if let Some(lock) = stale_run_lock(run_dir) {
+            break lock;
+        }
+        if std::time::Instant::now() >= deadline {
+            return Ok(0);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
     };
     let ended = end_run(run_dir);
     remove_dead_makos_leftovers();
