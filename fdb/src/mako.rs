@@ -102,6 +102,17 @@ impl MakoReport {
                 r.overall_tps
             );
         }
+        if (summary.total_errors, summary.total_timeouts) != (r.total_errors, r.total_timeouts) {
+            bail!(
+                "mako reports disagree: {text_name} counts {} errors and {} timeouts but \
+                 {json_name} counts {} and {}; they are not from the same run",
+                summary.total_errors,
+                summary.total_timeouts,
+                r.total_errors,
+                r.total_timeouts
+            );
+        }
+        check_rate(&r).with_context(|| format!("mako JSON report {json_name} is not plausible"))?;
         let stat = |m: &BTreeMap<String, f64>, op: &str| m.get(op).copied().unwrap_or(f64::NAN);
         let latency_us = r
             .num_samples
@@ -121,6 +132,8 @@ impl MakoReport {
                 (op.clone(), s)
             })
             .collect();
+        check_latencies(&latency_us, r.run_duration)
+            .with_context(|| format!("mako JSON report {json_name} is not plausible"))?;
         Ok(MakoReport {
             tps: r.tps,
             overall_tps: r.overall_tps,
@@ -140,6 +153,28 @@ impl MakoReport {
     /// run had any.
     pub fn transaction_latency(&self) -> Option<&LatencyStats> {
         self.latency_us.get(TRANSACTION)
+    }
+
+    /// `Err(reason)` when the run's durations are not the ones asked: a warmup of
+    /// `warmup_s` seconds in a run of `run_s` seconds (mako's `--warmup_seconds`,
+    /// `--seconds`). mako ends each phase on its per-second clock, so a phase may be off by
+    /// about a second or a tenth, whichever is more; a shorter window (a mako that stopped
+    /// early, or does not know `--warmup_seconds`) measured something else.
+    pub fn window_matches(&self, run_s: f64, warmup_s: f64) -> Result<(), String> {
+        let near = |got: f64, asked: f64| (got - asked).abs() <= f64::max(1.0, 0.1 * asked);
+        let window_s = run_s - warmup_s;
+        if near(self.run_duration_s, run_s)
+            && near(self.warmup_duration_s, warmup_s)
+            && near(self.measured_duration_s, window_s)
+        {
+            return Ok(());
+        }
+        Err(format!(
+            "not a valid measurement: mako ran {:.3} s with a warmup of {:.3} s and measured \
+             {:.3} s, but {run_s} s with a warmup of {warmup_s} s (a window of {window_s} s) \
+             was asked",
+            self.run_duration_s, self.warmup_duration_s, self.measured_duration_s
+        ))
     }
 
     /// `Err(reason)` when the report is complete but not a valid measurement.
@@ -202,6 +237,81 @@ impl TextSummary {
             total_timeouts: field("Total Timeouts:")?,
         })
     }
+}
+
+/// What mako's numbers must satisfy among themselves (`printReport` in mako.cpp computes
+/// `tps = totalXacts / totalDuration` and `overallTPS` as its integer part): durations
+/// finite and non-negative, `tps` finite, and both TPS figures the transactions over the
+/// window, within rounding (durations are printed to the millisecond, `tps` to 2 decimals).
+fn check_rate(r: &RawResults) -> Result<()> {
+    for (name, v) in [
+        ("runDuration", r.run_duration),
+        ("warmupDuration", r.warmup_duration),
+        ("totalDuration", r.total_duration),
+        ("tps", r.tps),
+    ] {
+        if !(v.is_finite() && v >= 0.0) {
+            bail!("{name} is {v}");
+        }
+    }
+    let (xacts, window) = (r.total_xacts as f64, r.total_duration);
+    // The window's last printed digit (0.5 ms) and the tps's (0.005) bound the error.
+    let slack = r.tps * 0.0005 + 0.005 * window + 1.0;
+    if (r.tps * window - xacts).abs() > slack + 0.001 * xacts {
+        // Huge values in exponent form: 1e308 rather than 309 digits.
+        let short = |v: f64| {
+            if v.abs() < 1e12 {
+                format!("{v}")
+            } else {
+                format!("{v:e}")
+            }
+        };
+        bail!(
+            "tps {} over totalDuration {window} s would be {} transactions, but totalXacts \
+             is {}",
+            short(r.tps),
+            short((r.tps * window).round()),
+            r.total_xacts
+        );
+    }
+    if (r.overall_tps as f64 - r.tps).abs() >= 1.01 {
+        bail!(
+            "overallTPS {} is not tps {} without its fraction",
+            r.overall_tps,
+            r.tps
+        );
+    }
+    Ok(())
+}
+
+/// Every latency mako gives (NaN: none) lies between 0 and the run's length: no operation
+/// of the run took longer than the run, plus a second for the clocks' granularity.
+fn check_latencies(latency_us: &BTreeMap<String, LatencyStats>, run_s: f64) -> Result<()> {
+    let longest_us = (run_s + 1.0) * 1e6;
+    for (op, l) in latency_us {
+        for (name, v) in [
+            ("min", l.min),
+            ("avg", l.avg),
+            ("max", l.max),
+            ("p50", l.p50),
+            ("p95", l.p95),
+            ("p99", l.p99),
+            ("p99.9", l.p99_9),
+        ] {
+            if !v.is_nan() && !(0.0..=longest_us).contains(&v) {
+                let v = if v.abs() < 1e12 {
+                    format!("{v}")
+                } else {
+                    format!("{v:e}")
+                };
+                bail!(
+                    "{op} {name} latency is {v} us, outside 0 to {longest_us:.0} us (the run \
+                     lasted {run_s} s)"
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 #[derive(Deserialize)]
@@ -416,6 +526,102 @@ mod tests {
         let text = RUN_TXT.replace("Overall TPS:            659", "Overall TPS:            700");
         let err = format!("{:#}", parse(&text, RUN_JSON).unwrap_err());
         assert!(err.contains("disagree"), "{err}");
+    }
+
+    #[test]
+    fn error_counts_that_differ_between_text_and_json_are_refused() {
+        // The hostile input of issue 18: the text counts failures the JSON does not.
+        let text = RUN_TXT
+            .replace("Total Errors:             0", "Total Errors:             7")
+            .replace("Total Timeouts:           0", "Total Timeouts:           3");
+        assert_ne!(text, RUN_TXT);
+        let err = format!("{:#}", parse(&text, RUN_JSON).unwrap_err());
+        assert!(
+            err.contains("counts 7 errors and 3 timeouts but mako.json counts 0 and 0"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_tps_the_transactions_do_not_add_up_to_is_refused() {
+        for (from, to, says) in [
+            // TPS 1e308: no u64 count of transactions over 7 s makes it.
+            (
+                r#""tps": 659.89"#,
+                r#""tps": 1e308"#,
+                "tps 1e308 over totalDuration",
+            ),
+            (
+                r#""totalXacts": 4669"#,
+                r#""totalXacts": 46690"#,
+                "totalXacts is 46690",
+            ),
+            (
+                r#""overallTPS": 659"#,
+                r#""overallTPS": 700"#,
+                "overallTPS 700 is not tps 659.89",
+            ),
+            (
+                r#""totalDuration":  7.075"#,
+                r#""totalDuration": -7.075"#,
+                "totalDuration is -7.075",
+            ),
+        ] {
+            let json = RUN_JSON.replace(from, to);
+            assert_ne!(json, RUN_JSON, "{from}");
+            // The text's Overall TPS follows the JSON's, so only the rate check can fail.
+            let text =
+                RUN_TXT.replace("Overall TPS:            659", "Overall TPS:            700");
+            let text = if from.contains("overallTPS") {
+                text
+            } else {
+                RUN_TXT.to_string()
+            };
+            let err = format!("{:#}", parse(&text, &json).unwrap_err());
+            assert!(err.contains(says), "{from} -> {err}");
+        }
+    }
+
+    #[test]
+    fn a_latency_longer_than_the_run_is_refused() {
+        // Issue 18's input: a p99 of 1e308 us (it reached the report's chart as +inf%).
+        let json = RUN_JSON.replace(
+            r#""p99Latency": {"GET": 1411"#,
+            r#""p99Latency": {"GET": 1e308"#,
+        );
+        assert_ne!(json, RUN_JSON);
+        let err = format!("{:#}", parse(RUN_TXT, &json).unwrap_err());
+        assert!(
+            err.contains("GET p99 latency is 1e308 us, outside 0 to 11097000 us"),
+            "{err}"
+        );
+        let json = RUN_JSON.replace(
+            r#""minLatency": {"GET": 342"#,
+            r#""minLatency": {"GET": -1"#,
+        );
+        assert!(parse(RUN_TXT, &json).is_err());
+    }
+
+    #[test]
+    fn a_window_other_than_the_one_asked_is_not_a_valid_measurement() {
+        let r = parse(RUN_TXT, RUN_JSON).unwrap();
+        // The fixture asked --seconds 10 --warmup_seconds 3 and measured 7.075 s.
+        assert_eq!(r.window_matches(10.0, 3.0), Ok(()));
+        let why = r.window_matches(60.0, 10.0).unwrap_err();
+        assert!(
+            why.contains("measured 7.075 s, but 60 s with a warmup of 10 s (a window of 50 s)"),
+            "{why}"
+        );
+        // A mako that ignores the warmup (measures from 0 s) is caught too.
+        assert!(r.window_matches(10.0, 5.0).is_err());
+        // Issue 18's input: 0.2 s measured with no warmup where 4 s and 2 s were asked.
+        let short = MakoReport {
+            run_duration_s: 0.2,
+            warmup_duration_s: 0.0,
+            measured_duration_s: 0.2,
+            ..r
+        };
+        assert!(short.window_matches(4.0, 2.0).is_err());
     }
 
     #[test]

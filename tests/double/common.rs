@@ -59,6 +59,14 @@ pub struct Behaviour {
     /// CPU each role burns while it runs, percent of a core, by role: `stateless`, `log`,
     /// `storage` (fdbserver `-c`) and `client` (`mako --mode run`). Absent: idle.
     pub cpu_pct: std::collections::BTreeMap<String, f64>,
+    /// fdbserver's stderr and trace file and mako's text report each hold a byte that is
+    /// not UTF-8 (0xff), as a stray byte from a library or a terminal can make them.
+    pub stray_bytes: bool,
+    /// "Total Errors" mako's text report counts while its JSON report counts none.
+    pub text_errors: u64,
+    /// mako measures this window, seconds, with no warmup, whatever it was asked (a mako
+    /// that stopped early or ignores `--warmup_seconds`).
+    pub measured_window_s: Option<f64>,
 }
 
 impl Default for Behaviour {
@@ -81,6 +89,9 @@ impl Default for Behaviour {
             coordinator_exits_on_configure: false,
             mako_truncates_report: false,
             cpu_pct: Default::default(),
+            stray_bytes: false,
+            text_errors: 0,
+            measured_window_s: None,
         }
     }
 }

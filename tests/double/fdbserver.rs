@@ -27,6 +27,9 @@ fn main() {
     let trace = logdir.join(format!("trace.127.0.0.1.{port}.1.double.0.1.xml"));
     // Like ServerKnobs.cpp: an unknown knob or a bad value is only a warning.
     let mut events = String::new();
+    if b.stray_bytes {
+        let _ = std::io::stderr().write_all(b"double: a stray byte \xff\n");
+    }
     for (name, value) in args
         .iter()
         .filter_map(|a| a.strip_prefix("--knob_")?.split_once('='))
@@ -48,14 +51,17 @@ fn main() {
             events += &format!("<Event Severity=\"30\" Type=\"InvalidKnobValue\" Knob=\"{name}\" Value=\"{value}\" />\n");
         }
     }
-    let _ = std::fs::write(
-        &trace,
-        format!(
-            "{events}<Event Severity=\"10\" Type=\"ProgramStart\" SourceVersion=\"{}\" CommandLine=\"fdbserver {}\" />\n",
-            b.source_version,
-            args.join(" ")
-        ),
-    );
+    let mut trace_bytes = if b.stray_bytes {
+        b"<Event Severity=\"10\" Type=\"Stray\" Byte=\"\xff\" />\n".to_vec()
+    } else {
+        Vec::new()
+    };
+    trace_bytes.extend(format!(
+        "{events}<Event Severity=\"10\" Type=\"ProgramStart\" SourceVersion=\"{}\" CommandLine=\"fdbserver {}\" />\n",
+        b.source_version,
+        args.join(" ")
+    ).into_bytes());
+    let _ = std::fs::write(&trace, trace_bytes);
     if b.server_ignores_sigterm {
         // SAFETY: setting a signal to SIG_IGN has no handler to be unsafe about.
         unsafe {

@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::{fmt::Write as _, path::PathBuf, time::Duration};
+use std::{fmt::Write as _, io::Write as _, path::PathBuf, time::Duration};
 
 fn main() {
     // Paths keep their bytes (a results dir may have a name that is not UTF-8); the
@@ -111,15 +111,22 @@ fn main() {
             (tps * 18.0) as u64
         ));
     }
+    let (seconds, warmup) = match b.measured_window_s {
+        Some(window) => (window, 0.0),
+        None => (seconds, warmup),
+    };
     let measured = seconds - warmup;
     let xacts = (tps * measured) as u64;
     let _ = write!(
         text,
         "\n====== Measured Duration {measured:>6.3} sec ======\n\nRun Duration:        {seconds:.3}\nWarmup Duration:      {warmup:.3}\n\
-         Total Xacts:         {xacts}\nTotal Conflicts:         0\nTotal Errors:             0\n\
+         Total Xacts:         {xacts}\nTotal Conflicts:         0\nTotal Errors:             {}\n\
          Total Timeouts:           {}\nOverall TPS:            {}\n",
-        b.mako_timeouts, tps as u64
+        b.text_errors, b.mako_timeouts, tps as u64
     );
+    if b.stray_bytes {
+        let _ = std::io::stdout().write_all(b"double: a stray byte \xff\n");
+    }
     println!("{text}");
     let json = format!(
         "{{\"makoArgs\": {{\"rows\": {rows},\"seconds\": {seconds},\"warmup_seconds\": {warmup}}},\"samples\": [{}],\

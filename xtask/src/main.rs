@@ -44,14 +44,7 @@ fn main() -> ExitCode {
         xtask::say!("error: {e:#}");
         return ExitCode::from(EXIT_ERROR);
     }
-    let sh = match xshell::Shell::new() {
-        Ok(sh) => sh,
-        Err(e) => {
-            xtask::say!("error: {e}");
-            return ExitCode::from(EXIT_ERROR);
-        }
-    };
-    match xtask::cmd::run(&sh, &cli.command) {
+    match xtask::cmd::run(&cli.command) {
         Ok(code) => ExitCode::from(code as u8),
         Err(e) => {
             xtask::say!("error: {e:#}");

@@ -298,10 +298,62 @@ pub fn kill_mentioning(dir: &Path) -> Vec<(u32, String)> {
     killed
 }
 
-/// Last `n` lines of a text file ("" when unreadable).
+/// A child's output file as text: read as bytes and decoded lossily (a byte that is not
+/// UTF-8 becomes U+FFFD, so one stray byte in fdbserver's stderr or mako's report cannot
+/// hide the lines around it). Errors: the file cannot be read (named with the cause);
+/// never "nothing found".
+pub fn read_output(path: &Path) -> Result<String> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
+}
+
+/// What a short-lived tool printed, each stream decoded like [`read_output`].
+#[derive(Debug)]
+pub struct Output {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Output {
+    /// Trimmed stdout when the tool succeeded; else an error naming `what` the tool was
+    /// asked, its exit status and the end of its stderr.
+    pub fn stdout_if_success(self, what: &str) -> Result<String> {
+        if self.status.success() {
+            return Ok(self.stdout.trim().to_string());
+        }
+        let lines: Vec<&str> = self.stderr.trim().lines().collect();
+        let end = lines[lines.len().saturating_sub(5)..].join("\n");
+        anyhow::bail!("{what} failed ({}): {end}", self.status)
+    }
+}
+
+/// Runs a short-lived tool (git, `fdbserver --version`, a compiler's `--version`) to its
+/// end, supervised like every child (own process group, parent-death signal), stdout and
+/// stderr in a private temporary directory. Nothing the gate starts waits unbounded: a
+/// tool still running after `bound` has its group killed. Errors: it cannot start, it
+/// ran longer than `bound` (named with the bound), SIGINT/SIGTERM arrived, its output
+/// cannot be read.
+pub fn run_bounded(name: &str, cmd: Command, bound: Duration) -> Result<Output> {
+    let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
+    let (out, err) = (dir.path().join("stdout"), dir.path().join("stderr"));
+    let mut child = Child::spawn(name, cmd, &out, &err)?;
+    let status = child
+        .wait_until(Instant::now() + bound, bound, || Ok(()))
+        .map_err(|e| anyhow::anyhow!("{name} {e}"))?;
+    Ok(Output {
+        status,
+        stdout: read_output(&out)?,
+        stderr: read_output(&err)?,
+    })
+}
+
+/// Last `n` lines of a text file ("" when unreadable: for excerpts in messages only).
 pub fn tail(path: &Path, n: usize) -> String {
-    let text = std::fs::read(path).map(|b| String::from_utf8_lossy(&b).into_owned());
-    let text = text.unwrap_or_default();
+    let text = read_output(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
@@ -312,7 +364,7 @@ mod tests {
 
     /// Runs a short command to completion within `bound`, stdout and stderr to files.
     /// Returns the exit status; the caller reads the files.
-    fn run_bounded(
+    fn run_to_end(
         name: &str,
         cmd: Command,
         stdout: &Path,
@@ -336,7 +388,7 @@ mod tests {
         let script = format!("sleep 300 & echo $! > {}; wait", pidfile.display());
         let out = dir.path().join("out");
         let err = dir.path().join("err");
-        let r = run_bounded(
+        let r = run_to_end(
             "sleeper",
             sh(&script),
             &out,
@@ -361,7 +413,7 @@ mod tests {
     fn exit_status_and_output_files_are_kept() {
         let dir = tempfile::tempdir().unwrap();
         let (out, err) = (dir.path().join("out"), dir.path().join("err"));
-        let status = run_bounded(
+        let status = run_to_end(
             "echo",
             sh("echo hi; echo oops >&2; exit 3"),
             &out,
@@ -372,6 +424,62 @@ mod tests {
         assert_eq!(status.code(), Some(3));
         assert_eq!(std::fs::read_to_string(&out).unwrap(), "hi\n");
         assert_eq!(tail(&err, 5), "oops");
+    }
+
+    #[test]
+    fn output_is_read_as_bytes_and_a_missing_file_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("stderr");
+        std::fs::write(&path, b"WARNING: \xff\nWARNING: Invalid knob option 'x'\n").unwrap();
+        let text = read_output(&path).unwrap();
+        assert_eq!(
+            text,
+            "WARNING: \u{fffd}\nWARNING: Invalid knob option 'x'\n"
+        );
+        let err = read_output(&dir.path().join("gone")).unwrap_err();
+        assert!(format!("{err:#}").contains("cannot read"), "{err:#}");
+    }
+
+    #[test]
+    fn a_short_lived_tool_is_bounded_and_its_output_decoded() {
+        let o = run_bounded(
+            "printer",
+            sh("printf 'a\\377b\\n'; echo oops >&2; exit 4"),
+            Duration::from_secs(30),
+        )
+        .unwrap();
+        assert_eq!(o.status.code(), Some(4));
+        assert_eq!(
+            (o.stdout.as_str(), o.stderr.as_str()),
+            ("a\u{fffd}b\n", "oops\n")
+        );
+        let err = o.stdout_if_success("`printer`").unwrap_err().to_string();
+        assert!(
+            err.contains("`printer` failed") && err.ends_with("oops"),
+            "{err}"
+        );
+        // A tool that never ends (a hanging `fdbserver --version`): an error naming the
+        // bound, and nothing of it left.
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("pid");
+        let script = format!("echo $$ > {}; sleep 300", pidfile.display());
+        let err = run_bounded(
+            "fdbserver --version",
+            sh(&script),
+            Duration::from_millis(300),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("fdbserver --version did not finish within its bound of 300ms"),
+            "{err}"
+        );
+        let pid: u32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(!process_running(pid), "{pid} survived");
     }
 
     #[test]

@@ -114,3 +114,39 @@ fn a_truncated_mako_report_is_an_error_naming_the_file() {
     assert!(err.contains("mako.json is not valid JSON"), "{err}");
     assert_eq!(t["outcome"], "error");
 }
+
+#[test]
+fn a_report_that_disagrees_with_itself_or_with_what_was_asked_is_an_error() {
+    let s = Sandbox::new();
+    let a = s.tree("a", json!({}));
+    // Each input of issue 18 on the experiment arm; the trial's error names the cause.
+    for (name, behaviour, says) in [
+        (
+            "text-errors",
+            json!({"text_errors": 7}),
+            "counts 7 errors and 0 timeouts but",
+        ),
+        (
+            "short-window",
+            json!({"measured_window_s": 0.2}),
+            "measured 0.200 s, but",
+        ),
+        (
+            "huge-tps",
+            json!({"tps": 1e308}),
+            "is not plausible: tps 1e308",
+        ),
+    ] {
+        let mut behaviour = behaviour;
+        behaviour["source_version"] = json!("0000000000000000000000000000000000000002");
+        let b = s.tree(&format!("tree-{name}"), behaviour);
+        let o = s.bench_in(name, &a, &b, &[]);
+        assert_eq!(code(&o), 2, "{name}: {}", text(&o));
+        let path = s.out().parent().unwrap().join(name).join("trials.json");
+        let trials: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let err = trials[1]["error"].as_str().unwrap_or_default();
+        assert!(err.contains(says), "{name}: {err}");
+        assert_eq!(trials[1]["outcome"], "error", "{name}");
+    }
+}

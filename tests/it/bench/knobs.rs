@@ -68,3 +68,24 @@ fn a_knob_fdbserver_does_not_know_fails_the_trial_naming_it() {
         text(&o)
     );
 }
+
+#[test]
+fn a_stray_byte_in_server_or_mako_output_hides_nothing() {
+    let s = Sandbox::new();
+    let a = s.tree("a", json!({"stray_bytes": true}));
+    // The refused knob is still found in stderr and trace holding a byte that is not UTF-8.
+    let o = s.bench(&a, &a, &["--experiment-knob", "page_cahce_4k=1"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let j = &s.read_json("summary.json")["judgements"][0];
+    assert_eq!(j["verdict"], "ERROR", "{j}");
+    let reason = j["reason"].as_str().unwrap();
+    assert!(reason.contains("unknown knob 'page_cahce_4k'"), "{reason}");
+    // And mako's report around such a byte is read: the run measures.
+    let b = s.tree(
+        "b",
+        json!({"stray_bytes": true, "source_version": "0000000000000000000000000000000000000002"}),
+    );
+    let o = s.bench_in("clean", &a, &b, &[]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(text(&o).contains("MEASURED"), "{}", text(&o));
+}

@@ -30,14 +30,13 @@ use std::{
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
-use xshell::{cmd, Shell};
 
 pub mod tree;
 
 use crate::{
     config::{source::SourceConfig, Arm},
     error::UsageError,
-    process::{tail, Child, PhaseError},
+    process::{read_output, run_bounded, tail, Child, PhaseError},
     results::fs::{json, write},
 };
 
@@ -148,32 +147,25 @@ pub fn check_tools() -> Result<()> {
 
 /// The default baseline: the merge base of HEAD with the upstream main branch (the first
 /// of `origin/main`, `upstream/main`, `origin/master`, `main` that exists).
-pub fn default_baseline(sh: &Shell, src: &Path) -> Result<String> {
+pub fn default_baseline(src: &Path) -> Result<String> {
     for upstream in ["origin/main", "upstream/main", "origin/master", "main"] {
-        if let Ok(base) = cmd!(sh, "git -C {src} merge-base HEAD {upstream}")
-            .quiet()
-            .ignore_stderr()
-            .read()
-        {
-            return Ok(base.trim().to_string());
+        if let Ok(base) = git(src, ["merge-base", "HEAD", upstream], &[]) {
+            return Ok(base);
         }
     }
     Err(UsageError(format!(
         "cannot find the merge base of HEAD in {} with origin/main, upstream/main, origin/master \
          or main: give --baseline REV{}",
         src.display(),
-        shallow_hint(sh, src)
+        shallow_hint(src)
     ))
     .into())
 }
 
 /// For errors about missing commits: a note when the checkout is shallow, else "".
-fn shallow_hint(sh: &Shell, src: &Path) -> &'static str {
-    let shallow = cmd!(sh, "git -C {src} rev-parse --is-shallow-repository")
-        .quiet()
-        .ignore_stderr()
-        .read()
-        .is_ok_and(|v| v.trim() == "true");
+fn shallow_hint(src: &Path) -> &'static str {
+    let shallow =
+        git(src, ["rev-parse", "--is-shallow-repository"], &[]).is_ok_and(|v| v == "true");
     if shallow {
         " (the checkout is shallow: fetch more history, e.g. `git fetch --deepen 1000` or \
          `git fetch --unshallow`)"
@@ -184,7 +176,6 @@ fn shallow_hint(sh: &Shell, src: &Path) -> &'static str {
 
 /// Builds `source` of the checkout `src` under `cache`, or reuses an earlier build.
 pub fn build(
-    sh: &Shell,
     src: &Path,
     source: &Source,
     settings: &BuildSettings,
@@ -197,12 +188,12 @@ pub fn build(
         built,
         dirty,
         diff_hash,
-    } = resolve(sh, src, source, cache)?;
+    } = resolve(src, source, cache)?;
     let Key {
         configure_env,
         compilers,
         flags,
-    } = Key::of(sh, src, &built, &cmake_args);
+    } = Key::of(src, &built, &cmake_args);
     // Built one after another in one slot per set of configure flags (a clone of the
     // checkout and its build dir, at a fixed path); the tree's files are then copied into
     // an entry per commit.
@@ -238,17 +229,9 @@ pub fn build(
     }
     clear_slot(&slot, &tree);
     let started = Instant::now();
-    compile(
-        sh,
-        src,
-        &built,
-        &slot,
-        &provenance.cmake_args,
-        settings,
-        &log,
-    )?;
+    compile(src, &built, &slot, &provenance.cmake_args, settings, &log)?;
     copy_tree(&slot.join("build"), &tree)?;
-    check_source_version(sh, &tree, &built, &slot)?;
+    check_source_version(&tree, &built, &slot)?;
     provenance.build_s = started.elapsed().as_secs_f64();
     let when = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     write(&stamp, &json(&(&provenance, &built, when)))?;
@@ -292,27 +275,23 @@ struct Resolved {
 /// Resolves `source` in the checkout `src` to the commit to build; the working tree
 /// becomes a snapshot commit of it (`snapshot`), like a revision. Errors: a revision that
 /// is not one (with a hint for shallow clones), a partial clone.
-fn resolve(sh: &Shell, src: &Path, source: &Source, cache: &Path) -> Result<Resolved> {
+fn resolve(src: &Path, source: &Source, cache: &Path) -> Result<Resolved> {
     let head = |rev: &str| -> Result<String> {
         let spec = format!("{rev}^{{commit}}");
-        let out = cmd!(sh, "git -C {src} rev-parse --verify {spec}")
-            .quiet()
-            .ignore_stderr()
-            .read()
-            .map_err(|_| {
-                UsageError(format!(
-                    "'{rev}' is not a revision of {}{}",
-                    src.display(),
-                    shallow_hint(sh, src)
-                ))
-            })?;
-        Ok(out.trim().to_string())
+        let out = git(src, ["rev-parse", "--verify", &spec], &[]).map_err(|_| {
+            UsageError(format!(
+                "'{rev}' is not a revision of {}{}",
+                src.display(),
+                shallow_hint(src)
+            ))
+        })?;
+        Ok(out)
     };
     let (asked, commit) = match source {
         Source::Revision(rev) => (rev.clone(), head(rev)?),
         Source::WorkingTree => ("working tree".to_string(), head("HEAD")?),
     };
-    if is_partial_clone(sh, src) {
+    if is_partial_clone(src) {
         return Err(UsageError(format!(
             "{} is a partial clone (git clone --filter): the gate checks out revisions from its \
              objects and some are missing; fetch them (`git -C {0} config --unset \
@@ -324,7 +303,7 @@ fn resolve(sh: &Shell, src: &Path, source: &Source, cache: &Path) -> Result<Reso
     }
     let (built, dirty, diff_hash) = match source {
         Source::Revision(_) => (commit.clone(), false, None),
-        Source::WorkingTree => match snapshot(sh, src, &commit, cache)? {
+        Source::WorkingTree => match snapshot(src, &commit, cache)? {
             None => (commit.clone(), false, None),
             Some((snap, tree)) => (snap, true, Some(tree[..12].to_string())),
         },
@@ -375,7 +354,6 @@ fn clear_slot(slot: &Path, tree: &Path) {
 /// Checks out `commit` into the slot, configures and builds the gate's targets with
 /// ninja, output to `log`, all within the build's time bound.
 fn compile(
-    sh: &Shell,
     src: &Path,
     commit: &str,
     slot: &Path,
@@ -385,7 +363,7 @@ fn compile(
 ) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(settings.timeout_s);
     let (source_dir, build_dir) = (slot.join("src"), slot.join("build"));
-    checkout(sh, src, commit, &source_dir)?;
+    checkout(src, commit, &source_dir)?;
     // Every build configures, without the cache the commit before left: FDB's configure
     // writes the source version (the commit) into the build, and cache defaults
     // (`option()`, `set(... CACHE)`) must be this commit's. Only `CMakeCache.txt` goes, not
@@ -425,8 +403,8 @@ fn compile(
 /// FDB's configure puts the checked-out commit into the binaries (`fdbserver --version`,
 /// "source version"): any other commit than `built` means a file this build did not
 /// replace.
-fn check_source_version(sh: &Shell, tree: &Path, built: &str, slot: &Path) -> Result<()> {
-    let version = tree::FdbTree::open(tree)?.version(sh)?;
+fn check_source_version(tree: &Path, built: &str, slot: &Path) -> Result<()> {
+    let version = tree::FdbTree::open(tree)?.version()?;
     if version.source_version != built {
         bail!(
             "{} reports source version {}, but commit {built} was built: the build left an \
@@ -451,14 +429,11 @@ const TREE_FILES: [&str; 5] = [
 
 /// Whether the checkout is a partial clone (`git clone --filter`), whose missing objects
 /// a clone of it cannot read.
-fn is_partial_clone(sh: &Shell, src: &Path) -> bool {
+fn is_partial_clone(src: &Path) -> bool {
     // Older git marks it with `extensions.partialClone`, newer with the remote's filter
     // (`remote.<r>.partialclonefilter`, unset by the fix the error gives).
     let pattern = r"^(extensions\.partialclone|remote\..*\.partialclonefilter)$";
-    cmd!(sh, "git -C {src} config --get-regexp {pattern}")
-        .quiet()
-        .ignore_stderr()
-        .read()
+    git(src, ["config", "--get-regexp", pattern], &[])
         .is_ok_and(|v| v.lines().any(|l| !l.trim_end().ends_with(" false")))
 }
 
@@ -468,13 +443,12 @@ fn is_partial_clone(sh: &Shell, src: &Path) -> bool {
 /// commit with fixed author and date, so the same changes give the same commit and a
 /// second run finds them built. Writes only objects into the checkout's repository: no
 /// ref, its index and files untouched.
-fn snapshot(sh: &Shell, src: &Path, head: &str, cache: &Path) -> Result<Option<(String, String)>> {
-    let index = cmd!(
-        sh,
-        "git -C {src} rev-parse --path-format=absolute --git-path index"
+fn snapshot(src: &Path, head: &str, cache: &Path) -> Result<Option<(String, String)>> {
+    let index = git(
+        src,
+        ["rev-parse", "--path-format=absolute", "--git-path", "index"],
+        &[],
     )
-    .quiet()
-    .read()
     .context("cannot find the checkout's git index")?;
     std::fs::create_dir_all(cache).with_context(|| format!("cannot create {}", cache.display()))?;
     let tmp = tempfile::Builder::new()
@@ -482,37 +456,38 @@ fn snapshot(sh: &Shell, src: &Path, head: &str, cache: &Path) -> Result<Option<(
         .tempfile_in(cache)
         .context("cannot create a temporary git index")?;
     // A copy keeps the index's file times: only changed files are hashed again.
-    if Path::new(index.trim()).is_file() {
-        std::fs::copy(index.trim(), tmp.path()).context("cannot copy the git index")?;
+    if Path::new(&index).is_file() {
+        std::fs::copy(&index, tmp.path()).context("cannot copy the git index")?;
     }
-    let tmp_index = tmp.path();
-    let _env = sh.push_env("GIT_INDEX_FILE", tmp_index);
-    cmd!(sh, "git -C {src} add --all")
-        .quiet()
-        .run()
+    let on_tmp_index = [("GIT_INDEX_FILE", tmp.path().as_os_str())];
+    git(src, ["add", "--all"], &on_tmp_index)
         .context("cannot snapshot the working tree (git add --all on a temporary index)")?;
-    let tree = cmd!(sh, "git -C {src} write-tree").quiet().read()?;
-    let head_spec = format!("{head}^{{tree}}");
-    let head_tree = cmd!(sh, "git -C {src} rev-parse {head_spec}")
-        .quiet()
-        .read()?;
-    if tree.trim() == head_tree.trim() {
+    let tree = git(src, ["write-tree"], &on_tmp_index)?;
+    let head_tree = git(src, ["rev-parse", &format!("{head}^{{tree}}")], &[])?;
+    if tree == head_tree {
         return Ok(None);
     }
-    let tree = tree.trim().to_string();
-    let fixed = "perfgate";
-    let _a = sh.push_env("GIT_AUTHOR_NAME", fixed);
-    let _b = sh.push_env("GIT_AUTHOR_EMAIL", "perfgate@localhost");
-    let _c = sh.push_env("GIT_AUTHOR_DATE", "1700000000 +0000");
-    let _d = sh.push_env("GIT_COMMITTER_NAME", fixed);
-    let _e = sh.push_env("GIT_COMMITTER_EMAIL", "perfgate@localhost");
-    let _f = sh.push_env("GIT_COMMITTER_DATE", "1700000000 +0000");
+    let fixed = OsStr::new("perfgate");
+    let (email, date) = (
+        OsStr::new("perfgate@localhost"),
+        OsStr::new("1700000000 +0000"),
+    );
+    let identity = [
+        ("GIT_AUTHOR_NAME", fixed),
+        ("GIT_AUTHOR_EMAIL", email),
+        ("GIT_AUTHOR_DATE", date),
+        ("GIT_COMMITTER_NAME", fixed),
+        ("GIT_COMMITTER_EMAIL", email),
+        ("GIT_COMMITTER_DATE", date),
+    ];
     let message = "perfgate: the working tree";
-    let commit = cmd!(sh, "git -C {src} commit-tree {tree} -p {head} -m {message}")
-        .quiet()
-        .read()
-        .context("cannot snapshot the working tree (git commit-tree)")?;
-    Ok(Some((commit.trim().to_string(), tree)))
+    let commit = git(
+        src,
+        ["commit-tree", &tree, "-p", head, "-m", message],
+        &identity,
+    )
+    .context("cannot snapshot the working tree (git commit-tree)")?;
+    Ok(Some((commit, tree)))
 }
 
 /// Puts `commit` of the checkout `src` into `dest`, a `git clone --shared` of it (objects
@@ -522,38 +497,37 @@ fn snapshot(sh: &Shell, src: &Path, head: &str, cache: &Path) -> Result<Option<(
 /// (`-DCOMPILATION_UNIT=<path>`, `cmake/FlowCommands.cmake`) and its actor compiler writes
 /// absolute paths into the files it generates (`#line`, `flow/actorcompiler`), so at
 /// another path no compiler-cache entry would match.
-fn checkout(sh: &Shell, src: &Path, commit: &str, dest: &Path) -> Result<()> {
-    fn strs(args: &[&'static str]) -> Vec<&'static OsStr> {
-        args.iter().map(|a| OsStr::new(*a)).collect()
-    }
-    let update = || -> Result<(), String> {
+fn checkout(src: &Path, commit: &str, dest: &Path) -> Result<()> {
+    let update = || -> Result<()> {
         let _ = std::fs::remove_file(dest.join(".git/index.lock"));
         git(
-            sh,
             dest,
-            &strs(&["checkout", "--quiet", "--force", "--detach"]),
-            &[commit],
+            ["checkout", "--quiet", "--force", "--detach", commit],
+            &[],
         )?;
-        git(sh, dest, &strs(&["clean", "--quiet", "-ffdx"]), &[]).map(drop)
+        git(dest, ["clean", "--quiet", "-ffdx"], &[]).map(drop)
     };
-    let clone = || -> Result<(), String> {
+    let clone = || -> Result<()> {
         let _ = std::fs::remove_dir_all(dest);
-        let mut args = strs(&["-c", "init.defaultBranch=perfgate", "clone", "--quiet"]);
-        args.extend(strs(&["--shared", "--no-checkout"]));
+        let mut args: Vec<&OsStr> = ["-c", "init.defaultBranch=perfgate", "clone", "--quiet"]
+            .into_iter()
+            .chain(["--shared", "--no-checkout"])
+            .map(OsStr::new)
+            .collect();
         args.extend([src.as_os_str(), dest.as_os_str()]);
-        git(sh, src, &args, &[]).map(drop)
+        git(src, args, &[]).map(drop)
     };
     // git ignores --shared for a shallow checkout and copies it; the clone reads the
     // checkout's objects anyway (alternates), so that later commits and the working-tree
     // snapshot, which no ref names, can be checked out.
-    let share = || -> Result<(), String> {
-        let args = strs(&[
+    let share = || -> Result<()> {
+        let args = [
             "rev-parse",
             "--path-format=absolute",
             "--git-path",
             "objects",
-        ]);
-        let Ok(objects) = git(sh, src, &args, &[]) else {
+        ];
+        let Ok(objects) = git(src, args, &[]) else {
             return Ok(());
         };
         let alternates = dest.join(".git/objects/info/alternates");
@@ -563,47 +537,63 @@ fn checkout(sh: &Shell, src: &Path, commit: &str, dest: &Path) -> Result<()> {
         }
         std::fs::create_dir_all(dest.join(".git/objects/info"))
             .and_then(|()| std::fs::write(&alternates, format!("{listed}{objects}\n")))
-            .map_err(|e| format!("cannot write {}: {e}", alternates.display()))
+            .with_context(|| format!("cannot write {}", alternates.display()))
     };
     if !dest.join(".git").exists() {
-        clone().map_err(|e| anyhow::anyhow!("cannot clone {}: {e}", src.display()))?;
+        clone().with_context(|| format!("cannot clone {}", src.display()))?;
     }
-    share().map_err(|e| anyhow::anyhow!(e))?;
+    share()?;
     // A clone that still cannot see the commit: fetch the checkout's refs; a clone broken
     // otherwise: clone again (everything rebuilds).
     update()
         .or_else(|_| {
-            let mut args = strs(&["fetch", "--quiet"]);
+            let mut args: Vec<&OsStr> = vec![OsStr::new("fetch"), OsStr::new("--quiet")];
             args.push(src.as_os_str());
-            let refs = ["+HEAD:refs/perfgate/head", "+refs/*:refs/perfgate/all/*"];
-            git(sh, dest, &args, &refs)?;
+            args.extend(
+                ["+HEAD:refs/perfgate/head", "+refs/*:refs/perfgate/all/*"].map(OsStr::new),
+            );
+            git(dest, args, &[])?;
             update()
         })
         .or_else(|_| clone().and_then(|()| share()).and_then(|()| update()))
-        .map_err(|e| {
-            anyhow::anyhow!(
-                "cannot check out {commit} of {} in {}: {e}",
+        .with_context(|| {
+            format!(
+                "cannot check out {commit} of {} in {}",
                 src.display(),
                 dest.display()
             )
         })
 }
 
-/// `git -C <dir> <args> <more>` through the build's shell: its stdout (trimmed), or its
-/// stderr as the error (shown only when every way of getting a checkout failed).
-fn git(sh: &Shell, dir: &Path, args: &[&OsStr], more: &[&str]) -> Result<String, String> {
-    let more = more.iter().map(OsStr::new);
-    let all: Vec<&OsStr> = args.iter().copied().chain(more).collect();
-    let o = cmd!(sh, "git -C {dir} {all...}")
-        .quiet()
-        .ignore_status()
-        .output()
-        .map_err(|e| format!("cannot run git: {e}"))?;
-    if o.status.success() {
-        Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
-    } else {
-        Err(String::from_utf8_lossy(&o.stderr).trim().to_string())
+/// Bound on one git command on the local checkout: generous (a shared clone or a checkout
+/// of FDB's ~10k files takes seconds to a minute); it only ends a git that hangs (a lock
+/// held by another process, a filesystem that stopped answering).
+const GIT_BOUND: Duration = Duration::from_secs(600);
+
+/// `git -C <dir> <args>` with `env` added, within [`GIT_BOUND`]: its stdout (trimmed), or
+/// an error with the command, its exit status and the end of its stderr.
+fn git<A: AsRef<OsStr>>(
+    dir: &Path,
+    args: impl IntoIterator<Item = A>,
+    env: &[(&str, &OsStr)],
+) -> Result<String> {
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
+    let what = format!(
+        "`git -C {} {}`",
+        dir.display(),
+        args.iter()
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let mut cmd = Command::new("git");
+    cmd.arg("-C").arg(dir).args(&args);
+    for (name, value) in env {
+        cmd.env(name, value);
     }
+    run_bounded("git", cmd, GIT_BOUND)
+        .with_context(|| format!("cannot run {what}"))?
+        .stdout_if_success(&what)
 }
 
 /// Copies [`TREE_FILES`] and cmake's record of the compiler from the build dir into a
@@ -647,9 +637,13 @@ fn step(
         Ok(())
     });
     // One log: each step's stdout then stderr, appended.
-    let mut text = std::fs::read_to_string(log).unwrap_or_default();
+    // The first step has no log yet; any other failed read is an error.
+    let mut text = match std::fs::metadata(log) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        _ => read_output(log)?,
+    };
     for f in [&out, &out.with_extension("err")] {
-        text += &std::fs::read_to_string(f).unwrap_or_default();
+        text += &read_output(f)?;
         let _ = std::fs::remove_file(f);
     }
     std::fs::write(log, &text).with_context(|| format!("cannot write {}", log.display()))?;
@@ -743,13 +737,13 @@ impl Key {
     /// The key of `commit` of `src` configured with `cmake_args` in this process's
     /// environment: what the configure reads, but compiler launchers (they change how
     /// objects are made, not what they are: hosts with and without ccache share builds).
-    fn of(sh: &Shell, src: &Path, commit: &str, cmake_args: &[String]) -> Key {
+    fn of(src: &Path, commit: &str, cmake_args: &[String]) -> Key {
         let vars = std::env::vars_os().filter_map(|(name, value)| {
             // A value that is not UTF-8 keeps its bytes, escaped (`\xff`).
             let value = value.into_string().unwrap_or_else(|v| format!("{v:?}"));
             Some((name.into_string().ok()?, value))
         });
-        let configure_env = configure_env(vars, &env_options(sh, src, commit));
+        let configure_env = configure_env(vars, &env_options(src, commit));
         let path = std::env::var_os("PATH");
         let mut compilers: BTreeMap<String, String> = [
             ("C", "CC", &["cc", "gcc", "clang"][..]),
@@ -847,17 +841,21 @@ fn configure_env(
 /// `USE_LD`, `USE_LIBCXX`, `PROFILE_INSTR_USE`, ...), which change the build as a `-D`
 /// does, and those named `$ENV{NAME}` (`jemalloc_ROOT` and the like in its `Find*.cmake`).
 /// Empty for a tree without them.
-fn env_options(sh: &Shell, src: &Path, commit: &str) -> BTreeSet<String> {
+fn env_options(src: &Path, commit: &str) -> BTreeSet<String> {
     let pattern = r"env_set\([A-Za-z0-9_]+|ENV\{[A-Za-z0-9_]+\}";
-    let out = cmd!(
-        sh,
-        "git -C {src} grep -h -o -E {pattern} {commit} -- *.cmake *CMakeLists.txt"
-    )
-    .quiet()
-    .ignore_status()
-    .ignore_stderr()
-    .read()
-    .unwrap_or_default();
+    let args = [
+        "grep",
+        "-h",
+        "-o",
+        "-E",
+        pattern,
+        commit,
+        "--",
+        "*.cmake",
+        "*CMakeLists.txt",
+    ];
+    // `git grep` exits 1 when nothing matches: a tree without such options.
+    let out = git(src, args, &[]).unwrap_or_default();
     out.lines()
         .filter_map(|l| {
             let name = l
@@ -945,22 +943,17 @@ fn compiler_identity(
 /// wrapper that hangs must not hang the gate before its build's bound applies); empty when
 /// it fails or takes longer.
 fn version_line(compiler: &Path, bound: Duration) -> String {
-    let run = || -> Option<String> {
-        let dir = tempfile::tempdir().ok()?;
-        let (out, err) = (dir.path().join("out"), dir.path().join("err"));
-        let mut cmd = Command::new(compiler);
-        cmd.arg("--version");
-        let mut child = Child::spawn("compiler --version", cmd, &out, &err).ok()?;
-        child
-            .wait_until(Instant::now() + bound, bound, || Ok(()))
-            .ok()?;
-        let text = std::fs::read_to_string(&out)
-            .ok()
-            .filter(|t| !t.trim().is_empty())
-            .or_else(|| std::fs::read_to_string(&err).ok())?;
-        text.lines().next().map(str::to_string)
+    let mut cmd = Command::new(compiler);
+    cmd.arg("--version");
+    let Ok(o) = run_bounded("compiler --version", cmd, bound) else {
+        return String::new();
     };
-    run().unwrap_or_default()
+    let text = if o.stdout.trim().is_empty() {
+        o.stderr
+    } else {
+        o.stdout
+    };
+    text.lines().next().unwrap_or_default().to_string()
 }
 
 /// `CC`/`CXX` as keyed: the words after the compiler and any launcher before it (`-m32` of
@@ -1027,12 +1020,12 @@ fn cache_hit(mut provenance: Provenance, stamp: &Path) -> Provenance {
 
 /// What `arm` is built from: `--baseline`/`--experiment`, else the merge base with upstream
 /// main (baseline) or the working tree (experiment).
-fn source_of(sh: &Shell, config: &SourceConfig, arm: Arm) -> Result<Source> {
+fn source_of(config: &SourceConfig, arm: Arm) -> Result<Source> {
     Ok(match (arm, &config.baseline_rev, &config.experiment_rev) {
         (Arm::Baseline, Some(rev), _) | (Arm::Experiment, _, Some(rev)) => {
             Source::Revision(rev.clone())
         }
-        (Arm::Baseline, None, _) => Source::Revision(default_baseline(sh, &config.fdb_src)?),
+        (Arm::Baseline, None, _) => Source::Revision(default_baseline(&config.fdb_src)?),
         (Arm::Experiment, _, None) => Source::WorkingTree,
     })
 }
@@ -1040,14 +1033,14 @@ fn source_of(sh: &Shell, config: &SourceConfig, arm: Arm) -> Result<Source> {
 /// The commit each arm would be built from, without building: a revision resolved, the
 /// working tree as its snapshot commit (the same one the build makes). For checks that
 /// must come before hours of building. Errors: as the build's for a bad revision.
-pub fn commits(sh: &Shell, config: &SourceConfig, arms: &[Arm]) -> Result<Vec<(Arm, String)>> {
+pub fn commits(config: &SourceConfig, arms: &[Arm]) -> Result<Vec<(Arm, String)>> {
     let cache = crate::results::fs::target_dir()?
         .join("perfgate")
         .join("fdb");
     arms.iter()
         .map(|&arm| {
-            let source = source_of(sh, config, arm)?;
-            Ok((arm, resolve(sh, &config.fdb_src, &source, &cache)?.built))
+            let source = source_of(config, arm)?;
+            Ok((arm, resolve(&config.fdb_src, &source, &cache)?.built))
         })
         .collect()
 }
@@ -1055,11 +1048,7 @@ pub fn commits(sh: &Shell, config: &SourceConfig, arms: &[Arm]) -> Result<Vec<(A
 /// Builds `arms` from `--fdb-src`, in order: the baseline at `--baseline` (default: the
 /// merge base with upstream main), the experiment at `--experiment` (default: the working
 /// tree). Prints a line per arm to stderr as it starts and ends.
-pub fn build_arms(
-    sh: &Shell,
-    config: &SourceConfig,
-    arms: &[Arm],
-) -> Result<Vec<(Arm, Provenance)>> {
+pub fn build_arms(config: &SourceConfig, arms: &[Arm]) -> Result<Vec<(Arm, Provenance)>> {
     check_tools()?;
     let src = &config.fdb_src;
     let settings = BuildSettings {
@@ -1072,12 +1061,12 @@ pub fn build_arms(
         .join("fdb");
     let mut built = Vec::new();
     for &arm in arms {
-        let source = source_of(sh, config, arm)?;
+        let source = source_of(config, arm)?;
         say!(
             "building the {arm} arm ({source}) from {} ...",
             src.display()
         );
-        let mut p = build(sh, src, &source, &settings, &cache)
+        let mut p = build(src, &source, &settings, &cache)
             .with_context(|| format!("cannot build the {arm} arm from {}", src.display()))?;
         p.arm = arm.to_string();
         say!(
@@ -1148,7 +1137,6 @@ mod tests {
     #[test]
     fn fdb_env_options_are_read_from_the_commit() {
         let dir = tempfile::tempdir().unwrap();
-        let sh = Shell::new().unwrap();
         let repo = dir.path();
         std::fs::create_dir(repo.join("cmake")).unwrap();
         // As FDB's cmake/ConfigureCompiler.cmake calls it.
@@ -1174,15 +1162,15 @@ mod tests {
                 "c",
             ],
         ] {
-            cmd!(sh, "git -C {repo} {args...}").quiet().run().unwrap();
+            git(repo, args, &[]).unwrap();
         }
         // The commit, not the files: a later edit does not count.
         std::fs::write(repo.join("cmake/ConfigureCompiler.cmake"), "").unwrap();
         assert_eq!(
-            env_options(&sh, repo, "HEAD"),
+            env_options(repo, "HEAD"),
             BTreeSet::from(["USE_JEMALLOC", "USE_LD", "jemalloc_ROOT"].map(String::from))
         );
-        assert!(env_options(&sh, repo, "no-such-rev").is_empty());
+        assert!(env_options(repo, "no-such-rev").is_empty());
     }
 
     /// An executable script at `dir/name` that prints `version` for `--version`.

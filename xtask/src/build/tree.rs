@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use nix::unistd::{access, AccessFlags};
 use serde::Serialize;
-use xshell::{cmd, Shell};
 
 use fdb::{
     cmake::{compiler_id_version, BuildConfig},
@@ -17,6 +16,10 @@ use fdb::{
 };
 
 use crate::error::UsageError;
+
+/// Bound on `fdbserver --version`: it prints three lines and exits at once; a binary that
+/// takes longer is not one the gate can run.
+pub const VERSION_BOUND: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Paths of the programs of one FDB build tree, all checked to exist.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -89,12 +92,16 @@ impl FdbTree {
         })
     }
 
-    /// Runs `fdbserver --version` and parses it.
-    pub fn version(&self, sh: &Shell) -> Result<FdbVersion> {
+    /// Runs `fdbserver --version` (within [`VERSION_BOUND`]) and parses it. Errors: it
+    /// cannot start, fails, hangs, or prints something else.
+    pub fn version(&self) -> Result<FdbVersion> {
         let fdbserver = &self.fdbserver;
-        let text = cmd!(sh, "{fdbserver} --version")
-            .read()
-            .with_context(|| format!("cannot run `{} --version`", fdbserver.display()))?;
+        let mut cmd = std::process::Command::new(fdbserver);
+        cmd.arg("--version");
+        let what = format!("`{} --version`", fdbserver.display());
+        let text = crate::process::run_bounded("fdbserver --version", cmd, VERSION_BOUND)
+            .and_then(|o| o.stdout_if_success(&what))
+            .with_context(|| format!("cannot run {what}"))?;
         FdbVersion::parse(&text)
             .with_context(|| format!("unexpected `{} --version` output", fdbserver.display()))
     }
@@ -103,21 +110,22 @@ impl FdbTree {
 /// Reads `<root>/CMakeCache.txt` and the compiler cmake detected (`CMakeFiles`).
 pub fn read_build_config(root: &Path) -> Result<BuildConfig> {
     let path = root.join("CMakeCache.txt");
-    let text = std::fs::read_to_string(&path).with_context(|| {
+    let text = crate::process::read_output(&path).with_context(|| {
         format!(
             "{} is not a cmake build directory (no readable CMakeCache.txt)",
             root.display()
         )
     })?;
     let mut config = BuildConfig::parse(&text);
-    let detected = |lang| {
-        compiler_file(root, lang)
-            .and_then(|f| std::fs::read_to_string(f).ok())
-            .map(|text| compiler_id_version(&text, lang))
-            .unwrap_or_default()
+    // A tree without cmake's record has no detected compiler; one it cannot read is an error.
+    let detected = |lang| -> Result<String> {
+        Ok(match compiler_file(root, lang) {
+            Some(f) => compiler_id_version(&crate::process::read_output(&f)?, lang),
+            None => String::new(),
+        })
     };
-    config.cxx_compiler_version = detected("CXX");
-    config.c_compiler_version = detected("C");
+    config.cxx_compiler_version = detected("CXX")?;
+    config.c_compiler_version = detected("C")?;
     Ok(config)
 }
 

@@ -4,7 +4,6 @@
 use std::io::Write as _;
 
 use anyhow::Result;
-use xshell::Shell;
 
 use super::pipeline::execute;
 use crate::{
@@ -23,7 +22,7 @@ use crate::{
 /// Runs the gate; returns the exit status (0, 1 or 2). Errors before the first trial
 /// (bad input, missing binaries, a failed build) are returned as errors, and written to
 /// the `--junit` file as one ERROR (or TIMEOUT) test case.
-pub fn run(sh: &Shell, args: &BenchArgs) -> Result<i32> {
+pub fn run(args: &BenchArgs) -> Result<i32> {
     let junit = args.run.junit.clone();
     // Before hours of building and running, not after.
     if let Some(j) = &junit {
@@ -43,10 +42,10 @@ pub fn run(sh: &Shell, args: &BenchArgs) -> Result<i32> {
             Vec::new()
         } else {
             let source = SourceConfig::new(&args.source, true)?;
-            refuse_same_commit(sh, &config, &prepared, &source, &wanted)?;
-            build::build_arms(sh, &source, &wanted)?
+            refuse_same_commit(&config, &prepared, &source, &wanted)?;
+            build::build_arms(&source, &wanted)?
         };
-        let plan = plan(sh, config, prepared, built)?;
+        let plan = plan(config, prepared, built)?;
         if plan.config.dry_run {
             let _ = write!(std::io::stdout(), "{}", plan.render());
             return Ok(0);
@@ -63,7 +62,6 @@ pub fn run(sh: &Shell, args: &BenchArgs) -> Result<i32> {
 /// knobs (e.g. a fresh clone on main: the merge base with main and a clean working tree):
 /// the plan would refuse them as an A/A run after the build.
 fn refuse_same_commit(
-    sh: &Shell,
     config: &BenchConfig,
     prepared: &Prepared,
     source: &SourceConfig,
@@ -73,7 +71,7 @@ fn refuse_same_commit(
     if config.allow_same || wanted.len() < 2 || !same_knobs {
         return Ok(());
     }
-    let commits = build::commits(sh, source, wanted)?;
+    let commits = build::commits(source, wanted)?;
     if commits[0].1 != commits[1].1 {
         return Ok(());
     }

@@ -3,7 +3,6 @@
 use std::io::Write as _;
 
 use anyhow::Result;
-use xshell::Shell;
 
 use crate::{
     build::build_arms,
@@ -12,9 +11,9 @@ use crate::{
 };
 
 /// Builds both arms from `--fdb-src`; exit status 0, or an error.
-pub fn run(sh: &Shell, args: &SourceArgs) -> Result<i32> {
+pub fn run(args: &SourceArgs) -> Result<i32> {
     let source = SourceConfig::new(args, false)?;
-    for (arm, p) in build_arms(sh, &source, &[Arm::Baseline, Arm::Experiment])? {
+    for (arm, p) in build_arms(&source, &[Arm::Baseline, Arm::Experiment])? {
         let _ = writeln!(std::io::stdout(), "{arm}: {}", p.build_dir.display());
     }
     Ok(0)

@@ -4,7 +4,6 @@
 use std::{io::Write as _, path::Path};
 
 use anyhow::Result;
-use xshell::Shell;
 
 use super::pipeline::execute;
 use crate::{
@@ -28,7 +27,7 @@ use crate::{
 /// Runs the A/A trials and writes `calibration.json`. Exit status 0 when every trial was
 /// measured (and, with `--write-profile`, the trials could be sized), else 2; a window too
 /// short to size is refused before any trial.
-pub fn run(sh: &Shell, args: &CalibrateArgs) -> Result<i32> {
+pub fn run(args: &CalibrateArgs) -> Result<i32> {
     let config = BenchConfig::new(Some(&args.build), Some(&args.build), true, &args.run)?;
     if let Some(j) = &config.junit {
         check_writable_file("--junit", j)?;
@@ -37,7 +36,7 @@ pub fn run(sh: &Shell, args: &CalibrateArgs) -> Result<i32> {
         check_profile_path(p, &config, args.budget)?;
     }
     let prepared = prepare(&config)?;
-    let plan = plan(sh, config, prepared, Vec::new())?;
+    let plan = plan(config, prepared, Vec::new())?;
     if plan.config.dry_run {
         let _ = write!(std::io::stdout(), "{}", plan.render());
         return Ok(0);

@@ -11,18 +11,17 @@ pub mod pipeline;
 pub mod reap;
 
 use anyhow::Result;
-use xshell::Shell;
 
 use crate::cli::Command;
 
 /// Runs `command`; returns its exit status (errors are mapped by `error::exit_status`).
-pub fn run(sh: &Shell, command: &Command) -> Result<i32> {
+pub fn run(command: &Command) -> Result<i32> {
     match command {
-        Command::Bench(args) => bench::run(sh, args),
-        Command::Calibrate(args) => calibrate::run(sh, args),
+        Command::Bench(args) => bench::run(args),
+        Command::Calibrate(args) => calibrate::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Baseline(cmd) => baseline::run(cmd),
-        Command::Build(args) => build::run(sh, args),
+        Command::Build(args) => build::run(args),
         Command::Doctor { workdir } => doctor::run(workdir.as_deref()),
         Command::Reap { run_dir, log } => reap::run(run_dir, log),
     }

@@ -6,7 +6,6 @@ use std::{collections::BTreeMap, path::Path};
 
 use anyhow::{Context, Result};
 use fdb::Engine;
-use xshell::Shell;
 
 use super::{
     check_build_config,
@@ -113,15 +112,13 @@ pub fn prepare(config: &BenchConfig) -> Result<Prepared> {
 /// The plan of a run: each arm's tree (given, or `built` from source) checked and read,
 /// the trials in order, and every warning the user must see before trusting the numbers.
 pub fn plan(
-    sh: &Shell,
     config: BenchConfig,
     prepared: Prepared,
     built: Vec<(Arm, Provenance)>,
 ) -> Result<Plan> {
     let mut built: BTreeMap<Arm, Provenance> = built.into_iter().collect();
     let mut build_warnings = Vec::new();
-    let mut arm_plan =
-        |arm: Arm| arm_plan(sh, &config, arm, built.remove(&arm), &mut build_warnings);
+    let mut arm_plan = |arm: Arm| arm_plan(&config, arm, built.remove(&arm), &mut build_warnings);
     let one_tree = config.one_tree();
     let Prepared {
         engines,
@@ -164,7 +161,6 @@ pub fn plan(
 /// checked, its version and cmake record read. A tree that is not a Release build with mako
 /// is refused, or with `--allow-non-release` adds to `warnings`.
 fn arm_plan(
-    sh: &Shell,
     config: &BenchConfig,
     arm: Arm,
     provenance: Option<Provenance>,
@@ -187,7 +183,7 @@ fn arm_plan(
             dir.display()
         )
     })?;
-    let version = tree.version(sh)?;
+    let version = tree.version()?;
     let build_config = check_build_config(&tree, config.allow_non_release, warnings)?;
     Ok(ArmPlan {
         arm,

@@ -117,25 +117,7 @@ fn verdict_line(judgements: &[Judgement]) -> String {
 /// Each judgement's change with its 95% interval, against 0 and the tolerance (for TPS
 /// the loss -M, for latency the rise +M).
 fn chart_changes(judgements: &[Judgement]) -> String {
-    let rows: Vec<(String, f64, f64, f64, f64)> = judgements
-        .iter()
-        .filter_map(|j| {
-            let (c, lo, hi) = j.change_pct()?;
-            let tol = j.criteria.max_regression_pct;
-            let limit = if j.metric.lower_is_better() {
-                tol
-            } else {
-                -tol
-            };
-            Some((
-                format!("{} {}", j.engine, j.metric.name()),
-                c,
-                lo,
-                hi,
-                limit,
-            ))
-        })
-        .collect();
+    let rows = change_rows(judgements);
     if rows.is_empty() {
         return String::new();
     }
@@ -194,6 +176,34 @@ fn chart_changes(judgements: &[Judgement]) -> String {
     })
 }
 
+/// Each judgement's `(label, change, low, high, tolerance)` in percent, for the changes
+/// chart: only judgements whose numbers an axis can hold ([`drawable`]).
+fn change_rows(judgements: &[Judgement]) -> Vec<(String, f64, f64, f64, f64)> {
+    judgements
+        .iter()
+        .filter_map(|j| {
+            let (c, lo, hi) = j.change_pct()?;
+            let tol = j.criteria.max_regression_pct;
+            let limit = if j.metric.lower_is_better() {
+                tol
+            } else {
+                -tol
+            };
+            // The table gives every number; the chart only those it can draw.
+            if ![c, lo, hi, limit].into_iter().all(drawable) {
+                return None;
+            }
+            Some((
+                format!("{} {}", j.engine, j.metric.name()),
+                c,
+                lo,
+                hi,
+                limit,
+            ))
+        })
+        .collect()
+}
+
 /// A point per measured trial, x = trial index, colored by arm.
 fn chart_trials(
     engine: Engine,
@@ -205,6 +215,7 @@ fn chart_trials(
         .iter()
         .filter(|t| t.outcome == Outcome::Measured)
         .filter_map(|t| Some((t.index as f64, value(t)?, t.arm)))
+        .filter(|p| drawable(p.1))
         .collect();
     if points.is_empty() {
         return String::new();
@@ -241,6 +252,7 @@ fn chart_seconds(engine: Engine, trials: &[&TrialRecord], warmup_s: f64) -> Stri
                     .iter()
                     .enumerate()
                     .map(|(i, v)| (i as f64 + 1.0, *v))
+                    .filter(|p| drawable(p.1))
                     .collect(),
             ))
         })
@@ -273,7 +285,14 @@ fn chart_seconds(engine: Engine, trials: &[&TrialRecord], warmup_s: f64) -> Stri
     })
 }
 
-/// Axis bounds with 5% room; a flat series gets +-1.
+/// Whether a value can be placed on a chart's axis: finite and below 1e12 in magnitude.
+/// plotters computes an axis's key points from its range and never ends on an infinite
+/// one (`compute_f64_key_points`): a p99 of 1e308 or a change of +inf% must not reach it.
+fn drawable(v: f64) -> bool {
+    v.is_finite() && v.abs() <= 1e12
+}
+
+/// Axis bounds with 5% room; a flat series gets +-1. Only [`drawable`] values.
 fn bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
     let (lo, hi) = values.fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(v), b.max(v)));
     let pad = ((hi - lo) * 0.05).max(1.0);
@@ -405,6 +424,53 @@ fn provenance(plan: &Plan) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 18's input: values no axis can hold (+inf, 1e308, NaN) in the trials and the
+    /// change. Before, plotters spun forever on them after the verdict was printed.
+    #[test]
+    fn values_no_axis_can_hold_never_reach_a_chart() {
+        use crate::judge::tests::{interleaved, trial, CRITERIA};
+        let mut trials = [
+            trial(1, Arm::Baseline, 1000.0),
+            trial(2, Arm::Experiment, f64::INFINITY),
+            trial(3, Arm::Experiment, 1e308),
+            trial(4, Arm::Baseline, f64::NAN),
+        ];
+        trials[1].report.as_mut().unwrap().samples_tps =
+            vec![f64::INFINITY, 1e308, f64::NAN, 900.0];
+        let refs: Vec<&TrialRecord> = trials.iter().collect();
+        let tps = chart_trials(Engine::Redwood, &refs, "TPS", |t| {
+            t.report.as_ref().map(|r| r.tps)
+        });
+        let seconds = chart_seconds(Engine::Redwood, &refs, 1.0);
+        for chart in [&tps, &seconds] {
+            assert!(
+                chart.contains("<svg") && !chart.contains("not drawn"),
+                "{chart}"
+            );
+        }
+        // A judgement whose change is +inf% (and one with a NaN bound) keeps its table row
+        // but gets no bar; the finite one is drawn.
+        let mut judgements = crate::judge::judge(
+            &interleaved(&[1000.0, 1010.0, 990.0], &[900.0, 905.0, 895.0]),
+            &[Engine::Redwood],
+            CRITERIA,
+            false,
+        );
+        let finite = judgements[0].clone();
+        for bad in [f64::INFINITY, f64::NAN, 1e308] {
+            let mut j = finite.clone();
+            j.comparison.as_mut().unwrap().ci_high_pct = bad;
+            judgements.push(j);
+        }
+        let changes = chart_changes(&judgements);
+        assert!(changes.contains("<svg"), "{changes}");
+        assert_eq!(
+            changes.matches("<circle").count(),
+            1,
+            "only the finite change"
+        );
+    }
 
     #[test]
     fn every_engine_and_arm_shows_its_knobs_once() {

@@ -24,10 +24,18 @@ fn cargo_dirs() -> Result<&'static CargoDirs> {
     if let Some(d) = DIRS.get() {
         return Ok(d);
     }
-    let meta = cargo_metadata::MetadataCommand::new()
-        .no_deps()
-        .exec()
-        .context("cannot find the cargo workspace and target dir (cargo metadata)")?;
+    // Bounded like every child: cargo may wait on a lock another cargo holds.
+    let what = "cargo metadata --no-deps";
+    let meta = crate::process::run_bounded(
+        what,
+        cargo_metadata::MetadataCommand::new()
+            .no_deps()
+            .cargo_command(),
+        std::time::Duration::from_secs(120),
+    )
+    .and_then(|o| o.stdout_if_success(what))
+    .and_then(|json| Ok(cargo_metadata::MetadataCommand::parse(json)?))
+    .context("cannot find the cargo workspace and target dir (cargo metadata)")?;
     Ok(DIRS.get_or_init(|| CargoDirs {
         workspace_root: meta.workspace_root.into_std_path_buf(),
         target_dir: meta.target_directory.into_std_path_buf(),

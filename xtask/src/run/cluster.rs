@@ -26,7 +26,7 @@ use fdb::{
 use crate::{
     build::tree::FdbTree,
     plan::pinning::Pinning,
-    process::{interrupted, process_running, Child, PhaseError, Signal, POLL},
+    process::{interrupted, process_running, read_output, Child, PhaseError, Signal, POLL},
     results::trial::{Availability, CpuRole},
 };
 
@@ -77,17 +77,17 @@ pub struct Server {
 }
 
 impl Server {
-    /// All of the server's trace files so far, concatenated.
-    fn trace_text(&self) -> String {
+    /// All of the server's trace files so far, concatenated, each decoded lossily. Errors:
+    /// the log dir or a trace file cannot be read (a refused knob must not pass unseen).
+    fn trace_text(&self) -> Result<String> {
         let mut trace = String::new();
-        for entry in std::fs::read_dir(&self.log_dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            trace += &std::fs::read_to_string(entry.path()).unwrap_or_default();
+        let entries = std::fs::read_dir(&self.log_dir)
+            .with_context(|| format!("cannot list {}", self.log_dir.display()))?;
+        for entry in entries {
+            let entry = entry.with_context(|| format!("cannot list {}", self.log_dir.display()))?;
+            trace += &read_output(&entry.path())?;
         }
-        trace
+        Ok(trace)
     }
 
     fn new(work: &Path, role: Role, port: u16) -> Result<Server> {
@@ -214,7 +214,7 @@ impl Cluster {
         let command = format!("configure new single {}", engine.fdb_name());
         let out = self.artifacts.join("fdbcli-configure.txt");
         let status = self.fdbcli(&command, &out, bound)?;
-        let text = std::fs::read_to_string(&out).unwrap_or_default();
+        let text = read_output(&out)?;
         if !status.success() || !text.contains("Database created") {
             return Err(anyhow!(
                 "`fdbcli --exec \"{command}\"` failed ({status}): {}; see {}",
@@ -245,7 +245,7 @@ impl Cluster {
                 Ok(_) | Err(PhaseError::Timeout(..)) => {}
                 Err(e) => return Err(e),
             }
-            let text = std::fs::read_to_string(&out).unwrap_or_default();
+            let text = read_output(&out)?;
             if let Some(status) = parse_database_status(&text) {
                 if status.available {
                     return Ok(Availability {
@@ -287,11 +287,17 @@ impl Cluster {
             if process_running(c.pid()) {
                 continue;
             }
-            let errors = trace_errors(&s.trace_text(), 3);
-            let events = if errors.is_empty() {
-                String::new()
-            } else {
-                format!("\nlast trace errors: {}", errors.join("; "))
+            // An excerpt for the message: an unreadable trace is named, not fatal.
+            let events = match s.trace_text() {
+                Ok(trace) => {
+                    let errors = trace_errors(&trace, 3);
+                    if errors.is_empty() {
+                        String::new()
+                    } else {
+                        format!("\nlast trace errors: {}", errors.join("; "))
+                    }
+                }
+                Err(e) => format!("\ntrace files: {e:#}"),
             };
             return Err(anyhow!(
                 "{} exited during the trial; stderr ends with:\n{}{events}\nsee {}",
@@ -350,17 +356,17 @@ impl Cluster {
 
     /// Knobs some server refused (it then runs with the default, silently benchmarking
     /// another configuration), from its stderr and trace files; one line per problem,
-    /// naming the server.
-    pub fn knob_problems(&self) -> Vec<String> {
+    /// naming the server. Errors: a stderr or trace file cannot be read.
+    pub fn knob_problems(&self) -> Result<Vec<String>> {
         let mut problems = Vec::new();
         for s in &self.servers {
             let Some(child) = &s.child else { continue };
-            let stderr = std::fs::read_to_string(&child.stderr).unwrap_or_default();
-            for p in knob_problems(&stderr, &s.trace_text()) {
+            let stderr = read_output(&child.stderr)?;
+            for p in knob_problems(&stderr, &s.trace_text()?) {
                 problems.push(format!("{}: {p}", child.name));
             }
         }
-        problems
+        Ok(problems)
     }
 
     /// Copies each server's trace files into `<artifacts>/<role>-<port>/`.

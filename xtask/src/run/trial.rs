@@ -18,7 +18,7 @@ use crate::{
     build::tree::FdbTree,
     config::{PhaseBounds, Workload},
     plan::{pinning::Pinning, PlannedTrial},
-    process::{tail, Child, PhaseError},
+    process::{read_output, tail, Child, PhaseError},
     results::trial::{
         CpuRole, Outcome, Phase, PhaseTiming, RoleCpu, TrialRecord, CPU_BOUND_MIN_CORES,
     },
@@ -207,8 +207,10 @@ fn run_phases(
     record.storage_cpu_cores = cpu;
     record.cpu_bound = cpu.map(|c| c >= CPU_BOUND_MIN_CORES);
     record.cpu = role_cpu;
+    let w = ctx.workload;
     let validity = report
         .validity()
+        .and_then(|()| report.window_matches(w.seconds as f64, w.warmup_seconds as f64))
         .and_then(|()| match (ctx.require_cpu_bound, cpu) {
             (true, Some(c)) if c < CPU_BOUND_MIN_CORES => Err(format!(
                 "not CPU-bound: the storage server used {c:.2} cores, below {CPU_BOUND_MIN_CORES} \
@@ -229,7 +231,7 @@ fn run_phases(
 /// Fails when a server refused a knob: it would run with the default, and the trial
 /// would silently benchmark another configuration than the one asked for.
 fn check_knobs(cluster: &Cluster) -> Result<(), PhaseError> {
-    let problems = cluster.knob_problems();
+    let problems = cluster.knob_problems()?;
     if problems.is_empty() {
         return Ok(());
     }
@@ -301,7 +303,7 @@ fn mako_build(
     });
     remove_mako_leftovers(child.pid());
     let status = status?;
-    let text = std::fs::read_to_string(&out).unwrap_or_default();
+    let text = read_output(&out)?;
     // mako aborts in _dl_fini after its report, so the exit status says little: a
     // complete report is success.
     let summary = TextSummary::parse(&text).map_err(|e| {
@@ -345,7 +347,8 @@ fn update_progress(bar: &indicatif::ProgressBar, elapsed: Duration, warmup: Dura
     } else {
         "measuring"
     };
-    let text = std::fs::read_to_string(out).unwrap_or_default();
+    // Cosmetic: a report not readable yet shows the phase alone.
+    let text = read_output(out).unwrap_or_default();
     match last_sample_tps(&text) {
         Some(tps) => bar.set_message(format!("{phase}, {tps:.0} TPS")),
         None => bar.set_message(phase.to_string()),
@@ -406,12 +409,9 @@ fn mako_run(
     remove_mako_leftovers(child.pid());
     let status = status?;
     let cpu = monitor.role_cpu();
-    let read = |p: &Path| {
-        std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))
-    };
     let report = (|| -> Result<MakoReport> {
-        let text = read(&out)?;
-        let json_text = read(&json)?;
+        let text = read_output(&out)?;
+        let json_text = read_output(&json)?;
         MakoReport::parse(
             &text,
             &out.display().to_string(),
