@@ -207,6 +207,65 @@ fn another_host_class_workload_or_a_broken_file_is_refused() {
         .unwrap()
         .starts_with("HOST MISMATCH"));
 
+    // A record made on the other kind of work dir (issue 18: a disk record judged a tmpfs
+    // run MEASURED): refused like another host, or a HOST MISMATCH when allowed.
+    let mut b: Value = serde_json::from_str(&original).unwrap();
+    let tmpfs = b["workdir_tmpfs"].as_bool().unwrap();
+    b["workdir_tmpfs"] = json!(!tmpfs);
+    std::fs::write(&file, b.to_string()).unwrap();
+    let o = against(&s, &dir, &exp, "workdir-kind", &[]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    let kind = |t: bool| if t { "a RAM disk (tmpfs)" } else { "a disk" };
+    assert!(
+        text(&o).contains(&format!(
+            "recorded with its work dir on {}, this run's is on {}",
+            kind(!tmpfs),
+            kind(tmpfs)
+        )),
+        "{}",
+        text(&o)
+    );
+    let o = against(
+        &s,
+        &dir,
+        &exp,
+        "workdir-allowed",
+        &["--allow-host-mismatch"],
+    );
+    assert_ne!(code(&o), 64, "{}", text(&o));
+    assert!(summary(&s, "workdir-allowed")["warnings"][0]
+        .as_str()
+        .unwrap()
+        .contains("HOST MISMATCH (--allow-host-mismatch): baseline release was recorded with its work dir"));
+
+    // A record made with a knob this run lacks (issue 18: page_cache_4k=4294967296).
+    let mut b: Value = serde_json::from_str(&original).unwrap();
+    b["knobs"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "page_cache_4k", "value": "4294967296", "source": "user"}));
+    std::fs::write(&file, b.to_string()).unwrap();
+    let o = against(&s, &dir, &exp, "knobs", &[]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains(
+            "ran fdbserver with knobs [--knob_page_cache_4k=4294967296], this run with []"
+        ),
+        "{}",
+        text(&o)
+    );
+    let knob = ["--experiment-knob", "page_cache_4k=4294967296"];
+    let o = against(&s, &dir, &exp, "knobs-same", &knob);
+    assert_ne!(code(&o), 64, "{}", text(&o));
+    let warnings = summary(&s, "knobs-same")["warnings"].to_string();
+    assert!(!warnings.contains("MISMATCH"), "{warnings}");
+    let o = against(&s, &dir, &exp, "knobs-allowed", &["--allow-knob-mismatch"]);
+    assert_ne!(code(&o), 64, "{}", text(&o));
+    assert!(summary(&s, "knobs-allowed")["warnings"][0]
+        .as_str()
+        .unwrap()
+        .starts_with("KNOB MISMATCH"));
+
     std::fs::write(&file, &original).unwrap();
     let o = against(&s, &dir, &exp, "workload", &["--profile", "standard"]);
     assert_eq!(code(&o), 64, "{}", text(&o));

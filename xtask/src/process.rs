@@ -29,21 +29,23 @@ pub const POLL: Duration = Duration::from_millis(50);
 
 static INTERRUPTED: OnceLock<Arc<AtomicBool>> = OnceLock::new();
 
-/// Makes SIGINT and SIGTERM set a flag that every bounded wait checks, so a Ctrl-C ends
-/// the current phase as interrupted, tears the cluster down and keeps the results. A
-/// second signal exits at once with status 2 (the servers still die: parent-death signal).
+/// Makes SIGINT, SIGTERM and SIGHUP set a flag that every bounded wait checks, so a
+/// Ctrl-C, a `kill` or a dropped SSH session ends the current phase as interrupted, tears
+/// the cluster down and keeps the results (summary.json, JUnit). A second signal exits at
+/// once with status 2 (the servers still die: parent-death signal).
 pub fn install_interrupt_handler() -> Result<()> {
     let flag = INTERRUPTED.get_or_init(Default::default);
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    for sig in [SIGINT, SIGTERM, SIGHUP] {
         // Registered first, so it sees the flag as it was before this signal.
         signal_hook::flag::register_conditional_shutdown(sig, 2, Arc::clone(flag))
             .and_then(|_| signal_hook::flag::register(sig, Arc::clone(flag)))
-            .context("cannot install the SIGINT/SIGTERM handler")?;
+            .context("cannot install the SIGINT/SIGTERM/SIGHUP handler")?;
     }
     Ok(())
 }
 
-/// Whether SIGINT or SIGTERM arrived.
+/// Whether SIGINT, SIGTERM or SIGHUP arrived.
 pub fn interrupted() -> bool {
     INTERRUPTED.get().is_some_and(|f| f.load(Ordering::SeqCst))
 }
@@ -81,7 +83,7 @@ pub enum PhaseError {
     /// The phase's time bound passed; the text says what was still running, or is empty.
     #[error("did not finish within its bound of {}{}", humantime::format_duration(*.0), if .1.is_empty() { String::new() } else { format!(": {}", .1) })]
     Timeout(Duration, String),
-    /// SIGINT or SIGTERM arrived.
+    /// SIGINT, SIGTERM or SIGHUP arrived.
     #[error("interrupted by a signal")]
     Interrupted,
     /// Anything else: a crash, a bad exit status, an unreadable report.
@@ -125,11 +127,13 @@ impl Child {
             .stderr(err)
             .process_group(0);
         // SAFETY: the closure only makes async-signal-safe system calls (prctl, setrlimit,
-        // sched_setaffinity) and allocates nothing (the CPU set is built before the fork).
+        // open, write, sched_setaffinity) and allocates nothing (the CPU set is built
+        // before the fork, the path is a C string literal).
         unsafe {
             cmd.pre_exec(move || {
                 nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
                 nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_CORE, 0, 0)?;
+                raise_oom_score();
                 if let Some(set) = &cpus {
                     nix::sched::sched_setaffinity(Pid::from_raw(0), set)?;
                 }
@@ -234,6 +238,25 @@ impl Drop for Child {
         if !self.finished() {
             self.stop(Duration::from_secs(2));
         }
+    }
+}
+
+/// `oom_score_adj` of every child: under memory pressure the OOM killer takes a server,
+/// mako or compile job (the trial or build then fails with its cause named) before the
+/// gate, which tears down and writes its verdict, or its reaper. Raising a score needs no
+/// privilege.
+pub const CHILD_OOM_SCORE_ADJ: i32 = 500;
+
+/// Sets [`CHILD_OOM_SCORE_ADJ`] for the calling process; between fork and exec, so
+/// allocation-free. Best effort: without /proc the child keeps the gate's score.
+fn raise_oom_score() {
+    use nix::{fcntl::OFlag, sys::stat::Mode};
+    if let Ok(fd) = nix::fcntl::open(
+        c"/proc/self/oom_score_adj",
+        OFlag::O_WRONLY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    ) {
+        let _ = nix::unistd::write(&fd, b"500");
     }
 }
 

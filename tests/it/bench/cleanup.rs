@@ -43,6 +43,54 @@ fn ctrl_c_tears_down_keeps_results_and_exits_2() {
     }
 }
 
+#[test]
+fn a_dropped_ssh_session_sighup_ends_the_run_in_order() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"mako_run_hang": true}), json!({}));
+    let mut child = s.spawn_until_mako_runs(&a, &b);
+    // Under memory pressure the OOM killer takes mako or a server before the gate and its
+    // reaper; the reaper never, where lowering a score is allowed (CAP_SYS_RESOURCE).
+    let adj = |pid: u32| -> i32 {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/oom_score_adj")).unwrap();
+        text.trim().parse().unwrap()
+    };
+    let reaper = reaper_of(s.workdir.path()).expect("a reaper watches the gate") as u32;
+    let mako: u32 = std::fs::read_to_string(a.join("double-mako-pids"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(adj(mako), 500);
+    assert!(adj(child.id()) < adj(mako) && adj(reaper) <= adj(child.id()));
+    if has_cap_sys_resource() {
+        assert_eq!(adj(reaper), -1000);
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGHUP,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    // Before: killed by the signal (exit 129), no summary.json, no JUnit.
+    assert_eq!(status.code(), Some(2), "{status:?}");
+    s.assert_no_leftover_processes();
+    assert_eq!(s.read_json("summary.json")["interrupted"], true);
+    let junit = std::fs::read_to_string(s.out().join("junit.xml")).unwrap();
+    assert!(junit.contains("interrupted"), "{junit}");
+}
+
+/// Whether this process may lower an `oom_score_adj` (CAP_SYS_RESOURCE, capability 24, in
+/// its effective set).
+fn has_cap_sys_resource() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let eff = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0);
+    eff & (1 << 24) != 0
+}
+
 /// The reaper (`xtask __reap`) watching the gate whose run dirs are under `workdir`.
 fn reaper_of(workdir: &Path) -> Option<i32> {
     let needle = workdir.to_string_lossy().into_owned();

@@ -225,10 +225,15 @@ pub struct BenchArgs {
     #[arg(long, value_name = "NAME")]
     pub against_recorded: Option<String>,
 
-    /// With --against-recorded: accept a record from another host class (the report says
-    /// so loudly).
+    /// With --against-recorded: accept a record from another host class or made on
+    /// another kind of work dir (RAM disk or disk); the report says so loudly.
     #[arg(long, requires = "against_recorded")]
     pub allow_host_mismatch: bool,
+
+    /// With --against-recorded: accept a record made with other knobs than this run's
+    /// (to judge a knob against a release); the report says so loudly.
+    #[arg(long, requires = "against_recorded")]
+    pub allow_knob_mismatch: bool,
 
     /// Where baselines live; default: baselines/ in this workspace.
     #[arg(long, value_name = "DIR")]

@@ -157,8 +157,10 @@ pub struct BenchConfig {
     pub allow_same: bool,
     /// Judge against this recorded baseline (name or path) instead of a baseline arm.
     pub against_recorded: Option<String>,
-    /// Accept a recorded baseline from another host class.
+    /// Accept a recorded baseline from another host class or work dir kind.
     pub allow_host_mismatch: bool,
+    /// Accept a recorded baseline whose user knobs differ from this run's.
+    pub allow_knob_mismatch: bool,
     /// Where baselines live (`--baselines-dir`), if given.
     #[serde(serialize_with = "path_json::lossy_opt")]
     pub baselines_dir: Option<PathBuf>,
@@ -216,6 +218,7 @@ impl TryFrom<&BenchArgs> for BenchConfig {
         }
         c.against_recorded = a.against_recorded.clone();
         c.allow_host_mismatch = a.allow_host_mismatch;
+        c.allow_knob_mismatch = a.allow_knob_mismatch;
         c.baselines_dir = a.baselines_dir.clone();
         Ok(c)
     }
@@ -278,6 +281,7 @@ impl BenchConfig {
             allow_same,
             against_recorded: None,
             allow_host_mismatch: false,
+            allow_knob_mismatch: false,
             baselines_dir: None,
             require_cpu_bound: a.require_cpu_bound,
             allow_non_release: a.allow_non_release,

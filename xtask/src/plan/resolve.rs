@@ -5,7 +5,7 @@
 use std::{collections::BTreeMap, path::Path};
 
 use anyhow::{Context, Result};
-use fdb::Engine;
+use fdb::{knob::effective_knobs, Engine};
 
 use super::{
     check_build_config,
@@ -58,18 +58,13 @@ impl Prepared {
 /// building.
 pub fn prepare(config: &BenchConfig) -> Result<Prepared> {
     let baselines = baseline::dir(config.baselines_dir.as_deref())?;
-    let recorded = match &config.against_recorded {
-        Some(name) => {
-            let (_, b) = baseline::find(&baselines, name)?;
-            let warnings =
-                b.check_compatible(&Host::read(), &config.workload, config.allow_host_mismatch)?;
-            Some((b, warnings))
-        }
+    let record = match &config.against_recorded {
+        Some(name) => Some(baseline::find(&baselines, name)?.1),
         None => None,
     };
     // A record is one engine's: that engine is what runs.
-    let engines = match &recorded {
-        Some((b, _)) => vec![b.engine],
+    let engines = match &record {
+        Some(b) => vec![b.engine],
         None => config.engines.clone(),
     };
     let env = |var: &str| std::env::var(var).ok();
@@ -96,6 +91,24 @@ pub fn prepare(config: &BenchConfig) -> Result<Prepared> {
         }
     }
     let workdir = workdir::choose(config.workdir.as_deref())?;
+    let recorded = match record {
+        Some(b) => {
+            let knobs = effective_knobs(&config.experiment.knobs, b.engine, workdir.tmpfs);
+            let run = baseline::RunSetup {
+                host: &Host::read(),
+                workload: &config.workload,
+                workdir_tmpfs: workdir.tmpfs,
+                knobs: &knobs,
+            };
+            let allowed = baseline::Allowed {
+                host: config.allow_host_mismatch,
+                knobs: config.allow_knob_mismatch,
+            };
+            let warnings = b.check_compatible(&run, allowed)?;
+            Some((b, warnings))
+        }
+        None => None,
+    };
     let best_recorded_tps = recorded
         .as_ref()
         .and_then(|(b, _)| b.trials.iter().map(|t| t.tps).reduce(f64::max));

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use fdb::{Engine, FdbVersion, Knob};
+use fdb::{knob::KnobSource, Engine, FdbVersion, Knob};
 
 use super::host::Host;
 use crate::{config::Workload, error::UsageError};
@@ -122,43 +122,115 @@ impl Baseline {
         )
     }
 
-    /// Whether a run on `host` with `workload` may be judged against this record: the
-    /// same workload always; the same host class unless `allow_host_mismatch` (then a
-    /// loud warning is returned).
-    pub fn check_compatible(
-        &self,
-        host: &Host,
-        workload: &Workload,
-        allow_host_mismatch: bool,
-    ) -> Result<Vec<String>> {
-        if &self.workload != workload {
+    /// Whether a run set up as `run` may be judged against this record. Refused: another
+    /// workload, always; another host class or work dir kind (RAM disk or not) unless
+    /// `allowed.host`; other user knobs unless `allowed.knobs`. An allowed difference
+    /// comes back as a loud warning (HOST MISMATCH, KNOB MISMATCH) for the report.
+    /// Errors: a [`UsageError`] naming the difference and the remedy.
+    pub fn check_compatible(&self, run: &RunSetup, allowed: Allowed) -> Result<Vec<String>> {
+        if &self.workload != run.workload {
             return Err(UsageError(format!(
                 "baseline {} was recorded with another workload ({:?}) than this run's ({:?}): \
                  TPS of different workloads do not compare; use its profile and values",
-                self.name, self.workload, workload
+                self.name, self.workload, run.workload
             ))
             .into());
         }
-        if self.host_class == host.class() {
-            return Ok(Vec::new());
+        let mut warnings = Vec::new();
+        let kind = |tmpfs: bool| {
+            if tmpfs {
+                "a RAM disk (tmpfs)"
+            } else {
+                "a disk"
+            }
+        };
+        let host_class = run.host.class();
+        for (differs, why, remedy) in [
+            (
+                self.host_class != host_class,
+                format!(
+                    "baseline {} was recorded on host class '{}', this host is '{host_class}'",
+                    self.name, self.host_class
+                ),
+                "TPS from different machines do not compare; record a baseline on this class \
+                 of host, or pass --allow-host-mismatch",
+            ),
+            (
+                self.workdir_tmpfs != run.workdir_tmpfs,
+                format!(
+                    "baseline {} was recorded with its work dir on {}, this run's is on {}",
+                    self.name,
+                    kind(self.workdir_tmpfs),
+                    kind(run.workdir_tmpfs)
+                ),
+                "a disk's fsync bounds TPS where a RAM disk's does not; give --workdir on the \
+                 record's kind of filesystem, or pass --allow-host-mismatch",
+            ),
+        ] {
+            match (differs, allowed.host) {
+                (false, _) => {}
+                (true, false) => return Err(UsageError(format!("{why}: {remedy}")).into()),
+                (true, true) => warnings.push(format!(
+                    "HOST MISMATCH (--allow-host-mismatch): {why}; the verdict compares \
+                     different machines"
+                )),
+            }
         }
-        let why = format!(
-            "baseline {} was recorded on host class '{}', this host is '{}'",
-            self.name,
-            self.host_class,
-            host.class()
-        );
-        if !allow_host_mismatch {
-            return Err(UsageError(format!(
-                "{why}: TPS from different machines do not compare; record a baseline on this \
-                 class of host, or pass --allow-host-mismatch"
-            ))
-            .into());
+        let (recorded, ours) = (user_knobs(&self.knobs), user_knobs(run.knobs));
+        if recorded != ours {
+            let why = format!(
+                "baseline {} ran fdbserver with knobs [{}], this run with [{}]",
+                self.name,
+                recorded.join(" "),
+                ours.join(" ")
+            );
+            if !allowed.knobs {
+                return Err(UsageError(format!(
+                    "{why}: the verdict would measure the knobs too; give the record's knobs \
+                     (--experiment-knob NAME=VALUE), or pass --allow-knob-mismatch to judge \
+                     exactly that"
+                ))
+                .into());
+            }
+            warnings.push(format!(
+                "KNOB MISMATCH (--allow-knob-mismatch): {why}; the verdict includes the knobs' \
+                 effect"
+            ));
         }
-        Ok(vec![format!(
-            "HOST MISMATCH (--allow-host-mismatch): {why}; the verdict compares different machines"
-        )])
+        Ok(warnings)
     }
+}
+
+/// The knobs a user asked for, as sorted `--knob_<name>=<value>` arguments (the gate's own
+/// follow from the work dir kind, checked on its own).
+fn user_knobs(knobs: &[Knob]) -> Vec<String> {
+    let mut args: Vec<String> = knobs
+        .iter()
+        .filter(|k| k.source == KnobSource::User)
+        .map(Knob::arg)
+        .collect();
+    args.sort();
+    args
+}
+
+/// How a run that would be judged against a record is set up.
+pub struct RunSetup<'a> {
+    pub host: &'a Host,
+    pub workload: &'a Workload,
+    /// Whether its work dir is a RAM disk.
+    pub workdir_tmpfs: bool,
+    /// The knobs its fdbservers get (the experiment arm's, as planned).
+    pub knobs: &'a [Knob],
+}
+
+/// Differences from a record the user accepted (`--allow-host-mismatch`,
+/// `--allow-knob-mismatch`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Allowed {
+    /// Another host class or work dir kind.
+    pub host: bool,
+    /// Other user knobs.
+    pub knobs: bool,
 }
 
 /// `baselines/` of the workspace (where `Cargo.toml` is), unless `explicit`.

@@ -238,6 +238,20 @@ impl Drop for Reaper {
     }
 }
 
+/// The reaper's `oom_score_adj`: never the OOM killer's pick (the minimum,
+/// `OOM_SCORE_ADJ_MIN` in the kernel's `include/uapi/linux/oom.h`). A memory-cgroup OOM
+/// that kills the gate, even every task of the group (`memory.oom.group`, which spares
+/// tasks at the minimum), leaves the reaper to empty the RAM disk.
+pub const REAPER_OOM_SCORE_ADJ: i32 = -1000;
+
+/// Sets [`REAPER_OOM_SCORE_ADJ`] for this process. Lowering a score needs
+/// `CAP_SYS_RESOURCE` (root in a container may lack it); without, the reaper keeps the
+/// gate's score, still below every server's and mako's
+/// ([`crate::process::CHILD_OOM_SCORE_ADJ`]).
+fn spare_from_the_oom_killer() {
+    let _ = std::fs::write("/proc/self/oom_score_adj", REAPER_OOM_SCORE_ADJ.to_string());
+}
+
 /// How long the reaper waits for a dead gate's lock to be released (the kernel closes a
 /// dying process's files one by one; milliseconds in practice).
 const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
@@ -249,6 +263,7 @@ const REAPER_DONE: &[u8] = b"done";
 /// reaches end-of-file, then cleans up after the gate (see [`Reaper`]). Returns 0.
 pub fn reap(run_dir: &Path, log: &Path) -> Result<i32> {
     use std::io::{Read as _, Write as _};
+    spare_from_the_oom_killer();
     let mut stdin = std::io::stdin().lock();
     let mut got = Vec::new();
     // Until end-of-file (the gate gone); an error reads as end-of-file too.
