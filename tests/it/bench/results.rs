@@ -121,6 +121,13 @@ fn a_non_empty_results_dir_or_unwritable_junit_path_is_refused_before_any_trial(
         "{xml}"
     );
     std::fs::remove_file(s.out().join("stale.txt")).unwrap();
+    // A work dir inside the (empty) results dir: refused naming both, nothing created
+    // (before: "the results dir is not empty", and `wd` left behind).
+    let wd = s.out().join("wd");
+    let o = s.bench(&a, &b, &["--workdir", wd.to_str().unwrap()]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(text(&o).contains("/wd is inside --out"), "{}", text(&o));
+    assert!(!wd.exists());
     let file = s.dir.path().join("a-file");
     std::fs::write(&file, "").unwrap();
     let o = s.bench(
@@ -310,4 +317,89 @@ fn an_out_dir_under_a_file_is_refused_before_any_trial() {
         "{}",
         text(&o)
     );
+}
+
+/// A tmpfs of `size` mounted at `at` for one test, unmounted when dropped.
+struct SmallFs(std::path::PathBuf);
+
+impl SmallFs {
+    /// `None` where this process may not mount (not root, or no CAP_SYS_ADMIN).
+    fn mount(at: &std::path::Path, size: &str) -> Option<SmallFs> {
+        std::fs::create_dir_all(at).unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| SmallFs(at.to_path_buf()))
+    }
+}
+
+impl Drop for SmallFs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+#[test]
+fn a_results_dir_that_fills_up_mid_run_is_named_in_a_results_case() {
+    let s = Sandbox::new();
+    let Some(fs) = SmallFs::mount(&s.dir.path().join("small"), "2m") else {
+        // Needs root with CAP_SYS_ADMIN (as in .ci/run); say so where it cannot run.
+        eprintln!("skipped: this process cannot mount a small tmpfs to fill up");
+        return;
+    };
+    // Real seconds: trials last long enough to fill the disk between two of them.
+    let (a, b) = s.ab(json!({"time_scale": 0.5}), json!({"time_scale": 0.5}));
+    let out = fs.0.join("results");
+    let junit = s.dir.path().join("junit.xml");
+    let gate = s
+        .bench_command_out(
+            &a,
+            &b,
+            &out,
+            &["--trials", "2", "--junit", junit.to_str().unwrap()],
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !out.join("trials.json").exists() {
+        assert!(std::time::Instant::now() < deadline, "no trial was written");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // The first trial is written; nothing else fits from now on.
+    {
+        use std::io::Write as _;
+        let mut filler = std::fs::File::create(fs.0.join("filler")).unwrap();
+        while filler.write_all(&[0u8; 65536]).is_ok() {}
+    }
+    let o = gate.wait_with_output().unwrap();
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let cases = read_junit(&junit)[0]["cases"].clone();
+    assert_eq!(cases[0]["name"], "results", "{cases}");
+    let message = cases[0]["results"][0]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        message.contains("trials.json") && message.contains("is full"),
+        "{message}"
+    );
+    // The first trial's record is kept, and no temporary file is left.
+    let trials: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("trials.json")).unwrap()).unwrap();
+    assert_eq!(trials.as_array().unwrap().len(), 1);
+    let leftovers: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| n.to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    s.assert_no_leftover_processes();
 }

@@ -297,6 +297,26 @@ fn gate_latency_adds_a_p99_test_case_that_can_fail_on_its_own() {
     );
 }
 
+#[test]
+fn a_gated_p99_mako_did_not_give_is_an_error_naming_the_trial() {
+    let s = Sandbox::new();
+    // A p99 of 0 us is no latency: before, three pairs said "fewer than 2 complete pairs".
+    let (a, b) = s.ab(json!({"p99_us": 4000.0}), json!({"p99_us": 0.0}));
+    let o = s.bench(&a, &b, &["--trials", "3", "--gate-latency"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let j = &s.read_json("summary.json")["judgements"][1];
+    assert_eq!(
+        (&j["metric"], &j["verdict"]),
+        (&json!("txn_latency_p99"), &json!("ERROR"))
+    );
+    let reason = j["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("p99 transaction latency was not measured in trial")
+            && reason.contains("(experiment #"),
+        "{reason}"
+    );
+}
+
 /// The double's servers and mako burn real CPU; the gate accounts it per role over the
 /// measurement window. The experiment's storage server burns 3x the baseline's at the
 /// same TPS: its CPU per transaction rises. The storage/client CPU ratio gates by default

@@ -330,8 +330,9 @@ pub struct RunArgs {
     pub workload: WorkloadArgs,
 
     /// A/B pairs per engine (N), or `auto`: pairs are added until the verdict is decided
-    /// or --time-budget is spent (at least 3). Arms run back to back in blocks A B B A or
-    /// B A A B. With one pair the verdict is at best INCONCLUSIVE.
+    /// or --time-budget is spent (at least 3: a budget that cannot hold 3 pairs' mako runs
+    /// is refused). Arms run back to back in blocks A B B A or B A A B. With one pair the
+    /// verdict is at best INCONCLUSIVE.
     #[arg(long, default_value = "3", value_name = "N|auto")]
     pub trials: TrialsArg,
 

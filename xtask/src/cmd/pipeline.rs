@@ -7,7 +7,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use fdb::Engine;
 
 use crate::{
@@ -48,7 +48,8 @@ pub fn execute(plan: Plan) -> Result<Finished> {
     for w in &plan.warnings {
         tracing::warn!("{w}");
     }
-    write::meta(&out, &plan)?;
+    let results = || write::Stage("results");
+    write::meta(&out, &plan).context(results())?;
     let (trials, looks) = run_trials(&plan, &out)?;
     let interrupted = interrupted();
     let mut criteria = criteria(
@@ -66,8 +67,9 @@ pub fn execute(plan: Plan) -> Result<Finished> {
         &plan.warnings,
         plan.config.junit.as_deref(),
         plan.config.json,
-    )?;
-    write::html_report(&out, &plan, &trials, &judgements)?;
+    )
+    .context(results())?;
+    write::html_report(&out, &plan, &trials, &judgements).context(results())?;
     let exit_code = exit_code(&judgements, interrupted);
     Ok(Finished {
         plan,
@@ -98,7 +100,9 @@ fn criteria(plan: &Plan, trials: u32) -> Criteria {
 /// planned ones until its verdict is decided (`judge::sequential`). Returns the records
 /// and, for `--trials auto`, the looks planned per engine.
 fn run_trials(plan: &Plan, out: &Path) -> Result<(Vec<TrialRecord>, BTreeMap<Engine, u32>)> {
-    let mut runner = Runner::start(plan, out, |trials| write::trials(out, trials))?;
+    let mut runner = Runner::start(plan, out, |trials| {
+        write::trials(out, trials).context(write::Stage("results"))
+    })?;
     let mut looks = BTreeMap::new();
     match plan.config.time_budget {
         None => {

@@ -249,7 +249,7 @@ impl BenchConfig {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let (workload, procs_scaled) =
             Workload::resolve(a.profile, a.profile_file.as_deref(), &a.workload, cores)?;
-        Ok(BenchConfig {
+        let c = BenchConfig {
             baseline: ArmConfig {
                 arm: Arm::Baseline,
                 build_dir: baseline.map(Path::to_path_buf),
@@ -290,8 +290,34 @@ impl BenchConfig {
             pin: a.pin,
             json: a.json,
             bounds: PhaseBounds::resolve(&a.timeouts)?,
-        })
+        };
+        check_budget_holds_the_first_look(&c)?;
+        Ok(c)
     }
+}
+
+/// `--trials auto` runs [`MIN_PAIRS`] pairs per engine before its first look: a budget
+/// whose share per engine cannot hold even their mako runs (2 trials of `--seconds` per
+/// pair; starting clusters and loading data come on top) would stop with a verdict that
+/// can only be INCONCLUSIVE. Errors: a [`UsageError`] with the least budget that could.
+fn check_budget_holds_the_first_look(c: &BenchConfig) -> Result<(), UsageError> {
+    let Some(budget) = c.time_budget else {
+        return Ok(());
+    };
+    let engines = c.engines.len().max(1) as u64;
+    let least = Duration::from_secs(u64::from(MIN_PAIRS) * 2 * c.workload.seconds * engines);
+    if budget >= least {
+        return Ok(());
+    }
+    Err(usage(format!(
+        "--time-budget {} cannot hold the {MIN_PAIRS} pairs per engine --trials auto runs \
+         before its first look: their mako runs alone take {} ({MIN_PAIRS} pairs x 2 trials x \
+         --seconds {} x {engines} engine(s)); give more than that (starting clusters and \
+         loading data come on top: `cargo xtask calibrate` measures a pair), or --trials N",
+        humantime::format_duration(budget),
+        humantime::format_duration(least),
+        c.workload.seconds
+    )))
 }
 
 /// The gated set of `--gate-latency` and `--gate`: TPS and what they name.
@@ -714,5 +740,26 @@ mod tests {
             (c.trials, c.time_budget),
             (3, Some(Duration::from_secs(5400)))
         );
+    }
+
+    #[test]
+    fn a_budget_that_cannot_hold_the_first_look_is_refused() {
+        // Issue 18: --time-budget 1s ran one pair, though help promises at least 3.
+        let err = config(&["--trials", "auto", "--time-budget", "1s"]).unwrap_err();
+        assert!(
+            err.0.contains(
+                "--time-budget 1s cannot hold the 3 pairs per engine --trials auto runs before \
+                 its first look: their mako runs alone take 12m (3 pairs x 2 trials x \
+                 --seconds 120 x 1 engine(s))"
+            ),
+            "{err}"
+        );
+        // The quick profile's 120 s per trial, 2 engines: 24 minutes at least.
+        let two = [
+            "--engine", "redwood", "--engine", "rocksdb", "--trials", "auto",
+        ];
+        let at = |b: &str| config(&[&two[..], &["--time-budget", b]].concat());
+        assert!(at("23m").is_err());
+        assert!(at("24m").is_ok());
     }
 }

@@ -59,8 +59,15 @@ pub struct Sample {
 }
 
 impl Sample {
-    /// The value of `m` in this trial, if it was measured.
+    /// The value of `m` in this trial, if it was measured: every metric is a positive
+    /// quantity compared on a log scale, so a missing (NaN), infinite, zero or negative one
+    /// counts as not measured (a gated metric then is an ERROR naming the trial, not "too
+    /// few pairs").
     pub fn value(&self, m: Metric) -> Option<f64> {
+        self.raw_value(m).filter(|v| v.is_finite() && *v > 0.0)
+    }
+
+    fn raw_value(&self, m: Metric) -> Option<f64> {
         match m {
             Metric::Tps => self.tps,
             Metric::TxnLatencyP99 => self.txn_latency_us_p99,

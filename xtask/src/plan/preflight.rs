@@ -87,15 +87,23 @@ pub struct Capacity {
 
 /// `Err` with the numbers and the flags that would fit when the footprint is too big.
 pub fn check(foot: &Footprint, cap: &Capacity, w: &Workload) -> Result<(), String> {
-    let (room, what) = match cap.cgroup_headroom_bytes {
+    let (room, what, bigger) = match cap.cgroup_headroom_bytes {
         Some(h) if h < cap.free_bytes => (
             h,
             format!(
                 "memory cgroup headroom ({})",
                 cap.cgroup_source.as_deref().unwrap_or("?")
             ),
+            // tmpfs pages count against the cgroup's limit wherever the RAM disk is: a
+            // larger RAM disk does not help, a higher limit or a disk work dir does.
+            "a higher memory limit for this job's cgroup (memory.max), or a --workdir on a \
+             disk (slower: fsync then bounds TPS)",
         ),
-        _ => (cap.free_bytes, "free space on the work dir".to_string()),
+        _ => (
+            cap.free_bytes,
+            "free space on the work dir".to_string(),
+            "a larger --workdir",
+        ),
     };
     let usable = room as f64 * SAFETY;
     if foot.total() <= usable {
@@ -115,7 +123,7 @@ pub fn check(foot: &Footprint, cap: &Capacity, w: &Workload) -> Result<(), Strin
     if rows >= 1.0 {
         fixes.push(format!("--rows {}", rows as u64));
     }
-    fixes.push("a larger --workdir".to_string());
+    fixes.push(bigger.to_string());
     Err(format!(
         "a trial needs about {:.0} MiB on the work dir ({:.0} MiB data set + {:.0} MiB growth at \
          {:.0} TPS x {} inserts x {} s), more than {:.0}% of the {:.0} MiB {what}: it would fail \
@@ -262,6 +270,12 @@ mod tests {
         let err = check(&f, &room(8 << 30, Some(1 << 30)), &w).unwrap_err();
         assert!(err.contains("memory cgroup headroom (test)"), "{err}");
         assert!(err.contains("--seconds "), "{err}");
+        // Issue 18: under a cgroup limit a larger RAM disk does not help.
+        assert!(
+            err.contains("a higher memory limit for this job's cgroup (memory.max)")
+                && !err.contains("a larger --workdir"),
+            "{err}"
+        );
         let err = check(&f, &room(100 << 20, None), &w).unwrap_err();
         assert!(
             err.contains("free space on the work dir") && err.contains("a larger --workdir"),

@@ -90,6 +90,9 @@ pub fn prepare(config: &BenchConfig) -> Result<Prepared> {
             .into());
         }
     }
+    if let (Some(wd), Some(out)) = (&config.workdir, &config.out) {
+        check_apart(wd, out)?;
+    }
     let workdir = workdir::choose(config.workdir.as_deref())?;
     let recorded = match record {
         Some(b) => {
@@ -120,6 +123,22 @@ pub fn prepare(config: &BenchConfig) -> Result<Prepared> {
         recorded,
         preflight,
     })
+}
+
+/// Refuses a `--workdir` inside `--out` (checked before either is created): the results
+/// dir must start empty and holds the user's files, the work dir gets each trial's data
+/// and is wiped. Errors: a [`UsageError`] naming both.
+fn check_apart(workdir: &Path, out: &Path) -> Result<(), UsageError> {
+    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    if abs(workdir).starts_with(abs(out)) {
+        return Err(UsageError(format!(
+            "--workdir {} is inside --out {}: the results dir must start empty and the work \
+             dir is wiped after each trial; give the work dir another place (e.g. /dev/shm)",
+            workdir.display(),
+            out.display()
+        )));
+    }
+    Ok(())
 }
 
 /// The plan of a run: each arm's tree (given, or `built` from source) checked and read,

@@ -211,14 +211,15 @@ pub fn junit(judgements: &[Judgement], table: &str) -> String {
     report.to_string().expect("JUnit serializes")
 }
 
-/// `junit.xml` for a run that failed before its first trial (a build tree missing a
-/// binary, a build that failed or timed out): one `<error>` test case of type `verdict`
-/// (ERROR or TIMEOUT).
-pub fn junit_setup_error(verdict: Verdict, message: &str) -> String {
+/// `junit.xml` for a run that failed outside its trials: before the first (a build tree
+/// missing a binary, a build that failed or timed out; `case` "setup"), or writing its
+/// results (`case` "results"): one `<error>` test case of type `verdict` (ERROR or
+/// TIMEOUT).
+pub fn junit_setup_error(case: &str, verdict: Verdict, message: &str) -> String {
     let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
     status.set_type(verdict.to_string());
     status.set_message(message);
-    let mut case = TestCase::new("setup", status);
+    let mut case = TestCase::new(case, status);
     case.set_classname("perfgate");
     let mut suite = TestSuite::new("perfgate");
     suite.add_test_case(case);

@@ -116,5 +116,24 @@ pub fn setup_error(junit_path: &Path, e: &anyhow::Error) {
     } else {
         Verdict::Error
     };
-    let _ = write(junit_path, &junit_setup_error(verdict, &format!("{e:#}")));
+    let case = match e.downcast_ref::<Stage>() {
+        Some(stage) => stage.0,
+        None => "setup",
+    };
+    let _ = write(
+        junit_path,
+        &junit_setup_error(case, verdict, &format!("{e:#}")),
+    );
+}
+
+/// The stage a run failed in after its setup, as an error's context: it names the JUnit
+/// test case (`results`: the results could not be written), so that CI does not call a
+/// full disk after hours of trials a setup error.
+#[derive(Debug, Clone, Copy)]
+pub struct Stage(pub &'static str);
+
+impl std::fmt::Display for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the run's {} stage failed", self.0)
+    }
 }

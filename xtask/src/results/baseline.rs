@@ -97,15 +97,25 @@ impl Baseline {
                 b.trials.len()
             );
         }
-        if let Some(i) = b
-            .trials
-            .iter()
-            .position(|t| !(t.tps.is_finite() && t.tps > 0.0))
-        {
-            bail!(
-                "baseline {origin}: field `trials[{i}].tps` is {}, not a positive TPS",
-                b.trials[i].tps
-            );
+        let positive = |v: f64| v.is_finite() && v > 0.0;
+        for (i, t) in b.trials.iter().enumerate() {
+            for (field, value, what) in [
+                ("tps", Some(t.tps), "a positive TPS"),
+                (
+                    "txn_latency_us_p99",
+                    t.txn_latency_us_p99,
+                    "a positive latency in microseconds (or absent)",
+                ),
+                (
+                    "storage_cpu_cores",
+                    t.storage_cpu_cores,
+                    "a positive number of cores (or absent)",
+                ),
+            ] {
+                if let Some(v) = value.filter(|v| !positive(*v)) {
+                    bail!("baseline {origin}: field `trials[{i}].{field}` is {v}, not {what}");
+                }
+            }
         }
         Ok(b)
     }
@@ -285,5 +295,22 @@ mod tests {
         let cut = text.replacen("\"tps\": 699.67", "\"tps\": -1", 1);
         let err = Baseline::parse(&cut, "x.json").unwrap_err().to_string();
         assert!(err.contains("field `trials[1].tps` is -1"), "{err}");
+        // Issue 18: a p99 of 0 or below in a record gave "fewer than 2 complete pairs".
+        let p99 = text.matches("\"txn_latency_us_p99\": ").count();
+        assert!(p99 >= 2, "the record has p99s");
+        let zero = with_first_p99(text, "0");
+        let err = Baseline::parse(&zero, "x.json").unwrap_err().to_string();
+        assert!(
+            err.contains("field `trials[0].txn_latency_us_p99` is 0, not a positive latency"),
+            "{err}"
+        );
+    }
+
+    /// `text` with the first trial's p99 replaced by `value`.
+    fn with_first_p99(text: &str, value: &str) -> String {
+        let key = "\"txn_latency_us_p99\": ";
+        let at = text.find(key).expect("a p99") + key.len();
+        let end = at + text[at..].find([',', '\n', '}']).expect("a value's end");
+        format!("{}{value}{}", &text[..at], &text[end..])
     }
 }

@@ -218,7 +218,21 @@ pub fn write(path: &Path, text: &str) -> Result<()> {
             f.write_all(text.as_bytes())?;
             f.persist(path).map_err(|e| e.error)
         })
-        .with_context(|| format!("cannot write {}", path.display()))?;
+        .map_err(|e| {
+            use std::io::ErrorKind::{QuotaExceeded, StorageFull};
+            let full = matches!(e.kind(), StorageFull | QuotaExceeded);
+            let hint = if full {
+                format!(
+                    " (the filesystem of {} is full, or the user's quota is spent: free space \
+                     there, or give --out on another filesystem; what was written before is \
+                     kept)",
+                    dir.display()
+                )
+            } else {
+                String::new()
+            };
+            anyhow::Error::new(e).context(format!("cannot write {}{hint}", path.display()))
+        })?;
     Ok(())
 }
 
