@@ -30,9 +30,20 @@ fn main() {
     if b.stray_bytes {
         let _ = std::io::stderr().write_all(b"double: a stray byte \xff\n");
     }
+    // Like FDB 7.2+ (apple/foundationdb PR 7765): `FDB_KNOB_<name>` from the environment
+    // applies too, after the command line.
+    let env_knobs: Vec<String> = std::env::vars()
+        .filter_map(|(k, v)| {
+            Some(format!(
+                "{}={v}",
+                k.strip_prefix("FDB_KNOB_")?.to_lowercase()
+            ))
+        })
+        .collect();
     for (name, value) in args
         .iter()
         .filter_map(|a| a.strip_prefix("--knob_")?.split_once('='))
+        .chain(env_knobs.iter().filter_map(|k| k.split_once('=')))
     {
         let valid = match name {
             "disable_posix_kernel_aio" => ["0", "1"].contains(&value),

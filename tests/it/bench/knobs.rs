@@ -89,3 +89,39 @@ fn a_stray_byte_in_server_or_mako_output_hides_nothing() {
     assert_eq!(code(&o), 0, "{}", text(&o));
     assert!(text(&o).contains("MEASURED"), "{}", text(&o));
 }
+
+#[test]
+fn fdb_variables_in_the_gates_environment_never_reach_a_server() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    // The double applies FDB_KNOB_* like FDB 7.2+: passed on, this misspelt knob would be
+    // refused and fail the trial (and a real one would override the arms' knobs).
+    let o = s
+        .bench_command(&a, &b, &["--trials", "1"])
+        .env("FDB_KNOB_page_cahce_4k", "1")
+        .env("FDB_NETWORK_OPTION_TRACE_ENABLE", "/tmp")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let warnings = s.read_json("summary.json")["warnings"].to_string();
+    assert!(
+        warnings.contains(
+            "FDB_KNOB_page_cahce_4k, FDB_NETWORK_OPTION_TRACE_ENABLE set in the environment, \
+             not passed to fdbserver, fdbcli or mako"
+        ),
+        "{warnings}"
+    );
+    let env = &s.read_json("meta.json")["plan"]["child_env"];
+    let removed = env["removed"].to_string();
+    assert!(removed.contains("\"FDB_KNOB_page_cahce_4k\""), "{env}");
+    assert!(
+        env["passed"].get("FDB_KNOB_page_cahce_4k").is_none(),
+        "{env}"
+    );
+    assert!(
+        std::fs::read_to_string(s.out().join("run.log"))
+            .unwrap()
+            .contains("environment children get"),
+        "the run log names the environment"
+    );
+}

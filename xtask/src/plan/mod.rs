@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+pub mod env;
 pub mod pinning;
 pub mod preflight;
 pub mod resolve;
@@ -77,6 +78,8 @@ pub struct Plan {
     pub pinning: PinPlan,
     /// Things the user must see before trusting the numbers (e.g. a disk-backed work dir).
     pub warnings: Vec<String>,
+    /// The environment every fdbserver, fdbcli and mako gets ([`env::ChildEnv`]).
+    pub child_env: env::ChildEnv,
 }
 
 impl Plan {
@@ -139,6 +142,7 @@ impl Plan {
             preflight: None,
             trials,
             warnings,
+            child_env: env::ChildEnv::default(),
         })
     }
     /// The two trials of pair `repetition` of `engine`, in run order, for `--trials auto`
@@ -210,6 +214,7 @@ impl Plan {
         );
         let _ = writeln!(s, "workload   {}", self.config.workload.summary());
         let _ = writeln!(s, "pinning    {}", self.pinning);
+        let _ = writeln!(s, "environment {}", self.child_env.summary());
         if let Some(budget) = self.config.time_budget {
             let _ = writeln!(
                 s,

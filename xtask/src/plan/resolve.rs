@@ -9,6 +9,7 @@ use fdb::{knob::effective_knobs, Engine};
 
 use super::{
     check_build_config,
+    env::ChildEnv,
     preflight::{self, Preflight},
     workdir::{self, Workdir},
     ArmPlan, Plan,
@@ -184,6 +185,16 @@ pub fn plan(
     };
     plan.warnings.extend(build_warnings);
     plan.warnings.extend(plan.config.procs_scaled.clone());
+    plan.child_env = ChildEnv::from_vars(std::env::vars_os());
+    let fdb_vars: Vec<String> = plan.child_env.fdb_removed().map(str::to_string).collect();
+    if !fdb_vars.is_empty() {
+        plan.warnings.push(format!(
+            "{} set in the environment, not passed to fdbserver, fdbcli or mako (FDB 7.2+ \
+             applies FDB_KNOB_* after the command line, which would override the arms' \
+             knobs): give knobs with --knob, --baseline-knob or --experiment-knob",
+            fdb_vars.join(", ")
+        ));
+    }
     plan.preflight = Some(preflight);
     (plan.slo, plan.slo_sources) = (slo, slo_sources);
     Ok(plan)

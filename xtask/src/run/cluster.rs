@@ -25,6 +25,7 @@ use fdb::{
 
 use crate::{
     build::tree::FdbTree,
+    plan::env::ChildEnv,
     plan::pinning::Pinning,
     process::{interrupted, process_running, read_output, Child, PhaseError, Signal, POLL},
     results::trial::{Availability, CpuRole},
@@ -112,8 +113,10 @@ impl Server {
         artifacts: &Path,
         knobs: &[Knob],
         pinning: Option<&Pinning>,
+        env: &ChildEnv,
     ) -> Result<Child> {
         let mut cmd = Command::new(&tree.fdbserver);
+        env.apply(&mut cmd);
         cmd.arg("-p")
             .arg(format!("127.0.0.1:{}", self.port))
             .args(["-c", self.role.as_str()])
@@ -146,6 +149,8 @@ pub struct Cluster {
     pub cluster_file: PathBuf,
     pub servers: Vec<Server>,
     fdbcli: PathBuf,
+    /// The environment of every server and fdbcli call.
+    env: ChildEnv,
     /// Where fdbcli outputs and server stdout/stderr go (the trial's results dir).
     artifacts: PathBuf,
 }
@@ -154,7 +159,7 @@ impl Cluster {
     /// Prepares a cluster under `work` (data and trace dirs) with ports chosen now and
     /// its cluster file; [`Cluster::start`] starts the servers. Kept apart so that a
     /// cluster that fails to start is still there to harvest and tear down.
-    pub fn new(tree: &FdbTree, work: &Path, artifacts: &Path) -> Result<Cluster> {
+    pub fn new(tree: &FdbTree, work: &Path, artifacts: &Path, env: &ChildEnv) -> Result<Cluster> {
         let ports = free_ports(Role::ALL.len())?;
         let cluster_file = work.join("fdb.cluster");
         // Description and ID are arbitrary; the coordinator is the stateless process.
@@ -173,6 +178,7 @@ impl Cluster {
             cluster_file,
             servers,
             fdbcli: tree.fdbcli.clone(),
+            env: env.clone(),
             artifacts: artifacts.to_path_buf(),
         })
     }
@@ -188,8 +194,14 @@ impl Cluster {
     ) -> Result<(), PhaseError> {
         let deadline = Instant::now() + bound;
         for i in 0..self.servers.len() {
-            let child =
-                self.servers[i].spawn(tree, &self.cluster_file, &self.artifacts, knobs, pinning)?;
+            let child = self.servers[i].spawn(
+                tree,
+                &self.cluster_file,
+                &self.artifacts,
+                knobs,
+                pinning,
+                &self.env,
+            )?;
             self.servers[i].child = Some(child);
         }
         for server in &self.servers {
@@ -269,6 +281,7 @@ impl Cluster {
     ) -> Result<std::process::ExitStatus, PhaseError> {
         let own = bound.as_secs().saturating_sub(1).max(1);
         let mut cmd = Command::new(&self.fdbcli);
+        self.env.apply(&mut cmd);
         cmd.arg("-C")
             .arg(&self.cluster_file)
             .args(["--exec", command, "--timeout"])

@@ -97,6 +97,7 @@ impl<'a> Runner<'a> {
             require_cpu_bound: config.require_cpu_bound,
             progress: !config.quiet,
             pinning: self.plan.pinning.pinned(),
+            env: &self.plan.child_env,
         };
         let others = ctx.pinning.map(|p| p.others.as_slice());
         let record = on_cpus(others, || {

@@ -17,7 +17,7 @@ use super::{cluster::Cluster, monitor::Monitor, reaper::remove_mako_leftovers};
 use crate::{
     build::tree::FdbTree,
     config::{PhaseBounds, Workload},
-    plan::{pinning::Pinning, PlannedTrial},
+    plan::{env::ChildEnv, pinning::Pinning, PlannedTrial},
     process::{read_output, tail, Child, PhaseError},
     results::trial::{
         CpuRole, Outcome, Phase, PhaseTiming, RoleCpu, TrialRecord, CPU_BOUND_MIN_CORES,
@@ -37,6 +37,8 @@ pub struct TrialContext<'a> {
     pub progress: bool,
     /// CPUs of the storage server and of everything else, when pinned.
     pub pinning: Option<&'a Pinning>,
+    /// The environment of every server, fdbcli and mako ([`ChildEnv`]).
+    pub env: &'a ChildEnv,
 }
 
 impl TrialContext<'_> {
@@ -173,7 +175,7 @@ fn run_phases(
     record: &mut TrialRecord,
 ) -> Result<(), Failure> {
     let b = ctx.bounds;
-    let c = Cluster::new(tree, work, artifacts).map_err(|e| Failure {
+    let c = Cluster::new(tree, work, artifacts, ctx.env).map_err(|e| Failure {
         phase: Phase::ClusterStart,
         error: e.into(),
     })?;
@@ -261,6 +263,7 @@ fn timed<T>(
 /// without an rpath, and `LD_BIND_NOW` makes a missing symbol fail at start, not
 /// mid-run) and the data set's shape, which build and run must agree on.
 fn mako_command(
+    env: &ChildEnv,
     tree: &FdbTree,
     cluster: &Cluster,
     work: &Path,
@@ -268,6 +271,7 @@ fn mako_command(
     w: &Workload,
 ) -> Command {
     let mut cmd = Command::new(&tree.mako);
+    env.apply(&mut cmd);
     cmd.env("LD_LIBRARY_PATH", &tree.lib_dir)
         .env("LD_BIND_NOW", "1")
         .current_dir(work)
@@ -289,7 +293,7 @@ fn mako_build(
     monitor: &mut Monitor,
 ) -> Result<(), PhaseError> {
     let w = ctx.workload;
-    let mut cmd = mako_command(tree, cluster, work, "build", w);
+    let mut cmd = mako_command(ctx.env, tree, cluster, work, "build", w);
     cmd.args(["-p", &w.build_procs.to_string()]);
     let (out, err) = (
         artifacts.join("mako-build.txt"),
@@ -369,7 +373,7 @@ fn mako_run(
         artifacts.join("mako-run.err"),
     );
     let json = artifacts.join("mako.json");
-    let mut cmd = mako_command(tree, cluster, work, "run", w);
+    let mut cmd = mako_command(ctx.env, tree, cluster, work, "run", w);
     cmd.args(["-p", &w.procs.to_string()])
         .args(["-t", &w.threads.to_string()])
         .args(["--async_xacts", &w.async_xacts.to_string()])
