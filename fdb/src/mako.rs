@@ -251,26 +251,18 @@ fn check_rate(r: &RawResults) -> Result<()> {
         ("tps", r.tps),
     ] {
         if !(v.is_finite() && v >= 0.0) {
-            bail!("{name} is {v}");
+            bail!("{name} is {}", compact(v));
         }
     }
     let (xacts, window) = (r.total_xacts as f64, r.total_duration);
     // The window's last printed digit (0.5 ms) and the tps's (0.005) bound the error.
     let slack = r.tps * 0.0005 + 0.005 * window + 1.0;
     if (r.tps * window - xacts).abs() > slack + 0.001 * xacts {
-        // Huge values in exponent form: 1e308 rather than 309 digits.
-        let short = |v: f64| {
-            if v.abs() < 1e12 {
-                format!("{v}")
-            } else {
-                format!("{v:e}")
-            }
-        };
         bail!(
             "tps {} over totalDuration {window} s would be {} transactions, but totalXacts \
              is {}",
-            short(r.tps),
-            short((r.tps * window).round()),
+            compact(r.tps),
+            compact((r.tps * window).round()),
             r.total_xacts
         );
     }
@@ -282,6 +274,15 @@ fn check_rate(r: &RawResults) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// A number for a message: huge ones in exponent form (1e308, not 309 digits).
+fn compact(v: f64) -> String {
+    if v.abs() < 1e12 {
+        format!("{v}")
+    } else {
+        format!("{v:e}")
+    }
 }
 
 /// Every latency mako gives (NaN: none) lies between 0 and the run's length: no operation
@@ -299,14 +300,10 @@ fn check_latencies(latency_us: &BTreeMap<String, LatencyStats>, run_s: f64) -> R
             ("p99.9", l.p99_9),
         ] {
             if !v.is_nan() && !(0.0..=longest_us).contains(&v) {
-                let v = if v.abs() < 1e12 {
-                    format!("{v}")
-                } else {
-                    format!("{v:e}")
-                };
                 bail!(
-                    "{op} {name} latency is {v} us, outside 0 to {longest_us:.0} us (the run \
-                     lasted {run_s} s)"
+                    "{op} {name} latency is {} us, outside 0 to {longest_us:.0} us (the run \
+                     lasted {run_s} s)",
+                    compact(v)
                 );
             }
         }

@@ -244,8 +244,8 @@ impl Drop for Child {
 /// `oom_score_adj` of every child: under memory pressure the OOM killer takes a server,
 /// mako or compile job (the trial or build then fails with its cause named) before the
 /// gate, which tears down and writes its verdict, or its reaper. Raising a score needs no
-/// privilege.
-pub const CHILD_OOM_SCORE_ADJ: i32 = 500;
+/// privilege. As written to `/proc/self/oom_score_adj`.
+pub const CHILD_OOM_SCORE_ADJ: &str = "500";
 
 /// Sets [`CHILD_OOM_SCORE_ADJ`] for the calling process; between fork and exec, so
 /// allocation-free. Best effort: without /proc the child keeps the gate's score.
@@ -256,7 +256,7 @@ fn raise_oom_score() {
         OFlag::O_WRONLY | OFlag::O_CLOEXEC,
         Mode::empty(),
     ) {
-        let _ = nix::unistd::write(&fd, b"500");
+        let _ = nix::unistd::write(&fd, CHILD_OOM_SCORE_ADJ.as_bytes());
     }
 }
 
