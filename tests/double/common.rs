@@ -52,6 +52,9 @@ pub struct Behaviour {
     /// `mako --mode run` starts a worker process that outlives it when it is killed (the
     /// real mako's forked workers do not get the gate's parent-death signal).
     pub mako_forks_worker: bool,
+    /// `mako --mode run` starts a worker in a process group of its own (as after `setsid`)
+    /// that outlives a mako that ends normally.
+    pub mako_detached_worker: bool,
     /// The coordinator (stateless fdbserver) exits when asked to configure.
     pub coordinator_exits_on_configure: bool,
     /// `mako --mode run` writes half its JSON report and stops (a killed run).
@@ -86,6 +89,7 @@ impl Default for Behaviour {
             mako_timeouts: 0,
             server_ignores_sigterm: false,
             mako_forks_worker: false,
+            mako_detached_worker: false,
             coordinator_exits_on_configure: false,
             mako_truncates_report: false,
             cpu_pct: Default::default(),

@@ -56,11 +56,14 @@ fn main() {
     let leftovers = [format!("/tmp/makoTemp{pid}"), format!("/dev/shm/mako{pid}")];
     let _ = std::fs::create_dir_all(&leftovers[0]);
     let _ = std::fs::write(&leftovers[1], "");
-    if b.mako_forks_worker {
-        let _ = std::process::Command::new(std::env::args_os().next().unwrap())
-            .arg("--double-worker")
-            .arg(&cluster)
-            .spawn();
+    if b.mako_forks_worker || b.mako_detached_worker {
+        use std::os::unix::process::CommandExt as _;
+        let mut worker = std::process::Command::new(std::env::args_os().next().unwrap());
+        worker.arg("--double-worker").arg(&cluster);
+        if b.mako_detached_worker {
+            worker.process_group(0);
+        }
+        let _ = worker.spawn();
     }
     // Written once the worker runs its own command line (spawn returns after its exec):
     // tests that wait for this file then see every process of the run.

@@ -13,7 +13,7 @@ use std::{
     os::unix::process::CommandExt,
     path::{Path, PathBuf},
     process::{Command, ExitStatus, Stdio},
-    sync::atomic::{AtomicBool, Ordering},
+    sync::atomic::{AtomicBool, AtomicU64, Ordering},
     sync::Arc,
     sync::OnceLock,
     thread,
@@ -29,17 +29,41 @@ pub const POLL: Duration = Duration::from_millis(50);
 
 static INTERRUPTED: OnceLock<Arc<AtomicBool>> = OnceLock::new();
 
+/// Signals this close after the first (seconds) are the same interrupt delivered again, not
+/// a second one: GNU `timeout` sends its SIGTERM to the gate and then to the gate's process
+/// group, and a terminal's Ctrl-C reaches every process of the foreground group.
+pub const REPEAT_WINDOW: Duration = Duration::from_secs(1);
+
+/// When the first interrupt arrived: `CLOCK_MONOTONIC` in nanoseconds, plus 1 (0: none yet).
+static FIRST_SIGNAL_NS: AtomicU64 = AtomicU64::new(0);
+
 /// Makes SIGINT, SIGTERM and SIGHUP set a flag that every bounded wait checks, so a
 /// Ctrl-C, a `kill` or a dropped SSH session ends the current phase as interrupted, tears
-/// the cluster down and keeps the results (summary.json, JUnit). A second signal exits at
-/// once with status 2 (the servers still die: parent-death signal).
+/// the cluster down and keeps the results (summary.json, JUnit). A second signal at least
+/// [`REPEAT_WINDOW`] after the first exits at once with status 2 (the servers still die:
+/// parent-death signal); one sooner is the same interrupt delivered twice and is ignored.
 pub fn install_interrupt_handler() -> Result<()> {
-    let flag = INTERRUPTED.get_or_init(Default::default);
+    let flag = Arc::clone(INTERRUPTED.get_or_init(Default::default));
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     for sig in [SIGINT, SIGTERM, SIGHUP] {
-        // Registered first, so it sees the flag as it was before this signal.
-        signal_hook::flag::register_conditional_shutdown(sig, 2, Arc::clone(flag))
-            .and_then(|_| signal_hook::flag::register(sig, Arc::clone(flag)))
+        let flag = Arc::clone(&flag);
+        let on_signal = move || {
+            // Only async-signal-safe calls here: clock_gettime, atomics, _exit.
+            let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
+                .map(|t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64 + 1)
+                .unwrap_or(1);
+            match FIRST_SIGNAL_NS.compare_exchange(0, now, Ordering::SeqCst, Ordering::SeqCst) {
+                Ok(_) => {}
+                Err(first) if now.saturating_sub(first) >= REPEAT_WINDOW.as_nanos() as u64 => {
+                    signal_hook::low_level::exit(2)
+                }
+                Err(_) => {}
+            }
+            flag.store(true, Ordering::SeqCst);
+        };
+        // SAFETY: the action only reads the monotonic clock, touches atomics and calls
+        // `_exit`, all async-signal-safe.
+        unsafe { signal_hook::low_level::register(sig, on_signal) }
             .context("cannot install the SIGINT/SIGTERM/SIGHUP handler")?;
     }
     Ok(())
@@ -277,6 +301,70 @@ pub fn process_running(pid: u32) -> bool {
     }
 }
 
+/// Makes the gate the subreaper of everything it starts (`PR_SET_CHILD_SUBREAPER`): a
+/// descendant that leaves its process group (`setsid`) and loses its parent comes to the
+/// gate instead of init, so [`end_orphans`] can prove it is the gate's and end it.
+/// Errors: the kernel refuses (Linux before 3.4).
+pub fn adopt_orphans() -> Result<()> {
+    nix::sys::prctl::set_child_subreaper(true)
+        .context("cannot make the gate the subreaper of its children (PR_SET_CHILD_SUBREAPER)")
+}
+
+/// Kills (SIGKILL) and reaps every live child of the gate but `keep` (pids): after a
+/// trial's teardown, these are descendants that escaped the trial's process groups and
+/// were adopted ([`adopt_orphans`]), e.g. a worker that called `setsid` and outlived its
+/// mako. Waits at most a second for each to die. Returns them as `(pid, command)`.
+pub fn end_orphans(keep: &[u32]) -> Vec<(u32, String)> {
+    let own = std::process::id();
+    let children = |_: ()| -> Vec<(u32, String)> {
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| !keep.contains(pid) && process_running(*pid))
+            .filter(|pid| parent_of(*pid) == Some(own))
+            .map(|pid| {
+                let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                let cmd = String::from_utf8_lossy(&raw).replace('\0', " ");
+                (pid, cmd.trim_end().to_string())
+            })
+            .collect()
+    };
+    let mut ended: Vec<(u32, String)> = Vec::new();
+    // A few rounds: an orphan may fork while it is being killed, and its children come here.
+    for _ in 0..5 {
+        let found = children(());
+        if found.is_empty() {
+            break;
+        }
+        for (pid, cmd) in found {
+            let p = Pid::from_raw(pid as i32);
+            let _ = nix::sys::signal::kill(p, Signal::SIGKILL);
+            let deadline = Instant::now() + Duration::from_secs(1);
+            // Reaped here: no std::process::Child owns it.
+            while Instant::now() < deadline {
+                use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+                match waitpid(p, Some(WaitPidFlag::WNOHANG)) {
+                    Ok(WaitStatus::StillAlive) => thread::sleep(Duration::from_millis(5)),
+                    _ => break,
+                }
+            }
+            if !ended.iter().any(|(q, _)| *q == pid) {
+                ended.push((pid, cmd));
+            }
+        }
+    }
+    ended
+}
+
+/// The parent pid of `pid` (`/proc/<pid>/stat`, the field after the state).
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(") ")?.1.split(' ').nth(1)?.parse().ok()
+}
+
 /// Live processes whose command line mentions `needle` (e.g. a run's directory, which
 /// every fdbserver, fdbcli and mako of the run gets as an argument): `(pid, command)`.
 pub fn processes_mentioning(needle: &str) -> Vec<(u32, String)> {
@@ -323,10 +411,11 @@ pub fn kill_mentioning(dir: &Path) -> Vec<(u32, String)> {
 
 /// A child's output file as text: read as bytes and decoded lossily (a byte that is not
 /// UTF-8 becomes U+FFFD, so one stray byte in fdbserver's stderr or mako's report cannot
-/// hide the lines around it). Errors: the file cannot be read (named with the cause);
-/// never "nothing found".
+/// hide the lines around it). Errors: the file cannot be read, or is not a regular file of
+/// at most [`crate::input::MAX_BYTES`] (named with the cause); never "nothing found".
 pub fn read_output(path: &Path) -> Result<String> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bytes =
+        crate::input::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     Ok(match String::from_utf8(bytes) {
         Ok(text) => text,
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),

@@ -79,6 +79,67 @@ fn a_dropped_ssh_session_sighup_ends_the_run_in_order() {
     assert!(junit.contains("interrupted"), "{junit}");
 }
 
+#[test]
+fn a_sigterm_delivered_twice_at_once_is_one_interrupt() {
+    // GNU `timeout` sends SIGTERM to the gate and then to its process group: both arrive
+    // within microseconds. Before, the second one exited at once and lost the results.
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"mako_run_hang": true}), json!({}));
+    let mut child = s.spawn_until_mako_runs(&a, &b);
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    for _ in 0..2 {
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(2), "{status:?}");
+    s.assert_no_leftover_processes();
+    assert_eq!(s.read_json("summary.json")["interrupted"], true);
+    let junit = std::fs::read_to_string(s.out().join("junit.xml")).unwrap();
+    assert!(junit.contains("interrupted"), "{junit}");
+}
+
+#[test]
+fn a_process_that_left_its_group_is_ended_after_its_trial() {
+    // Before: a mako worker in a group of its own (setsid) outlived a normal end of the
+    // run, taking CPU from every later trial and from the next run.
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"mako_detached_worker": true}), json!({}));
+    let o = s.bench(&a, &b, &["--trials", "1"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    s.assert_no_leftover_processes();
+    let log = std::fs::read_to_string(s.out().join("run.log")).unwrap();
+    assert!(
+        log.contains("outlived the trial outside its process groups (setsid) and was killed")
+            && log.contains("--double-worker"),
+        "{log}"
+    );
+}
+
+#[test]
+fn a_second_interrupt_later_exits_at_once() {
+    let s = Sandbox::new();
+    // The cluster ignores SIGTERM, so the orderly end of the first interrupt takes the
+    // servers' whole stop grace: the second signal lands while it is under way.
+    let (a, b) = s.ab(
+        json!({"mako_run_hang": true, "server_ignores_sigterm": true}),
+        json!({}),
+    );
+    let mut child = s.spawn_until_mako_runs(&a, &b);
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(2), "{status:?}");
+    // Exited before writing its summary; the servers die by their parent-death signal.
+    assert!(!s.out().join("summary.json").exists());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !s.leftover_processes().is_empty() {
+        assert!(Instant::now() < deadline, "{:?}", s.leftover_processes());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Whether this process may lower an `oom_score_adj` (CAP_SYS_RESOURCE, capability 24, in
 /// its effective set).
 fn has_cap_sys_resource() -> bool {

@@ -982,7 +982,7 @@ fn compiler_env_args(value: &str) -> Option<String> {
 fn toolchain_file(cmake_args: &[String], env: &BTreeMap<String, String>) -> Option<String> {
     let path = last_define(cmake_args, "CMAKE_TOOLCHAIN_FILE")
         .or_else(|| env.get("CMAKE_TOOLCHAIN_FILE").cloned())?;
-    let contents = match std::fs::read(&path) {
+    let contents = match crate::input::read(Path::new(&path)) {
         Ok(bytes) => {
             let digest = sha2::Sha256::digest(&bytes);
             let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
@@ -1010,7 +1010,7 @@ fn flags_key(
 /// `provenance` for an entry built earlier: its build time is the one its stamp records.
 fn cache_hit(mut provenance: Provenance, stamp: &Path) -> Provenance {
     provenance.cache_hit = true;
-    provenance.build_s = std::fs::read_to_string(stamp)
+    provenance.build_s = crate::input::read_text(stamp)
         .ok()
         .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
         .and_then(|v| v[0]["build_s"].as_f64())

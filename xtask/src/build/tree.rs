@@ -163,7 +163,7 @@ pub fn same_binaries(a: &FdbTree, b: &FdbTree) -> Result<bool> {
 fn same_file_contents(x: &Path, y: &Path) -> Result<bool> {
     use std::io::Read;
     let open =
-        |p: &Path| std::fs::File::open(p).with_context(|| format!("cannot read {}", p.display()));
+        |p: &Path| crate::input::open(p).with_context(|| format!("cannot read {}", p.display()));
     let (mut fx, mut fy) = (open(x)?, open(y)?);
     if fx.metadata()?.len() != fy.metadata()?.len() {
         return Ok(false);

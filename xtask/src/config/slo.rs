@@ -69,9 +69,18 @@ pub fn resolve(
 ) -> Result<(SloTps, Vec<String>)> {
     let mut slo = SloTps::default();
     let mut sources = Vec::new();
-    let from_file = if file.is_file() {
-        let text = std::fs::read_to_string(file)
-            .with_context(|| format!("cannot read {}", file.display()))?;
+    // Only a file that is not there is "no floors": a dangling link, a FIFO or an unreadable
+    // file would silently drop every floor the team set.
+    let absent =
+        matches!(file.symlink_metadata(), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
+    let from_file = if !absent {
+        let text = crate::input::read_text(file).with_context(|| {
+            format!(
+                "cannot read the SLO file {} (TPS floors per profile and engine); fix or \
+                 remove it",
+                file.display()
+            )
+        })?;
         let f: SloFile = serde_json::from_str(&text)
             .with_context(|| format!("SLO file {} does not match the format", file.display()))?;
         if f.schema_version != 1 {
@@ -180,5 +189,22 @@ mod tests {
             Path::new("/nonexistent/slo.json"),
         );
         assert_eq!(missing.unwrap().0, SloTps::default());
+        // Before: a dangling link or a FIFO at slo.json was "no file", so every floor went
+        // silently; now only a file that is not there is.
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("slo.json");
+        std::os::unix::fs::symlink(dir.path().join("gone.json"), &link).unwrap();
+        let fifo = dir.path().join("fifo.json");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        for (path, cause) in [(&link, "No such file"), (&fifo, "FIFO")] {
+            let err = format!(
+                "{:#}",
+                resolve(None, "quick", &[Engine::Redwood], &|_| None, path).unwrap_err()
+            );
+            assert!(
+                err.contains("cannot read the SLO file") && err.contains(cause),
+                "{err}"
+            );
+        }
     }
 }

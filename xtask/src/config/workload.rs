@@ -344,7 +344,7 @@ struct ProfileFile {
 
 impl ProfileFile {
     fn read(path: &Path) -> Result<ProfileFile, UsageError> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let text = crate::input::read_text(path).map_err(|e| {
             usage(format!(
                 "cannot read --profile-file {}: {e}",
                 path.display()

@@ -39,7 +39,7 @@ pub struct Runner<'a> {
     /// The records of the trials that ended, in run order.
     pub trials: Vec<TrialRecord>,
     // Last: dropped after everything else, it removes the run dir and releases the reaper.
-    _reaper: Reaper,
+    reaper: Reaper,
 }
 
 impl<'a> Runner<'a> {
@@ -58,13 +58,16 @@ impl<'a> Runner<'a> {
         // Ends what the trials started if this gate dies without tearing down (SIGKILL); it
         // owns the run dir, which goes first when the runner is dropped.
         let reaper = Reaper::start(run_dir, &out.join("run.log"))?;
+        // What escapes a trial's process groups and loses its parent comes to the gate,
+        // which ends it after the trial.
+        crate::process::adopt_orphans()?;
         Ok(Runner {
             plan,
             out,
             run_workdir,
             save: Box::new(save),
             trials: Vec::new(),
-            _reaper: reaper,
+            reaper,
         })
     }
 
@@ -104,6 +107,14 @@ impl<'a> Runner<'a> {
             run_trial(&ctx, &self.plan.arm(planned.arm).tree, &planned)
         });
         self.log(&record);
+        // Left running, it would take CPU from the next trials' servers.
+        for (pid, cmd) in crate::process::end_orphans(&[self.reaper.pid()]) {
+            tracing::warn!(
+                "trial {}: pid {pid} outlived the trial outside its process groups (setsid) \
+                 and was killed: {cmd}",
+                record.index
+            );
+        }
         let stop = record.outcome == Outcome::Interrupted || interrupted();
         self.trials.push(record);
         (self.save)(&self.trials)?;

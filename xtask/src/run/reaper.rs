@@ -193,6 +193,11 @@ pub struct Reaper {
 }
 
 impl Reaper {
+    /// The reaper's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Starts the reaper of `run_dir` (which it keeps until dropped); it appends to `log`.
     /// Errors: the pipe or the process cannot be created.
     pub fn start(run_dir: RunDir, log: &Path) -> Result<Reaper> {

@@ -1,0 +1,142 @@
+//! Reading files the gate did not write, below every stage: profiles, SLO and baseline
+//! files, saved runs, build trees (`CMakeCache.txt`, binaries) and children's output.
+//!
+//! Any of them may be a FIFO (an open blocks until a writer comes, ignoring signals), a
+//! device such as `/dev/zero` (endless) or far larger than any real one. Every read here
+//! opens with `O_NONBLOCK`, so it never blocks, checks on the open descriptor that the file
+//! is a regular file, and refuses one larger than [`MAX_BYTES`] before reading it. Symbolic
+//! links the user gave are followed (a baseline may be a link to another); the check is on
+//! what they lead to.
+
+use std::{
+    fs::File,
+    io::Read,
+    os::unix::fs::{FileTypeExt, OpenOptionsExt},
+    path::Path,
+};
+
+/// The largest file the gate reads whole, bytes (64 MiB): a results dir's `trials.json` of
+/// 10,000 trials or a `CMakeCache.txt` is a few MiB at most.
+pub const MAX_BYTES: u64 = 64 << 20;
+
+/// Opens `path` for reading, never blocking, and only when it is a regular file.
+///
+/// Errors (`std::io::Error`, kind `InvalidInput` for the last two): it cannot be opened,
+/// or it is a directory, FIFO, socket or device (the message names which).
+pub fn open(path: &Path) -> std::io::Result<File> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(path)?;
+    let kind = file.metadata()?.file_type();
+    if kind.is_file() {
+        return Ok(file);
+    }
+    let what = if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else {
+        "not a regular file"
+    };
+    Err(std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!("it is {what}, not a regular file"),
+    ))
+}
+
+/// The whole contents of the regular file `path` ([`open`]), at most [`MAX_BYTES`].
+///
+/// Errors: those of [`open`], a read error, or a file larger than [`MAX_BYTES`] (kind
+/// `InvalidInput`, with its size).
+pub fn read(path: &Path) -> std::io::Result<Vec<u8>> {
+    let file = open(path)?;
+    let len = file.metadata()?.len();
+    if len > MAX_BYTES {
+        return Err(too_large(len));
+    }
+    let mut bytes = Vec::with_capacity(len as usize);
+    // A file that grows while read stops at the cap rather than at memory's end.
+    file.take(MAX_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_BYTES {
+        return Err(too_large(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+/// [`read`] as UTF-8 text.
+///
+/// Errors: those of [`read`], or bytes that are not UTF-8 (kind `InvalidData`, with the
+/// offset of the first bad byte).
+pub fn read_text(path: &Path) -> std::io::Result<String> {
+    String::from_utf8(read(path)?).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "it is not UTF-8 text (byte {} is not valid)",
+                e.utf8_error().valid_up_to()
+            ),
+        )
+    })
+}
+
+fn too_large(len: u64) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!(
+            "it holds {len} bytes or more, more than the {} MiB the gate reads",
+            MAX_BYTES >> 20
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fifo_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("profile.json");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let e = read(&fifo).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+        assert!(e.to_string().contains("FIFO"), "{e}");
+    }
+
+    #[test]
+    fn a_device_and_a_directory_are_refused() {
+        let e = read(Path::new("/dev/zero")).unwrap_err();
+        assert!(e.to_string().contains("character device"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let e = read(dir.path()).unwrap_err();
+        assert!(e.to_string().contains("directory"), "{e}");
+    }
+
+    #[test]
+    fn a_file_beyond_the_cap_is_refused_before_it_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("trials.json");
+        File::create(&big).unwrap().set_len(MAX_BYTES + 1).unwrap();
+        let e = read(&big).unwrap_err();
+        assert!(e.to_string().contains("64 MiB"), "{e}");
+    }
+
+    #[test]
+    fn a_link_to_a_regular_file_is_read_and_bad_utf8_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("x.json");
+        std::fs::write(&file, b"{}\xff").unwrap();
+        let link = dir.path().join("latest.json");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert_eq!(read(&link).unwrap(), b"{}\xff");
+        let e = read_text(&link).unwrap_err();
+        assert!(e.to_string().contains("byte 2"), "{e}");
+    }
+}
