@@ -112,7 +112,39 @@ impl MakoReport {
                 r.total_timeouts
             );
         }
-        check_rate(&r).with_context(|| format!("mako JSON report {json_name} is not plausible"))?;
+        let figures = Figures::from(&r);
+        let samples_tps: Vec<f64> = raw.samples.iter().map(|s| s.tps).collect();
+        check_rate(&figures)
+            .and_then(|()| check_samples(&samples_tps, &figures))
+            .with_context(|| format!("mako JSON report {json_name} is not plausible"))?;
+        for (what, text_value, json_value) in [
+            (
+                "transactions (Total Xacts)",
+                summary.total_xacts,
+                r.total_xacts,
+            ),
+            (
+                "milliseconds of run (Run Duration)",
+                summary.run_duration_ms,
+                (r.run_duration * 1000.0).round() as u64,
+            ),
+            (
+                "milliseconds of warmup (Warmup Duration)",
+                summary.warmup_duration_ms,
+                (r.warmup_duration * 1000.0).round() as u64,
+            ),
+        ] {
+            // Older makos print fewer lines: a line that is not there is not compared.
+            if let Some(t) = text_value {
+                let j = json_value;
+                if t.abs_diff(j) > 1 {
+                    bail!(
+                        "mako reports disagree: {text_name} counts {t} {what} but {json_name} \
+                         {j}; they are not from the same run"
+                    );
+                }
+            }
+        }
         let stat = |m: &BTreeMap<String, f64>, op: &str| m.get(op).copied().unwrap_or(f64::NAN);
         let latency_us = r
             .num_samples
@@ -144,9 +176,29 @@ impl MakoReport {
             total_conflicts: r.total_conflicts,
             total_errors: r.total_errors,
             total_timeouts: r.total_timeouts,
-            samples_tps: raw.samples.iter().map(|s| s.tps).collect(),
+            samples_tps,
             latency_us,
         })
+    }
+
+    /// Checks a report read back (a saved `trials.json` may have been edited) as
+    /// [`MakoReport::parse`] checked it: TPS, transactions and window agree, the
+    /// per-second samples agree with TPS, TPS is at most [`MAX_TPS`], and every latency
+    /// lies within the run.
+    ///
+    /// Errors: the first figure that does not hold, named.
+    pub fn check(&self) -> Result<()> {
+        let figures = Figures {
+            run_duration: self.run_duration_s,
+            warmup_duration: self.warmup_duration_s,
+            total_duration: self.measured_duration_s,
+            tps: self.tps,
+            total_xacts: self.total_xacts,
+            overall_tps: self.overall_tps,
+        };
+        check_rate(&figures)?;
+        check_samples(&self.samples_tps, &figures)?;
+        check_latencies(&self.latency_us, self.run_duration_s)
     }
 
     /// The statistics of whole transactions (mako's `TRANSACTION` operation), when the
@@ -215,27 +267,94 @@ pub struct TextSummary {
     pub overall_tps: u64,
     pub total_errors: u64,
     pub total_timeouts: u64,
+    /// "Total Xacts", when printed.
+    pub total_xacts: Option<u64>,
+    /// "Run Duration", milliseconds, when printed.
+    pub run_duration_ms: Option<u64>,
+    /// "Warmup Duration", milliseconds, when printed.
+    pub warmup_duration_ms: Option<u64>,
 }
 
 impl TextSummary {
+    /// Parses the summary block of a `mako --mode run` text report.
+    ///
+    /// Errors: a required line (`Overall TPS:`, `Total Errors:`, `Total Timeouts:`) is
+    /// missing (the run did not finish), a value is not a number, or a line appears more
+    /// than once with different values (output of something else mixed in: which one is
+    /// the report's cannot be told).
     pub fn parse(text: &str) -> Result<TextSummary> {
-        let field = |key: &str| -> Result<u64> {
-            let line = text
-                .lines()
-                .find_map(|l| l.trim_start().strip_prefix(key))
-                .with_context(|| {
-                    format!("no '{key}' line: the run did not finish (killed, or --verbose 0)")
-                })?;
-            let value = line.trim();
-            value
-                .parse()
-                .with_context(|| format!("'{key}' is '{value}', not a whole number"))
+        let values = |key: &str| -> Vec<&str> {
+            text.lines()
+                .filter_map(|l| l.trim_start().strip_prefix(key))
+                .map(str::trim)
+                .collect()
+        };
+        let the_one = |key: &str| -> Result<Option<&str>> {
+            let all = values(key);
+            match all.split_first() {
+                None => Ok(None),
+                Some((first, rest)) if rest.iter().all(|v| v == first) => Ok(Some(*first)),
+                Some(_) => bail!(
+                    "{} '{key}' lines with different values ({}): other output is mixed into \
+                     the report",
+                    all.len(),
+                    all.join(", ")
+                ),
+            }
+        };
+        let whole = |key: &str| -> Result<Option<u64>> {
+            the_one(key)?
+                .map(|v| {
+                    v.parse()
+                        .with_context(|| format!("'{key}' is '{v}', not a whole number"))
+                })
+                .transpose()
+        };
+        let millis = |key: &str| -> Result<Option<u64>> {
+            the_one(key)?
+                .map(|v| match v.parse::<f64>() {
+                    Ok(s) if s.is_finite() && s >= 0.0 => Ok((s * 1000.0).round() as u64),
+                    _ => bail!("'{key}' is '{v}', not a number of seconds"),
+                })
+                .transpose()
+        };
+        let required = |key: &str| -> Result<u64> {
+            whole(key)?.with_context(|| {
+                format!("no '{key}' line: the run did not finish (killed, or --verbose 0)")
+            })
         };
         Ok(TextSummary {
-            overall_tps: field("Overall TPS:")?,
-            total_errors: field("Total Errors:")?,
-            total_timeouts: field("Total Timeouts:")?,
+            overall_tps: required("Overall TPS:")?,
+            total_errors: required("Total Errors:")?,
+            total_timeouts: required("Total Timeouts:")?,
+            total_xacts: whole("Total Xacts:")?,
+            run_duration_ms: millis("Run Duration:")?,
+            warmup_duration_ms: millis("Warmup Duration:")?,
         })
+    }
+}
+
+/// mako's summary figures, as its JSON report names them; what [`check_rate`] and
+/// [`check_samples`] judge, of a fresh report or a saved one.
+struct Figures {
+    run_duration: f64,
+    warmup_duration: f64,
+    total_duration: f64,
+    tps: f64,
+    total_xacts: u64,
+    overall_tps: u64,
+}
+
+impl From<&RawResults> for Figures {
+    fn from(r: &RawResults) -> Figures {
+        Figures {
+            run_duration: r.run_duration,
+            warmup_duration: r.warmup_duration,
+            total_duration: r.total_duration,
+            tps: r.tps,
+            total_xacts: r.total_xacts,
+            overall_tps: r.overall_tps,
+        }
     }
 }
 
@@ -243,7 +362,7 @@ impl TextSummary {
 /// `tps = totalXacts / totalDuration` and `overallTPS` as its integer part): durations
 /// finite and non-negative, `tps` finite, and both TPS figures the transactions over the
 /// window, within rounding (durations are printed to the millisecond, `tps` to 2 decimals).
-fn check_rate(r: &RawResults) -> Result<()> {
+fn check_rate(r: &Figures) -> Result<()> {
     for (name, v) in [
         ("runDuration", r.run_duration),
         ("warmupDuration", r.warmup_duration),
@@ -271,6 +390,43 @@ fn check_rate(r: &RawResults) -> Result<()> {
             "overallTPS {} is not tps {} without its fraction",
             r.overall_tps,
             r.tps
+        );
+    }
+    Ok(())
+}
+
+/// More TPS than any FDB cluster commits (its largest published deployments commit
+/// millions of transactions per second; a single host tens of thousands).
+pub const MAX_TPS: f64 = 1e9;
+
+/// The per-second samples agree with the run's TPS: their mean over the measurement window
+/// (the samples after the warmup's seconds) is within a quarter of `tps`. mako cuts the
+/// phases on its per-second clock, so the window's samples and `totalDuration` can differ
+/// by a second's edge, never by a multiple. Also `tps` at most [`MAX_TPS`]. Fewer than 3
+/// window samples are not compared.
+fn check_samples(samples: &[f64], r: &Figures) -> Result<()> {
+    if r.tps > MAX_TPS {
+        bail!(
+            "tps {} is more than any FDB cluster commits ({})",
+            compact(r.tps),
+            compact(MAX_TPS)
+        );
+    }
+    if let Some(bad) = samples.iter().find(|s| !(s.is_finite() && **s >= 0.0)) {
+        bail!("a per-second sample's tps is {}", compact(*bad));
+    }
+    let skip = (r.warmup_duration.round() as usize).min(samples.len());
+    let window = &samples[skip..];
+    if window.len() < 3 {
+        return Ok(());
+    }
+    let mean = window.iter().sum::<f64>() / window.len() as f64;
+    if (mean - r.tps).abs() > 0.25 * r.tps + 1.0 {
+        bail!(
+            "its {} per-second samples after the warmup average {} TPS, but tps is {}",
+            window.len(),
+            compact((mean * 100.0).round() / 100.0),
+            compact(r.tps)
         );
     }
     Ok(())
@@ -577,6 +733,84 @@ mod tests {
             let err = format!("{:#}", parse(&text, &json).unwrap_err());
             assert!(err.contains(says), "{from} -> {err}");
         }
+    }
+
+    #[test]
+    fn a_report_consistent_with_itself_but_impossible_is_refused() {
+        // Issue 18's breaker input: TPS, transactions and both Overall TPS lines scaled
+        // alike, so that every figure agrees with every other but the per-second samples.
+        let scaled = |factor: u64| {
+            let json = RUN_JSON
+                .replace(
+                    r#""tps": 659.89"#,
+                    &format!(r#""tps": {}"#, 659.89 * factor as f64),
+                )
+                .replace(
+                    r#""totalXacts": 4669"#,
+                    &format!(r#""totalXacts": {}"#, 4669 * factor),
+                )
+                .replace(
+                    r#""overallTPS": 659"#,
+                    &format!(r#""overallTPS": {}"#, 65989 * factor / 100),
+                );
+            let text = RUN_TXT
+                .replace(
+                    "Overall TPS:            659",
+                    &format!("Overall TPS:            {}", 65989 * factor / 100),
+                )
+                .replace(
+                    "Total Xacts:           4669",
+                    &format!("Total Xacts:           {}", 4669 * factor),
+                );
+            format!("{:#}", parse(&text, &json).unwrap_err())
+        };
+        let err = scaled(1000);
+        assert!(
+            err.contains("7 per-second samples after the warmup average 660.47 TPS"),
+            "{err}"
+        );
+        let err = scaled(1_000_000_000);
+        assert!(err.contains("more than any FDB cluster commits"), "{err}");
+    }
+
+    #[test]
+    fn text_totals_and_durations_that_differ_from_the_json_are_refused() {
+        for (from, to, says) in [
+            (
+                "Total Xacts:           4669",
+                "Total Xacts:           4000",
+                "counts 4000 transactions (Total Xacts) but mako.json 4669",
+            ),
+            (
+                "Run Duration:        10.097",
+                "Run Duration:        20.097",
+                "counts 20097 milliseconds of run",
+            ),
+            (
+                "Warmup Duration:      3.021",
+                "Warmup Duration:      0.000",
+                "counts 0 milliseconds of warmup",
+            ),
+        ] {
+            let text = RUN_TXT.replace(from, to);
+            assert_ne!(text, RUN_TXT, "{from}");
+            let err = format!("{:#}", parse(&text, RUN_JSON).unwrap_err());
+            assert!(err.contains(says), "{from} -> {err}");
+        }
+    }
+
+    #[test]
+    fn a_stray_overall_tps_line_is_refused_not_taken() {
+        // Before: the first "Overall TPS:" line won, even one printed by something else.
+        let text = format!("Overall TPS:            99999\n{RUN_TXT}");
+        let err = format!("{:#}", parse(&text, RUN_JSON).unwrap_err());
+        assert!(
+            err.contains("2 'Overall TPS:' lines with different values (99999, 659)"),
+            "{err}"
+        );
+        // The same line twice is the same report.
+        let twice = format!("{RUN_TXT}\nOverall TPS:            659\n");
+        assert!(parse(&twice, RUN_JSON).is_ok());
     }
 
     #[test]

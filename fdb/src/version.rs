@@ -22,16 +22,33 @@ pub struct FdbVersion {
 }
 
 impl FdbVersion {
+    /// Parses `fdbserver --version`'s output.
+    ///
+    /// Errors: the first line is not `FoundationDB ...`, a `source version` or `protocol`
+    /// line is missing, or a field holds a control character (which would reach the
+    /// terminal and every report); the output is quoted escaped, its first 300 characters.
     pub fn parse(text: &str) -> Result<FdbVersion> {
-        let release = text.lines().next().unwrap_or("").trim().to_string();
+        let quoted = || format!("{:?}", text.chars().take(300).collect::<String>());
+        let checked = |what: &str, value: &str| -> Result<String> {
+            if value.chars().any(char::is_control) {
+                bail!(
+                    "the {what} holds control characters, which no fdbserver prints: {}",
+                    quoted()
+                );
+            }
+            Ok(value.to_string())
+        };
+        let release = checked("first line", text.lines().next().unwrap_or("").trim())?;
         let field = |key: &str| -> Result<String> {
-            text.lines()
+            let value = text
+                .lines()
                 .find_map(|l| l.trim().strip_prefix(key))
-                .map(|v| v.trim().to_string())
-                .with_context(|| format!("no '{key}' line in:\n{text}"))
+                .map(str::trim)
+                .with_context(|| format!("no '{key}' line in {}", quoted()))?;
+            checked(&format!("'{key}' line"), value)
         };
         if !release.starts_with("FoundationDB") {
-            bail!("first line is not 'FoundationDB <version>' in:\n{text}");
+            bail!("first line is not 'FoundationDB <version>' in {}", quoted());
         }
         Ok(FdbVersion {
             release,
@@ -59,5 +76,18 @@ mod tests {
     fn rejects_other_programs_output() {
         assert!(FdbVersion::parse("mako 1.0\n").is_err());
         assert!(FdbVersion::parse("FoundationDB 8.0\nprotocol x\n").is_err());
+    }
+
+    #[test]
+    fn control_characters_are_refused_and_quoted_escaped() {
+        // Before: an escape sequence in a fake fdbserver's version reached the terminal
+        // and report.html as it was.
+        let text = FIXTURE.replace("FoundationDB 8.0", "FoundationDB 8.0\x1b[2J\x07");
+        let e = FdbVersion::parse(&text).unwrap_err().to_string();
+        assert!(e.contains("the first line holds control characters"), "{e}");
+        assert!(e.contains("\\u{1b}[2J\\u{7}") && !e.contains('\x1b'), "{e}");
+        let text = FIXTURE.replace("source version c0c4", "source version \x1bc0c4");
+        let e = FdbVersion::parse(&text).unwrap_err().to_string();
+        assert!(e.contains("'source version ' line holds control"), "{e}");
     }
 }

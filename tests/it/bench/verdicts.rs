@@ -192,6 +192,48 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
         assert_eq!(code(&o), 2, "{}", text(&o));
         assert!(text(&o).contains("storage cores"), "{}", text(&o));
     }
+    // Other edits a gate never writes (issue 18): refused, naming what is wrong.
+    let original = s.read_json("trials.json");
+    let doubled_tps = original[1]["report"]["tps"].as_f64().unwrap() * 2.0;
+    type Edit = Box<dyn Fn(&mut serde_json::Value)>;
+    let edits: [(Edit, &str); 3] = [
+        (
+            Box::new(|t| t[1]["index"] = t[0]["index"].clone()),
+            "its trial 2 holds index 1",
+        ),
+        (
+            Box::new(|t| t[0]["repetition"] = serde_json::json!(0)),
+            "trial 1 has repetition 0",
+        ),
+        (
+            Box::new(move |t| t[1]["report"]["tps"] = serde_json::json!(doubled_tps)),
+            "a mako report that does not add up",
+        ),
+    ];
+    for (edit, says) in edits {
+        let mut trials = original.clone();
+        edit(&mut trials);
+        std::fs::write(edited.join("trials.json"), trials.to_string()).unwrap();
+        let o = std::process::Command::new(crate::support::xtask())
+            .arg("compare")
+            .arg(&edited)
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 2, "{says}: {}", text(&o));
+        assert!(text(&o).contains(says), "{says}: {}", text(&o));
+    }
+    std::fs::write(edited.join("trials.json"), original.to_string()).unwrap();
+    let mut meta = s.read_json("meta.json");
+    meta["plan"]["config"]["trials"] = serde_json::json!(0);
+    std::fs::write(edited.join("meta.json"), meta.to_string()).unwrap();
+    let o = std::process::Command::new(crate::support::xtask())
+        .arg("compare")
+        .arg(&edited)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(text(&o).contains("it plans 0 trials"), "{}", text(&o));
+
     // compare never writes into the run it reads: --out RUN, or --junit inside it.
     let o = compare(&[], "results");
     assert_eq!(code(&o), 64, "{}", text(&o));
@@ -214,6 +256,21 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
         text(&o)
     );
     assert_eq!(std::fs::read(&junit_inside).unwrap(), before);
+    // A refused --junit (a FIFO there) leaves no empty --out behind, nor a dangling --out
+    // link an "File exists" error.
+    let fifo = s.dir.path().join("junit-fifo.xml");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let o = compare(&["--junit", fifo.to_str().unwrap()], "fifo-out");
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(!s.dir.path().join("fifo-out").exists(), "{}", text(&o));
+    std::os::unix::fs::symlink(s.dir.path().join("gone"), s.dir.path().join("dangling")).unwrap();
+    let o = compare(&[], "dangling");
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("is a symbolic link to something missing"),
+        "{}",
+        text(&o)
+    );
     // A run without summary.json did not finish: its numbers are not a verdict.
     let killed = s.dir.path().join("killed");
     std::fs::create_dir_all(&killed).unwrap();

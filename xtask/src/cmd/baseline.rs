@@ -73,7 +73,8 @@ fn record(
             )),
         };
         let path = dir.join(format!("{base}.json"));
-        if path.exists() && !force {
+        // Whatever is there, a dangling link included, is someone's.
+        if path.symlink_metadata().is_ok() && !force {
             return Err(UsageError(format!(
                 "baseline {} exists; pass --force to replace it, or --name",
                 path.display()
@@ -119,9 +120,17 @@ fn check_finished(from: &Path, summary: Option<&SavedSummary>) -> Result<()> {
 }
 
 /// A baseline name is a plain file name: 1 to 100 letters, digits, '.', '_' or '-', not
-/// starting with '.', so that `<dir>/<name>.json` stays inside the baselines dir. Errors:
-/// a [`UsageError`] naming the rule.
+/// starting with '.', so that `<dir>/<name>.json` stays inside the baselines dir, and not
+/// `slo` (`slo.json` holds the SLO floors). Errors: a [`UsageError`] naming the rule.
 fn check_name(name: &str) -> Result<()> {
+    if name == "slo" {
+        return Err(UsageError(
+            "--name slo: baselines/slo.json is the SLO file (TPS floors), not a baseline; \
+             choose another name"
+                .to_string(),
+        )
+        .into());
+    }
     let ok = (1..=100).contains(&name.len())
         && !name.starts_with('.')
         && name
@@ -276,6 +285,9 @@ mod tests {
             let e = check_name(bad).unwrap_err().to_string();
             assert!(e.contains("a baseline name is a file name"), "{bad}: {e}");
         }
+        // Before: `--name slo` replaced the SLO floors with a baseline.
+        let e = check_name("slo").unwrap_err().to_string();
+        assert!(e.contains("is the SLO file"), "{e}");
     }
 
     #[test]

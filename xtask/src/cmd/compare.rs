@@ -74,10 +74,11 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
             .join(format!("compare-{}", dir_stamp(SystemTime::now()))),
     };
     check_outputs(&args.dir, &out, args.junit.as_deref())?;
-    std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
+    // Before --out is created: a refused --junit must not leave an empty --out behind.
     if let Some(j) = &args.junit {
         check_writable_file("--junit", j)?;
     }
+    std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
     write::verdicts(
         &out,
         &judgements,

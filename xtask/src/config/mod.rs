@@ -216,6 +216,13 @@ impl TryFrom<&BenchArgs> for BenchConfig {
                  that engine runs; record one baseline per engine to judge several",
             ));
         }
+        if a.against_recorded.is_some() && !a.run.baseline_knobs.is_empty() {
+            return Err(usage(
+                "--baseline-knob does not go with --against-recorded: the record is the \
+                 baseline and ran with its own knobs (`cargo xtask baseline show NAME` lists \
+                 them); give this run's knobs with --knob or --experiment-knob",
+            ));
+        }
         c.against_recorded = a.against_recorded.clone();
         c.allow_host_mismatch = a.allow_host_mismatch;
         c.allow_knob_mismatch = a.allow_knob_mismatch;
@@ -580,6 +587,13 @@ mod tests {
         assert!(
             err.0
                 .contains("--engine does not go with --against-recorded"),
+            "{err}"
+        );
+        // Before: accepted and silently unused (there is no baseline arm to give it to).
+        let err = parse(&["--against-recorded", "rel", "--baseline-knob", "a=1"]).unwrap_err();
+        assert!(
+            err.0
+                .contains("--baseline-knob does not go with --against-recorded"),
             "{err}"
         );
     }

@@ -15,7 +15,10 @@ use serde::{Deserialize, Serialize};
 use fdb::{knob::KnobSource, Engine, FdbVersion, Knob};
 
 use super::host::Host;
-use crate::{config::Workload, error::UsageError};
+use crate::{
+    config::{Workload, MAX_TRIALS},
+    error::UsageError,
+};
 
 /// The format version this perfgate writes and reads.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -65,9 +68,23 @@ impl Baseline {
     ///
     /// Errors: unreadable file, or anything [`Baseline::parse`] refuses.
     pub fn load(path: &Path) -> Result<Baseline> {
-        let text = std::fs::read_to_string(path)
+        let text = crate::input::read_text(path)
             .with_context(|| format!("cannot read baseline {}", path.display()))?;
-        Baseline::parse(&text, &path.display().to_string())
+        let b = Baseline::parse(&text, &path.display().to_string())?;
+        // `--against-recorded NAME` finds a record by its file name and every report names
+        // it by its `name`: the two must be one.
+        let stem = path.file_stem().map(|s| s.to_string_lossy());
+        if stem.as_deref() != Some(b.name.as_str()) {
+            bail!(
+                "baseline {} names itself {:?}: a record's name is its file name; rename the \
+                 file to {:?}.json or set its \"name\" to {:?}",
+                path.display(),
+                b.name,
+                b.name,
+                stem.unwrap_or_default()
+            );
+        }
+        Ok(b)
     }
 
     /// Parses and checks a baseline file's text; `origin` (its path) names it in errors.
@@ -86,14 +103,28 @@ impl Baseline {
                 "baseline {origin} has schema_version {v}, newer than the {SCHEMA_VERSION} this \
                  perfgate reads: update perfgate"
             ),
+            Some(0) => bail!(
+                "baseline {origin} has schema_version 0; formats count from 1 (this perfgate \
+                 writes {SCHEMA_VERSION})"
+            ),
             Some(_) => {}
             None => bail!("baseline {origin}: field `schema_version` is missing or not a number"),
         }
-        let b: Baseline = serde_json::from_value(raw)
+        // From the text, not from `raw`: a field given twice is an error there, while a
+        // JSON value keeps the last silently.
+        let b: Baseline = serde_json::from_str(text)
             .with_context(|| format!("baseline {origin} does not match the format"))?;
-        if b.trials.len() < 2 {
+        if !(2..=MAX_TRIALS as usize).contains(&b.trials.len()) {
             bail!(
-                "baseline {origin}: field `trials` needs at least 2 trials, has {}",
+                "baseline {origin}: field `trials` needs 2 to {MAX_TRIALS} trials (what one run \
+                 can measure), has {}",
+                b.trials.len()
+            );
+        }
+        if b.trials.iter().all(|t| *t == b.trials[0]) {
+            bail!(
+                "baseline {origin}: its {} trials are all the same figures, which separate \
+                 trials never measure: copies of one trial are not a record",
                 b.trials.len()
             );
         }
@@ -115,6 +146,14 @@ impl Baseline {
                 if let Some(v) = value.filter(|v| !positive(*v)) {
                     bail!("baseline {origin}: field `trials[{i}].{field}` is {v}, not {what}");
                 }
+            }
+            if t.tps > fdb::mako::MAX_TPS {
+                bail!(
+                    "baseline {origin}: field `trials[{i}].tps` is {:e}, more than any FDB \
+                     cluster commits ({:e} TPS)",
+                    t.tps,
+                    fdb::mako::MAX_TPS
+                );
             }
         }
         Ok(b)
@@ -186,13 +225,12 @@ impl Baseline {
                 )),
             }
         }
-        let (recorded, ours) = (user_knobs(&self.knobs), user_knobs(run.knobs));
-        if recorded != ours {
+        let differences = knob_differences(&self.knobs, run.knobs);
+        if !differences.is_empty() {
             let why = format!(
-                "baseline {} ran fdbserver with knobs [{}], this run with [{}]",
+                "baseline {} and this run give fdbserver different knobs ({})",
                 self.name,
-                recorded.join(" "),
-                ours.join(" ")
+                differences.join("; ")
             );
             if !allowed.knobs {
                 return Err(UsageError(format!(
@@ -211,16 +249,34 @@ impl Baseline {
     }
 }
 
-/// The knobs a user asked for, as sorted `--knob_<name>=<value>` arguments (the gate's own
-/// follow from the work dir kind, checked on its own).
-fn user_knobs(knobs: &[Knob]) -> Vec<String> {
-    let mut args: Vec<String> = knobs
-        .iter()
-        .filter(|k| k.source == KnobSource::User)
-        .map(Knob::arg)
-        .collect();
-    args.sort();
-    args
+/// Where the knobs fdbserver gets differ, one phrase per knob name, e.g. `page_cache_4k:
+/// 4294967296 in the record, unset in this run`. Knobs compare by name and value, whoever
+/// asked for them: a knob the user gave equals the same knob the gate added. A knob the
+/// gate added on one side only follows from the work dir kind, which is checked on its
+/// own, and is no difference here.
+fn knob_differences(recorded: &[Knob], ours: &[Knob]) -> Vec<String> {
+    use std::collections::BTreeMap;
+    let by_name = |knobs: &[Knob]| -> BTreeMap<String, Knob> {
+        // The last of a name wins, as on fdbserver's command line.
+        knobs.iter().map(|k| (k.name.clone(), k.clone())).collect()
+    };
+    let (r, o) = (by_name(recorded), by_name(ours));
+    let mut names: Vec<&String> = r.keys().chain(o.keys()).collect();
+    names.sort();
+    names.dedup();
+    let shown = |k: Option<&Knob>| k.map_or("unset".to_string(), |k| k.value.clone());
+    names
+        .into_iter()
+        .filter_map(|name| match (r.get(name), o.get(name)) {
+            (Some(a), Some(b)) if a.value == b.value => None,
+            (Some(k), None) | (None, Some(k)) if k.source == KnobSource::Auto => None,
+            (a, b) => Some(format!(
+                "{name}: {} in the record, {} in this run",
+                shown(a),
+                shown(b)
+            )),
+        })
+        .collect()
 }
 
 /// How a run that would be judged against a record is set up.
@@ -259,7 +315,7 @@ pub fn find(dir: &Path, name: &str) -> Result<(PathBuf, Baseline)> {
     } else {
         dir.join(format!("{name}.json"))
     };
-    if !path.is_file() {
+    if path.symlink_metadata().is_err() {
         return Err(UsageError(format!(
             "no baseline '{name}' ({} does not exist); `cargo xtask baseline list` shows the \
              recorded ones",
@@ -304,6 +360,50 @@ mod tests {
             err.contains("field `trials[0].txn_latency_us_p99` is 0, not a positive latency"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn records_no_run_could_make_are_refused() {
+        // Issue 18's breaker inputs, each from the real record.
+        let text = include_str!("../../testdata/baseline-real.json");
+        let mut copies: serde_json::Value = serde_json::from_str(text).unwrap();
+        let first = copies["trials"][0].clone();
+        copies["trials"] = serde_json::Value::Array(vec![first; 5000]);
+        let mut same: serde_json::Value = serde_json::from_str(text).unwrap();
+        same["trials"][1] = same["trials"][0].clone();
+        for (bad, says) in [
+            (
+                text.replacen("\"tps\": 699.67", "\"tps\": 1e308", 1),
+                "`trials[1].tps` is 1e308, more than any FDB cluster commits",
+            ),
+            (
+                text.replacen("\"schema_version\": 1", "\"schema_version\": 0", 1),
+                "schema_version 0; formats count from 1",
+            ),
+            (
+                text.replacen("\"tps\": 699.67", "\"tps\": 699.67, \"tps\": 9999", 1),
+                "duplicate field `tps`",
+            ),
+            (copies.to_string(), "needs 2 to 1000 trials"),
+            (same.to_string(), "all the same figures"),
+        ] {
+            assert_ne!(bad, text, "{says}");
+            let err = format!("{:#}", Baseline::parse(&bad, "x.json").unwrap_err());
+            assert!(err.contains(says), "{says}: {err}");
+        }
+        // A record is its file's name.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("release.json"), text).unwrap();
+        let err = format!(
+            "{:#}",
+            Baseline::load(&dir.path().join("release.json")).unwrap_err()
+        );
+        assert!(
+            err.contains("names itself \"session2-aa\": a record's name is its file name"),
+            "{err}"
+        );
+        std::fs::write(dir.path().join("session2-aa.json"), text).unwrap();
+        assert!(Baseline::load(&dir.path().join("session2-aa.json")).is_ok());
     }
 
     /// `text` with the first trial's p99 replaced by `value`.

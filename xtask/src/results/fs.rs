@@ -85,6 +85,14 @@ pub fn results_dir(explicit: Option<&Path>, junit: Option<&Path>) -> Result<Path
 /// The way to the `--junit` file is not counted: `--junit <out>/ci/junit.xml` creates its
 /// directory first, and a run that failed before its first trial leaves only that file.
 pub fn check_results_dir(dir: &Path, junit: Option<&Path>) -> Result<()> {
+    if !dir.exists() && dir.symlink_metadata().is_ok() {
+        return Err(UsageError(format!(
+            "results dir {} is a symbolic link to something missing; choose another --out, \
+             or create the directory it points to",
+            dir.display()
+        ))
+        .into());
+    }
     if !dir.exists() {
         // It will be created: its nearest existing ancestor must be a directory.
         let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());

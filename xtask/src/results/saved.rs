@@ -184,8 +184,15 @@ impl SavedRun {
                 dir.join("trials.json").display()
             )
         })?;
+        let meta: SavedMeta = read(dir, "meta.json")?;
+        if meta.plan.config.trials == 0 {
+            anyhow::bail!(
+                "{} is not what a gate writes: it plans 0 trials (a gate plans at least 1)",
+                dir.join("meta.json").display()
+            );
+        }
         Ok(SavedRun {
-            meta: read(dir, "meta.json")?,
+            meta,
             trials,
             summary: if dir.join("summary.json").exists() {
                 Some(read(dir, "summary.json")?)
@@ -196,11 +203,28 @@ impl SavedRun {
     }
 }
 
-/// Checks what the gate guarantees of every record it writes: a measured trial has a
-/// report whose TPS is a positive, finite number, and its CPU accounting (if any) holds a
+/// Checks what the gate guarantees of every record it writes: trials numbered 1, 2, ...
+/// in order with repetitions from 1; a measured trial has a report whose TPS is a
+/// positive, finite number and whose figures add up ([`fdb::mako::MakoReport::check`]), and its CPU accounting (if any) holds a
 /// positive window, cores per role in [0, [`MAX_CORES`]] and instructions per second
 /// per role in [0, [`MAX_INSTRUCTIONS_PER_S`]], all finite.
 fn check_trials(trials: &[TrialRecord]) -> Result<(), String> {
+    // The runner numbers trials 1, 2, ... in run order, and repetitions from 1.
+    for (i, t) in trials.iter().enumerate() {
+        if t.index != i + 1 {
+            return Err(format!(
+                "its trial {} holds index {}; a gate numbers its trials 1, 2, ... in run order",
+                i + 1,
+                t.index
+            ));
+        }
+        if t.repetition == 0 {
+            return Err(format!(
+                "trial {} has repetition 0; repetitions count from 1",
+                t.index
+            ));
+        }
+    }
     for t in trials.iter().filter(|t| t.outcome == Outcome::Measured) {
         let which = format!(
             "trial {} ({} {} #{})",
@@ -211,6 +235,11 @@ fn check_trials(trials: &[TrialRecord]) -> Result<(), String> {
             return Err(format!(
                 "{which} is measured but its TPS is {}",
                 tps.map_or("missing".to_string(), |v| v.to_string())
+            ));
+        }
+        if let Some(Err(e)) = t.report.as_ref().map(|r| r.check()) {
+            return Err(format!(
+                "{which} has a mako report that does not add up: {e:#}"
             ));
         }
         let Some(cpu) = &t.cpu else { continue };
@@ -250,7 +279,7 @@ pub const MAX_INSTRUCTIONS_PER_S: f64 = MAX_CORES * 1e10;
 
 fn read<T: DeserializeOwned>(dir: &Path, file: &str) -> Result<T> {
     let path = dir.join(file);
-    let text = std::fs::read_to_string(&path).with_context(|| {
+    let text = crate::input::read_text(&path).with_context(|| {
         format!(
             "cannot read {} (is {} a perfgate results dir?)",
             path.display(),
