@@ -59,12 +59,17 @@ fn against(
     out: &str,
     extra: &[&str],
 ) -> Output {
-    Command::new(xtask())
-        .args(["bench", "--against-recorded", "release", "--baselines-dir"])
+    let mut cmd = Command::new(xtask());
+    cmd.args(["bench", "--against-recorded", "release", "--baselines-dir"])
         .arg(dir)
         .arg("--experiment-build")
-        .arg(exp)
-        .arg("--out")
+        .arg(exp);
+    // The control arm: the recorded build's tree, unless the test names its own or none.
+    if !extra.contains(&"--no-control") && !extra.contains(&"--baseline-build") {
+        cmd.arg("--baseline-build")
+            .arg(s.dir.path().join("release"));
+    }
+    cmd.arg("--out")
         .arg(s.dir.path().join(out))
         .args(crate::support::TINY)
         .args(extra)
@@ -133,15 +138,30 @@ fn record_list_show_and_judge_a_candidate_against_the_record() {
         text(&o)
     );
 
-    // A candidate as fast as the record passes; only the experiment arm runs.
+    // A candidate as fast as the record passes, paired with a fresh control arm of the
+    // recorded build; the record checks the host.
     let same = s.tree("same", json!({"tps": 1000.0, "noise_pct": 0.2, "source_version": "5555555555555555555555555555555555555555"}));
     let o = against(&s, &dir, &same, "pass", &[]);
     assert_eq!(code(&o), 0, "{}", text(&o));
     let j = &summary(&s, "pass")["judgements"][0];
     assert_eq!(j["verdict"], "MEASURED", "{j}");
+    assert_eq!(j["comparison"]["method"], "paired", "{j}");
+    let log = std::fs::read_to_string(s.dir.path().join("pass/run.log")).unwrap();
+    assert!(
+        log.contains("host check (redwood): today's control (the recorded build) ran")
+            && log.contains(": consistent"),
+        "{log}"
+    );
+    // Without a control (--no-control), only the experiment arm runs, unpaired, said loudly.
+    let o = against(&s, &dir, &same, "no-control", &["--no-control"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let j = &summary(&s, "no-control")["judgements"][0];
     assert_eq!(j["comparison"]["method"], "welch", "{j}");
+    assert!(summary(&s, "no-control")["warnings"]
+        .to_string()
+        .contains("NO CONTROL ARM (--no-control)"));
     let trials: Value = serde_json::from_str(
-        &std::fs::read_to_string(s.dir.path().join("pass/trials.json")).unwrap(),
+        &std::fs::read_to_string(s.dir.path().join("no-control/trials.json")).unwrap(),
     )
     .unwrap();
     assert!(trials
@@ -149,6 +169,54 @@ fn record_list_show_and_judge_a_candidate_against_the_record() {
         .unwrap()
         .iter()
         .all(|t| t["arm"] == "experiment"));
+
+    // Issue 19 §1: the same build on a host 5% faster than on the recording day. Against
+    // the record alone that is a candidate 5% faster; paired with today's control it is
+    // no change, and the host check says the host changed.
+    let fast_host = json!({"tps": 1050.0, "noise_pct": 0.2});
+    let control = s.tree("release-today", fast_host.clone());
+    let mut candidate = fast_host;
+    candidate["source_version"] = json!("7777777777777777777777777777777777777777");
+    let candidate = s.tree("candidate", candidate);
+    let control_arg = ["--baseline-build", control.to_str().unwrap()];
+    let o = against(&s, &dir, &candidate, "host-changed", &control_arg);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let sum = summary(&s, "host-changed");
+    let j = &sum["judgements"][0];
+    assert_eq!(j["verdict"], "MEASURED", "{j}");
+    assert!(
+        j["comparison"]["delta_pct"].as_f64().unwrap().abs() < 1.0,
+        "{j}"
+    );
+    let warnings = sum["warnings"].to_string();
+    let head = "HOST CHANGED (redwood): today's control (the recorded build) ran +";
+    let change: f64 = warnings
+        .split_once(head)
+        .and_then(|(_, rest)| rest.split_once('%'))
+        .and_then(|(v, _)| v.parse().ok())
+        .unwrap_or_else(|| panic!("{warnings}"));
+    assert!((4.0..6.0).contains(&change), "{warnings}");
+    // compare says the same offline.
+    let o = Command::new(xtask())
+        .arg("compare")
+        .arg(s.dir.path().join("host-changed"))
+        .arg("--out")
+        .arg(s.dir.path().join("host-changed-again"))
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(summary(&s, "host-changed-again")["warnings"]
+        .to_string()
+        .contains("HOST CHANGED (redwood)"));
+    // A control that is not the recorded build is refused before any trial.
+    let other = ["--baseline-build", same.to_str().unwrap()];
+    let o = against(&s, &dir, &candidate, "wrong-control", &other);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("the control arm (") && text(&o).contains("is source version 5555"),
+        "{}",
+        text(&o)
+    );
 
     // A slower one is a regression, and below an SLO an SLO violation.
     let slow = s.tree("slow", json!({"tps": 900.0, "noise_pct": 0.2, "source_version": "6666666666666666666666666666666666666666"}));

@@ -32,7 +32,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         let config = BenchConfig::try_from(args)?;
         let prepared = prepare(&config)?;
         let mut wanted = Vec::new();
-        if config.baseline.build_dir.is_none() && config.against_recorded.is_none() {
+        if config.baseline.build_dir.is_none() && !config.no_control {
             wanted.push(Arm::Baseline);
         }
         if config.experiment.build_dir.is_none() {
@@ -41,7 +41,13 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         let built = if wanted.is_empty() {
             Vec::new()
         } else {
-            let source = SourceConfig::new(&args.source, true)?;
+            let mut source = SourceConfig::new(&args.source, true)?;
+            // Against a record, the control arm is the recorded build.
+            if let Some(record) = prepared.record() {
+                if source.baseline_rev.is_none() {
+                    source.baseline_rev = Some(record.build.source_version.clone());
+                }
+            }
             refuse_same_commit(&config, &prepared, &source, &wanted)?;
             build::build_arms(&source, &wanted)?
         };

@@ -10,7 +10,7 @@ use crate::{
     cli::CompareArgs,
     config::{check_max_regression, check_slo_tps},
     error::UsageError,
-    judge::{exit_code, judge_looks, planned_trials, samples::Sample, Criteria},
+    judge::{exit_code, host::host_lines, judge_looks, planned_trials, samples::Sample, Criteria},
     report::write,
     results::{
         fs::{check_results_dir, check_writable_file, dir_stamp},
@@ -35,7 +35,7 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         slo_tps: args.slo_tps.or(c.slo_tps),
         slo: plan.slo(),
         strict: args.strict || c.strict,
-        unpaired: plan.recorded.is_some(),
+        unpaired: plan.recorded.is_some() && plan.baseline.is_none(),
         gates: c.gates(),
         gates_if_measured: c.gates_if_measured(),
     };
@@ -49,7 +49,8 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         .map(SavedSummary::looks)
         .unwrap_or_default();
     let interrupted = summary.as_ref().is_none_or(|s| s.interrupted);
-    let samples = Sample::of_run(plan.recorded.as_ref(), &trials);
+    let unpaired_record = plan.recorded.as_ref().filter(|_| plan.baseline.is_none());
+    let samples = Sample::of_run(unpaired_record, &trials);
     let mut judgements = judge_looks(
         &samples,
         plan.engines(),
@@ -79,11 +80,19 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         check_writable_file("--junit", j)?;
     }
     std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
+    let mut warnings = plan.warnings.clone();
+    if let (Some(record), Some(_)) = (&plan.recorded, &plan.baseline) {
+        warnings.extend(
+            host_lines(record, &samples, plan.engines())
+                .into_iter()
+                .filter_map(|(changed, line)| changed.then_some(line)),
+        );
+    }
     write::verdicts(
         &out,
         &judgements,
         interrupted,
-        &plan.warnings,
+        &warnings,
         args.junit.as_deref(),
         false,
     )?;

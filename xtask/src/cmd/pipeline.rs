@@ -13,8 +13,8 @@ use fdb::Engine;
 use crate::{
     config::MAX_TRIALS,
     judge::{
-        exit_code, judge_looks, planned_trials, samples::Sample, sequential::Sequential, Criteria,
-        Judgement, Verdict,
+        exit_code, host::host_lines, judge_looks, planned_trials, samples::Sample,
+        sequential::Sequential, Criteria, Judgement, Verdict,
     },
     plan::Plan,
     process::interrupted,
@@ -56,15 +56,27 @@ pub fn execute(plan: Plan) -> Result<Finished> {
         &plan,
         planned_trials(plan.config.trials, plan.config.time_budget.is_some()),
     );
-    // Against a record, its trials are the baseline arm: unpaired.
-    criteria.unpaired = plan.recorded.is_some();
-    let samples = Sample::of_run(plan.recorded.as_ref(), &trials);
+    // Against a record without a control arm, its trials are the baseline arm: unpaired.
+    let unpaired_record = plan.recorded.as_ref().filter(|_| plan.baseline.is_none());
+    criteria.unpaired = unpaired_record.is_some();
+    let samples = Sample::of_run(unpaired_record, &trials);
     let judgements = judge_looks(&samples, &plan.engines, criteria, interrupted, &looks, None);
+    let mut warnings = plan.warnings.clone();
+    if let (Some(record), Some(_)) = (&plan.recorded, &plan.baseline) {
+        for (changed, line) in host_lines(record, &samples, &plan.engines) {
+            if changed {
+                tracing::warn!("{line}");
+                warnings.push(line);
+            } else {
+                tracing::info!("{line}");
+            }
+        }
+    }
     write::verdicts(
         &out,
         &judgements,
         interrupted,
-        &plan.warnings,
+        &warnings,
         plan.config.junit.as_deref(),
         plan.config.json,
     )

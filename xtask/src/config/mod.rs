@@ -155,8 +155,12 @@ pub struct BenchConfig {
     /// ratio, unless `--tps-only`.
     pub gates_if_measured: MetricSet,
     pub allow_same: bool,
-    /// Judge against this recorded baseline (name or path) instead of a baseline arm.
+    /// Judge against this recorded baseline (name or path): with a control arm of the
+    /// recorded build (the baseline arm), unless `no_control`.
     pub against_recorded: Option<String>,
+    /// `--no-control`: against a record, no baseline arm runs; the experiment is compared
+    /// unpaired with the recorded trials.
+    pub no_control: bool,
     /// Accept a recorded baseline from another host class or work dir kind.
     pub allow_host_mismatch: bool,
     /// Accept a recorded baseline whose user knobs differ from this run's.
@@ -205,9 +209,10 @@ impl TryFrom<&BenchArgs> for BenchConfig {
             a.allow_same,
             &a.run,
         )?;
-        if a.against_recorded.is_some() && c.time_budget.is_some() {
+        if a.no_control && c.time_budget.is_some() {
             return Err(usage(
-                "--trials auto does not work with --against-recorded yet; give --trials N",
+                "--trials auto does not work with --no-control (unpaired looks are not \
+                 implemented); give --trials N, or run a control arm",
             ));
         }
         if a.against_recorded.is_some() && !a.run.engines.is_empty() {
@@ -224,6 +229,7 @@ impl TryFrom<&BenchArgs> for BenchConfig {
             ));
         }
         c.against_recorded = a.against_recorded.clone();
+        c.no_control = a.no_control;
         c.allow_host_mismatch = a.allow_host_mismatch;
         c.allow_knob_mismatch = a.allow_knob_mismatch;
         c.baselines_dir = a.baselines_dir.clone();
@@ -287,6 +293,7 @@ impl BenchConfig {
             },
             allow_same,
             against_recorded: None,
+            no_control: false,
             allow_host_mismatch: false,
             allow_knob_mismatch: false,
             baselines_dir: None,

@@ -31,6 +31,7 @@ use statrs::statistics::Statistics;
 
 pub mod calibrate;
 pub mod drift;
+pub mod host;
 pub mod samples;
 pub mod sequential;
 pub mod sizing;
@@ -1048,6 +1049,75 @@ pub(crate) mod tests {
             rate(&v, Verdict::Measured) >= 0.85,
             "{}",
             rate(&v, Verdict::Measured)
+        );
+    }
+
+    /// Issue 19 §1, release qualification: the host's level differs from day to day (sd 2%,
+    /// log scale) on top of 2% noise per trial. A record of 6 trials made on one day; today
+    /// the same build as the candidate (no change), 3 pairs with a fresh control arm.
+    /// Judged against the record alone (Welch, `--no-control`), the day's level is taken
+    /// for the build's; paired with today's control it cancels.
+    #[test]
+    fn a_fresh_control_arm_keeps_release_qualification_at_its_rate() {
+        use rand::SeedableRng;
+        use rand_distr::{Distribution, Normal};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(19);
+        let (day, trial) = (
+            Normal::new(0.0, 0.02).unwrap(),
+            Normal::new(0.0, 0.03).unwrap(),
+        );
+        let criteria = Criteria {
+            slo_tps: None,
+            ..CRITERIA
+        };
+        let runs = 1500;
+        let (mut welch_regressions, mut paired_regressions) = (0, 0);
+        for _ in 0..runs {
+            let recording_day = day.sample(&mut rng);
+            let today = day.sample(&mut rng);
+            let mut draw = |level: f64| 1000.0 * f64::exp(level + trial.sample(&mut rng));
+            let record: Vec<f64> = (0..6).map(|_| draw(recording_day)).collect();
+            let control: Vec<f64> = (0..3).map(|_| draw(today)).collect();
+            let candidate: Vec<f64> = (0..6).map(|_| draw(today)).collect();
+            // Unpaired: the record's 6 trials as the baseline arm, the candidate's 3.
+            let mut unpaired = Sample::of_trials(&interleaved(&record, &candidate));
+            unpaired.retain(|s| s.arm == Arm::Baseline || s.repetition <= 3);
+            let welch = Criteria {
+                unpaired: true,
+                ..criteria
+            };
+            let v = judge_looks(
+                &unpaired,
+                &[Engine::Redwood],
+                welch,
+                false,
+                &BTreeMap::new(),
+                None,
+            );
+            assert_eq!(
+                v[0].comparison.as_ref().map(|c| c.method),
+                Some(stats::Method::Welch)
+            );
+            welch_regressions += usize::from(v[0].verdict == Verdict::Regression);
+            let paired = judge(
+                &interleaved(&control, &candidate[..3]),
+                &[Engine::Redwood],
+                criteria,
+                false,
+            );
+            paired_regressions += usize::from(paired[0].verdict == Verdict::Regression);
+        }
+        let (welch, paired) = (
+            welch_regressions as f64 / runs as f64,
+            paired_regressions as f64 / runs as f64,
+        );
+        // The paired test holds its one-sided 2.5% (binomial sd 0.4% at 1500 runs).
+        assert!(paired <= 0.04, "paired with a control: {paired}");
+        // Welch against the record alone does not: the day's level is not in its error.
+        // (Seed 19: 8.1% false REGRESSION against the record alone, 1.9% paired.)
+        assert!(
+            welch >= 0.05,
+            "against the record alone: {welch}, paired: {paired}"
         );
     }
 

@@ -66,7 +66,8 @@ pub struct Plan {
     /// Where each effective floor came from.
     pub slo_sources: Vec<String>,
     pub workdir: Workdir,
-    /// The baseline arm; `None` when judged against a recorded baseline.
+    /// The baseline arm (against a record: the control arm of the recorded build); `None`
+    /// with `--no-control`.
     pub baseline: Option<ArmPlan>,
     pub experiment: ArmPlan,
     /// The recorded baseline the experiment is judged against (`--against-recorded`).
@@ -85,7 +86,8 @@ pub struct Plan {
 impl Plan {
     /// Builds the plan; refuses an A/B whose arms cannot differ (the same source version,
     /// byte-identical binaries per `same_binaries`, and the same knobs) unless
-    /// `--allow-same`. Without a baseline arm only the experiment runs (against a record).
+    /// `--allow-same`. Without a baseline arm only the experiment runs (against a record,
+    /// `--no-control`).
     pub fn new(
         config: BenchConfig,
         engines: Vec<Engine>,
@@ -192,7 +194,7 @@ impl Plan {
     pub fn render_body(&self) -> String {
         let mut s = String::new();
         if let Some(r) = &self.recorded {
-            let _ = writeln!(s, "{:<10} recorded baseline {}", "baseline", r.summary());
+            let _ = writeln!(s, "{:<10} recorded baseline {}", "record", r.summary());
         }
         for a in self.arms() {
             let _ = writeln!(

@@ -5,7 +5,10 @@
 use std::{collections::BTreeMap, path::Path};
 
 use anyhow::{Context, Result};
-use fdb::{knob::effective_knobs, Engine};
+use fdb::{
+    knob::{effective_knobs, KnobSource},
+    Engine,
+};
 
 use super::{
     check_build_config,
@@ -45,6 +48,11 @@ impl Prepared {
     /// The engines that run.
     pub fn engines(&self) -> &[Engine] {
         &self.engines
+    }
+
+    /// The recorded baseline of `--against-recorded`.
+    pub fn record(&self) -> Option<&Baseline> {
+        self.recorded.as_ref().map(|(b, _)| b)
     }
 
     /// Whether the work dir is a RAM disk (which decides the automatic knobs).
@@ -149,6 +157,16 @@ pub fn plan(
     prepared: Prepared,
     built: Vec<(Arm, Provenance)>,
 ) -> Result<Plan> {
+    let mut config = config;
+    // The control arm runs the recorded build as it was recorded: with the record's knobs.
+    if let (Some((b, _)), false) = (&prepared.recorded, config.no_control) {
+        config.baseline.knobs = b
+            .knobs
+            .iter()
+            .filter(|k| k.source == KnobSource::User)
+            .cloned()
+            .collect();
+    }
     let mut built: BTreeMap<Arm, Provenance> = built.into_iter().collect();
     let mut build_warnings = Vec::new();
     let mut arm_plan = |arm: Arm| arm_plan(&config, arm, built.remove(&arm), &mut build_warnings);
@@ -163,15 +181,32 @@ pub fn plan(
     let experiment = match arm_plan(Arm::Experiment) {
         Ok(e) => e,
         // Both trees wrong: say so at once, not one per attempt.
-        Err(e) if recorded.is_none() && !one_tree => match arm_plan(Arm::Baseline) {
+        Err(e) if !config.no_control && !one_tree => match arm_plan(Arm::Baseline) {
             Err(b) => return Err(e.context(format!("{b:#}\nand"))),
             Ok(_) => return Err(e),
         },
         Err(e) => return Err(e),
     };
     let mut plan = match recorded {
-        Some((b, warnings)) => {
+        Some((b, warnings)) if config.no_control => {
             let mut plan = Plan::new(config, engines, workdir, None, experiment, false)?;
+            plan.warnings.extend(warnings);
+            plan.warnings.push(
+                "NO CONTROL ARM (--no-control): the experiment is compared unpaired with \
+                 trials recorded on another day, so the verdict includes how fast this host \
+                 is today; run a control arm of the recorded build for a verdict on the \
+                 build alone"
+                    .to_string(),
+            );
+            plan.recorded = Some(b);
+            plan
+        }
+        Some((b, warnings)) => {
+            let control = arm_plan(Arm::Baseline)?;
+            check_control(&control, &b)?;
+            build_warnings.extend(arms_configured_differently(&control, &experiment));
+            let same = same_binaries(&control.tree, &experiment.tree)?;
+            let mut plan = Plan::new(config, engines, workdir, Some(control), experiment, same)?;
             plan.warnings.extend(warnings);
             plan.recorded = Some(b);
             plan
@@ -185,19 +220,49 @@ pub fn plan(
     };
     plan.warnings.extend(build_warnings);
     plan.warnings.extend(plan.config.procs_scaled.clone());
-    plan.child_env = ChildEnv::from_vars(std::env::vars_os());
-    let fdb_vars: Vec<String> = plan.child_env.fdb_removed().map(str::to_string).collect();
-    if !fdb_vars.is_empty() {
-        plan.warnings.push(format!(
+    let (child_env, env_warning) = child_env();
+    plan.child_env = child_env;
+    plan.warnings.extend(env_warning);
+    plan.preflight = Some(preflight);
+    (plan.slo, plan.slo_sources) = (slo, slo_sources);
+    Ok(plan)
+}
+
+/// The environment fdbserver, fdbcli and mako get, built from the gate's, and the warning
+/// naming the FDB_* variables left out, if any.
+fn child_env() -> (ChildEnv, Option<String>) {
+    let env = ChildEnv::from_vars(std::env::vars_os());
+    let fdb_vars: Vec<String> = env.fdb_removed().map(str::to_string).collect();
+    let warning = (!fdb_vars.is_empty()).then(|| {
+        format!(
             "{} set in the environment, not passed to fdbserver, fdbcli or mako (FDB 7.2+ \
              applies FDB_KNOB_* after the command line, which would override the arms' \
              knobs): give knobs with --knob, --baseline-knob or --experiment-knob",
             fdb_vars.join(", ")
-        ));
+        )
+    });
+    (env, warning)
+}
+
+/// The control arm of a release qualification must be the recorded build: its fdbserver
+/// reports the record's source version. Errors: a [`UsageError`] naming both versions and
+/// the remedies.
+fn check_control(control: &ArmPlan, record: &Baseline) -> Result<(), UsageError> {
+    let (ours, recorded) = (
+        &control.version.source_version,
+        &record.build.source_version,
+    );
+    if ours == recorded {
+        return Ok(());
     }
-    plan.preflight = Some(preflight);
-    (plan.slo, plan.slo_sources) = (slo, slo_sources);
-    Ok(plan)
+    Err(UsageError(format!(
+        "the control arm ({}) is source version {ours}, but baseline {} was recorded from \
+         {recorded}: give --baseline-build a tree of the recorded build, or let the gate build \
+         it from --fdb-src (--baseline {recorded}); --no-control compares with the record \
+         alone",
+        control.tree.root.display(),
+        record.name
+    )))
 }
 
 /// The plan of one arm: its tree (the config's, or the one `provenance` says was built)

@@ -398,7 +398,10 @@ fn provenance(plan: &Plan) -> String {
         ));
     }
     if let Some(r) = &plan.recorded {
-        rows.push(("baseline".into(), format!("recorded {}", r.summary())));
+        rows.push((
+            "record".into(),
+            format!("recorded baseline {}", r.summary()),
+        ));
     }
     rows.push(("workload".into(), plan.config.workload.summary()));
     rows.push((
