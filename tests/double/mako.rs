@@ -94,6 +94,8 @@ fn main() {
         .bytes()
         .fold(0, |h, c| h.wrapping_mul(31).wrapping_add(u64::from(c)));
     let tps = b.tps * common::noise_factor(b.noise_pct, k, stream);
+    // Latency has noise of its own (another stream), rounded like mako's microseconds.
+    let p99_us = (b.p99_us * common::noise_factor(b.noise_pct, k, !stream)).round();
     let mut text = String::from(
         "                      GET       UPDATE       INSERT          TPS  Conflicts/s \n",
     );
@@ -140,7 +142,7 @@ fn main() {
         samples.join(","),
         b.mako_timeouts,
         tps as u64,
-        b.p99_us
+        p99_us
     );
     if let Some(path) = common::flag_os(&args_os, "--json_report") {
         if b.mako_truncates_report {

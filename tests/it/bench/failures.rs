@@ -133,7 +133,7 @@ fn a_report_that_disagrees_with_itself_or_with_what_was_asked_is_an_error() {
         ),
         (
             "huge-tps",
-            json!({"tps": 1e308}),
+            json!({"tps": 1e308, "noise_pct": 0.0}),
             "is not plausible: tps 1e308",
         ),
     ] {

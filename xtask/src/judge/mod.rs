@@ -606,6 +606,11 @@ fn decide_family(judgements: &mut [Judgement], gating: bool, family: Option<usiz
     }
 }
 
+/// A standard error of the log change below this is no noise at all: rounding in the
+/// last bits of equal ratios, far below mako's resolution (TPS to 0.01, about 1e-5 of a
+/// quick run's TPS).
+const NO_NOISE_SE: f64 = 1e-9;
+
 /// Decides one open judgement from its comparison and adjusted p-values (set by
 /// `decide_family`): MEASURED, REGRESSION or INCONCLUSIVE, with the sentence why.
 fn decide(j: &mut Judgement) {
@@ -628,6 +633,20 @@ fn decide(j: &mut Judgement) {
         );
         return;
     };
+    if c.se < NO_NOISE_SE {
+        // Two identical ratios are not evidence of no noise (benchstat and scipy agree):
+        // a t test with se 0 would call any change certain.
+        j.verdict = Verdict::Inconclusive;
+        let (change, ..) = j.change_pct().expect("a comparison");
+        j.reason = format!(
+            "{}: every trial gave the same figure on each side ({change:+.2}%), which carries \
+             no estimate of the noise (real trials never agree exactly: a deterministic \
+             stand-in, or copied trials?): run more trials, or check where the trials came \
+             from",
+            j.metric.label()
+        );
+        return;
+    }
     let (nw, sl) = (
         j.p_not_worse_adjusted.expect("set"),
         j.p_slower_adjusted.expect("set"),
@@ -971,6 +990,29 @@ pub(crate) mod tests {
         t[1].outcome = Outcome::Error;
         assert_eq!(verdict(&t).verdict, Verdict::Error);
         assert_eq!(exit_code(&[verdict(&t)], false), 2);
+    }
+
+    #[test]
+    fn identical_pairs_are_not_certainty() {
+        // Issue 19 §4: identical pairs gave MEASURED with an MDE of 0.00%, and a constant
+        // -3% gave REGRESSION with a zero-width interval and p 0.000.
+        for (exp, change) in [(1000.0, "+0.00%"), (970.0, "-3.00%")] {
+            let j = verdict(&interleaved(&[1000.0; 3], &[exp; 3]));
+            assert_eq!(j.verdict, Verdict::Inconclusive, "{}", j.reason);
+            assert!(
+                j.reason.contains(&format!(
+                    "every trial gave the same figure on each side ({change})"
+                )),
+                "{}",
+                j.reason
+            );
+        }
+        // The same ratio from different levels is as uninformative: every d_i agrees.
+        let j = verdict(&interleaved(
+            &[1000.0, 1100.0, 900.0],
+            &[970.0, 1067.0, 873.0],
+        ));
+        assert_eq!(j.verdict, Verdict::Inconclusive, "{}", j.reason);
     }
 
     #[test]
