@@ -34,6 +34,15 @@ static INTERRUPTED: OnceLock<Arc<AtomicBool>> = OnceLock::new();
 /// group, and a terminal's Ctrl-C reaches every process of the foreground group.
 pub const REPEAT_WINDOW: Duration = Duration::from_secs(1);
 
+/// What the first interrupt prints: the gate is silent while a trial's cluster stops.
+const FIRST_SIGNAL_MESSAGE: &[u8] = b"perfgate: interrupted: stopping the trial and its cluster \
+(up to --timeout-teardown), then writing summary.json and the JUnit file; another signal \
+exits at once without them\n";
+
+/// What a second interrupt prints before the gate exits.
+const SECOND_SIGNAL_MESSAGE: &[u8] = b"perfgate: second signal: exiting now; no summary.json or \
+JUnit file is written (the servers die with the gate, the reaper ends the rest)\n";
+
 /// When the first interrupt arrived: `CLOCK_MONOTONIC` in nanoseconds, plus 1 (0: none yet).
 static FIRST_SIGNAL_NS: AtomicU64 = AtomicU64::new(0);
 
@@ -52,9 +61,15 @@ pub fn install_interrupt_handler() -> Result<()> {
             let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
                 .map(|t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64 + 1)
                 .unwrap_or(1);
+            // write(2) on stderr is async-signal-safe; a closed stderr is ignored.
+            let say = |msg: &[u8]| {
+                // SAFETY: a valid buffer of `msg.len()` bytes, written to fd 2.
+                let _ = unsafe { nix::libc::write(2, msg.as_ptr().cast(), msg.len()) };
+            };
             match FIRST_SIGNAL_NS.compare_exchange(0, now, Ordering::SeqCst, Ordering::SeqCst) {
-                Ok(_) => {}
+                Ok(_) => say(FIRST_SIGNAL_MESSAGE),
                 Err(first) if now.saturating_sub(first) >= REPEAT_WINDOW.as_nanos() as u64 => {
+                    say(SECOND_SIGNAL_MESSAGE);
                     signal_hook::low_level::exit(2)
                 }
                 Err(_) => {}
@@ -310,26 +325,39 @@ pub fn adopt_orphans() -> Result<()> {
         .context("cannot make the gate the subreaper of its children (PR_SET_CHILD_SUBREAPER)")
 }
 
-/// Kills (SIGKILL) and reaps every live child of the gate but `keep` (pids): after a
-/// trial's teardown, these are descendants that escaped the trial's process groups and
-/// were adopted ([`adopt_orphans`]), e.g. a worker that called `setsid` and outlived its
-/// mako. Waits at most a second for each to die. Returns them as `(pid, command)`.
-pub fn end_orphans(keep: &[u32]) -> Vec<(u32, String)> {
+/// The gate's live children, as `(pid, command)`: what it started, what it adopted
+/// ([`adopt_orphans`]), and what it inherited from the process it replaced (`exec`).
+pub fn children() -> Vec<(u32, String)> {
     let own = std::process::id();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| process_running(*pid) && parent_of(*pid) == Some(own))
+        .map(|pid| {
+            let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let cmd = String::from_utf8_lossy(&raw).replace('\0', " ");
+            (pid, cmd.trim_end().to_string())
+        })
+        .collect()
+}
+
+/// Kills (SIGKILL) and reaps the children of the gate that are provably a trial's
+/// escapees: not in `keep` (pids: the reaper, and what the gate inherited before it ran a
+/// trial), and with a command line naming a path under `run_dir` (every fdbserver, fdbcli
+/// and mako of a run gets its cluster file there, and a forked worker keeps its parent's
+/// command line). After a trial's teardown these are descendants that left the trial's
+/// process groups and were adopted ([`adopt_orphans`]), e.g. a worker that called
+/// `setsid` and outlived its mako. Waits at most a second for each to die. Returns them
+/// as `(pid, command)`.
+pub fn end_orphans(keep: &[u32], run_dir: &Path) -> Vec<(u32, String)> {
+    let needle = format!("{}/", run_dir.display());
     let children = |_: ()| -> Vec<(u32, String)> {
-        let Ok(entries) = std::fs::read_dir("/proc") else {
-            return Vec::new();
-        };
-        entries
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-            .filter(|pid| !keep.contains(pid) && process_running(*pid))
-            .filter(|pid| parent_of(*pid) == Some(own))
-            .map(|pid| {
-                let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-                let cmd = String::from_utf8_lossy(&raw).replace('\0', " ");
-                (pid, cmd.trim_end().to_string())
-            })
+        children()
+            .into_iter()
+            .filter(|(pid, cmd)| !keep.contains(pid) && cmd.contains(&needle))
             .collect()
     };
     let mut ended: Vec<(u32, String)> = Vec::new();

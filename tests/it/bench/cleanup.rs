@@ -116,6 +116,45 @@ fn a_process_that_left_its_group_is_ended_after_its_trial() {
 }
 
 #[test]
+fn a_child_the_gate_inherited_across_exec_is_left_alone() {
+    // `sleep & exec xtask bench ...` (a CI entry point): the sleep is the gate's child from
+    // its first instant, but no trial's. Before, the escapee sweep killed it.
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"mako_detached_worker": true}), json!({}));
+    let gate = s.bench_command(&a, &b, &["--trials", "1"]);
+    let pidfile = s.dir.path().join("sleeper.pid");
+    let mut cmd = std::process::Command::new("sh");
+    cmd.arg("-c")
+        .arg(r#"sleep 300 & echo $! > "$0"; exec "$@""#)
+        .arg(&pidfile)
+        .arg(gate.get_program())
+        .args(gate.get_args())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    for (k, v) in gate.get_envs() {
+        if let Some(v) = v {
+            cmd.env(k, v);
+        }
+    }
+    let status = cmd.status().unwrap();
+    let sleeper: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let alive = std::fs::read_to_string(format!("/proc/{sleeper}/stat"))
+        .is_ok_and(|stat| !stat.contains(") Z "));
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(sleeper),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    assert!(status.success(), "{status:?}");
+    assert!(alive, "the gate killed a child it inherited");
+    // The trial's own escapee was still ended.
+    s.assert_no_leftover_processes();
+}
+
+#[test]
 fn a_second_interrupt_later_exits_at_once() {
     let s = Sandbox::new();
     // The cluster ignores SIGTERM, so the orderly end of the first interrupt takes the

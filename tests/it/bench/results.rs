@@ -17,9 +17,16 @@ fn equal_arms_are_measured_and_every_result_file_is_written() {
     let j = &summary["judgements"][0];
     assert_eq!(j["verdict"], "MEASURED", "{summary}");
     assert_eq!(j["engine"], "redwood");
-    assert_eq!(j["baseline"]["tps"], json!([1000.0, 1000.0]));
+    // 1000 and 995 TPS give or take the double's 0.05% noise per trial.
+    let tps = j["baseline"]["tps"].as_array().unwrap();
+    assert_eq!(tps.len(), 2, "{j}");
     assert!(
-        (j["tps_delta_pct"].as_f64().unwrap() + 0.5).abs() < 1e-9,
+        tps.iter()
+            .all(|t| (t.as_f64().unwrap() - 1000.0).abs() <= 0.5),
+        "{j}"
+    );
+    assert!(
+        (j["tps_delta_pct"].as_f64().unwrap() + 0.5).abs() < 0.1,
         "{j}"
     );
 
@@ -184,6 +191,17 @@ fn junit_at_a_link_or_a_fifo_is_refused_and_a_non_utf8_out_dir_works() {
         .file_type()
         .is_fifo());
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    // --junit naming one of the run's own files (breaker: meta.json became JUnit XML).
+    for own in ["meta.json", "trials.json"] {
+        let path = s.out().join(own);
+        let o = s.bench(&a, &b, &["--junit", path.to_str().unwrap()]);
+        assert_eq!(code(&o), 64, "{}", text(&o));
+        assert!(
+            text(&o).contains(&format!("is the run's own {own}")),
+            "{}",
+            text(&o)
+        );
+    }
     // Paths are OS strings: a results dir and JUnit path that are not UTF-8 work.
     let odd = s.dir.path().join(std::ffi::OsStr::from_bytes(b"out-\xff"));
     let junit = odd.join(std::ffi::OsStr::from_bytes(b"junit-\xfe.xml"));

@@ -16,7 +16,7 @@ use crate::{
         same_knobs,
     },
     report::write,
-    results::fs::check_writable_file,
+    results::fs::check_junit,
 };
 
 /// Runs the gate; returns the exit status (0, 1 or 2). Errors before the first trial
@@ -26,7 +26,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
     let junit = args.run.junit.clone();
     // Before hours of building and running, not after.
     if let Some(j) = &junit {
-        check_writable_file("--junit", j)?;
+        check_junit(j, args.run.out.as_deref())?;
     }
     let result = (|| {
         let config = BenchConfig::try_from(args)?;

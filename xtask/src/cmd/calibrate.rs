@@ -19,7 +19,7 @@ use crate::{
     plan::resolve::{plan, prepare},
     report::write,
     results::{
-        fs::{check_writable_file, create_new},
+        fs::{check_junit, check_writable_file, create_new},
         trial::{Outcome, TrialRecord},
     },
 };
@@ -30,7 +30,7 @@ use crate::{
 pub fn run(args: &CalibrateArgs) -> Result<i32> {
     let config = BenchConfig::new(Some(&args.build), Some(&args.build), true, &args.run)?;
     if let Some(j) = &config.junit {
-        check_writable_file("--junit", j)?;
+        check_junit(j, config.out.as_deref())?;
     }
     if let Some(p) = &args.write_profile {
         check_profile_path(p, &config, args.budget)?;

@@ -13,7 +13,7 @@ use crate::{
     judge::{exit_code, host::host_lines, judge_looks, planned_trials, samples::Sample, Criteria},
     report::write,
     results::{
-        fs::{check_results_dir, check_writable_file, dir_stamp},
+        fs::{check_junit_apart, check_results_dir, check_writable_file, dir_stamp, resolved},
         saved::{SavedRun, SavedSummary},
     },
 };
@@ -104,9 +104,18 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
 /// report.html shows the first), and a `--junit` file inside `run` must be inside `out`.
 fn check_outputs(run: &Path, out: &Path, junit: Option<&Path>) -> Result<()> {
     check_results_dir(out, junit)?;
-    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    if let Some(j) = junit.filter(|j| abs(j).starts_with(abs(run)) && !abs(j).starts_with(abs(out)))
-    {
+    if let Some(j) = junit {
+        check_junit_apart(out, j)?;
+    }
+    // Resolved through links: `--junit link-to-run/trials.json` is inside the run too.
+    let run = resolved(&run.join("x"));
+    let run = run.parent().unwrap_or(&run);
+    let out = resolved(&out.join("x"));
+    let out = out.parent().unwrap_or(&out);
+    if let Some(j) = junit.filter(|j| {
+        let j = resolved(j);
+        j.starts_with(run) && !j.starts_with(out)
+    }) {
         return Err(UsageError(format!(
             "--junit {}: that is inside the run being judged ({}); compare never writes \
              into the run it reads, so give a path outside it or inside --out",

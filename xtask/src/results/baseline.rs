@@ -20,6 +20,12 @@ use crate::{
     error::UsageError,
 };
 
+/// TPS a recorded trial may hold: from 0.01 (one transaction in 100 s) to
+/// [`fdb::mako::MAX_TPS`].
+pub const PLAUSIBLE_TPS: (f64, f64) = (0.01, fdb::mako::MAX_TPS);
+/// p99 transaction latency a recorded trial may hold, microseconds: 1 µs to a day.
+pub const PLAUSIBLE_P99_US: (f64, f64) = (1.0, 86_400e6);
+
 /// The format version this perfgate writes and reads.
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -114,22 +120,31 @@ impl Baseline {
         // JSON value keeps the last silently.
         let b: Baseline = serde_json::from_str(text)
             .with_context(|| format!("baseline {origin} does not match the format"))?;
-        if !(2..=MAX_TRIALS as usize).contains(&b.trials.len()) {
+        b.check_trials(origin)?;
+        b.check_provenance(origin)?;
+        Ok(b)
+    }
+
+    /// The trials a run can have measured: 2 to [`MAX_TRIALS`], no two the same, each
+    /// value positive and within its plausible range. Errors: the first that is not.
+    fn check_trials(&self, origin: &str) -> Result<()> {
+        if !(2..=MAX_TRIALS as usize).contains(&self.trials.len()) {
             bail!(
                 "baseline {origin}: field `trials` needs 2 to {MAX_TRIALS} trials (what one run \
                  can measure), has {}",
-                b.trials.len()
+                self.trials.len()
             );
         }
-        if b.trials.iter().all(|t| *t == b.trials[0]) {
-            bail!(
-                "baseline {origin}: its {} trials are all the same figures, which separate \
-                 trials never measure: copies of one trial are not a record",
-                b.trials.len()
-            );
+        for (i, t) in self.trials.iter().enumerate() {
+            if let Some(k) = self.trials[..i].iter().position(|u| u == t) {
+                bail!(
+                    "baseline {origin}: trials[{k}] and trials[{i}] are the same figures, which \
+                     separate trials never measure: a record holds no copies"
+                );
+            }
         }
         let positive = |v: f64| v.is_finite() && v > 0.0;
-        for (i, t) in b.trials.iter().enumerate() {
+        for (i, t) in self.trials.iter().enumerate() {
             for (field, value, what) in [
                 ("tps", Some(t.tps), "a positive TPS"),
                 (
@@ -147,16 +162,57 @@ impl Baseline {
                     bail!("baseline {origin}: field `trials[{i}].{field}` is {v}, not {what}");
                 }
             }
-            if t.tps > fdb::mako::MAX_TPS {
-                bail!(
-                    "baseline {origin}: field `trials[{i}].tps` is {:e}, more than any FDB \
-                     cluster commits ({:e} TPS)",
-                    t.tps,
-                    fdb::mako::MAX_TPS
-                );
+            for (field, value, range, what) in [
+                (
+                    "tps",
+                    Some(t.tps),
+                    PLAUSIBLE_TPS,
+                    "TPS (no benchmark commits fewer, no FDB cluster more)",
+                ),
+                (
+                    "txn_latency_us_p99",
+                    t.txn_latency_us_p99,
+                    PLAUSIBLE_P99_US,
+                    "microseconds (1 µs to a day)",
+                ),
+                (
+                    "storage_cpu_cores",
+                    t.storage_cpu_cores,
+                    (0.0, super::saved::MAX_CORES),
+                    "cores",
+                ),
+            ] {
+                if let Some(v) = value.filter(|v| !(range.0..=range.1).contains(v)) {
+                    bail!(
+                        "baseline {origin}: field `trials[{i}].{field}` is {v:e}, outside {:e} \
+                         to {:e} {what}",
+                        range.0,
+                        range.1
+                    );
+                }
             }
         }
-        Ok(b)
+        Ok(())
+    }
+
+    /// Where the record came from, as the gate writes it: a git commit and a UTC time.
+    fn check_provenance(&self, origin: &str) -> Result<()> {
+        let hex = |s: &str| (7..=64).contains(&s.len()) && s.bytes().all(|c| c.is_ascii_hexdigit());
+        if !hex(&self.build.source_version) {
+            bail!(
+                "baseline {origin}: field `build.source_version` is {:?}, not a git commit \
+                 (7 to 64 hex digits, as `fdbserver --version` prints it)",
+                self.build.source_version
+            );
+        }
+        if humantime::parse_rfc3339(&self.recorded_at).is_err() {
+            bail!(
+                "baseline {origin}: field `recorded_at` is {:?}, not an RFC 3339 UTC time \
+                 (e.g. 2026-12-01T10:00:00Z)",
+                self.recorded_at
+            );
+        }
+        Ok(())
     }
 
     /// One line for people: name, trials, source version, host class, when recorded.
@@ -242,7 +298,8 @@ impl Baseline {
             }
             warnings.push(format!(
                 "KNOB MISMATCH (--allow-knob-mismatch): {why}; the verdict includes the knobs' \
-                 effect"
+                 effect (--knob and --experiment-knob go to the experiment only: a control arm \
+                 runs the recorded build with the record's knobs)"
             ));
         }
         Ok(warnings)
@@ -371,10 +428,34 @@ mod tests {
         copies["trials"] = serde_json::Value::Array(vec![first; 5000]);
         let mut same: serde_json::Value = serde_json::from_str(text).unwrap();
         same["trials"][1] = same["trials"][0].clone();
+        // Copied in pairs, [t0, t1, t0, t1]: not all equal, still copies.
+        let mut pairs: serde_json::Value = serde_json::from_str(text).unwrap();
+        let both = pairs["trials"].as_array().unwrap().clone();
+        pairs["trials"] = serde_json::Value::Array([both.clone(), both].concat());
         for (bad, says) in [
             (
                 text.replacen("\"tps\": 699.67", "\"tps\": 1e308", 1),
-                "`trials[1].tps` is 1e308, more than any FDB cluster commits",
+                "`trials[1].tps` is 1e308, outside 1e-2 to 1e9 TPS",
+            ),
+            (
+                text.replacen("\"tps\": 699.67", "\"tps\": 1e-300", 1),
+                "`trials[1].tps` is 1e-300, outside 1e-2",
+            ),
+            (
+                with_first_p99(text, "1e-300"),
+                "`trials[0].txn_latency_us_p99` is 1e-300, outside 1e0 to 8.64e10 microseconds",
+            ),
+            (
+                text.replacen(
+                    "\"source_version\": \"c0c44752df676e4a2d532b5cdb4bf96728a30b78\"",
+                    "\"source_version\": \"../../etc\"",
+                    1,
+                ),
+                "`build.source_version` is \"../../etc\", not a git commit",
+            ),
+            (
+                text.replacen("\"recorded_at\": \"", "\"recorded_at\": \"yesterday", 1),
+                "not an RFC 3339 UTC time",
             ),
             (
                 text.replacen("\"schema_version\": 1", "\"schema_version\": 0", 1),
@@ -385,7 +466,14 @@ mod tests {
                 "duplicate field `tps`",
             ),
             (copies.to_string(), "needs 2 to 1000 trials"),
-            (same.to_string(), "all the same figures"),
+            (
+                same.to_string(),
+                "trials[0] and trials[1] are the same figures",
+            ),
+            (
+                pairs.to_string(),
+                "trials[0] and trials[2] are the same figures",
+            ),
         ] {
             assert_ne!(bad, text, "{says}");
             let err = format!("{:#}", Baseline::parse(&bad, "x.json").unwrap_err());

@@ -129,6 +129,61 @@ pub fn check_results_dir(dir: &Path, junit: Option<&Path>) -> Result<()> {
     Ok(())
 }
 
+/// The files a run writes at the top of its results dir; `junit.xml` is left out, since a
+/// `--junit` there gets the same verdicts.
+pub const RUN_FILES: [&str; 6] = [
+    "meta.json",
+    "trials.json",
+    "summary.json",
+    "report.html",
+    "results.tsv",
+    "run.log",
+];
+
+/// `path` with its directory resolved through links (`canonicalize`), the file name kept;
+/// the absolute path when the directory does not exist yet. Two spellings of one file
+/// resolve alike.
+pub fn resolved(path: &Path) -> PathBuf {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    match (abs.parent(), abs.file_name()) {
+        (Some(dir), Some(name)) => std::fs::canonicalize(dir)
+            .map(|d| d.join(name))
+            .unwrap_or(abs),
+        _ => abs,
+    }
+}
+
+/// Refuses a `--junit` that is one of the files the run writes into `out` (by any
+/// spelling, links included): it would replace `meta.json` or `trials.json` with JUnit
+/// XML, and the run could not be judged again. Errors: a [`UsageError`] naming the file.
+pub fn check_junit_apart(out: &Path, junit: &Path) -> Result<()> {
+    let (out, target) = (resolved(&out.join("x")), resolved(junit));
+    let out = out.parent().unwrap_or(&out);
+    if target.parent() == Some(out)
+        && RUN_FILES
+            .iter()
+            .any(|f| target.file_name() == Some(f.as_ref()))
+    {
+        return Err(UsageError(format!(
+            "--junit {} is the run's own {}: give another path (junit.xml in --out is fine)",
+            junit.display(),
+            target.file_name().unwrap_or_default().to_string_lossy()
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// The `--junit` checks of a run that writes into `out` (when given): [`check_junit_apart`],
+/// then [`check_writable_file`]. First thing, before anything is written: a refused path
+/// must not get the setup error's JUnit either.
+pub fn check_junit(junit: &Path, out: Option<&Path>) -> Result<()> {
+    if let Some(out) = out {
+        check_junit_apart(out, junit)?;
+    }
+    check_writable_file("--junit", junit)
+}
+
 /// Fails early, before hours of trials, when `path` (the value of `flag`, e.g.
 /// `--junit`) could not be written at the end: its directory must exist or be creatable
 /// (`--junit <out>/ci/junit.xml` is the natural spelling, so missing directories are

@@ -8,7 +8,7 @@ use std::{collections::BTreeMap, path::Path};
 use anyhow::{Context, Result};
 use serde::{de::DeserializeOwned, Deserialize};
 
-use fdb::{Engine, FdbVersion};
+use fdb::{mako::MakoReport, Engine, FdbVersion};
 
 use super::{
     baseline::Baseline,
@@ -185,12 +185,12 @@ impl SavedRun {
             )
         })?;
         let meta: SavedMeta = read(dir, "meta.json")?;
-        if meta.plan.config.trials == 0 {
-            anyhow::bail!(
-                "{} is not what a gate writes: it plans 0 trials (a gate plans at least 1)",
+        check_meta(&meta, &trials).map_err(|why| {
+            anyhow::anyhow!(
+                "{} is not what a gate writes: {why}; re-judging it would judge edited numbers",
                 dir.join("meta.json").display()
-            );
-        }
+            )
+        })?;
         Ok(SavedRun {
             meta,
             trials,
@@ -225,11 +225,26 @@ fn check_trials(trials: &[TrialRecord]) -> Result<(), String> {
             ));
         }
     }
+    let mut seen = std::collections::BTreeSet::new();
+    for t in trials {
+        if !seen.insert((t.engine, t.arm, t.repetition)) {
+            return Err(format!(
+                "trial {} repeats {} {} #{}: a gate runs each repetition of an arm once",
+                t.index, t.engine, t.arm, t.repetition
+            ));
+        }
+    }
     for t in trials.iter().filter(|t| t.outcome == Outcome::Measured) {
         let which = format!(
             "trial {} ({} {} #{})",
             t.index, t.engine, t.arm, t.repetition
         );
+        if let Some(e) = &t.error {
+            return Err(format!("{which} is measured but holds an error ({e})"));
+        }
+        if let Some(Err(e)) = t.report.as_ref().map(MakoReport::validity) {
+            return Err(format!("{which} is measured but its report is {e}"));
+        }
         let tps = t.report.as_ref().map(|r| r.tps);
         if !tps.is_some_and(|tps| tps.is_finite() && tps > 0.0) {
             return Err(format!(
@@ -266,6 +281,35 @@ fn check_trials(trials: &[TrialRecord]) -> Result<(), String> {
             .find(|(_, n)| !within(**n, MAX_INSTRUCTIONS_PER_S))
         {
             return Err(format!("{which} has {n} {role} instructions per second"));
+        }
+    }
+    Ok(())
+}
+
+/// Checks what the gate guarantees of a plan it writes, and that the measured trials are
+/// windows of the plan's workload: at least 1 trial planned, TPS floors positive and
+/// finite, every measured report's run and warmup the ones the plan asked
+/// ([`MakoReport::window_matches`]).
+fn check_meta(meta: &SavedMeta, trials: &[TrialRecord]) -> Result<(), String> {
+    let c = &meta.plan.config;
+    if c.trials == 0 {
+        return Err("it plans 0 trials (a gate plans at least 1)".into());
+    }
+    let slo = meta.plan.slo();
+    for (what, floor) in [
+        ("slo_tps", c.slo_tps),
+        ("slo.redwood", slo.redwood),
+        ("slo.rocksdb", slo.rocksdb),
+        ("slo.sharded_rocksdb", slo.sharded_rocksdb),
+    ] {
+        if let Some(v) = floor.filter(|v| !(v.is_finite() && *v > 0.0)) {
+            return Err(format!("its TPS floor {what} is {v}, not a positive TPS"));
+        }
+    }
+    let (run_s, warmup_s) = (c.workload.seconds as f64, c.workload.warmup_seconds as f64);
+    for t in trials.iter().filter(|t| t.outcome == Outcome::Measured) {
+        if let Some(Err(e)) = t.report.as_ref().map(|r| r.window_matches(run_s, warmup_s)) {
+            return Err(format!("trial {} is measured but {e}", t.index));
         }
     }
     Ok(())

@@ -38,6 +38,9 @@ pub struct Runner<'a> {
     save: Save<'a>,
     /// The records of the trials that ended, in run order.
     pub trials: Vec<TrialRecord>,
+    /// Children the gate had before its first trial (inherited across the `exec` that
+    /// started it, or started by an earlier stage): never a trial's, never touched.
+    inherited: Vec<u32>,
     // Last: dropped after everything else, it removes the run dir and releases the reaper.
     reaper: Reaper,
 }
@@ -57,6 +60,10 @@ impl<'a> Runner<'a> {
         let run_workdir = run_dir.path.clone();
         // Ends what the trials started if this gate dies without tearing down (SIGKILL); it
         // owns the run dir, which goes first when the runner is dropped.
+        let inherited = crate::process::children()
+            .into_iter()
+            .map(|(pid, _)| pid)
+            .collect();
         let reaper = Reaper::start(run_dir, &out.join("run.log"))?;
         // What escapes a trial's process groups and loses its parent comes to the gate,
         // which ends it after the trial.
@@ -67,6 +74,7 @@ impl<'a> Runner<'a> {
             run_workdir,
             save: Box::new(save),
             trials: Vec::new(),
+            inherited,
             reaper,
         })
     }
@@ -108,7 +116,10 @@ impl<'a> Runner<'a> {
         });
         self.log(&record);
         // Left running, it would take CPU from the next trials' servers.
-        for (pid, cmd) in crate::process::end_orphans(&[self.reaper.pid()]) {
+        let keep: Vec<u32> = std::iter::once(self.reaper.pid())
+            .chain(self.inherited.iter().copied())
+            .collect();
+        for (pid, cmd) in crate::process::end_orphans(&keep, &self.run_workdir) {
             tracing::warn!(
                 "trial {}: pid {pid} outlived the trial outside its process groups (setsid) \
                  and was killed: {cmd}",
