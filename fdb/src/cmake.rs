@@ -34,6 +34,10 @@ pub struct BuildConfig {
     /// has, by name; values as written there.
     #[serde(default)]
     pub codegen: BTreeMap<String, String>,
+    /// Entries the gate reads that the cache gives more than once with different values,
+    /// as `NAME: 'first' then 'second'` (cmake writes each entry once: an edited cache).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conflicts: Vec<String>,
 }
 
 /// Cache entries besides the build type, compilers and `CMAKE_CXX_FLAGS` that change what
@@ -84,11 +88,25 @@ const INSTRUMENTING_FLAGS: [&str; 4] = [
 impl BuildConfig {
     /// Parses `NAME:TYPE=VALUE` lines.
     pub fn parse(text: &str) -> BuildConfig {
+        let values = |key: &str| -> Vec<String> {
+            text.lines()
+                .filter_map(|l| {
+                    let (name, value) = l.split_once('=')?;
+                    (name.split(':').next()? == key).then(|| value.trim().to_string())
+                })
+                .collect()
+        };
+        let conflicts = std::cell::RefCell::new(Vec::new());
         let entry = |key: &str| -> Option<String> {
-            text.lines().find_map(|l| {
-                let (name, value) = l.split_once('=')?;
-                (name.split(':').next()? == key).then(|| value.trim().to_string())
-            })
+            let all = values(key);
+            if let Some(other) = all.iter().find(|v| **v != all[0]) {
+                let line = format!("{key}: '{}' then '{other}'", all[0]);
+                let mut c = conflicts.borrow_mut();
+                if !c.contains(&line) {
+                    c.push(line);
+                }
+            }
+            all.into_iter().next()
         };
         let get = |key: &str| entry(key).unwrap_or_default();
         let on = |v: &str| matches!(v.to_ascii_uppercase().as_str(), "ON" | "TRUE" | "1" | "YES");
@@ -117,7 +135,23 @@ impl BuildConfig {
                 .iter()
                 .filter_map(|k| Some((k.to_string(), entry(k)?)))
                 .collect(),
+            conflicts: conflicts.take(),
         }
+    }
+
+    /// The optimization level a Release build compiles C++ with: the last `-O` option of
+    /// `CMAKE_CXX_FLAGS` followed by `CMAKE_CXX_FLAGS_RELEASE` (cmake puts them on the
+    /// compile line in that order, and the compiler takes the last), e.g. `-O3`; `None`
+    /// when neither has one (the compiler's default, `-O0`).
+    pub fn release_optimization(&self) -> Option<String> {
+        let release = self
+            .codegen
+            .get("CMAKE_CXX_FLAGS_RELEASE")
+            .map_or("", String::as_str);
+        format!("{} {release}", self.cxx_flags)
+            .split_whitespace()
+            .rfind(|f| f.starts_with("-O"))
+            .map(str::to_string)
     }
 
     /// How `other` (the experiment's) was configured differently from this (the
@@ -182,6 +216,27 @@ impl BuildConfig {
                 self.build_type
             ));
         }
+        // Only where the cache has the release flags (cmake always writes them; a
+        // hand-made cache may not, and then nothing is known).
+        let release_flags = self.codegen.contains_key("CMAKE_CXX_FLAGS_RELEASE");
+        if self.build_type == "Release" && release_flags {
+            match self.release_optimization().as_deref() {
+                Some("-O0" | "-Og") | None => p.push(format!(
+                    "CMAKE_CXX_FLAGS and CMAKE_CXX_FLAGS_RELEASE compile without optimization \
+                     ({}): an unoptimized build measures the compiler settings, not the change",
+                    self.release_optimization()
+                        .unwrap_or_else(|| "no -O option: the compiler's -O0".to_string())
+                )),
+                Some(_) => {}
+            }
+        }
+        if !self.conflicts.is_empty() {
+            p.push(format!(
+                "CMakeCache.txt gives entries more than once with different values ({}); cmake \
+                 writes each once: reconfigure the tree",
+                self.conflicts.join("; ")
+            ));
+        }
         if !self.build_mako {
             p.push("BUILD_MAKO is not ON: configure with -DBUILD_MAKO=ON".to_string());
         }
@@ -229,6 +284,50 @@ mod tests {
         assert_eq!(p.len(), 3, "{p:?}");
         assert!(p[0].contains("'Debug'") && p[1].contains("-DBUILD_MAKO=ON"));
         assert!(p[2].contains("USE_ASAN, -fprofile-instr-generate"), "{p:?}");
+    }
+
+    #[test]
+    fn an_unoptimized_release_or_an_edited_cache_is_a_problem() {
+        // A real FDB 8.0 tree's release flags (cmake's default) are fine.
+        let real = "CMAKE_BUILD_TYPE:STRING=Release\nBUILD_MAKO:BOOL=ON\n\
+            CMAKE_CXX_FLAGS:STRING=\nCMAKE_CXX_FLAGS_RELEASE:STRING=-O3 -DNDEBUG\n";
+        let c = BuildConfig::parse(real);
+        assert_eq!(c.release_optimization().as_deref(), Some("-O3"));
+        assert!(c.problems().is_empty(), "{c:?}");
+        // Breaker inputs: -O0 in the flags passed the Release check.
+        for (flags, release, level) in [
+            ("-O0 -g", "-O0", "(-O0)"),
+            ("", "-Og", "(-Og)"),
+            ("-O0", "-O3 -DNDEBUG", ""),
+            ("", "-DNDEBUG", "(no -O option: the compiler's -O0)"),
+        ] {
+            let c = BuildConfig::parse(&format!(
+                "CMAKE_BUILD_TYPE:STRING=Release\nBUILD_MAKO:BOOL=ON\n\
+                 CMAKE_CXX_FLAGS:STRING={flags}\nCMAKE_CXX_FLAGS_RELEASE:STRING={release}\n"
+            ));
+            let p = c.problems();
+            if level.is_empty() {
+                // The release flags come last on the compile line: -O3 wins.
+                assert!(p.is_empty(), "{flags} {release}: {p:?}");
+            } else {
+                assert_eq!(p.len(), 1, "{flags} {release}: {p:?}");
+                assert!(
+                    p[0].contains(&format!("without optimization {level}")),
+                    "{p:?}"
+                );
+            }
+        }
+        // An entry given twice: before, the first one won (Release), whatever followed.
+        let twice = BuildConfig::parse(&format!("{real}CMAKE_BUILD_TYPE:STRING=Debug\n"));
+        assert_eq!(twice.build_type, "Release");
+        assert!(
+            twice
+                .problems()
+                .iter()
+                .any(|p| p.contains("CMAKE_BUILD_TYPE: 'Release' then 'Debug'")),
+            "{:?}",
+            twice.problems()
+        );
     }
 
     #[test]

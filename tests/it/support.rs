@@ -77,7 +77,7 @@ impl Sandbox {
         // What cmake -DCMAKE_BUILD_TYPE=Release -DBUILD_MAKO=ON leaves (tests may edit it).
         std::fs::write(
             root.join("CMakeCache.txt"),
-            "CMAKE_BUILD_TYPE:STRING=Release\nBUILD_MAKO:BOOL=ON\nUSE_ASAN:BOOL=OFF\nCMAKE_CXX_FLAGS:STRING=\n",
+            "CMAKE_BUILD_TYPE:STRING=Release\nBUILD_MAKO:BOOL=ON\nUSE_ASAN:BOOL=OFF\nCMAKE_CXX_FLAGS:STRING=\nCMAKE_CXX_FLAGS_RELEASE:STRING=-O3 -DNDEBUG\n",
         )
         .unwrap();
         std::fs::write(root.join("double.json"), behaviour.to_string()).unwrap();

@@ -59,6 +59,18 @@ impl FdbTree {
             .with_context(|| format!("cannot resolve FDB build tree {}", root.display()))?;
         let need = |rel: &str, target: &str, extra: &str| -> Result<PathBuf> {
             let path = root.join(rel);
+            // Something that is there but not a file is named as what it is, not "missing".
+            if let Ok(meta) = std::fs::metadata(&path).or_else(|_| path.symlink_metadata()) {
+                if !meta.is_file() {
+                    bail!(
+                        "{rel} in FDB build tree {} is {}, not the file ninja builds: remove it \
+                         and build it with `ninja -C {} {target}`{extra}",
+                        root.display(),
+                        file_kind(&meta),
+                        root.display()
+                    );
+                }
+            }
             if !path.is_file() {
                 bail!(
                     "{} is missing from FDB build tree {}: build it with \
@@ -104,6 +116,28 @@ impl FdbTree {
             .with_context(|| format!("cannot run {what}"))?;
         FdbVersion::parse(&text)
             .with_context(|| format!("unexpected `{} --version` output", fdbserver.display()))
+    }
+}
+
+/// What a file that is not a regular one is, for messages: "a directory", "a FIFO (named
+/// pipe)", "a character device", "a dangling symbolic link", ...
+fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    let t = meta.file_type();
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_symlink() {
+        "a dangling symbolic link"
+    } else {
+        "not a regular file"
     }
 }
 
@@ -206,6 +240,23 @@ mod tests {
         assert!(err.contains("bin/mako is not executable"), "{err}");
         make("bin/mako", 0o755);
         assert!(FdbTree::open(dir.path()).is_ok());
+        // Breaker inputs: something there that is not a file was called "missing".
+        std::fs::remove_file(dir.path().join("bin/mako")).unwrap();
+        nix::unistd::mkfifo(&dir.path().join("bin/mako"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let err = format!("{:#}", FdbTree::open(dir.path()).unwrap_err());
+        assert!(err.contains("bin/mako in FDB build tree"), "{err}");
+        assert!(
+            err.contains("is a FIFO (named pipe), not the file ninja builds"),
+            "{err}"
+        );
+        make("bin/mako2", 0o755);
+        std::fs::remove_file(dir.path().join("bin/mako")).unwrap();
+        std::fs::remove_file(dir.path().join("lib/libfdb_c.so")).unwrap();
+        std::fs::create_dir(dir.path().join("lib/libfdb_c.so")).unwrap();
+        std::fs::rename(dir.path().join("bin/mako2"), dir.path().join("bin/mako")).unwrap();
+        let err = format!("{:#}", FdbTree::open(dir.path()).unwrap_err());
+        assert!(err.contains("lib/libfdb_c.so in FDB build tree"), "{err}");
+        assert!(err.contains("is a directory"), "{err}");
     }
 
     #[test]

@@ -46,8 +46,59 @@ impl SloTps {
 #[serde(deny_unknown_fields)]
 struct SloFile {
     schema_version: u32,
-    /// profile -> engine -> floor, TPS.
-    tps: BTreeMap<String, BTreeMap<Engine, f64>>,
+    /// profile -> engine -> floor, TPS. A profile or an engine named twice is an error
+    /// (a JSON map keeps the last silently, which dropped floors).
+    #[serde(deserialize_with = "unique_profiles")]
+    tps: BTreeMap<String, EngineFloors>,
+}
+
+/// One profile's floors, TPS; an engine named twice is an error (serde refuses a struct
+/// field given twice).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct EngineFloors {
+    redwood: Option<f64>,
+    rocksdb: Option<f64>,
+    sharded_rocksdb: Option<f64>,
+}
+
+impl EngineFloors {
+    fn get(&self, engine: Engine) -> Option<f64> {
+        match engine {
+            Engine::Redwood => self.redwood,
+            Engine::Rocksdb => self.rocksdb,
+            Engine::ShardedRocksdb => self.sharded_rocksdb,
+        }
+    }
+}
+
+/// A map of profile names that refuses a name given twice.
+fn unique_profiles<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<String, EngineFloors>, D::Error> {
+    struct Unique;
+    impl<'de> serde::de::Visitor<'de> for Unique {
+        type Value = BTreeMap<String, EngineFloors>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a map of profile names to floors per engine")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut out = BTreeMap::new();
+            while let Some((profile, floors)) = map.next_entry::<String, EngineFloors>()? {
+                if out.contains_key(&profile) {
+                    return Err(serde::de::Error::custom(format!(
+                        "profile {profile:?} is given twice"
+                    )));
+                }
+                out.insert(profile, floors);
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_map(Unique)
 }
 
 /// The environment variable that sets `engine`'s floor.
@@ -90,7 +141,15 @@ pub fn resolve(
                 f.schema_version
             );
         }
-        f.tps.get(profile).cloned().unwrap_or_default()
+        f.tps
+            .get(profile)
+            .map(|floors| {
+                Engine::ALL
+                    .iter()
+                    .filter_map(|&e| Some((e, floors.get(e)?)))
+                    .collect::<BTreeMap<Engine, f64>>()
+            })
+            .unwrap_or_default()
     } else {
         BTreeMap::new()
     };
@@ -189,6 +248,25 @@ mod tests {
             Path::new("/nonexistent/slo.json"),
         );
         assert_eq!(missing.unwrap().0, SloTps::default());
+        // Breaker inputs: a floor or a profile given twice kept the last silently (floor
+        // 1 instead of 5000, or no floor at all).
+        for (text, says) in [
+            (
+                r#"{"schema_version": 1, "tps": {"quick": {"redwood": 5000, "redwood": 1}}}"#,
+                "duplicate field `redwood`",
+            ),
+            (
+                r#"{"schema_version": 1, "tps": {"quick": {"redwood": 5000}, "quick": {}}}"#,
+                "profile \"quick\" is given twice",
+            ),
+        ] {
+            let f = file(text);
+            let err = format!(
+                "{:#}",
+                resolve(None, "quick", &[Engine::Redwood], &|_| None, f.path()).unwrap_err()
+            );
+            assert!(err.contains(says), "{err}");
+        }
         // Before: a dangling link or a FIFO at slo.json was "no file", so every floor went
         // silently; now only a file that is not there is.
         let dir = tempfile::tempdir().unwrap();

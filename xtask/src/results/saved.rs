@@ -164,7 +164,8 @@ impl SavedRun {
             Some("does not exist")
         } else if !dir.is_dir() {
             Some("is not a directory")
-        } else if !dir.join("meta.json").is_file() {
+        } else if dir.join("meta.json").symlink_metadata().is_err() {
+            // Only when nothing is there: a FIFO or a link there is named by `read`.
             Some("holds no meta.json")
         } else {
             None
@@ -194,7 +195,8 @@ impl SavedRun {
         Ok(SavedRun {
             meta,
             trials,
-            summary: if dir.join("summary.json").exists() {
+            // A dangling link is not "the run did not finish": `read` names it.
+            summary: if dir.join("summary.json").symlink_metadata().is_ok() {
                 Some(read(dir, "summary.json")?)
             } else {
                 None
