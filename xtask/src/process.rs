@@ -182,6 +182,7 @@ impl Child {
         let inner = cmd
             .spawn()
             .with_context(|| format!("cannot start {name}: {cmd:?}"))?;
+        record_group(inner.id());
         Ok(Child {
             name: name.to_string(),
             inner,
@@ -304,6 +305,37 @@ fn group_alive(pgid: Pid) -> bool {
     killpg(pgid, None).is_ok()
 }
 
+/// Where every supervised child's process group is written, one number a line, once a
+/// run has its run dir ([`record_groups_in`]).
+static GROUP_LOG: std::sync::Mutex<Option<File>> = std::sync::Mutex::new(None);
+
+/// From now on, writes the process group of every child [`Child::spawn`] starts into
+/// `file` (append, one a line): after the gate's death, the reaper or the next gate then
+/// ends only processes of those groups ([`kill_mentioning`]), never a user's viewer of
+/// the run's files.
+pub fn record_groups_in(file: File) {
+    if let Ok(mut log) = GROUP_LOG.lock() {
+        *log = Some(file);
+    }
+}
+
+/// Appends `pgid` to the group log, if there is one. A failed write is ignored: the
+/// cleanup then falls back to a command line naming the run dir.
+fn record_group(pgid: u32) {
+    use std::io::Write as _;
+    if let Ok(mut log) = GROUP_LOG.lock() {
+        if let Some(f) = log.as_mut() {
+            let _ = writeln!(f, "{pgid}");
+        }
+    }
+}
+
+/// The process group of `pid` (`/proc/<pid>/stat`, the field after the parent).
+pub fn process_group_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(") ")?.1.split(' ').nth(2)?.parse().ok()
+}
+
 /// Whether `pid` is a live (not zombie) process.
 pub fn process_running(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
@@ -413,16 +445,21 @@ pub fn processes_mentioning(needle: &str) -> Vec<(u32, String)> {
         .collect()
 }
 
-/// Kills (SIGKILL) every process whose command line names a path under `dir`, in a few
-/// rounds (a process may fork while it is being killed): what a dead gate's run, or its
-/// build's compile jobs (ninja starts each in its own process group, out of reach of the
+/// Kills (SIGKILL) every process whose command line names a path under `dir` and, when
+/// `groups` is given, whose process group is one of them, in a few rounds (a process may
+/// fork while it is being killed): what a dead gate's run (its groups recorded by
+/// [`record_groups_in`], so a user's `tail -f` of a trace file is spared), or its build's
+/// compile jobs (ninja starts each in its own process group, out of reach of the
 /// parent-death signal), left running. Returns them as `(pid, command)`.
-pub fn kill_mentioning(dir: &Path) -> Vec<(u32, String)> {
+pub fn kill_mentioning(dir: &Path, groups: Option<&[u32]>) -> Vec<(u32, String)> {
     // The trailing slash keeps `perfgate-12` from matching `perfgate-123`.
     let needle = format!("{}/", dir.display());
+    let in_groups =
+        |pid: u32| groups.is_none_or(|g| process_group_of(pid).is_some_and(|pg| g.contains(&pg)));
     let mut killed: Vec<(u32, String)> = Vec::new();
     for _ in 0..20 {
-        let left = processes_mentioning(&needle);
+        let mut left = processes_mentioning(&needle);
+        left.retain(|(pid, _)| in_groups(*pid));
         if left.is_empty() {
             break;
         }

@@ -280,6 +280,17 @@ fn after_a_sigkill_of_the_gate_and_its_reaper_the_next_run_cleans_up() {
         .flatten()
         .collect();
     assert_eq!(stale.len(), 1, "the killed gate's run dir is left");
+    // Someone watching a file of the dead run (breaker: `tail -f` of a trace file was
+    // killed with the run's processes): in a process group of its own, not the run's.
+    let mut viewer = {
+        use std::os::unix::process::CommandExt as _;
+        std::process::Command::new("sh")
+            .args(["-c", "sleep 300", "viewer"])
+            .arg(stale[0].path().join("trace.xml"))
+            .process_group(0)
+            .spawn()
+            .unwrap()
+    };
     // A directory that merely looks like a run dir (no gate's lock file) is not touched.
     let foreign = s.workdir.path().join("perfgate-2");
     std::fs::create_dir_all(&foreign).unwrap();
@@ -294,6 +305,13 @@ fn after_a_sigkill_of_the_gate_and_its_reaper_the_next_run_cleans_up() {
         ),
     );
     let o = s.bench_in("second", &c, &d, &["--trials", "1"]);
+    let viewer_alive = viewer.try_wait().unwrap().is_none();
+    let _ = viewer.kill();
+    let _ = viewer.wait();
+    assert!(
+        viewer_alive,
+        "the cleanup killed a process that was not the run's"
+    );
     assert_eq!(code(&o), 0, "{}", text(&o));
     assert!(
         text(&o).contains("died without cleaning up: killed 1 leftover"),

@@ -340,7 +340,7 @@ fn lock_slot(slot: &Path) -> Result<nix::fcntl::Flock<std::fs::File>> {
 fn clear_slot(slot: &Path, tree: &Path) {
     // A gate killed mid-build (SIGKILL) leaves ninja's compile jobs running, each in its
     // own process group: they would write the old revision's objects into this build.
-    for (pid, command) in crate::process::kill_mentioning(slot) {
+    for (pid, command) in crate::process::kill_mentioning(slot, None) {
         say!("killed {pid}, left from an earlier build in the slot: {command}");
     }
     let _ = std::fs::remove_file(tree.join("stamp.json"));

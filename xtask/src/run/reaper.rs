@@ -25,6 +25,11 @@ pub const RUN_DIR_PREFIX: &str = "perfgate-";
 /// directory without one is not a gate's and is left alone.
 pub const RUN_LOCK: &str = ".perfgate-run.lock";
 
+/// The file in every run dir where the gate writes the process group of every child it
+/// starts (`process::record_groups_in`): after its death, only processes of those groups
+/// are the run's.
+pub const RUN_GROUPS: &str = ".perfgate-groups";
+
 /// A run's own directory on the work dir, created exclusively (two gates never share
 /// one, even with equal pids in different PID namespaces) and locked while the gate
 /// lives. Dropping it removes the lock and the directory if it is empty.
@@ -61,6 +66,12 @@ impl RunDir {
                 .with_context(|| format!("cannot create the lock in {}", path.display()))?;
             let lock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
                 .map_err(|(_, e)| anyhow::anyhow!("cannot lock {}: {e}", path.display()))?;
+            let groups = std::fs::OpenOptions::new()
+                .append(true)
+                .create_new(true)
+                .open(path.join(RUN_GROUPS))
+                .with_context(|| format!("cannot create {RUN_GROUPS} in {}", path.display()))?;
+            crate::process::record_groups_in(groups);
             return Ok(RunDir { path, _lock: lock });
         }
         anyhow::bail!(
@@ -72,6 +83,7 @@ impl RunDir {
 
 impl Drop for RunDir {
     fn drop(&mut self) {
+        let _ = std::fs::remove_file(self.path.join(RUN_GROUPS));
         let _ = std::fs::remove_file(self.path.join(RUN_LOCK));
         let _ = std::fs::remove_dir(&self.path);
     }
@@ -332,11 +344,16 @@ impl Ended {
     }
 }
 
-/// Ends a dead gate's run: kills every process whose command line names the run dir
-/// `dir`, in a few rounds (a process may fork while it is being killed), then removes
-/// the directory. Shared by the reaper and the next gate's stale-run cleanup.
+/// Ends a dead gate's run: kills every process of the run's recorded process groups
+/// ([`RUN_GROUPS`]) whose command line names the run dir `dir`, in a few rounds (a
+/// process may fork while it is being killed), then removes the directory. Shared by the reaper and the next gate's stale-run cleanup.
 fn end_run(dir: &Path) -> Ended {
-    let killed = kill_mentioning(dir);
+    // Only the run's own process groups when the gate recorded them (every gate since the
+    // file exists); a run dir of an older gate has only the command lines to go by.
+    let groups: Option<Vec<u32>> = crate::input::read_text(&dir.join(RUN_GROUPS))
+        .ok()
+        .map(|text| text.lines().filter_map(|l| l.trim().parse().ok()).collect());
+    let killed = kill_mentioning(dir, groups.as_deref());
     let removed = dir.exists() && std::fs::remove_dir_all(dir).is_ok();
     Ended { killed, removed }
 }
