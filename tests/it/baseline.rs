@@ -209,6 +209,27 @@ fn record_list_show_and_judge_a_candidate_against_the_record() {
         .to_string()
         .contains("HOST CHANGED (redwood)"));
     // A control that is not the recorded build is refused before any trial.
+    // The recorded source version built another way (breaker: -O0, 50% slower, was taken
+    // for a host 50% slower) is refused too.
+    let rebuilt = s.tree("release-rebuilt", json!({"tps": 1000.0, "noise_pct": 0.2}));
+    let cache = std::fs::read_to_string(rebuilt.join("CMakeCache.txt")).unwrap();
+    std::fs::write(
+        rebuilt.join("CMakeCache.txt"),
+        cache.replace(
+            "CMAKE_CXX_FLAGS:STRING=\n",
+            "CMAKE_CXX_FLAGS:STRING=-fno-inline\n",
+        ),
+    )
+    .unwrap();
+    let rebuilt_arg = ["--baseline-build", rebuilt.to_str().unwrap()];
+    let o = against(&s, &dir, &candidate, "rebuilt-control", &rebuilt_arg);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("was configured differently from the build baseline release")
+            && text(&o).contains("CMAKE_CXX_FLAGS: (unset) vs '-fno-inline'"),
+        "{}",
+        text(&o)
+    );
     let other = ["--baseline-build", same.to_str().unwrap()];
     let o = against(&s, &dir, &candidate, "wrong-control", &other);
     assert_eq!(code(&o), 64, "{}", text(&o));

@@ -42,14 +42,17 @@ fn record(
     } = SavedRun::read(from)?;
     check_finished(from, summary.as_ref())?;
     let plan = meta.plan;
-    let version = match arm {
+    let recorded_arm = match arm {
         Arm::Baseline => plan
             .baseline
             .as_ref()
-            .map(|a| a.version.clone())
             .context("that run has no baseline arm (it was judged against a record)")?,
-        Arm::Experiment => plan.experiment.version.clone(),
+        Arm::Experiment => &plan.experiment,
     };
+    let (version, build_config) = (
+        recorded_arm.version.clone(),
+        recorded_arm.build_config.clone(),
+    );
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut written = Vec::new();
     for &engine in plan.engines() {
@@ -93,6 +96,7 @@ fn record(
             host: meta.host.clone(),
             workdir_tmpfs: plan.workdir.tmpfs,
             build: version.clone(),
+            build_config: build_config.clone(),
             from_results: from.display().to_string(),
             trials: measured.iter().filter_map(|t| recorded(t)).collect(),
         };

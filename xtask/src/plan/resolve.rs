@@ -253,7 +253,23 @@ fn check_control(control: &ArmPlan, record: &Baseline) -> Result<(), UsageError>
         &record.build.source_version,
     );
     if ours == recorded {
-        return Ok(());
+        // The same commit built another way (-O0, another compiler) is another build: the
+        // gap would be blamed on the host.
+        let differences = match (&record.build_config, &control.build_config) {
+            (Some(r), Some(c)) => r.differences(c),
+            _ => Vec::new(),
+        };
+        if differences.is_empty() {
+            return Ok(());
+        }
+        return Err(UsageError(format!(
+            "the control arm ({}) is the recorded source version but was configured \
+             differently from the build baseline {} was recorded with (CMakeCache.txt, record \
+             vs control: {}): give --baseline-build a tree configured like the recorded one",
+            control.tree.root.display(),
+            record.name,
+            differences.join("; ")
+        )));
     }
     Err(UsageError(format!(
         "the control arm ({}) is source version {ours}, but baseline {} was recorded from \

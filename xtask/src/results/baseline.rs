@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use fdb::{knob::KnobSource, Engine, FdbVersion, Knob};
+use fdb::{cmake::BuildConfig, knob::KnobSource, Engine, FdbVersion, Knob};
 
 use super::host::Host;
 use crate::{
@@ -51,6 +51,10 @@ pub struct Baseline {
     pub workdir_tmpfs: bool,
     /// `fdbserver --version` of the recorded build.
     pub build: FdbVersion,
+    /// How the recorded build's tree was configured (`CMakeCache.txt`): a control arm must
+    /// be configured alike. Absent in records made before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_config: Option<BuildConfig>,
     /// Results dir the record came from.
     pub from_results: String,
     /// The measured trials.

@@ -8,7 +8,7 @@ use std::{collections::BTreeMap, path::Path};
 use anyhow::{Context, Result};
 use serde::{de::DeserializeOwned, Deserialize};
 
-use fdb::{mako::MakoReport, Engine, FdbVersion};
+use fdb::{cmake::BuildConfig, mako::MakoReport, Engine, FdbVersion};
 
 use super::{
     baseline::Baseline,
@@ -122,6 +122,9 @@ pub struct SavedWorkdir {
 #[derive(Deserialize)]
 pub struct SavedArm {
     pub version: FdbVersion,
+    /// How the arm's tree was configured (`CMakeCache.txt`), when it said.
+    #[serde(default)]
+    pub build_config: Option<BuildConfig>,
 }
 
 /// `summary.json`: whether the run was interrupted and the looks per engine.
