@@ -163,8 +163,10 @@ fn numbers(j: &Judgement) -> Vec<(String, String)> {
 
 /// `junit.xml`: one test suite per engine, one test case per judged metric. For a gated
 /// metric, REGRESSION and SLO-VIOLATION are `<failure>`, TIMEOUT and ERROR are `<error>`,
-/// INCONCLUSIVE is `<skipped>` (with the MDE achieved in its message); the verdict is the
-/// type. A metric that does not gate passes, with its verdict in its output.
+/// INCONCLUSIVE is `<skipped>` (with the MDE achieved in its message), or a `<failure>`
+/// under `--strict` (the run exits 1 then, and a CI test tab must not show 0 failures);
+/// the verdict is the type. A metric that does not gate passes, with its verdict in its
+/// output.
 pub fn junit(judgements: &[Judgement], table: &str) -> String {
     let mut report = Report::new("perfgate");
     let mut suites: Vec<TestSuite> = Vec::new();
@@ -178,6 +180,9 @@ pub fn junit(judgements: &[Judgement], table: &str) -> String {
                 TestCaseStatus::non_success(NonSuccessKind::Failure)
             }
             Verdict::Timeout | Verdict::Error => TestCaseStatus::non_success(NonSuccessKind::Error),
+            Verdict::Inconclusive if j.criteria.strict => {
+                TestCaseStatus::non_success(NonSuccessKind::Failure)
+            }
             Verdict::Inconclusive => TestCaseStatus::skipped(),
         };
         if j.gating && j.verdict != Verdict::Measured {
@@ -568,6 +573,19 @@ mod tests {
         assert!(xml.contains("<skipped message=\"INCONCLUSIVE: "), "{xml}");
         assert!(xml.contains("(MDE, 80% power)"), "{xml}");
         assert!(xml.contains(r#"skipped="1""#), "{xml}");
+        // Under --strict the run exits 1, and the file says so (issue 15: a failed job
+        // showed 0 failures).
+        let strict = Criteria {
+            strict: true,
+            ..CRITERIA
+        };
+        let j = judge(&t, &[Engine::Redwood], strict, false);
+        assert_eq!(exit_code(&j, false), 1);
+        let xml = junit(&j, "");
+        assert!(
+            xml.contains("<failure message=\"INCONCLUSIVE: ") && xml.contains(r#"failures="1""#),
+            "{xml}"
+        );
     }
 
     #[test]

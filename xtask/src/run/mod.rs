@@ -178,6 +178,12 @@ impl<'a> Runner<'a> {
     }
 }
 
+/// Whether the terminal output gets ANSI colors: on a terminal, unless `NO_COLOR` is set
+/// to something (https://no-color.org: "present and not an empty string").
+pub fn use_color(terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
+    terminal && no_color.is_none_or(|v| v.is_empty())
+}
+
 /// Logs go to stderr (short; warnings only with `quiet`) and to `<out>/run.log` (with
 /// timestamps).
 pub fn init_logging(out: &Path, quiet: bool) -> Result<()> {
@@ -188,7 +194,10 @@ pub fn init_logging(out: &Path, quiet: bool) -> Result<()> {
     tracing_subscriber::registry()
         .with(
             fmt::layer()
-                .with_ansi(std::io::stderr().is_terminal())
+                .with_ansi(use_color(
+                    std::io::stderr().is_terminal(),
+                    std::env::var_os("NO_COLOR"),
+                ))
                 .with_writer(std::io::stderr)
                 .without_time()
                 .with_target(false)
@@ -206,4 +215,18 @@ pub fn init_logging(out: &Path, quiet: bool) -> Result<()> {
         )
         .try_init()
         .context("logging was already set up")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_color_turns_colors_off_when_set_to_something() {
+        // Issue 15: NO_COLOR=1 was ignored on a terminal.
+        assert!(use_color(true, None));
+        assert!(!use_color(true, Some("1".into())));
+        assert!(use_color(true, Some("".into())));
+        assert!(!use_color(false, None));
+    }
 }
