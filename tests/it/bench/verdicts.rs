@@ -237,6 +237,7 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
     std::fs::write(edited.join("trials.json"), original.to_string()).unwrap();
     for (pointer, value, says) in [
         ("/plan/config/trials", json!(0), "it plans 0 trials"),
+        ("/plan/engines", json!([]), "it plans no engine"),
         (
             "/plan/config/slo_tps",
             json!(-1.0),

@@ -75,15 +75,7 @@ fn record(
                 plan.config.workload.profile
             )),
         };
-        let path = dir.join(format!("{base}.json"));
-        // Whatever is there, a dangling link included, is someone's.
-        if path.symlink_metadata().is_ok() && !force {
-            return Err(UsageError(format!(
-                "baseline {} exists; pass --force to replace it, or --name",
-                path.display()
-            ))
-            .into());
-        }
+        let path = free_path(dir, &base, force)?;
         let b = Baseline {
             schema_version: SCHEMA_VERSION,
             name: base,
@@ -97,13 +89,31 @@ fn record(
             workdir_tmpfs: plan.workdir.tmpfs,
             build: version.clone(),
             build_config: build_config.clone(),
-            from_results: from.display().to_string(),
+            // Absolute: a record outlives the directory it was made in.
+            from_results: std::path::absolute(from)
+                .unwrap_or_else(|_| from.to_path_buf())
+                .display()
+                .to_string(),
             trials: measured.iter().filter_map(|t| recorded(t)).collect(),
         };
         write(&path, &json(&b))?;
         written.push(path);
     }
     Ok(written)
+}
+
+/// `<dir>/<base>.json`, refused when something is there, a dangling link included (it is
+/// someone's), unless `force`. Errors: a [`UsageError`] naming the path and the remedies.
+fn free_path(dir: &Path, base: &str, force: bool) -> Result<PathBuf> {
+    let path = dir.join(format!("{base}.json"));
+    if path.symlink_metadata().is_ok() && !force {
+        return Err(UsageError(format!(
+            "baseline {} exists; pass --force to replace it, or --name",
+            path.display()
+        ))
+        .into());
+    }
+    Ok(path)
 }
 
 /// A record is what the host does on a whole run, not on the part a kill left: the run in

@@ -365,7 +365,10 @@ pub fn dir(explicit: Option<&Path>) -> Result<PathBuf> {
     if let Some(d) = explicit {
         return Ok(d.to_path_buf());
     }
-    let root = super::fs::workspace_root().context("pass --baselines-dir DIR")?;
+    let root = super::fs::workspace_root().context(
+        "baselines/ (recorded baselines and slo.json) lives in the perfgate checkout: run \
+         the gate from inside it, or give `bench`/`baseline` --baselines-dir DIR",
+    )?;
     Ok(root.join("baselines"))
 }
 

@@ -297,6 +297,9 @@ fn check_trials(trials: &[TrialRecord]) -> Result<(), String> {
 /// ([`MakoReport::window_matches`]).
 fn check_meta(meta: &SavedMeta, trials: &[TrialRecord]) -> Result<(), String> {
     let c = &meta.plan.config;
+    if meta.plan.engines().is_empty() {
+        return Err("it plans no engine (a gate runs at least one)".into());
+    }
     if c.trials == 0 {
         return Err("it plans 0 trials (a gate plans at least 1)".into());
     }
