@@ -320,8 +320,8 @@ pub struct CalibrateArgs {
 /// criteria, bounds.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Storage engine to benchmark; repeat for several [default: redwood; with
-    /// --against-recorded: the record's engine].
+    /// Storage engine to benchmark; repeat for several [default: redwood; `bench
+    /// --against-recorded` runs the record's engine].
     #[arg(long = "engine", value_enum, value_name = "ENGINE")]
     pub engines: Vec<EngineArg>,
 
