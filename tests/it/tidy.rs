@@ -153,6 +153,7 @@ fn doctor_checks_this_host_and_says_what_to_do() {
         "cores",
         "cpu frequency",
         "other load",
+        "FDB checkout",
         "build tools",
     ] {
         assert!(

@@ -78,8 +78,28 @@ fn check_all(explicit_workdir: Option<&Path>) -> Vec<Finding> {
     f.push(cores(host.cpus));
     f.push(governor());
     f.push(busy_processes());
+    f.push(fdb_checkout(std::env::var_os("FDB_SRC").map(PathBuf::from)));
     f.extend(build_tools());
     f
+}
+
+/// The FDB checkout `bench` builds its arms from (`FDB_SRC`, which `cargo xtask` sets to
+/// `../foundationdb`, else that path): a warning when it is not a git checkout, since
+/// `bench` without prebuilt trees then stops at once.
+fn fdb_checkout(fdb_src: Option<PathBuf>) -> Finding {
+    let src = fdb_src.unwrap_or_else(|| PathBuf::from("../foundationdb"));
+    if src.join(".git").exists() {
+        let shown = std::fs::canonicalize(&src).unwrap_or(src);
+        return finding(Level::Ok, "FDB checkout", shown.display().to_string(), "");
+    }
+    finding(
+        Level::Warn,
+        "FDB checkout",
+        format!("{} is not a git checkout (FDB_SRC)", src.display()),
+        "bench builds its arms from it: clone one (git clone \
+         https://github.com/apple/foundationdb), set FDB_SRC or --fdb-src, or give bench \
+         prebuilt trees (--baseline-build, --experiment-build)",
+    )
 }
 
 /// The work dir `bench` would use (tmpfs, free space) and fsync latency there and, for
@@ -364,6 +384,18 @@ pub fn render(findings: &[Finding]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_fdb_checkout_is_a_warning_saying_what_to_do() {
+        // A fresh user: doctor said all was well, then `bench` stopped at once.
+        let dir = tempfile::tempdir().unwrap();
+        let missing = fdb_checkout(Some(dir.path().join("foundationdb")));
+        assert_eq!(missing.level, Level::Warn);
+        assert!(missing.advice.contains("git clone"), "{missing:?}");
+        std::fs::create_dir_all(dir.path().join("foundationdb/.git")).unwrap();
+        let there = fdb_checkout(Some(dir.path().join("foundationdb")));
+        assert_eq!(there.level, Level::Ok, "{there:?}");
+    }
 
     #[test]
     fn few_cores_are_a_warning_with_advice() {
