@@ -32,7 +32,16 @@ pub fn open(path: &Path) -> std::io::Result<File> {
     if kind.is_file() {
         return Ok(file);
     }
-    let what = if kind.is_dir() {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!("it is {}, not a regular file", kind_of(kind)),
+    ))
+}
+
+/// What a file that is not a regular one is, for messages: "a directory", "a FIFO (named
+/// pipe)", "a character device", "a dangling symbolic link" (from `symlink_metadata`)...
+pub fn kind_of(kind: std::fs::FileType) -> &'static str {
+    if kind.is_dir() {
         "a directory"
     } else if kind.is_fifo() {
         "a FIFO (named pipe)"
@@ -42,13 +51,13 @@ pub fn open(path: &Path) -> std::io::Result<File> {
         "a character device"
     } else if kind.is_block_device() {
         "a block device"
+    } else if kind.is_symlink() {
+        "a dangling symbolic link"
+    } else if kind.is_file() {
+        "a regular file"
     } else {
         "not a regular file"
-    };
-    Err(std::io::Error::new(
-        std::io::ErrorKind::InvalidInput,
-        format!("it is {what}, not a regular file"),
-    ))
+    }
 }
 
 /// The whole contents of the regular file `path` ([`open`]), at most [`MAX_BYTES`].

@@ -361,17 +361,24 @@ pub fn adopt_orphans() -> Result<()> {
 /// ([`adopt_orphans`]), and what it inherited from the process it replaced (`exec`).
 pub fn children() -> Vec<(u32, String)> {
     let own = std::process::id();
+    live_processes(|pid| parent_of(pid) == Some(own))
+}
+
+/// Live (not zombie) processes other than the gate that `keep` accepts by pid, as `(pid,
+/// command line with spaces between the arguments)`.
+fn live_processes(keep: impl Fn(u32) -> bool) -> Vec<(u32, String)> {
+    let own = std::process::id();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     entries
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| process_running(*pid) && parent_of(*pid) == Some(own))
-        .map(|pid| {
-            let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        .filter(|&pid| pid != own && process_running(pid) && keep(pid))
+        .filter_map(|pid| {
+            let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
             let cmd = String::from_utf8_lossy(&raw).replace('\0', " ");
-            (pid, cmd.trim_end().to_string())
+            Some((pid, cmd.trim_end().to_string()))
         })
         .collect()
 }
@@ -428,21 +435,9 @@ fn parent_of(pid: u32) -> Option<u32> {
 /// Live processes whose command line mentions `needle` (e.g. a run's directory, which
 /// every fdbserver, fdbcli and mako of the run gets as an argument): `(pid, command)`.
 pub fn processes_mentioning(needle: &str) -> Vec<(u32, String)> {
-    let own = std::process::id();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| pid != own && process_running(pid))
-        .filter_map(|pid| {
-            let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-            let cmd = String::from_utf8_lossy(&raw).replace('\0', " ");
-            cmd.contains(needle)
-                .then(|| (pid, cmd.trim_end().to_string()))
-        })
-        .collect()
+    let mut found = live_processes(|_| true);
+    found.retain(|(_, cmd)| cmd.contains(needle));
+    found
 }
 
 /// Kills (SIGKILL) every process whose command line names a path under `dir` and, when

@@ -166,11 +166,7 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
     let mut trials = s.read_json("trials.json");
     trials[1]["report"]["tps"] = serde_json::json!(0.0);
     std::fs::write(edited.join("trials.json"), trials.to_string()).unwrap();
-    let o = std::process::Command::new(crate::support::xtask())
-        .arg("compare")
-        .arg(&edited)
-        .output()
-        .unwrap();
+    let o = compare_only(&edited);
     assert_eq!(code(&o), 2, "{}", text(&o));
     assert!(
         text(&o).contains("trial 2 (") && text(&o).contains("TPS is 0"),
@@ -183,11 +179,7 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
         trials[1]["report"]["tps"] = s.read_json("trials.json")[1]["report"]["tps"].clone();
         trials[1]["cpu"]["cores"]["storage"] = serde_json::json!(1e308);
         std::fs::write(edited.join("trials.json"), trials.to_string()).unwrap();
-        let o = std::process::Command::new(crate::support::xtask())
-            .arg("compare")
-            .arg(&edited)
-            .output()
-            .unwrap();
+        let o = compare_only(&edited);
         assert_eq!(code(&o), 2, "{}", text(&o));
         assert!(text(&o).contains("storage cores"), "{}", text(&o));
     }
@@ -226,11 +218,7 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
         let mut trials = original.clone();
         edit(&mut trials);
         std::fs::write(edited.join("trials.json"), trials.to_string()).unwrap();
-        let o = std::process::Command::new(crate::support::xtask())
-            .arg("compare")
-            .arg(&edited)
-            .output()
-            .unwrap();
+        let o = compare_only(&edited);
         assert_eq!(code(&o), 2, "{says}: {}", text(&o));
         assert!(text(&o).contains(says), "{says}: {}", text(&o));
     }
@@ -252,11 +240,7 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
         let mut meta = s.read_json("meta.json");
         *meta.pointer_mut(pointer).unwrap() = value;
         std::fs::write(edited.join("meta.json"), meta.to_string()).unwrap();
-        let o = std::process::Command::new(crate::support::xtask())
-            .arg("compare")
-            .arg(&edited)
-            .output()
-            .unwrap();
+        let o = compare_only(&edited);
         assert_eq!(code(&o), 2, "{pointer}: {}", text(&o));
         assert!(text(&o).contains(says), "{pointer}: {}", text(&o));
     }
@@ -322,20 +306,12 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
     for f in ["meta.json", "trials.json"] {
         std::fs::copy(s.out().join(f), killed.join(f)).unwrap();
     }
-    let o = std::process::Command::new(crate::support::xtask())
-        .arg("compare")
-        .arg(&killed)
-        .output()
-        .unwrap();
+    let o = compare_only(&killed);
     assert_eq!(code(&o), 2, "{}", text(&o));
     assert!(text(&o).contains("the run did not finish"), "{}", text(&o));
     // A summary.json that is there but is not the gate's is named, not ignored.
     std::fs::write(killed.join("summary.json"), "{").unwrap();
-    let o = std::process::Command::new(crate::support::xtask())
-        .arg("compare")
-        .arg(&killed)
-        .output()
-        .unwrap();
+    let o = compare_only(&killed);
     assert_eq!(code(&o), 2, "{}", text(&o));
     assert!(
         text(&o).contains("summary.json is not a perfgate"),
@@ -359,11 +335,7 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
         (Path::new("/nonexistent"), "does not exist"),
         (empty.as_path(), "holds no meta.json"),
     ] {
-        let o = std::process::Command::new(crate::support::xtask())
-            .arg("compare")
-            .arg(dir)
-            .output()
-            .unwrap();
+        let o = compare_only(dir);
         assert_eq!(code(&o), 64, "{}", text(&o));
         assert!(text(&o).contains(why), "{}", text(&o));
     }
@@ -530,4 +502,13 @@ fn a_gated_metric_that_was_not_measured_is_an_error() {
     } else {
         assert!(!text(&o).contains("needs a hardware PMU"), "{}", text(&o));
     }
+}
+
+/// `cargo xtask compare DIR` with no other flag (its --out beside the run).
+fn compare_only(dir: &Path) -> std::process::Output {
+    std::process::Command::new(crate::support::xtask())
+        .arg("compare")
+        .arg(dir)
+        .output()
+        .unwrap()
 }

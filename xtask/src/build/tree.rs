@@ -66,7 +66,7 @@ impl FdbTree {
                         "{rel} in FDB build tree {} is {}, not the file ninja builds: remove it \
                          and build it with `ninja -C {} {target}`{extra}",
                         root.display(),
-                        file_kind(&meta),
+                        crate::input::kind_of(meta.file_type()),
                         root.display()
                     );
                 }
@@ -116,28 +116,6 @@ impl FdbTree {
             .with_context(|| format!("cannot run {what}"))?;
         FdbVersion::parse(&text)
             .with_context(|| format!("unexpected `{} --version` output", fdbserver.display()))
-    }
-}
-
-/// What a file that is not a regular one is, for messages: "a directory", "a FIFO (named
-/// pipe)", "a character device", "a dangling symbolic link", ...
-fn file_kind(meta: &std::fs::Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt as _;
-    let t = meta.file_type();
-    if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a FIFO (named pipe)"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_symlink() {
-        "a dangling symbolic link"
-    } else {
-        "not a regular file"
     }
 }
 
