@@ -19,11 +19,7 @@ fn ctrl_c_tears_down_keeps_results_and_exits_2() {
         !s.leftover_processes().is_empty(),
         "the cluster should be running"
     );
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    signal(&child, nix::sys::signal::Signal::SIGINT);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(2));
     s.assert_no_leftover_processes();
@@ -47,7 +43,7 @@ fn ctrl_c_tears_down_keeps_results_and_exits_2() {
 fn a_dropped_ssh_session_sighup_ends_the_run_in_order() {
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({"mako_run_hang": true}), json!({}));
-    let mut child = s.spawn_until_mako_runs(&a, &b);
+    let child = s.spawn_until_mako_runs(&a, &b);
     // Under memory pressure the OOM killer takes mako or a server before the gate and its
     // reaper; the reaper never, where lowering a score is allowed (CAP_SYS_RESOURCE).
     let adj = |pid: u32| -> i32 {
@@ -65,13 +61,20 @@ fn a_dropped_ssh_session_sighup_ends_the_run_in_order() {
     if has_cap_sys_resource() {
         assert_eq!(adj(reaper), -1000);
     }
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGHUP,
-    )
-    .unwrap();
-    let status = child.wait().unwrap();
     // Before: killed by the signal (exit 129), no summary.json, no JUnit.
+    signal(&child, nix::sys::signal::Signal::SIGHUP);
+    assert_ended_in_order(&s, child);
+}
+
+/// Sends `sig` to the gate `child`.
+fn signal(child: &std::process::Child, sig: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).unwrap();
+}
+
+/// The interrupted gate `child` ends in order: exit 2, nothing of the run left running,
+/// summary.json and the JUnit file written and saying interrupted.
+fn assert_ended_in_order(s: &Sandbox, mut child: std::process::Child) {
+    let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(2), "{status:?}");
     s.assert_no_leftover_processes();
     assert_eq!(s.read_json("summary.json")["interrupted"], true);
@@ -85,17 +88,11 @@ fn a_sigterm_delivered_twice_at_once_is_one_interrupt() {
     // within microseconds. Before, the second one exited at once and lost the results.
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({"mako_run_hang": true}), json!({}));
-    let mut child = s.spawn_until_mako_runs(&a, &b);
-    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let child = s.spawn_until_mako_runs(&a, &b);
     for _ in 0..2 {
-        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+        signal(&child, nix::sys::signal::Signal::SIGTERM);
     }
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(2), "{status:?}");
-    s.assert_no_leftover_processes();
-    assert_eq!(s.read_json("summary.json")["interrupted"], true);
-    let junit = std::fs::read_to_string(s.out().join("junit.xml")).unwrap();
-    assert!(junit.contains("interrupted"), "{junit}");
+    assert_ended_in_order(&s, child);
 }
 
 #[test]
@@ -164,10 +161,9 @@ fn a_second_interrupt_later_exits_at_once() {
         json!({}),
     );
     let mut child = s.spawn_until_mako_runs(&a, &b);
-    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    signal(&child, nix::sys::signal::Signal::SIGINT);
     std::thread::sleep(Duration::from_millis(1500));
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    signal(&child, nix::sys::signal::Signal::SIGINT);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(2), "{status:?}");
     // Exited before writing its summary; the servers die by their parent-death signal.
