@@ -170,7 +170,7 @@ impl Calibration {
                     tps_cv_pct: of_tps.cv_pct,
                     pair_log_ratio_sd: sd,
                     pair_log_ratio_sd_upper80: of_tps.pair_log_ratio_sd_upper80,
-                    aa_change: stats::paired(&a, &b),
+                    aa_change: stats::paired_in_order(&a, &b, &judge::run_order(&pairs)),
                     mde_pct_by_pairs: sd.map_or_else(Vec::new, |sd| {
                         TABLE_PAIRS
                             .iter()
@@ -357,10 +357,11 @@ mod tests {
         assert!(qn <= 3, "{qn}");
         // Planned on the 80% upper bound of the noise, not on the estimate itself.
         let upper = n.pair_log_ratio_sd_upper80.unwrap();
-        let on_estimate = stats::pairs_needed(n.pair_log_ratio_sd.unwrap(), 2.0, MAX_PAIRS);
+        let on_estimate = stats::pairs_needed(n.pair_log_ratio_sd.unwrap(), 2.0, 1000);
         assert_eq!(n.pairs_needed, stats::pairs_needed(upper, 2.0, MAX_PAIRS));
-        // The noisy host: 190 pairs on the estimate, more than 200 on the bound.
-        assert_eq!(on_estimate, Some(190));
+        // The noisy host: 213 pairs on the estimate (190 were the blocks ignored), more than 200 on
+        // the bound.
+        assert_eq!(on_estimate, Some(213));
         assert_eq!(n.pairs_needed, None);
         // The MDE table falls with more pairs.
         let mdes: Vec<f64> = n.mde_pct_by_pairs.iter().map(|(_, m)| *m).collect();

@@ -17,6 +17,10 @@ pub struct Drift {
 /// Drift beyond this many percent of TPS across the window, with p below
 /// [`DRIFT_P_VALUE`], marks a trial as not steady.
 pub const DRIFT_MIN_PCT: f64 = 5.0;
+/// The slope test's nominal level. Its real rate on trend-free windows depends on how
+/// autocorrelated the per-second TPS is; on 60 s AR(1) windows (tests, 20,000 each) it is
+/// 0.8% at phi 0, 1.7% at 0.5, 2.6% at 0.8 and 5.1% at 0.95 (4.4-4.6% at 0.8 and about 10%
+/// at 0.95 before the bias correction of r1). It is a note, never a verdict.
 pub const DRIFT_P_VALUE: f64 = 0.01;
 
 impl Drift {
@@ -54,9 +58,13 @@ pub fn drift(samples_tps: &[f64], warmup_s: f64) -> Option<Drift> {
     // Per-second samples are autocorrelated (a slow oscillation looks like a trend
     // over a short window): the lag-1 autocorrelation r1 of the residuals shrinks the
     // sample size to n (1 - r1) / (1 + r1) for the slope's standard error and degrees
-    // of freedom (Santer et al. 2000, J. Geophys. Res. 105(D6), eq. 6).
+    // of freedom (Santer et al. 2000, J. Geophys. Res. 105(D6), eq. 6). r1 of a short
+    // series is biased low, about -(1 + 4 r1) / n (Marriott & Pope 1954 for an AR(1) with
+    // its mean removed; the trend removes more), which is added back: uncorrected, the
+    // nominal 1% fired 4.5% of the time at phi 0.8.
     let r1 = if sse > 0.0 {
-        resid.windows(2).map(|w| w[0] * w[1]).sum::<f64>() / sse
+        let raw = resid.windows(2).map(|w| w[0] * w[1]).sum::<f64>() / sse;
+        (raw + (1.0 + 4.0 * raw.max(0.0)) / nf).min(0.99)
     } else {
         0.0
     };
@@ -89,6 +97,83 @@ mod tests {
 
     const RUN_TXT: &str = include_str!("../../../fdb/testdata/mako-run.txt");
     const RUN_JSON: &str = include_str!("../../../fdb/testdata/mako.json");
+
+    /// The rate at which the note flags trend-free windows of `n` per-second samples: 1000
+    /// TPS with AR(1) noise (coefficient `phi`, stationary CV `cv`), over `runs` windows.
+    fn flag_rate(runs: usize, n: usize, phi: f64, cv: f64, seed: u64) -> f64 {
+        use rand::SeedableRng;
+        use rand_distr::{Distribution, Normal};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let start = Normal::new(0.0, cv).unwrap();
+        let step = Normal::new(0.0, cv * (1.0 - phi * phi).sqrt()).unwrap();
+        let flagged = (0..runs)
+            .filter(|_| {
+                let mut x = start.sample(&mut rng);
+                let y: Vec<f64> = (0..n)
+                    .map(|_| {
+                        let v = 1000.0 * (1.0 + x);
+                        x = phi * x + step.sample(&mut rng);
+                        v
+                    })
+                    .collect();
+                drift(&y, 0.0).unwrap().unsteady()
+            })
+            .count();
+        flagged as f64 / runs as f64
+    }
+
+    /// Issue 19 §2: the note's nominal 1% fired 4.4-4.6% of the time on trend-free AR(1)
+    /// windows at phi 0.8 and about 10% at 0.95. With the lag-1 autocorrelation corrected
+    /// for its bias the rates are the ones the doc of [`DRIFT_P_VALUE`] states (20,000
+    /// windows of 60 s each, CV 10%: every trend-free window's change is judged by p alone).
+    #[test]
+    fn the_drift_note_fires_at_its_stated_rate_on_autocorrelated_noise() {
+        for (phi, stated) in [(0.0, 0.01), (0.5, 0.02), (0.8, 0.03), (0.95, 0.06)] {
+            let r = flag_rate(20_000, 60, phi, 0.1, 7);
+            eprintln!("phi {phi}: {r}");
+            assert!(r <= stated, "phi {phi}: flagged {r}, stated {stated}");
+        }
+    }
+
+    /// An oscillation of `period_s` and 5% amplitude at a random phase, with 2% AR(1) noise
+    /// (phi 0.5), over 60 s windows: the share flagged.
+    fn sine_rate(period_s: f64) -> f64 {
+        use rand::{Rng, SeedableRng};
+        use rand_distr::{Distribution, Normal};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        let step = Normal::new(0.0, 0.02 * (1.0f64 - 0.25).sqrt()).unwrap();
+        let runs = 5000;
+        let flagged = (0..runs)
+            .filter(|_| {
+                let phase = rng.random_range(0.0..std::f64::consts::TAU);
+                let mut x = 0.0;
+                let y: Vec<f64> = (0..60)
+                    .map(|t| {
+                        x = 0.5 * x + step.sample(&mut rng);
+                        let wave =
+                            0.05 * (phase + std::f64::consts::TAU * t as f64 / period_s).sin();
+                        1000.0 * (1.0 + wave + x)
+                    })
+                    .collect();
+                drift(&y, 0.0).unwrap().unsteady()
+            })
+            .count();
+        flagged as f64 / runs as f64
+    }
+
+    #[test]
+    fn an_oscillation_within_the_window_is_not_a_trend_and_half_a_wave_is() {
+        // Three periods in the window: no trend, flagged at about the noise's rate.
+        let r = sine_rate(20.0);
+        eprintln!("20 s period: {r}");
+        assert!(r <= 0.03, "{r}");
+        // Half a period (120 s): TPS really rises or falls by up to 10% within the window,
+        // which is what the note is for; flagged about half the time (56.7% here; issue 19
+        // measured 34% with its noise).
+        let r = sine_rate(120.0);
+        eprintln!("120 s period: {r}");
+        assert!(r >= 0.3, "{r}");
+    }
 
     #[test]
     fn drift_is_the_trend_of_the_window_after_the_warmup() {
@@ -125,7 +210,8 @@ mod tests {
             "4 samples after the warmup are too few"
         );
         // A trend plus AR(1) noise (coefficient 0.8): the naive slope test gives p 8.8e-5,
-        // the effective sample size (r1 0.745, n_eff 5.83 of 40) p 0.2388 (scipy).
+        // the effective sample size with the raw r1 (0.745, n_eff 5.83 of 40) p 0.2388
+        // (scipy), with r1 corrected for its bias (0.844, n_eff 3.38) p 0.5268.
         warmup = 0.0;
         samples = vec![
             694.88, 707.63, 703.39, 698.51, 682.61, 684.52, 712.85, 722.07, 741.99, 742.47, 746.07,
@@ -135,7 +221,7 @@ mod tests {
         ];
         let d = drift(&samples, warmup).unwrap();
         assert!((d.pct - 7.920220248).abs() < 1e-6, "{d:?}");
-        assert!((d.p_value - 0.238774322).abs() < 1e-6, "{d:?}");
+        assert!((d.p_value - 0.526787837).abs() < 1e-6, "{d:?}");
         assert!(!d.unsteady(), "an oscillation is not a trend");
     }
 }

@@ -360,7 +360,7 @@ fn judge_engine(all: &[Sample], engine: Engine, mut criteria: Criteria) -> Vec<J
                 .collect::<Option<Vec<_>>>()?
                 .into_iter()
                 .unzip();
-            stats::paired(&a, &b)
+            stats::paired_in_order(&a, &b, &run_order(&pairs))
         }?;
         Some(if m.lower_is_better() { c.inverted() } else { c })
     };
@@ -498,6 +498,15 @@ pub fn pairs<'a>(base: &[&'a Sample], exp: &[&'a Sample]) -> Vec<(&'a Sample, &'
                 .find(|b| b.repetition == a.repetition && b.outcome == Outcome::Measured)?;
             Some((*a, *b))
         })
+        .collect()
+}
+
+/// The positions in the run order (trial indices) of each pair's baseline and experiment
+/// trial: what the correlation of the pairs' log ratios on a drifting host depends on.
+fn run_order(pairs: &[(&Sample, &Sample)]) -> Vec<(u64, u64)> {
+    pairs
+        .iter()
+        .map(|(a, b)| (a.index as u64, b.index as u64))
         .collect()
 }
 
@@ -915,7 +924,7 @@ pub(crate) mod tests {
     fn holm_makes_a_family_of_engines_harder_to_fail() {
         // A loss that is significant for one engine alone (p_slower ~ 0.02) is not once
         // it is one of three comparisons.
-        let mut trials = interleaved(&[1000.0, 1020.0, 990.0], &[960.0, 955.0, 960.0]);
+        let mut trials = interleaved(&[1000.0, 1020.0, 990.0], &[955.0, 950.0, 955.0]);
         let alone = judge(&trials, &[Engine::Redwood], CRITERIA, false).remove(0);
         assert_eq!(alone.verdict, Verdict::Regression, "{}", alone.reason);
         for (k, engine) in [Engine::Rocksdb, Engine::ShardedRocksdb]
@@ -1071,11 +1080,12 @@ pub(crate) mod tests {
 
     #[test]
     fn a_five_percent_slowdown_is_caught_at_the_documented_power() {
-        // README: with 1% noise per trial, the default 3 pairs catch a 5% loss in at
-        // least 80% of runs, and never call it MEASURED.
+        // README: with 1% noise per trial, the default 3 pairs catch a 5% loss in about
+        // 78% of runs, and never call it MEASURED.
         let v = simulate(2000, 3, 0.01, 0.95, 42);
         let power = rate(&v, Verdict::Regression);
-        assert!(power >= 0.80, "power {power}");
+        // 77.9% with seed 42 (at least 80% before the blocks' correlation was allowed for).
+        assert!(power >= 0.75, "power {power}");
         assert_eq!(rate(&v, Verdict::Measured), 0.0);
         // A clean experiment with that noise is rarely called a regression; showing it is
         // within 2% (MEASURED) takes more pairs: 3 are too few, 8 are enough.
@@ -1092,6 +1102,88 @@ pub(crate) mod tests {
             "{}",
             rate(&v, Verdict::Measured)
         );
+    }
+
+    /// Gates of `pairs` pairs on a host whose log TPS level is AR(1) with coefficient `phi`
+    /// and stationary sd `cv`, in the plan's balanced order (`plan::arm_order`), the
+    /// experiment's true change `effect`: per run, the judge's verdict and whether a paired
+    /// t test that ignores the blocks would have called it MEASURED.
+    fn simulate_ar1(
+        runs: usize,
+        pairs: u32,
+        phi: f64,
+        cv: f64,
+        effect: f64,
+        seed: u64,
+    ) -> Vec<(Verdict, bool)> {
+        use rand::SeedableRng;
+        use rand_distr::{Distribution, Normal};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let start = Normal::new(0.0, cv).unwrap();
+        let step = Normal::new(0.0, cv * (1.0 - phi * phi).sqrt()).unwrap();
+        let criteria = Criteria {
+            trials: pairs,
+            slo_tps: None,
+            ..CRITERIA
+        };
+        let margin = (1.0 - criteria.max_regression_pct / 100.0).ln();
+        (0..runs)
+            .map(|run| {
+                let mut level = start.sample(&mut rng);
+                let (mut a, mut b) = (vec![0.0; pairs as usize], vec![0.0; pairs as usize]);
+                let mut trials = Vec::new();
+                for (rep, arm) in crate::plan::arm_order(pairs, seed ^ run as u64) {
+                    let i = rep as usize - 1;
+                    let tps = match arm {
+                        Arm::Baseline => &mut a[i],
+                        Arm::Experiment => &mut b[i],
+                    };
+                    *tps = 1000.0 * level.exp() * if arm == Arm::Baseline { 1.0 } else { effect };
+                    let mut t = trial(trials.len() + 1, arm, *tps);
+                    t.repetition = rep;
+                    trials.push(t);
+                    level = phi * level + step.sample(&mut rng);
+                }
+                let naive =
+                    stats::paired(&a, &b).is_some_and(|c| c.p_not_worse_than(margin) < ALPHA / 2.0);
+                let v = judge(&trials, &[Engine::Redwood], criteria, false)
+                    .remove(0)
+                    .verdict;
+                (v, naive)
+            })
+            .collect()
+    }
+
+    /// Issue 19 §2: the two pairs of a balanced block share a positive correlation on an
+    /// autocorrelated host (phi (1 - phi) / 2), which a paired t test of the pairs ignores.
+    /// At a true loss equal to the margin, MEASURED must come at most 2.5% of the time; at
+    /// no change, REGRESSION at most 2.5%. Per-trial CV 5.5% (this host's); phi 0.5 puts
+    /// the largest correlation between the pairs, 0.77 is the host's own fit.
+    #[test]
+    fn block_correlation_on_an_ar1_host_keeps_the_error_rates() {
+        let runs = 20_000;
+        // Binomial sd of a 2.5% rate over 20,000 runs: 0.11%.
+        let limit = 0.025 + 3.0 * (0.025f64 * 0.975 / runs as f64).sqrt();
+        for (phi, seed) in [(0.5, 1), (0.77, 2)] {
+            let at_margin = simulate_ar1(runs, 10, phi, 0.055, 0.98, seed);
+            let measured = at_margin
+                .iter()
+                .filter(|(v, _)| *v == Verdict::Measured)
+                .count();
+            let naive = at_margin.iter().filter(|(_, n)| *n).count();
+            let (measured, naive) = (measured as f64 / runs as f64, naive as f64 / runs as f64);
+            eprintln!("phi {phi}: false MEASURED {measured}, ignoring the blocks {naive}");
+            assert!(measured <= limit, "phi {phi}: false MEASURED {measured}");
+            assert!(naive > measured, "phi {phi}: {naive} vs {measured}");
+            let no_change = simulate_ar1(runs / 4, 3, phi, 0.055, 1.0, seed + 10);
+            let regressions = no_change
+                .iter()
+                .filter(|(v, _)| *v == Verdict::Regression)
+                .count();
+            let r = regressions as f64 / no_change.len() as f64;
+            eprintln!("phi {phi}: false REGRESSION at 3 pairs {r}");
+            assert!(r <= 0.025 + 3.0 * (0.025f64 * 0.975 / no_change.len() as f64).sqrt());
+        }
     }
 
     /// Issue 19 §1, release qualification: the host's level differs from day to day (sd 2%,

@@ -380,10 +380,10 @@ mod tests {
         let (_, j) = run();
         expect![[r#"
             engine   metric  baseline      experiment   change [95% CI]         p / MDE / pairs    verdict
-            redwood  TPS     1000.0 ±1.0%  951.8 ±0.8%  -4.82% [-5.41, -4.22]   0.001 / 0.82% / 3  REGRESSION
-            redwood  p99 µs  4233.3        4566.7       +7.89% [+0.96, +15.29]  0.039 / 8.35% / 3  (REGRESSION, not gating)
-            redwood REGRESSION: TPS -4.82% [-5.41%, -4.22%] over 3 pairs, p=0.001: significantly slower, and the estimated change exceeds the 2.00% tolerance
-            redwood txn_latency_p99 (not gating) REGRESSION: p99 transaction latency +7.89% [+0.96%, +15.29%] over 3 pairs, p=0.039: significantly higher in latency, and the estimated change exceeds the 2.00% tolerance
+            redwood  TPS     1000.0 ±1.0%  951.8 ±0.8%  -4.82% [-5.48, -4.15]   0.001 / 0.92% / 3  REGRESSION
+            redwood  p99 µs  4233.3        4566.7       +7.89% [+0.12, +16.26]  0.049 / 9.35% / 3  (REGRESSION, not gating)
+            redwood REGRESSION: TPS -4.82% [-5.48%, -4.15%] over 3 pairs, p=0.001: significantly slower, and the estimated change exceeds the 2.00% tolerance
+            redwood txn_latency_p99 (not gating) REGRESSION: p99 transaction latency +7.89% [+0.12%, +16.26%] over 3 pairs, p=0.049: significantly higher in latency, and the estimated change exceeds the 2.00% tolerance
             WARNING: WORK DIR /x IS NOT A RAM DISK
         "#]]
         .assert_eq(&table(&j, &["WORK DIR /x IS NOT A RAM DISK".into()]));
@@ -436,15 +436,15 @@ mod tests {
                             <property name="tps_delta_pct" value="-4.82"/>
                             <property name="pairs" value="3"/>
                             <property name="tps_change_pct" value="-4.82"/>
-                            <property name="tps_change_ci95_low_pct" value="-5.41"/>
-                            <property name="tps_change_ci95_high_pct" value="-4.22"/>
-                            <property name="p_value" value="0.0009"/>
-                            <property name="mde_pct" value="0.82"/>
-                            <property name="p_not_worse_adjusted" value="0.9988"/>
-                            <property name="p_slower_adjusted" value="0.0004"/>
+                            <property name="tps_change_ci95_low_pct" value="-5.48"/>
+                            <property name="tps_change_ci95_high_pct" value="-4.15"/>
+                            <property name="p_value" value="0.0011"/>
+                            <property name="mde_pct" value="0.92"/>
+                            <property name="p_not_worse_adjusted" value="0.9984"/>
+                            <property name="p_slower_adjusted" value="0.0006"/>
                             <property name="max_regression_pct" value="2.00"/>
                         </properties>
-                        <failure message="REGRESSION: TPS -4.82% [-5.41%, -4.22%] over 3 pairs, p=0.001: significantly slower, and the estimated change exceeds the 2.00% tolerance" type="REGRESSION">verdict=REGRESSION
+                        <failure message="REGRESSION: TPS -4.82% [-5.48%, -4.15%] over 3 pairs, p=0.001: significantly slower, and the estimated change exceeds the 2.00% tolerance" type="REGRESSION">verdict=REGRESSION
             baseline_tps_mean=1000.00
             baseline_tps_cv_pct=1.00
             baseline_trials=3
@@ -462,14 +462,14 @@ mod tests {
             tps_delta_pct=-4.82
             pairs=3
             tps_change_pct=-4.82
-            tps_change_ci95_low_pct=-5.41
-            tps_change_ci95_high_pct=-4.22
-            p_value=0.0009
-            mde_pct=0.82
-            p_not_worse_adjusted=0.9988
-            p_slower_adjusted=0.0004
+            tps_change_ci95_low_pct=-5.48
+            tps_change_ci95_high_pct=-4.15
+            p_value=0.0011
+            mde_pct=0.92
+            p_not_worse_adjusted=0.9984
+            p_slower_adjusted=0.0006
             max_regression_pct=2.00</failure>
-                        <system-out>REGRESSION: TPS -4.82% [-5.41%, -4.22%] over 3 pairs, p=0.001: significantly slower, and the estimated change exceeds the 2.00% tolerance
+                        <system-out>REGRESSION: TPS -4.82% [-5.48%, -4.15%] over 3 pairs, p=0.001: significantly slower, and the estimated change exceeds the 2.00% tolerance
             verdict=REGRESSION
             baseline_tps_mean=1000.00
             baseline_tps_cv_pct=1.00
@@ -488,12 +488,12 @@ mod tests {
             tps_delta_pct=-4.82
             pairs=3
             tps_change_pct=-4.82
-            tps_change_ci95_low_pct=-5.41
-            tps_change_ci95_high_pct=-4.22
-            p_value=0.0009
-            mde_pct=0.82
-            p_not_worse_adjusted=0.9988
-            p_slower_adjusted=0.0004
+            tps_change_ci95_low_pct=-5.48
+            tps_change_ci95_high_pct=-4.15
+            p_value=0.0011
+            mde_pct=0.92
+            p_not_worse_adjusted=0.9984
+            p_slower_adjusted=0.0006
             max_regression_pct=2.00
 
             table with ESC and ]]&gt; inside</system-out>
@@ -520,15 +520,15 @@ mod tests {
                             <property name="tps_delta_pct" value="-4.82"/>
                             <property name="pairs" value="3"/>
                             <property name="txn_latency_p99_change_pct" value="7.89"/>
-                            <property name="txn_latency_p99_change_ci95_low_pct" value="0.96"/>
-                            <property name="txn_latency_p99_change_ci95_high_pct" value="15.29"/>
-                            <property name="p_value" value="0.0389"/>
-                            <property name="mde_pct" value="8.35"/>
-                            <property name="p_not_worse_adjusted" value="0.9656"/>
-                            <property name="p_slower_adjusted" value="0.0194"/>
+                            <property name="txn_latency_p99_change_ci95_low_pct" value="0.12"/>
+                            <property name="txn_latency_p99_change_ci95_high_pct" value="16.26"/>
+                            <property name="p_value" value="0.0485"/>
+                            <property name="mde_pct" value="9.35"/>
+                            <property name="p_not_worse_adjusted" value="0.9577"/>
+                            <property name="p_slower_adjusted" value="0.0243"/>
                             <property name="max_regression_pct" value="2.00"/>
                         </properties>
-                        <system-out>REGRESSION (not gating): p99 transaction latency +7.89% [+0.96%, +15.29%] over 3 pairs, p=0.039: significantly higher in latency, and the estimated change exceeds the 2.00% tolerance
+                        <system-out>REGRESSION (not gating): p99 transaction latency +7.89% [+0.12%, +16.26%] over 3 pairs, p=0.049: significantly higher in latency, and the estimated change exceeds the 2.00% tolerance
             verdict=REGRESSION
             baseline_tps_mean=1000.00
             baseline_tps_cv_pct=1.00
@@ -549,12 +549,12 @@ mod tests {
             tps_delta_pct=-4.82
             pairs=3
             txn_latency_p99_change_pct=7.89
-            txn_latency_p99_change_ci95_low_pct=0.96
-            txn_latency_p99_change_ci95_high_pct=15.29
-            p_value=0.0389
-            mde_pct=8.35
-            p_not_worse_adjusted=0.9656
-            p_slower_adjusted=0.0194
+            txn_latency_p99_change_ci95_low_pct=0.12
+            txn_latency_p99_change_ci95_high_pct=16.26
+            p_value=0.0485
+            mde_pct=9.35
+            p_not_worse_adjusted=0.9577
+            p_slower_adjusted=0.0243
             max_regression_pct=2.00
 
             table with ESC and ]]&gt; inside</system-out>
