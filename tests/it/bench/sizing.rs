@@ -202,3 +202,128 @@ fn adaptive_trials_stop_at_the_first_look_on_a_clear_case() {
         "{log}"
     );
 }
+
+/// `--noise-from`: a calibration's noise pooled with a run's pairs, recorded in meta.json
+/// and in the verdict, used again by `compare`; calibrations that do not fit are refused
+/// before any trial, saying what differs.
+#[test]
+fn noise_from_a_calibration_is_pooled_recorded_and_checked() {
+    let s = Sandbox::new();
+    let a = s.tree("a", json!({"noise_pct": 2.0}));
+    let cal = s.dir.path().join("cal");
+    let o = std::process::Command::new(crate::support::xtask())
+        .args(["calibrate", "--build"])
+        .arg(&a)
+        .arg("--out")
+        .arg(&cal)
+        .args(crate::support::TINY)
+        .args(["--trials", "4", "--quiet"])
+        .env("WORKDIR", s.workdir.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let cal_arg = cal.to_str().unwrap();
+    let o = s.bench(
+        &a,
+        &a,
+        &["--allow-same", "--trials", "2", "--noise-from", cal_arg],
+    );
+    assert!(code(&o) < 2, "{}", text(&o));
+    let summary = s.read_json("summary.json");
+    let tps = &summary["judgements"][0];
+    let used = tps["noise_from"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{tps}"));
+    assert!(
+        used.starts_with(&format!(
+            "noise pooled with calibration {cal_arg} (4 A/A pairs"
+        )),
+        "{used}"
+    );
+    // Two pairs alone have 1 degree of freedom (less for their order); the calibration's
+    // 4 pairs add 3.
+    let df = tps["comparison"]["df"].as_f64().unwrap();
+    assert!(df > 3.0 && df <= 4.0, "{tps}");
+    assert!(
+        text(&o).contains("note: noise pooled with calibration"),
+        "{}",
+        text(&o)
+    );
+    let meta = s.read_json("meta.json");
+    let prior = &meta["plan"]["noise_prior"];
+    assert_eq!(prior["source"], cal_arg, "{prior}");
+    assert!(prior["noise"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n["metric"] == "tps" && n["pairs"] == 4 && n["sd_log"].as_f64().unwrap() > 0.0));
+    // compare re-judges with the recorded figures, even with the calibration gone.
+    std::fs::rename(&cal, s.dir.path().join("cal-moved")).unwrap();
+    let again = s.dir.path().join("again");
+    let o = std::process::Command::new(crate::support::xtask())
+        .arg("compare")
+        .arg(s.out())
+        .arg("--out")
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert!(code(&o) < 2, "{}", text(&o));
+    let rejudged: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(again.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(rejudged["judgements"][0]["noise_from"], tps["noise_from"]);
+    assert_eq!(
+        rejudged["judgements"][0]["comparison"], tps["comparison"],
+        "the same numbers"
+    );
+    std::fs::rename(s.dir.path().join("cal-moved"), &cal).unwrap();
+
+    // Refused, before any trial: each names what differs.
+    let refused = |name: &str, noise_from: &str, extra: &[&str], want: &str| {
+        let mut args = vec!["--allow-same", "--trials", "2", "--noise-from", noise_from];
+        args.extend_from_slice(extra);
+        let o = s.bench_in(name, &a, &a, &args);
+        assert_eq!(code(&o), 64, "{name}: {}", text(&o));
+        assert!(text(&o).contains(want), "{name}: {}", text(&o));
+        assert!(
+            !s.dir.path().join(name).join("trials.json").exists(),
+            "{name}: no trial ran"
+        );
+    };
+    // A bench run's results are not a calibration.
+    let bench_dir = s.out();
+    refused(
+        "not-cal",
+        bench_dir.to_str().unwrap(),
+        &[],
+        "not the results dir of a `cargo xtask calibrate` run",
+    );
+    refused(
+        "xacts",
+        cal_arg,
+        &["--async-xacts", "8"],
+        "another workload",
+    );
+    // Too old, and from the future (meta.json edited in copies).
+    for (name, started, want) in [
+        ("old", 1_000_000_000u64, "older than --noise-max-age 14days"),
+        ("future", 9_000_000_000, "after this host's clock now"),
+    ] {
+        let copy = s.dir.path().join(format!("cal-{name}"));
+        std::fs::create_dir(&copy).unwrap();
+        for f in [
+            "meta.json",
+            "trials.json",
+            "summary.json",
+            "calibration.json",
+        ] {
+            std::fs::copy(cal.join(f), copy.join(f)).unwrap();
+        }
+        let mut meta: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(copy.join("meta.json")).unwrap())
+                .unwrap();
+        meta["started_at_unix_s"] = json!(started);
+        std::fs::write(copy.join("meta.json"), meta.to_string()).unwrap();
+        refused(name, copy.to_str().unwrap(), &[], want);
+    }
+}

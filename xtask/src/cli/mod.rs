@@ -249,6 +249,24 @@ pub struct BenchArgs {
     #[arg(long, value_name = "DIR")]
     pub baselines_dir: Option<PathBuf>,
 
+    /// Pool the noise of the pairs with an earlier A/A calibration's (`cargo xtask
+    /// calibrate --out DIR`): more power for the same trials (README, "Noise from a
+    /// calibration"). Refused unless it ran on this host class, with this workload and
+    /// work dir kind, finished, and is younger than --noise-max-age. Recorded in meta.json
+    /// and in every verdict it was used for.
+    #[arg(long, value_name = "DIR", conflicts_with = "no_control")]
+    pub noise_from: Option<PathBuf>,
+
+    /// Oldest calibration --noise-from accepts, e.g. `14d` or `36h`.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "14d",
+        value_parser = humantime::parse_duration,
+        requires = "noise_from"
+    )]
+    pub noise_max_age: std::time::Duration,
+
     /// FDB build tree of the experiment arm (B); may be the same tree as the baseline for a
     /// knob A/B (then give --baseline-knob/--experiment-knob) or an A/A (--allow-same).
     /// Without it the arm is built from --fdb-src at --experiment.

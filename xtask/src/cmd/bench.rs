@@ -51,7 +51,16 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
             refuse_same_commit(&config, &prepared, &source, &wanted)?;
             build::build_arms(&source, &wanted)?
         };
-        let plan = plan(config, prepared, built)?;
+        let mut plan = plan(config, prepared, built)?;
+        if let Some(dir) = plan.config.noise_from.clone() {
+            let prior = super::noise::load(
+                &dir,
+                &plan,
+                plan.config.noise_max_age_s,
+                std::time::SystemTime::now(),
+            )?;
+            plan.noise_prior = Some(prior);
+        }
         if plan.config.dry_run {
             let _ = write!(std::io::stdout(), "{}", plan.render());
             return Ok(0);

@@ -58,6 +58,7 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         interrupted,
         &looks,
         None,
+        plan.noise_prior.as_ref(),
     );
     if !finished {
         for j in &mut judgements {

@@ -7,6 +7,7 @@ pub mod build;
 pub mod calibrate;
 pub mod compare;
 pub mod doctor;
+pub mod noise;
 pub mod pipeline;
 pub mod reap;
 

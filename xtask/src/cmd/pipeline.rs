@@ -60,7 +60,15 @@ pub fn execute(plan: Plan) -> Result<Finished> {
     let unpaired_record = plan.recorded.as_ref().filter(|_| plan.baseline.is_none());
     criteria.unpaired = unpaired_record.is_some();
     let samples = Sample::of_run(unpaired_record, &trials);
-    let judgements = judge_looks(&samples, &plan.engines, criteria, interrupted, &looks, None);
+    let judgements = judge_looks(
+        &samples,
+        &plan.engines,
+        criteria,
+        interrupted,
+        &looks,
+        None,
+        plan.noise_prior.as_ref(),
+    );
     let mut warnings = plan.warnings.clone();
     if let (Some(record), Some(_)) = (&plan.recorded, &plan.baseline) {
         for (changed, line) in host_lines(record, &samples, &plan.engines) {
@@ -206,7 +214,15 @@ fn look(
     let looks = BTreeMap::from([(engine, looks)]);
     let samples = Sample::of_trials(trials);
     let criteria = criteria(plan, 1);
-    let mut judged = judge_looks(&samples, &[engine], criteria, false, &looks, Some(family));
+    let mut judged = judge_looks(
+        &samples,
+        &[engine],
+        criteria,
+        false,
+        &looks,
+        Some(family),
+        plan.noise_prior.as_ref(),
+    );
     judged.retain(|j| j.gating);
     judged
 }

@@ -168,6 +168,11 @@ pub struct BenchConfig {
     /// Where baselines live (`--baselines-dir`), if given.
     #[serde(serialize_with = "path_json::lossy_opt")]
     pub baselines_dir: Option<PathBuf>,
+    /// A calibration's results dir whose noise is pooled with the pairs' (`--noise-from`).
+    #[serde(serialize_with = "path_json::lossy_opt")]
+    pub noise_from: Option<PathBuf>,
+    /// Oldest calibration `noise_from` may be, seconds (`--noise-max-age`).
+    pub noise_max_age_s: u64,
     /// A trial whose storage server used less than 0.85 cores is an error, not a warning.
     pub require_cpu_bound: bool,
     /// Run build trees that are not Release, lack mako or are instrumented (warned).
@@ -181,6 +186,11 @@ pub struct BenchConfig {
     pub json: bool,
     pub bounds: PhaseBounds,
 }
+
+/// Oldest calibration `--noise-from` accepts by default (`--noise-max-age`, whose default
+/// in the CLI is the same 14 days): a host's noise moves with its neighbours and kernel,
+/// and a calibration says what it was then.
+pub const DEFAULT_NOISE_MAX_AGE_S: u64 = 14 * 24 * 3600;
 
 impl BenchConfig {
     /// Whether one given tree runs as both arms (calibrate's A/A): messages then name "the
@@ -233,6 +243,8 @@ impl TryFrom<&BenchArgs> for BenchConfig {
         c.allow_host_mismatch = a.allow_host_mismatch;
         c.allow_knob_mismatch = a.allow_knob_mismatch;
         c.baselines_dir = a.baselines_dir.clone();
+        c.noise_from = a.noise_from.clone();
+        c.noise_max_age_s = a.noise_max_age.as_secs();
         Ok(c)
     }
 }
@@ -297,6 +309,8 @@ impl BenchConfig {
             allow_host_mismatch: false,
             allow_knob_mismatch: false,
             baselines_dir: None,
+            noise_from: None,
+            noise_max_age_s: DEFAULT_NOISE_MAX_AGE_S,
             require_cpu_bound: a.require_cpu_bound,
             allow_non_release: a.allow_non_release,
             dry_run: a.dry_run,

@@ -21,7 +21,7 @@ use super::{
 use crate::{
     config::{Arm, Metric, MetricSet},
     judge,
-    results::trial::Outcome,
+    results::{noise::PriorNoise, trial::Outcome},
 };
 
 /// Pair counts the MDE table shows.
@@ -113,6 +113,35 @@ impl MetricNoise {
     }
 }
 
+/// The per-pair noise of every engine and metric that an A/A run's `trials` measured in at
+/// least two complete pairs, for `--noise-from` ([`NoisePrior`]'s entries).
+///
+/// [`NoisePrior`]: crate::results::noise::NoisePrior
+pub fn prior_noise(trials: &[Sample], engines: &[Engine]) -> Vec<PriorNoise> {
+    let mut out = Vec::new();
+    for &engine in engines {
+        let of = |arm: Arm| -> Vec<&Sample> {
+            trials
+                .iter()
+                .filter(|t| t.engine == engine && t.arm == arm)
+                .collect()
+        };
+        let pairs = judge::pairs(&of(Arm::Baseline), &of(Arm::Experiment));
+        for metric in Metric::ALL {
+            let n = MetricNoise::of(metric, &pairs, &[], 2.0);
+            if let Some(sd_log) = n.pair_log_ratio_sd.filter(|_| n.pairs >= 2) {
+                out.push(PriorNoise {
+                    engine,
+                    metric,
+                    pairs: n.pairs,
+                    sd_log,
+                });
+            }
+        }
+    }
+    out
+}
+
 impl Calibration {
     /// The noise of `trials` (an A/A run) per engine and metric, and with `cost` the trials
     /// sized for the host, on the metrics of `gated` (a metric's pairs' sd planned on its
@@ -170,7 +199,7 @@ impl Calibration {
                     tps_cv_pct: of_tps.cv_pct,
                     pair_log_ratio_sd: sd,
                     pair_log_ratio_sd_upper80: of_tps.pair_log_ratio_sd_upper80,
-                    aa_change: stats::paired_in_order(&a, &b, &judge::run_order(&pairs)),
+                    aa_change: stats::paired_in_order(&a, &b, &judge::run_order(&pairs), None),
                     mde_pct_by_pairs: sd.map_or_else(Vec::new, |sd| {
                         TABLE_PAIRS
                             .iter()

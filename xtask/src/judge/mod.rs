@@ -42,7 +42,10 @@ use fdb::Engine;
 pub use crate::config::Metric;
 use crate::{
     config::{slo::SloTps, Arm, CpuRole, MetricSet},
-    results::trial::{Outcome, CPU_BOUND_MIN_CORES},
+    results::{
+        noise::NoisePrior,
+        trial::{Outcome, CPU_BOUND_MIN_CORES},
+    },
 };
 use samples::Sample;
 use stats::{Comparison, ALPHA};
@@ -266,6 +269,10 @@ pub struct Judgement {
     pub criteria: Criteria,
     /// Things that make the numbers less trustworthy without deciding the verdict.
     pub notes: Vec<String>,
+    /// Where the noise came from besides the run's own pairs (`--noise-from`): the
+    /// calibration, its pairs, sd and age. `None`: the run's pairs alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub noise_from: Option<String>,
 }
 
 /// [`judge_looks`] with one look per engine (a fixed number of trials), on trial records.
@@ -283,6 +290,7 @@ pub fn judge(
         interrupted,
         &BTreeMap::new(),
         None,
+        None,
     )
 }
 
@@ -292,7 +300,8 @@ pub fn judge(
 /// (`--trials auto`), `looks[e]` is the number of looks planned for engine `e` (1 when
 /// absent). `family`: judge the gated metrics as members of a family of that size by
 /// Bonferroni (a look of one engine that must stand in the final Holm family of every
-/// engine) instead of Holm over the judgements present.
+/// engine) instead of Holm over the judgements present. `prior`: a calibration's noise
+/// to pool with the pairs' own (`--noise-from`; paired comparisons only).
 pub fn judge_looks(
     trials: &[Sample],
     engines: &[Engine],
@@ -300,14 +309,19 @@ pub fn judge_looks(
     interrupted: bool,
     looks: &BTreeMap<Engine, u32>,
     family: Option<usize>,
+    prior: Option<&NoisePrior>,
 ) -> Vec<Judgement> {
     let mut judgements: Vec<Judgement> = Vec::new();
     for &e in engines {
         let looks_e = looks.get(&e).copied().unwrap_or(1).max(1);
-        judgements.extend(judge_engine(trials, e, criteria).into_iter().map(|mut j| {
-            j.looks = looks_e;
-            j
-        }));
+        judgements.extend(
+            judge_engine(trials, e, criteria, prior)
+                .into_iter()
+                .map(|mut j| {
+                    j.looks = looks_e;
+                    j
+                }),
+        );
     }
     decide_family(&mut judgements, true, family);
     decide_family(&mut judgements, false, None);
@@ -327,7 +341,12 @@ pub fn judge_looks(
 /// One judgement per metric of the engine (TPS first; the others that gate or were
 /// measured): stats, comparisons and the verdicts that need no statistics (TIMEOUT,
 /// ERROR, SLO); the rest is left MEASURED for `decide_family`.
-fn judge_engine(all: &[Sample], engine: Engine, mut criteria: Criteria) -> Vec<Judgement> {
+fn judge_engine(
+    all: &[Sample],
+    engine: Engine,
+    mut criteria: Criteria,
+    prior: Option<&NoisePrior>,
+) -> Vec<Judgement> {
     criteria.slo_tps = criteria.slo_tps.or(criteria.slo.get(engine));
     let of = |arm: Arm| -> Vec<&Sample> {
         all.iter()
@@ -360,7 +379,10 @@ fn judge_engine(all: &[Sample], engine: Engine, mut criteria: Criteria) -> Vec<J
                 .collect::<Option<Vec<_>>>()?
                 .into_iter()
                 .unzip();
-            stats::paired_in_order(&a, &b, &run_order(&pairs))
+            let noise = prior
+                .and_then(|p| p.get(engine, m))
+                .map(|n| (n.sd_log, n.pairs));
+            stats::paired_in_order(&a, &b, &run_order(&pairs), noise)
         }?;
         Some(if m.lower_is_better() { c.inverted() } else { c })
     };
@@ -382,10 +404,21 @@ fn judge_engine(all: &[Sample], engine: Engine, mut criteria: Criteria) -> Vec<J
         looks: 1,
         criteria,
         notes,
+        noise_from: None,
     };
     let all_measured: Vec<&Sample> = measured(&base).into_iter().chain(measured(&exp)).collect();
     let others = other_metrics(&tps, &all_measured, &compare);
-    std::iter::once(tps).chain(others).collect()
+    std::iter::once(tps)
+        .chain(others)
+        .map(|mut j| {
+            let used = prior.filter(|_| !criteria.unpaired && j.comparison.is_some());
+            j.noise_from = used.and_then(|p| Some(p.describe(p.get(engine, j.metric)?)));
+            if let Some(n) = j.noise_from.clone().filter(|_| j.metric == Metric::Tps) {
+                j.notes.push(n);
+            }
+            j
+        })
+        .collect()
 }
 
 /// The judgements of the metrics other than TPS that gate or were measured in some trial
@@ -1116,6 +1149,20 @@ pub(crate) mod tests {
         effect: f64,
         seed: u64,
     ) -> Vec<(Verdict, bool)> {
+        simulate_ar1_with(runs, pairs, phi, cv, effect, seed, None)
+    }
+
+    /// [`simulate_ar1`], each run judged with the noise of its own simulated A/A
+    /// calibration of `calibration_pairs` pairs on the same host (`--noise-from`), if given.
+    fn simulate_ar1_with(
+        runs: usize,
+        pairs: u32,
+        phi: f64,
+        cv: f64,
+        effect: f64,
+        seed: u64,
+        calibration_pairs: Option<u32>,
+    ) -> Vec<(Verdict, bool)> {
         use rand::SeedableRng;
         use rand_distr::{Distribution, Normal};
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
@@ -1129,6 +1176,31 @@ pub(crate) mod tests {
         let margin = (1.0 - criteria.max_regression_pct / 100.0).ln();
         (0..runs)
             .map(|run| {
+                let prior = calibration_pairs.map(|m| {
+                    let mut level = start.sample(&mut rng);
+                    let (mut a, mut b) = (vec![0.0; m as usize], vec![0.0; m as usize]);
+                    for (rep, arm) in crate::plan::arm_order(m, !(seed ^ run as u64)) {
+                        let i = rep as usize - 1;
+                        match arm {
+                            Arm::Baseline => a[i] = level,
+                            Arm::Experiment => b[i] = level,
+                        }
+                        level = phi * level + step.sample(&mut rng);
+                    }
+                    let d: Vec<f64> = a.iter().zip(&b).map(|(x, y)| y - x).collect();
+                    crate::results::noise::NoisePrior {
+                        source: "sim".into(),
+                        calibrated_at: String::new(),
+                        age_s: 0,
+                        host_class: String::new(),
+                        noise: vec![crate::results::noise::PriorNoise {
+                            engine: Engine::Redwood,
+                            metric: Metric::Tps,
+                            pairs: m as usize,
+                            sd_log: d.iter().std_dev(),
+                        }],
+                    }
+                });
                 let mut level = start.sample(&mut rng);
                 let (mut a, mut b) = (vec![0.0; pairs as usize], vec![0.0; pairs as usize]);
                 let mut trials = Vec::new();
@@ -1146,9 +1218,17 @@ pub(crate) mod tests {
                 }
                 let naive =
                     stats::paired(&a, &b).is_some_and(|c| c.p_not_worse_than(margin) < ALPHA / 2.0);
-                let v = judge(&trials, &[Engine::Redwood], criteria, false)
-                    .remove(0)
-                    .verdict;
+                let v = judge_looks(
+                    &Sample::of_trials(&trials),
+                    &[Engine::Redwood],
+                    criteria,
+                    false,
+                    &BTreeMap::new(),
+                    None,
+                    prior.as_ref(),
+                )
+                .remove(0)
+                .verdict;
                 (v, naive)
             })
             .collect()
@@ -1184,6 +1264,34 @@ pub(crate) mod tests {
             eprintln!("phi {phi}: false REGRESSION at 3 pairs {r}");
             assert!(r <= 0.025 + 3.0 * (0.025f64 * 0.975 / no_change.len() as f64).sqrt());
         }
+    }
+
+    /// Issue 19 §5: a calibration's noise pooled with 3 pairs' (`--noise-from`) on this
+    /// host's noise model (CV 5.5% per trial, AR(1) phi 0.77), each run with its own
+    /// simulated 6-pair calibration: more power at a 5% loss, REGRESSION at no change still
+    /// within its 2.5%.
+    #[test]
+    fn noise_from_a_calibration_buys_power_at_the_same_error_rate() {
+        let runs = 4000;
+        let rate = |v: &[(Verdict, bool)], w: Verdict| {
+            v.iter().filter(|(x, _)| *x == w).count() as f64 / v.len() as f64
+        };
+        let alone = rate(
+            &simulate_ar1(runs, 3, 0.77, 0.055, 0.95, 51),
+            Verdict::Regression,
+        );
+        let pooled = rate(
+            &simulate_ar1_with(runs, 3, 0.77, 0.055, 0.95, 51, Some(6)),
+            Verdict::Regression,
+        );
+        let false_alarm = rate(
+            &simulate_ar1_with(runs, 3, 0.77, 0.055, 1.0, 52, Some(6)),
+            Verdict::Regression,
+        );
+        eprintln!("5% loss: {alone} alone, {pooled} pooled; no change: {false_alarm}");
+        assert!(pooled > alone + 0.1, "{alone} -> {pooled}");
+        // Binomial sd of 2.5% over 4000 runs: 0.25%.
+        assert!(false_alarm <= 0.025 + 3.0 * 0.0025, "{false_alarm}");
     }
 
     /// Issue 19 §1, release qualification: the host's level differs from day to day (sd 2%,
@@ -1226,6 +1334,7 @@ pub(crate) mod tests {
                 welch,
                 false,
                 &BTreeMap::new(),
+                None,
                 None,
             );
             assert_eq!(
@@ -1306,7 +1415,7 @@ pub(crate) mod tests {
             }
             let samples = Sample::of_trials(&trials);
             let all_k = BTreeMap::from([(engines[0], k), (engines[1], k)]);
-            let fin = judge_looks(&samples, &engines, criteria, false, &all_k, None);
+            let fin = judge_looks(&samples, &engines, criteria, false, &all_k, None, None);
             let family = engines.len() * criteria.gates.iter().count();
             let at_look = BTreeMap::from([(engines[0], k)]);
             let look = judge_looks(
@@ -1316,6 +1425,7 @@ pub(crate) mod tests {
                 false,
                 &at_look,
                 Some(family),
+                None,
             );
             for j in look.iter().filter(|j| j.gating) {
                 let f = fin
@@ -1374,6 +1484,7 @@ pub(crate) mod tests {
                 criteria,
                 false,
                 &BTreeMap::from([(Engine::Redwood, looks)]),
+                None,
                 None,
             )
             .remove(0)

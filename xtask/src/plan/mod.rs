@@ -24,7 +24,7 @@ use crate::{
     },
     config::{slo::SloTps, Arm, BenchConfig},
     error::UsageError,
-    results::baseline::Baseline,
+    results::{baseline::Baseline, noise::NoisePrior},
 };
 use pinning::PinPlan;
 use preflight::Preflight;
@@ -74,6 +74,9 @@ pub struct Plan {
     pub recorded: Option<Baseline>,
     /// The capacity check's numbers, once done.
     pub preflight: Option<Preflight>,
+    /// A calibration's noise pooled with the pairs' (`--noise-from`), as checked and read
+    /// before any trial.
+    pub noise_prior: Option<NoisePrior>,
     pub trials: Vec<PlannedTrial>,
     /// Which CPUs the trials' processes run on.
     pub pinning: PinPlan,
@@ -142,6 +145,7 @@ impl Plan {
             experiment,
             recorded: None,
             preflight: None,
+            noise_prior: None,
             trials,
             warnings,
             child_env: env::ChildEnv::default(),
@@ -195,6 +199,16 @@ impl Plan {
         let mut s = String::new();
         if let Some(r) = &self.recorded {
             let _ = writeln!(s, "{:<10} recorded baseline {}", "record", r.summary());
+        }
+        if let Some(n) = &self.noise_prior {
+            let _ = writeln!(
+                s,
+                "{:<10} pooled with calibration {} (started {}, {} engine/metric figures)",
+                "noise",
+                n.source.display(),
+                n.calibrated_at,
+                n.noise.len()
+            );
         }
         for a in self.arms() {
             let _ = writeln!(

@@ -5,5 +5,6 @@
 pub mod baseline;
 pub mod fs;
 pub mod host;
+pub mod noise;
 pub mod saved;
 pub mod trial;

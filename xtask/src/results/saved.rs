@@ -13,6 +13,7 @@ use fdb::{cmake::BuildConfig, mako::MakoReport, Engine, FdbVersion};
 use super::{
     baseline::Baseline,
     host::Host,
+    noise::NoisePrior,
     trial::{Outcome, TrialRecord},
 };
 use crate::{
@@ -33,6 +34,12 @@ pub struct SavedRun {
 #[derive(Deserialize)]
 pub struct SavedMeta {
     pub host: Host,
+    /// When the run started, seconds since the Unix epoch (absent before 0.1).
+    #[serde(default)]
+    pub started_at_unix_s: Option<u64>,
+    /// The same, RFC 3339 UTC.
+    #[serde(default)]
+    pub started_at: Option<String>,
     pub plan: SavedPlan,
 }
 
@@ -56,6 +63,9 @@ pub struct SavedPlan {
     pub recorded: Option<Baseline>,
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// The calibration's noise the run pooled with its pairs' (`--noise-from`).
+    #[serde(default)]
+    pub noise_prior: Option<NoisePrior>,
 }
 
 impl SavedPlan {

@@ -1,0 +1,137 @@
+//! `bench --noise-from DIR`: an earlier calibration's noise, checked against the planned run
+//! and read before any trial (`results::noise::NoisePrior`, recorded in meta.json).
+
+use std::{path::Path, time::SystemTime};
+
+use anyhow::{Context as _, Result};
+
+use crate::{
+    error::UsageError,
+    judge::{calibrate::prior_noise, samples::Sample},
+    plan::Plan,
+    results::{host::Host, noise::NoisePrior, saved::SavedRun},
+};
+
+/// Reads the calibration in `dir` for the planned run `plan`. Refused, with what differs
+/// and how to get a calibration that fits: a dir that is not a finished `calibrate` run
+/// (no calibration.json, no summary.json, interrupted, two different builds), another host
+/// class, workload or work dir kind, older than `max_age_s` (or dated in the future), a run
+/// engine it did not calibrate in 2 complete pairs, and a run without pairs
+/// (`--no-control`).
+pub fn load(dir: &Path, plan: &Plan, max_age_s: u64, now: SystemTime) -> Result<NoisePrior> {
+    let refuse = |why: String| -> anyhow::Error {
+        UsageError(format!("--noise-from {}: {why}", dir.display())).into()
+    };
+    if plan.baseline.is_none() {
+        return Err(refuse(
+            "--no-control runs no pairs, and only paired comparisons pool noise".into(),
+        ));
+    }
+    let saved = SavedRun::read(dir).with_context(|| format!("--noise-from {}", dir.display()))?;
+    let cal = dir.join("calibration.json");
+    if !std::fs::symlink_metadata(&cal).is_ok_and(|m| m.is_file()) {
+        return Err(refuse(
+            "not the results dir of a `cargo xtask calibrate` run (no calibration.json \
+             file); run `cargo xtask calibrate --build TREE --out DIR` on this host first"
+                .into(),
+        ));
+    }
+    check_fits(&saved, plan).map_err(refuse)?;
+    let (age_s, at) = age(&saved, max_age_s, now).map_err(refuse)?;
+    let noise = prior_noise(&Sample::of_trials(&saved.trials), saved.meta.plan.engines());
+    for e in &plan.engines {
+        if !noise
+            .iter()
+            .any(|n| n.engine == *e && n.metric == crate::config::Metric::Tps)
+        {
+            return Err(refuse(format!(
+                "it has fewer than 2 complete A/A pairs of {e}; calibrate that engine \
+                 (--engine {e}, --trials 4 or more)"
+            )));
+        }
+    }
+    Ok(NoisePrior {
+        source: dir.to_path_buf(),
+        calibrated_at: at,
+        age_s,
+        host_class: saved.meta.host.class(),
+        noise,
+    })
+}
+
+/// Why the saved calibration does not describe `plan`'s noise: unfinished, not an A/A,
+/// another host class, workload or work dir kind.
+fn check_fits(saved: &SavedRun, plan: &Plan) -> Result<(), String> {
+    match &saved.summary {
+        None => {
+            return Err("the calibration did not finish (no summary.json); run it again".into())
+        }
+        Some(s) if s.interrupted => {
+            return Err("the calibration was interrupted; run it again".into())
+        }
+        Some(_) => {}
+    }
+    let p = &saved.meta.plan;
+    let same_build = p
+        .baseline
+        .as_ref()
+        .is_some_and(|b| b.version == p.experiment.version);
+    if !same_build {
+        return Err(
+            "its arms ran different builds: only an A/A run (one build in both arms, \
+                    as `calibrate` runs) measures the noise alone"
+                .into(),
+        );
+    }
+    let (theirs, ours) = (saved.meta.host.class(), Host::read().class());
+    if theirs != ours {
+        return Err(format!(
+            "it ran on host class '{theirs}', this host is '{ours}': noise does not carry \
+             over between machines; calibrate on this class of host"
+        ));
+    }
+    if p.config.workload != plan.config.workload {
+        return Err(format!(
+            "it ran another workload ({:?}) than this run's ({:?}): calibrate with this \
+             run's profile and workload flags",
+            p.config.workload, plan.config.workload
+        ));
+    }
+    if p.workdir.tmpfs != plan.workdir.tmpfs {
+        return Err(
+            "its work dir was on another kind of filesystem (RAM disk or disk) than \
+                    this run's: calibrate with this run's --workdir"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// The calibration's age at `now`, seconds, and its start time (RFC 3339); refused when
+/// unknown, in the future or older than `max_age_s`.
+fn age(saved: &SavedRun, max_age_s: u64, now: SystemTime) -> Result<(u64, String), String> {
+    let (Some(started), Some(at)) = (saved.meta.started_at_unix_s, &saved.meta.started_at) else {
+        return Err(
+            "its meta.json does not say when it ran (started_at), so its age is \
+                    unknown; run the calibration again"
+                .into(),
+        );
+    };
+    let now_s = now
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let Some(age_s) = now_s.checked_sub(started) else {
+        return Err(format!(
+            "it started at {at}, after this host's clock now: fix the clock or the file"
+        ));
+    };
+    if age_s > max_age_s {
+        return Err(format!(
+            "it is {} old (started {at}), older than --noise-max-age {}: calibrate again, \
+             or give a longer --noise-max-age",
+            humantime::format_duration(std::time::Duration::from_secs(age_s / 3600 * 3600)),
+            humantime::format_duration(std::time::Duration::from_secs(max_age_s))
+        ));
+    }
+    Ok((age_s, at.clone()))
+}
