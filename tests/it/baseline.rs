@@ -52,6 +52,61 @@ fn recorded(s: &Sandbox) -> std::path::PathBuf {
     dir
 }
 
+/// A second calibrate run of the recorded tree, dated 2020-01-01 (another day), added to
+/// baseline `release` with `--add-run`; the same run again is refused.
+fn add_another_day(s: &Sandbox, dir: &std::path::Path) {
+    let run = s.dir.path().join("release-run-day2");
+    let o = Command::new(xtask())
+        .args(["calibrate", "--build"])
+        .arg(s.dir.path().join("release"))
+        .arg("--out")
+        .arg(&run)
+        .args(crate::support::TINY)
+        .args(["--trials", "2"])
+        .env("WORKDIR", s.workdir.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let meta_path = run.join("meta.json");
+    let mut meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
+    meta["started_at"] = json!("2020-01-01T00:00:00Z");
+    meta["started_at_unix_s"] = json!(1_577_836_800u64);
+    std::fs::write(&meta_path, meta.to_string()).unwrap();
+    let add = || {
+        xtask_in(
+            s,
+            &[
+                "baseline",
+                "record",
+                "--from",
+                run.to_str().unwrap(),
+                "--name",
+                "release",
+                "--add-run",
+                "--baselines-dir",
+                dir.to_str().unwrap(),
+            ],
+        )
+    };
+    let o = add();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let b: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("release.json")).unwrap()).unwrap();
+    assert_eq!(
+        b["more_runs"][0]["started_at"], "2020-01-01T00:00:00Z",
+        "{b}"
+    );
+    assert_eq!(b["more_runs"][0]["trials"].as_array().unwrap().len(), 2);
+    let o = add();
+    assert_ne!(code(&o), 0, "{}", text(&o));
+    assert!(
+        text(&o).contains("is in the record already"),
+        "{}",
+        text(&o)
+    );
+}
+
 fn against(
     s: &Sandbox,
     dir: &std::path::Path,
@@ -152,11 +207,32 @@ fn record_list_show_and_judge_a_candidate_against_the_record() {
             && log.contains(": consistent"),
         "{log}"
     );
-    // Without a control (--no-control), only the experiment arm runs, unpaired, said loudly.
+    // Without a control (--no-control), a record of one run is refused: nothing in it
+    // tells the build's speed from the host's that day (issue 19 §1).
+    let o = against(&s, &dir, &same, "no-control-one-day", &["--no-control"]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("baseline release holds one run")
+            && text(&o).contains("--name release --add-run"),
+        "{}",
+        text(&o)
+    );
+    // Another day's run of the recorded build is added (its start moved to another day in
+    // its meta.json: a test cannot wait a day). Then only the experiment arm runs, judged
+    // against the days with their variance in the error, said loudly.
+    add_another_day(&s, &dir);
     let o = against(&s, &dir, &same, "no-control", &["--no-control"]);
     assert_eq!(code(&o), 0, "{}", text(&o));
     let j = &summary(&s, "no-control")["judgements"][0];
-    assert_eq!(j["comparison"]["method"], "welch", "{j}");
+    assert_eq!(j["comparison"]["method"], "between-days", "{j}");
+    assert_eq!(j["comparison"]["n_baseline"], 2, "two recorded days: {j}");
+    assert!(
+        j["reason"]
+            .as_str()
+            .unwrap()
+            .contains("recorded days vs 3 trials, the day-to-day variance included"),
+        "{j}"
+    );
     assert!(summary(&s, "no-control")["warnings"]
         .to_string()
         .contains("NO CONTROL ARM (--no-control)"));

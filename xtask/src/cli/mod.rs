@@ -88,8 +88,14 @@ pub enum BaselineCommand {
         #[arg(long, value_enum, default_value = "experiment")]
         arm: ArmArg,
         /// Replace an existing baseline of the same name.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "add_run")]
         force: bool,
+        /// Add the run to the existing baseline of that name as another day's run of the
+        /// same build (at least 12 h after each of its runs): with runs from 2 or more days
+        /// a record measures how the host's speed moves between days, which
+        /// `bench --against-recorded --no-control` needs.
+        #[arg(long)]
+        add_run: bool,
         /// Where baselines live; default: baselines/ in this workspace.
         #[arg(long, value_name = "DIR")]
         baselines_dir: Option<PathBuf>,

@@ -24,13 +24,13 @@ use crate::{
 /// Records one baseline per engine from the `arm` trials of the run in `from`, into
 /// `dir`; returns the files written. `name` defaults to `<host class>-<profile>-<engine>`;
 /// with several engines the engine is appended to a given name. An existing file is
-/// refused unless `force`.
+/// refused unless `existing` says what to do with it.
 fn record(
     from: &Path,
     dir: &Path,
     name: Option<&str>,
     arm: Arm,
-    force: bool,
+    existing: Existing,
 ) -> Result<Vec<PathBuf>> {
     if let Some(n) = name {
         check_name(n)?;
@@ -75,7 +75,6 @@ fn record(
                 plan.config.workload.profile
             )),
         };
-        let path = free_path(dir, &base, force)?;
         let b = Baseline {
             schema_version: SCHEMA_VERSION,
             name: base,
@@ -94,12 +93,39 @@ fn record(
                 .unwrap_or_else(|_| from.to_path_buf())
                 .display()
                 .to_string(),
+            started_at: meta.started_at.clone(),
             trials: measured.iter().filter_map(|t| recorded(t)).collect(),
+            more_runs: Vec::new(),
         };
-        write(&path, &json(&b))?;
-        written.push(path);
+        written.push(store(dir, b, existing)?);
     }
     Ok(written)
+}
+
+/// Writes the new record `b` into `dir` as `existing` says: a new file, a replaced one, or
+/// another run added to the record of its name. Returns the file written.
+fn store(dir: &Path, b: Baseline, existing: Existing) -> Result<PathBuf> {
+    let (path, b) = match existing {
+        Existing::AddRun => {
+            let (path, mut old) = find(dir, &b.name)?;
+            old.add_run(b)?;
+            (path, old)
+        }
+        _ => (free_path(dir, &b.name, existing == Existing::Replace)?, b),
+    };
+    write(&path, &json(&b))?;
+    Ok(path)
+}
+
+/// What `baseline record` does with a record of the same name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Existing {
+    /// Refuse (the default).
+    Refuse,
+    /// Replace it (`--force`).
+    Replace,
+    /// Add the run to it as another day's (`--add-run`); it must exist.
+    AddRun,
 }
 
 /// `<dir>/<base>.json`, refused when something is there, a dangling link included (it is
@@ -199,14 +225,23 @@ fn list(dir: &Path) -> Result<String> {
     for f in files {
         match Baseline::load(&f) {
             Ok(b) => {
-                let mean = b.trials.iter().map(|t| t.tps).sum::<f64>() / b.trials.len() as f64;
+                let tps: Vec<f64> = b
+                    .runs()
+                    .iter()
+                    .flat_map(|(_, ts)| ts.iter().map(|t| t.tps))
+                    .collect();
+                let mean = tps.iter().sum::<f64>() / tps.len() as f64;
+                let runs = match b.runs().len() {
+                    1 => String::new(),
+                    n => format!("{n} runs, "),
+                };
                 let _ = writeln!(
                     s,
-                    "{}  {} {}  {} trials, {:.1} TPS  source {}  host '{}'  recorded {}",
+                    "{}  {} {}  {runs}{} trials, {:.1} TPS  source {}  host '{}'  recorded {}",
                     b.name,
                     b.engine,
                     b.workload.profile,
-                    b.trials.len(),
+                    tps.len(),
                     mean,
                     &b.build.source_version[..b.build.source_version.len().min(12)],
                     b.host_class,
@@ -235,6 +270,7 @@ pub fn run(cmd: &BaselineCommand) -> Result<i32> {
             name,
             arm,
             force,
+            add_run,
             baselines_dir,
         } => {
             let arm = match arm {
@@ -246,7 +282,11 @@ pub fn run(cmd: &BaselineCommand) -> Result<i32> {
                 &dir(baselines_dir.as_deref())?,
                 name.as_deref(),
                 arm,
-                *force,
+                match (*force, *add_run) {
+                    (_, true) => Existing::AddRun,
+                    (true, false) => Existing::Replace,
+                    (false, false) => Existing::Refuse,
+                },
             )? {
                 out(&format!("recorded {}\n", path.display()));
             }

@@ -15,8 +15,10 @@ use crate::{config::Arm, results::baseline::Baseline, results::trial::Outcome};
 #[derive(Debug, Clone, PartialEq)]
 pub struct HostCheck {
     pub engine: Engine,
-    /// Welch's t on log TPS: the record as the baseline, today's control trials as the
-    /// experiment (a change of +2% means the host runs the recorded build 2% faster).
+    /// The record as the baseline, today's control trials as the experiment (a change of
+    /// +2% means the host runs the recorded build 2% faster): Welch's t on log TPS for a
+    /// record of one run, [`stats::between_days`] for one of several days (a day within
+    /// the host's usual day-to-day movement is no change).
     pub comparison: Comparison,
 }
 
@@ -33,14 +35,22 @@ impl HostCheck {
         let c = &self.comparison;
         let figures = format!(
             "today's control (the recorded build) ran {:+.2}% [{:+.2}%, {:+.2}%] from \
-             baseline {} recorded {} ({} recorded vs {} control trials, Welch)",
+             baseline {} recorded {} ({})",
             c.delta_pct,
             c.ci_low_pct,
             c.ci_high_pct,
             record.name,
             record.recorded_at,
-            c.n_baseline,
-            c.n_experiment
+            match c.method {
+                stats::Method::BetweenDays => format!(
+                    "{} recorded days vs {} control trials, the day-to-day variance included",
+                    c.n_baseline, c.n_experiment
+                ),
+                _ => format!(
+                    "{} recorded vs {} control trials, Welch",
+                    c.n_baseline, c.n_experiment
+                ),
+            }
         );
         if self.changed() {
             format!(
@@ -58,14 +68,22 @@ impl HostCheck {
 /// arm) trials among `samples` (the run's own, not the record's). `None` with fewer than
 /// two measured control trials.
 pub fn host_check(record: &Baseline, samples: &[Sample], engine: Engine) -> Option<HostCheck> {
-    let recorded: Vec<f64> = record.trials.iter().map(|t| t.tps).collect();
+    let runs: Vec<Vec<f64>> = record
+        .runs()
+        .iter()
+        .map(|(_, ts)| ts.iter().map(|t| t.tps).collect())
+        .collect();
     let control: Vec<f64> = samples
         .iter()
         .filter(|s| s.engine == engine && s.arm == Arm::Baseline && s.index > 0)
         .filter(|s| s.outcome == Outcome::Measured)
         .filter_map(|s| s.tps)
         .collect();
-    let comparison = stats::welch(&recorded, &control)?;
+    let comparison = if runs.len() >= 2 {
+        stats::between_days(&runs, &control)?
+    } else {
+        stats::welch(&runs.concat(), &control)?
+    };
     Some(HostCheck { engine, comparison })
 }
 

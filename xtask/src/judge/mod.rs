@@ -368,21 +368,12 @@ fn judge_engine(
     // Oriented so that higher is better.
     let compare = |m: Metric| -> Option<Comparison> {
         let c = if criteria.unpaired {
-            let values = |v: &[&Sample]| -> Option<Vec<f64>> {
-                measured(v).iter().map(|t| t.value(m)).collect()
-            };
-            stats::welch(&values(&base)?, &values(&exp)?)
+            unpaired(&base, &exp, m)
         } else {
-            let (a, b): (Vec<f64>, Vec<f64>) = pairs
-                .iter()
-                .map(|(a, b)| Some((a.value(m)?, b.value(m)?)))
-                .collect::<Option<Vec<_>>>()?
-                .into_iter()
-                .unzip();
             let noise = prior
                 .and_then(|p| p.get(engine, m))
                 .map(|n| (n.sd_log, n.pairs));
-            stats::paired_in_order(&a, &b, &run_order(&pairs), noise)
+            paired_values(&pairs, m, noise)
         }?;
         Some(if m.lower_is_better() { c.inverted() } else { c })
     };
@@ -532,6 +523,47 @@ pub fn pairs<'a>(base: &[&'a Sample], exp: &[&'a Sample]) -> Vec<(&'a Sample, &'
             Some((*a, *b))
         })
         .collect()
+}
+
+/// The experiment's trials against a record's (`base`) on `m`: between days when the record
+/// holds runs of 2 or more days, else Welch.
+fn unpaired(base: &[&Sample], exp: &[&Sample], m: Metric) -> Option<Comparison> {
+    let values =
+        |v: &[&Sample]| -> Option<Vec<f64>> { measured(v).iter().map(|t| t.value(m)).collect() };
+    let days = recorded_days(base, m)?;
+    if days.len() >= 2 {
+        stats::between_days(&days, &values(exp)?)
+    } else {
+        stats::welch(&values(base)?, &values(exp)?)
+    }
+}
+
+/// The pairs compared on `m`, in their run order, the noise pooled with `noise` (a
+/// calibration's per-pair sd and pairs) if given; `None` when a pair lacks `m`.
+fn paired_values(
+    pairs: &[(&Sample, &Sample)],
+    m: Metric,
+    noise: Option<(f64, usize)>,
+) -> Option<Comparison> {
+    let (a, b): (Vec<f64>, Vec<f64>) = pairs
+        .iter()
+        .map(|(a, b)| Some((a.value(m)?, b.value(m)?)))
+        .collect::<Option<Vec<_>>>()?
+        .into_iter()
+        .unzip();
+    stats::paired_in_order(&a, &b, &run_order(pairs), noise)
+}
+
+/// The values of `m` of a recorded baseline's trials among `base`, one list per recorded
+/// run (day), in the record's order; `None` when a measured trial lacks the metric.
+fn recorded_days(base: &[&Sample], m: Metric) -> Option<Vec<Vec<f64>>> {
+    let mut days: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+    for t in measured(base) {
+        if let Some(run) = t.recorded_run {
+            days.entry(run).or_default().push(t.value(m)?);
+        }
+    }
+    Some(days.into_values().collect())
 }
 
 /// The positions in the run order (trial indices) of each pair's baseline and experiment
@@ -735,6 +767,10 @@ fn decision_numbers(j: &Judgement, c: &Comparison, nw: f64, sl: f64) -> String {
         stats::Method::Welch => {
             format!("{} recorded vs {} trials", c.n_baseline, c.n_experiment)
         }
+        stats::Method::BetweenDays => format!(
+            "{} recorded days vs {} trials, the day-to-day variance included",
+            c.n_baseline, c.n_experiment
+        ),
     };
     let mut numbers = format!(
         "{} {change:+.2}% [{low:+.2}%, {high:+.2}%] over {over}, p={:.3}",
@@ -1292,6 +1328,89 @@ pub(crate) mod tests {
         assert!(pooled > alone + 0.1, "{alone} -> {pooled}");
         // Binomial sd of 2.5% over 4000 runs: 0.25%.
         assert!(false_alarm <= 0.025 + 3.0 * 0.0025, "{false_alarm}");
+    }
+
+    /// Issue 19 §1 without a control arm: the host's level varies from day to day (sd 2%)
+    /// on top of 3% noise per trial; a record of 4 days x 3 trials; today the same build, 3
+    /// trials. Judged against the days (between days) REGRESSION stays within its 2.5%;
+    /// against all recorded trials as one sample (Welch) it does not.
+    #[test]
+    fn a_record_of_several_days_keeps_no_control_judgements_at_their_rate() {
+        use rand::SeedableRng;
+        use rand_distr::{Distribution, Normal};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(23);
+        let (day, trial) = (
+            Normal::new(0.0, 0.02).unwrap(),
+            Normal::new(0.0, 0.03).unwrap(),
+        );
+        let criteria = Criteria {
+            slo_tps: None,
+            unpaired: true,
+            ..CRITERIA
+        };
+        let runs = 2000;
+        let (mut days_regressions, mut welch_regressions, mut mde) = (0, 0, 0.0);
+        for _ in 0..runs {
+            let mut draw_day = |n: usize| -> Vec<f64> {
+                let level = day.sample(&mut rng);
+                (0..n)
+                    .map(|_| 1000.0 * f64::exp(level + trial.sample(&mut rng)))
+                    .collect()
+            };
+            let recorded: Vec<Vec<f64>> = (0..4).map(|_| draw_day(3)).collect();
+            let today = draw_day(3);
+            let mut samples = Vec::new();
+            for (run, tps) in recorded.iter().enumerate() {
+                for (i, &v) in tps.iter().enumerate() {
+                    let mut t = Sample::of_trials(&interleaved(&[v], &[v]))[0].clone();
+                    (t.index, t.repetition, t.recorded_run) =
+                        (0, (3 * run + i + 1) as u32, Some(run));
+                    samples.push(t);
+                }
+            }
+            for (i, &v) in today.iter().enumerate() {
+                let mut t = Sample::of_trials(&interleaved(&[v], &[v]))[1].clone();
+                (t.index, t.repetition) = (i + 1, i as u32 + 1);
+                samples.push(t);
+            }
+            let j = judge_looks(
+                &samples,
+                &[Engine::Redwood],
+                criteria,
+                false,
+                &BTreeMap::new(),
+                None,
+                None,
+            )
+            .remove(0);
+            let c = j.comparison.as_ref().unwrap();
+            assert_eq!(c.method, stats::Method::BetweenDays);
+            mde += c.mde_pct / runs as f64;
+            days_regressions += usize::from(j.verdict == Verdict::Regression);
+            // The same trials with the days forgotten: one recorded sample.
+            for s in samples.iter_mut() {
+                s.recorded_run = s.recorded_run.map(|_| 0);
+            }
+            let w = judge_looks(
+                &samples,
+                &[Engine::Redwood],
+                criteria,
+                false,
+                &BTreeMap::new(),
+                None,
+                None,
+            )
+            .remove(0);
+            welch_regressions += usize::from(w.verdict == Verdict::Regression);
+        }
+        let (days, welch) = (
+            days_regressions as f64 / runs as f64,
+            welch_regressions as f64 / runs as f64,
+        );
+        eprintln!("false REGRESSION: between days {days}, Welch {welch}; mean MDE {mde:.1}%");
+        // Binomial sd of 2.5% at 2000 runs: 0.35%.
+        assert!(days <= 0.025 + 3.0 * 0.0035, "between days: {days}");
+        assert!(welch > days + 0.03, "Welch {welch} vs between days {days}");
     }
 
     /// Issue 19 §1, release qualification: the host's level differs from day to day (sd 2%,

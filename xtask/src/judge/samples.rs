@@ -24,6 +24,9 @@ pub struct Sample {
     pub arm: Arm,
     /// Repetition of this arm and engine, from 1: equal repetitions of the two arms pair.
     pub repetition: u32,
+    /// Which run of a recorded baseline the trial is from (0: `trials`, k: `more_runs[k -
+    /// 1]`): the day it was measured on; `None` for a trial of this run.
+    pub recorded_run: Option<usize>,
     pub outcome: Outcome,
     /// What went wrong, when the outcome is not `measured`.
     pub error: Option<String>,
@@ -88,6 +91,7 @@ impl Sample {
             engine: t.engine,
             arm: t.arm,
             repetition: t.repetition,
+            recorded_run: None,
             outcome: t.outcome,
             error: t.error.clone(),
             tps: r.map(|r| r.tps),
@@ -167,17 +171,21 @@ impl Sample {
         samples
     }
 
-    /// A recorded baseline's trials as baseline-arm samples, repetitions 1, 2, ...: all
-    /// measured, without drift (a record keeps no per-second samples).
+    /// A recorded baseline's trials, every run's, as baseline-arm samples, repetitions 1,
+    /// 2, ... over all runs: all measured, without drift (a record keeps no per-second
+    /// samples).
     pub fn of_recorded(b: &Baseline) -> Vec<Sample> {
-        b.trials
-            .iter()
+        b.runs()
+            .into_iter()
             .enumerate()
-            .map(|(i, t)| Sample {
+            .flat_map(|(run, (_, trials))| trials.iter().map(move |t| (run, t)))
+            .enumerate()
+            .map(|(i, (run, t))| Sample {
                 index: 0,
                 engine: b.engine,
                 arm: Arm::Baseline,
                 repetition: i as u32 + 1,
+                recorded_run: Some(run),
                 outcome: Outcome::Measured,
                 error: None,
                 tps: Some(t.tps),

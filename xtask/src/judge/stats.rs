@@ -39,13 +39,17 @@ pub enum Method {
     Paired,
     /// Welch's unequal-variance t on log TPS.
     Welch,
+    /// Today's trials against a record's runs from several days, the host's day-to-day
+    /// variance in the error ([`between_days`]).
+    BetweenDays,
 }
 
 /// Experiment vs baseline on the log scale, with the numbers a reader needs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Comparison {
     pub method: Method,
-    /// Observations: pairs (paired), or trials per arm (Welch).
+    /// Observations: pairs (paired), trials per arm (Welch), or recorded days and today's
+    /// trials (between days).
     pub n_baseline: usize,
     pub n_experiment: usize,
     /// Estimated ln(experiment / baseline).
@@ -262,6 +266,56 @@ pub fn welch(baseline: &[f64], experiment: &[f64]) -> Option<Comparison> {
         ((na + nb - 2) as f64, degenerate_p(d))
     };
     Some(finish(Method::Welch, na, nb, d, se, df, p))
+}
+
+/// Today's trials (`today`, TPS) against a record's runs from `runs.len()` = k >= 2 days
+/// (each at least 2 trials, TPS), on log TPS, with the host's day-to-day variance in the
+/// error (issue 19 §1). Model: ln TPS = mu + day + trial noise. The record's day means m_i
+/// vary by s_m^2 (k - 1 degrees of freedom), which estimates sigma_day^2 + sigma^2 / n_i;
+/// today's mean carries one more day and sigma^2 / n_0. So var(today's mean - mean of the
+/// m_i) = sigma_day^2 (1 + 1/k) + sigma^2 (1/n_0 + 1/(k n_h)), estimated by the sum of
+/// s_m^2 (1 + 1/k) and s_w^2 (1/n_0 - 1/n_h) (n_h the harmonic mean of the runs' sizes, s_w^2 the within-day
+/// variance pooled over every run and today's), and never below s_w^2 (1/n_0 + 1/(k n_h)),
+/// the variance with no day effect at all. Degrees of freedom k - 1: the day means are the
+/// scarce part, so 2 days give a wide interval and a large MDE, as they must. `None` with
+/// fewer than 2 runs, a run or today with fewer than 2 trials, or a TPS that is not
+/// positive.
+pub fn between_days(runs: &[Vec<f64>], today: &[f64]) -> Option<Comparison> {
+    let k = runs.len();
+    let logs = |v: &[f64]| -> Option<Vec<f64>> {
+        let l: Vec<f64> = v.iter().map(|x| x.ln()).collect();
+        (l.len() >= 2 && l.iter().all(|x| x.is_finite())).then_some(l)
+    };
+    let days: Vec<Vec<f64>> = runs.iter().map(|r| logs(r)).collect::<Option<_>>()?;
+    let now = logs(today)?;
+    if k < 2 {
+        return None;
+    }
+    let means: Vec<f64> = days.iter().map(|d| mean(d)).collect();
+    let s_m2 = variance(&means);
+    let (ss, df_w) = days
+        .iter()
+        .chain(std::iter::once(&now))
+        .fold((0.0, 0.0), |(ss, df), d| {
+            (
+                ss + variance(d) * (d.len() - 1) as f64,
+                df + (d.len() - 1) as f64,
+            )
+        });
+    let s_w2 = ss / df_w;
+    let (kf, n0) = (k as f64, now.len() as f64);
+    let n_h = kf / days.iter().map(|d| 1.0 / d.len() as f64).sum::<f64>();
+    let floor = s_w2 * (1.0 / n0 + 1.0 / (kf * n_h));
+    let var = (s_m2 * (1.0 + 1.0 / kf) + s_w2 * (1.0 / n0 - 1.0 / n_h)).max(floor);
+    let se = var.sqrt();
+    let d = mean(&now) - mean(&means);
+    let df = (k - 1) as f64;
+    let p = if se > 0.0 {
+        2.0 * t_dist(df).sf((d / se).abs())
+    } else {
+        degenerate_p(d)
+    };
+    Some(finish(Method::BetweenDays, k, now.len(), d, se, df, p))
 }
 
 /// p of "no difference" when every observation agrees exactly.
@@ -573,6 +627,34 @@ mod tests {
         let c = paired(&a, &b).unwrap();
         assert!(c.p_value > 0.0 && c.p_value < 1e-15, "{c:?}");
         assert!(c.p_slower() > 0.0 && c.p_slower() < 1e-15, "{c:?}");
+    }
+
+    #[test]
+    fn between_days_puts_the_day_to_day_variance_in_the_error() {
+        // Three recorded days (3, 3 and 4 trials) and today's 3 trials; the figures from the
+        // formula in the doc, computed independently in Python (t with 2 df in closed form:
+        // sf(t) = (1 - t / sqrt(2 + t^2)) / 2).
+        let runs = vec![
+            vec![1000.0, 1010.0, 990.0],
+            vec![950.0, 960.0, 955.0],
+            vec![980.0, 985.0, 975.0, 990.0],
+        ];
+        let today = [1000.0, 1005.0, 995.0];
+        let c = between_days(&runs, &today).unwrap();
+        assert_eq!(c.method, Method::BetweenDays);
+        assert_eq!((c.n_baseline, c.n_experiment, c.df), (3, 3, 2.0));
+        close("d", c.log_delta, 0.021244177577338874);
+        close("se", c.se, 0.026834786055969614);
+        close("p", c.p_value, 0.5115347191791582);
+        close("low", c.ci_low_pct, -8.991437264452454);
+        close("high", c.ci_high_pct, 14.648981882920179);
+        // All trials as one sample (Welch) take the days' spread for trial noise: a far
+        // narrower interval, that calls today's +2% significant.
+        let w = welch(&runs.concat(), &today).unwrap();
+        assert!(w.se < c.se / 2.0 && w.p_value < 0.05, "{w:?}");
+        // One day is no estimate of the days' variance.
+        assert!(between_days(&runs[..1], &today).is_none());
+        assert!(between_days(&runs, &[1000.0]).is_none());
     }
 
     #[test]

@@ -121,9 +121,12 @@ pub fn prepare(config: &BenchConfig) -> Result<Prepared> {
         }
         None => None,
     };
-    let best_recorded_tps = recorded
-        .as_ref()
-        .and_then(|(b, _)| b.trials.iter().map(|t| t.tps).reduce(f64::max));
+    let best_recorded_tps = recorded.as_ref().and_then(|(b, _)| {
+        b.runs()
+            .iter()
+            .flat_map(|(_, ts)| ts.iter().map(|t| t.tps))
+            .reduce(f64::max)
+    });
     let preflight = preflight::fits(&config.workload, &workdir, best_recorded_tps)?;
     Ok(Prepared {
         engines,
@@ -132,6 +135,23 @@ pub fn prepare(config: &BenchConfig) -> Result<Prepared> {
         recorded,
         preflight,
     })
+}
+
+/// The days of runs `b` holds, for a judgement without a control arm: at least 2, or a
+/// [`UsageError`] saying why one is not enough and what to do.
+fn days_without_control(b: &Baseline) -> Result<usize, UsageError> {
+    let days = b.runs().len();
+    if days >= 2 {
+        return Ok(days);
+    }
+    Err(UsageError(format!(
+        "--no-control: baseline {} holds one run, so nothing tells the build's speed from \
+         the host's speed that day (judged so, the same build on a host 3% slower was a \
+         REGRESSION; README, \"Recorded baselines\"); run a control arm of the recorded \
+         build (drop --no-control), or add runs of it from other days with `cargo xtask \
+         baseline record --from DIR --name {} --add-run`",
+        b.name, b.name
+    )))
 }
 
 /// Refuses a `--workdir` inside `--out` (checked before either is created): the results
@@ -189,15 +209,15 @@ pub fn plan(
     };
     let mut plan = match recorded {
         Some((b, warnings)) if config.no_control => {
+            let days = days_without_control(&b)?;
             let mut plan = Plan::new(config, engines, workdir, None, experiment, false)?;
             plan.warnings.extend(warnings);
-            plan.warnings.push(
+            plan.warnings.push(format!(
                 "NO CONTROL ARM (--no-control): the experiment is compared unpaired with \
-                 trials recorded on another day, so the verdict includes how fast this host \
-                 is today; run a control arm of the recorded build for a verdict on the \
-                 build alone"
-                    .to_string(),
-            );
+                 the record's runs from {days} days, the host's day-to-day variance in the \
+                 error; a control arm of the recorded build gives a verdict on the build \
+                 alone, with more power"
+            ));
             plan.recorded = Some(b);
             plan
         }

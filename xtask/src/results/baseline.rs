@@ -57,9 +57,35 @@ pub struct Baseline {
     pub build_config: Option<BuildConfig>,
     /// Results dir the record came from.
     pub from_results: String,
+    /// When the recorded run started (its `meta.json`), RFC 3339 UTC; absent in records made
+    /// before it was kept (then `recorded_at` stands for it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
     /// The measured trials.
     pub trials: Vec<RecordedTrial>,
+    /// Runs of the same build recorded on other days (`baseline record --add-run`): the
+    /// day-to-day variance of the host that a judgement without a control arm needs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_runs: Vec<RecordedRun>,
 }
+
+/// Another day's run of a record's build ([`Baseline::more_runs`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordedRun {
+    /// When the run started (its `meta.json`), RFC 3339 UTC.
+    pub started_at: String,
+    /// Results dir it came from.
+    pub from_results: String,
+    /// Its measured trials.
+    pub trials: Vec<RecordedTrial>,
+}
+
+/// Runs a record may hold: the first and up to this many more.
+pub const MAX_MORE_RUNS: usize = 30;
+/// Least time between the starts of two runs of one record, seconds: they must come from
+/// different days to measure the host's day-to-day variance.
+pub const MIN_RUNS_APART_S: u64 = 12 * 3600;
 
 /// One recorded trial.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -129,71 +155,222 @@ impl Baseline {
         Ok(b)
     }
 
-    /// The trials a run can have measured: 2 to [`MAX_TRIALS`], no two the same, each
-    /// value positive and within its plausible range. Errors: the first that is not.
+    /// Every recorded run's trials with the field that holds them: `trials` first, then
+    /// each of `more_runs`.
+    pub fn runs(&self) -> Vec<(String, &[RecordedTrial])> {
+        std::iter::once(("trials".to_string(), self.trials.as_slice()))
+            .chain(
+                self.more_runs
+                    .iter()
+                    .enumerate()
+                    .map(|(k, r)| (format!("more_runs[{k}].trials"), r.trials.as_slice())),
+            )
+            .collect()
+    }
+
+    /// When the first recorded run started: `started_at`, else `recorded_at`.
+    pub fn first_started_at(&self) -> &str {
+        self.started_at.as_deref().unwrap_or(&self.recorded_at)
+    }
+
+    /// Each run's trials ([`Baseline::check_run`]), no two trials of the record the same,
+    /// at most [`MAX_MORE_RUNS`] more runs. Errors: the first that is not.
     fn check_trials(&self, origin: &str) -> Result<()> {
-        if !(2..=MAX_TRIALS as usize).contains(&self.trials.len()) {
+        if self.more_runs.len() > MAX_MORE_RUNS {
             bail!(
-                "baseline {origin}: field `trials` needs 2 to {MAX_TRIALS} trials (what one run \
-                 can measure), has {}",
-                self.trials.len()
+                "baseline {origin}: field `more_runs` holds {} runs, more than the \
+                 {MAX_MORE_RUNS} a record keeps",
+                self.more_runs.len()
             );
         }
-        for (i, t) in self.trials.iter().enumerate() {
-            if let Some(k) = self.trials[..i].iter().position(|u| u == t) {
+        let runs = self.runs();
+        for (field, trials) in &runs {
+            check_run(origin, field, trials)?;
+        }
+        let all: Vec<(String, usize, &RecordedTrial)> = runs
+            .iter()
+            .flat_map(|(f, ts)| ts.iter().enumerate().map(move |(i, t)| (f.clone(), i, t)))
+            .collect();
+        for (n, (field, i, t)) in all.iter().enumerate() {
+            if let Some((f, k, _)) = all[..n].iter().find(|(_, _, u)| u == t) {
                 bail!(
-                    "baseline {origin}: trials[{k}] and trials[{i}] are the same figures, which \
+                    "baseline {origin}: {f}[{k}] and {field}[{i}] are the same figures, which \
                      separate trials never measure: a record holds no copies"
                 );
             }
         }
-        let positive = |v: f64| v.is_finite() && v > 0.0;
-        for (i, t) in self.trials.iter().enumerate() {
-            for (field, value, what) in [
-                ("tps", Some(t.tps), "a positive TPS"),
-                (
-                    "txn_latency_us_p99",
-                    t.txn_latency_us_p99,
-                    "a positive latency in microseconds (or absent)",
-                ),
-                (
-                    "storage_cpu_cores",
-                    t.storage_cpu_cores,
-                    "a positive number of cores (or absent)",
-                ),
-            ] {
-                if let Some(v) = value.filter(|v| !positive(*v)) {
-                    bail!("baseline {origin}: field `trials[{i}].{field}` is {v}, not {what}");
-                }
+        Ok(())
+    }
+}
+
+/// One run's trials (field `field` of the record): 2 to [`MAX_TRIALS`], each value positive
+/// and within its plausible range. Errors: the first that is not.
+fn check_run(origin: &str, field_of: &str, trials: &[RecordedTrial]) -> Result<()> {
+    if !(2..=MAX_TRIALS as usize).contains(&trials.len()) {
+        bail!(
+            "baseline {origin}: field `{field_of}` needs 2 to {MAX_TRIALS} trials (what one \
+             run can measure), has {}",
+            trials.len()
+        );
+    }
+    let positive = |v: f64| v.is_finite() && v > 0.0;
+    for (i, t) in trials.iter().enumerate() {
+        for (field, value, what) in [
+            ("tps", Some(t.tps), "a positive TPS"),
+            (
+                "txn_latency_us_p99",
+                t.txn_latency_us_p99,
+                "a positive latency in microseconds (or absent)",
+            ),
+            (
+                "storage_cpu_cores",
+                t.storage_cpu_cores,
+                "a positive number of cores (or absent)",
+            ),
+        ] {
+            if let Some(v) = value.filter(|v| !positive(*v)) {
+                bail!("baseline {origin}: field `{field_of}[{i}].{field}` is {v}, not {what}");
             }
-            for (field, value, range, what) in [
-                (
-                    "tps",
-                    Some(t.tps),
-                    PLAUSIBLE_TPS,
-                    "TPS (no benchmark commits fewer, no FDB cluster more)",
+        }
+        for (field, value, range, what) in [
+            (
+                "tps",
+                Some(t.tps),
+                PLAUSIBLE_TPS,
+                "TPS (no benchmark commits fewer, no FDB cluster more)",
+            ),
+            (
+                "txn_latency_us_p99",
+                t.txn_latency_us_p99,
+                PLAUSIBLE_P99_US,
+                "microseconds (1 µs to a day)",
+            ),
+            (
+                "storage_cpu_cores",
+                t.storage_cpu_cores,
+                (0.0, super::saved::MAX_CORES),
+                "cores",
+            ),
+        ] {
+            if let Some(v) = value.filter(|v| !(range.0..=range.1).contains(v)) {
+                bail!(
+                    "baseline {origin}: field `{field_of}[{i}].{field}` is {v:e}, outside {:e} \
+                     to {:e} {what}",
+                    range.0,
+                    range.1
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Baseline {
+    /// Adds `other` (a record made just now from another run) to this record as one of
+    /// `more_runs`: another day's run of the same build on the same class of host.
+    ///
+    /// Errors ([`UsageError`], naming the difference): another source version, engine,
+    /// workload, knobs, host class or work dir kind; a results dir already in the record; a
+    /// run that started within [`MIN_RUNS_APART_S`] of one of the record's (the same day's
+    /// runs do not show the day-to-day variance); more than [`MAX_MORE_RUNS`] runs.
+    pub fn add_run(&mut self, other: Baseline) -> Result<()> {
+        let refuse = |why: String| -> anyhow::Error {
+            UsageError(format!("--add-run to baseline {}: {why}", self.name)).into()
+        };
+        self.same_setup(&other).map_err(refuse)?;
+        let froms = std::iter::once(self.from_results.as_str())
+            .chain(self.more_runs.iter().map(|r| r.from_results.as_str()));
+        if froms.clone().any(|f| f == other.from_results) {
+            return Err(refuse(format!(
+                "the run in {} is in the record already",
+                other.from_results
+            )));
+        }
+        let start = other.first_started_at().to_string();
+        self.another_day(&start).map_err(refuse)?;
+        if self.more_runs.len() >= MAX_MORE_RUNS {
+            return Err(refuse(format!(
+                "the record holds {} runs already, the most it keeps",
+                MAX_MORE_RUNS + 1
+            )));
+        }
+        self.more_runs.push(RecordedRun {
+            started_at: start,
+            from_results: other.from_results,
+            trials: other.trials,
+        });
+        Ok(())
+    }
+
+    /// What keeps `other` from being a run of this record's build on its setup: another
+    /// source version, engine, workload, knobs, host class or work dir kind.
+    fn same_setup(&self, other: &Baseline) -> Result<(), String> {
+        let knobs = knob_differences(&self.knobs, &other.knobs);
+        for (differs, what) in [
+            (
+                self.build.source_version != other.build.source_version,
+                format!(
+                    "the run is of source version {}, the record of {}",
+                    other.build.source_version, self.build.source_version
                 ),
-                (
-                    "txn_latency_us_p99",
-                    t.txn_latency_us_p99,
-                    PLAUSIBLE_P99_US,
-                    "microseconds (1 µs to a day)",
+            ),
+            (
+                self.engine != other.engine,
+                format!(
+                    "the run is of {}, the record of {}",
+                    other.engine, self.engine
                 ),
-                (
-                    "storage_cpu_cores",
-                    t.storage_cpu_cores,
-                    (0.0, super::saved::MAX_CORES),
-                    "cores",
+            ),
+            (
+                self.workload != other.workload,
+                "the run has another workload".to_string(),
+            ),
+            (
+                !knobs.is_empty(),
+                format!("knobs differ ({})", knobs.join("; ")),
+            ),
+            (
+                self.host_class != other.host_class,
+                format!(
+                    "the run is from host class '{}', the record from '{}'",
+                    other.host_class, self.host_class
                 ),
-            ] {
-                if let Some(v) = value.filter(|v| !(range.0..=range.1).contains(v)) {
-                    bail!(
-                        "baseline {origin}: field `trials[{i}].{field}` is {v:e}, outside {:e} \
-                         to {:e} {what}",
-                        range.0,
-                        range.1
-                    );
-                }
+            ),
+            (
+                self.workdir_tmpfs != other.workdir_tmpfs,
+                "the run's work dir was on another kind of filesystem".to_string(),
+            ),
+        ] {
+            if differs {
+                return Err(format!(
+                    "{what}: a record's runs are one build on one setup; record it under \
+                     another --name"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses a run that started at `start` (RFC 3339) within [`MIN_RUNS_APART_S`] of one
+    /// of the record's runs.
+    fn another_day(&self, start: &str) -> Result<(), String> {
+        let at = |t: &str| humantime::parse_rfc3339(t).ok();
+        let new_at = at(start).ok_or(format!("the run's start {start:?} is not RFC 3339"))?;
+        let starts = std::iter::once(self.first_started_at())
+            .chain(self.more_runs.iter().map(|r| r.started_at.as_str()));
+        for t in starts {
+            let Some(then) = at(t) else { continue };
+            let apart = new_at
+                .duration_since(then)
+                .or_else(|_| then.duration_since(new_at))
+                .unwrap_or_default();
+            if apart.as_secs() < MIN_RUNS_APART_S {
+                return Err(format!(
+                    "the run started {start}, within {} h of the record's run of {t}: runs of \
+                     one day do not show how the host's speed moves from day to day; record \
+                     a run from another day",
+                    MIN_RUNS_APART_S / 3600
+                ));
             }
         }
         Ok(())
@@ -209,6 +386,25 @@ impl Baseline {
                 self.build.source_version
             );
         }
+        for (k, r) in self.more_runs.iter().enumerate() {
+            if humantime::parse_rfc3339(&r.started_at).is_err() {
+                bail!(
+                    "baseline {origin}: field `more_runs[{k}].started_at` is {:?}, not an RFC \
+                     3339 UTC time (e.g. 2026-12-01T10:00:00Z)",
+                    r.started_at
+                );
+            }
+        }
+        if let Some(at) = self
+            .started_at
+            .as_ref()
+            .filter(|at| humantime::parse_rfc3339(at).is_err())
+        {
+            bail!(
+                "baseline {origin}: field `started_at` is {at:?}, not an RFC 3339 UTC time \
+                 (e.g. 2026-12-01T10:00:00Z)"
+            );
+        }
         if humantime::parse_rfc3339(&self.recorded_at).is_err() {
             bail!(
                 "baseline {origin}: field `recorded_at` is {:?}, not an RFC 3339 UTC time \
@@ -221,10 +417,14 @@ impl Baseline {
 
     /// One line for people: name, trials, source version, host class, when recorded.
     pub fn summary(&self) -> String {
+        let runs = match self.more_runs.len() {
+            0 => String::new(),
+            n => format!("{} runs, ", n + 1),
+        };
         format!(
-            "{} ({} trials, source version {}, host '{}', {})",
+            "{} ({runs}{} trials, source version {}, host '{}', {})",
             self.name,
-            self.trials.len(),
+            self.runs().iter().map(|(_, ts)| ts.len()).sum::<usize>(),
             self.build.source_version,
             self.host_class,
             self.recorded_at
@@ -502,6 +702,101 @@ mod tests {
     }
 
     /// `text` with the first trial's p99 replaced by `value`.
+    /// Another run of the real record's build: its trials scaled by `f`, started at `at`,
+    /// from results dir `from`.
+    fn another_run(b: &Baseline, f: f64, at: &str, from: &str) -> Baseline {
+        let mut o = b.clone();
+        o.started_at = Some(at.to_string());
+        o.from_results = from.to_string();
+        for t in &mut o.trials {
+            t.tps *= f;
+        }
+        o
+    }
+
+    #[test]
+    fn runs_from_other_days_are_added_and_checked() {
+        let text = include_str!("../../testdata/baseline-real.json");
+        let mut b = Baseline::parse(text, "r.json").unwrap();
+        assert_eq!(b.runs().len(), 1);
+        assert_eq!(
+            b.first_started_at(),
+            "2026-11-30T00:07:20Z",
+            "recorded_at stands in"
+        );
+        // A day later: added.
+        b.add_run(another_run(&b, 1.02, "2026-12-01T00:00:00Z", "/runs/day2"))
+            .unwrap();
+        assert_eq!(b.runs().len(), 2);
+        assert_eq!(b.runs()[1].0, "more_runs[0].trials");
+        // It round-trips through the file format, and the summary counts every run.
+        let again = Baseline::parse(&crate::results::fs::json(&b), "r.json").unwrap();
+        assert_eq!(again, b);
+        assert!(
+            b.summary().starts_with("session2-aa (2 runs, 4 trials"),
+            "{}",
+            b.summary()
+        );
+        // Refused, each saying why.
+        for (other, want) in [
+            (
+                another_run(&b, 0.99, "2026-12-01T06:00:00Z", "/runs/day2b"),
+                "within 12 h of the record's run of 2026-12-01T00:00:00Z",
+            ),
+            (
+                another_run(&b, 0.99, "2026-12-03T00:00:00Z", "/runs/day2"),
+                "is in the record already",
+            ),
+            (
+                {
+                    let mut o = another_run(&b, 0.98, "2026-12-05T00:00:00Z", "/runs/x");
+                    o.build.source_version = "ab".repeat(20);
+                    o
+                },
+                "the run is of source version abab",
+            ),
+            (
+                {
+                    let mut o = another_run(&b, 0.98, "2026-12-05T00:00:00Z", "/runs/y");
+                    o.host_class = "other x64, 512 GiB".into();
+                    o
+                },
+                "host class 'other x64, 512 GiB'",
+            ),
+        ] {
+            let err = b.clone().add_run(other).unwrap_err().to_string();
+            assert!(err.contains(want), "{err}");
+        }
+        // A copied trial across runs, and a bad start time, are refused on reading.
+        let mut copy = b.clone();
+        copy.more_runs[0].trials[1] = copy.trials[0];
+        let err = Baseline::parse(&crate::results::fs::json(&copy), "c.json")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("trials[0] and more_runs[0].trials[1] are the same figures"),
+            "{err}"
+        );
+        let mut late = b.clone();
+        late.more_runs[0].started_at = "tomorrow".into();
+        let err = Baseline::parse(&crate::results::fs::json(&late), "l.json")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("`more_runs[0].started_at` is \"tomorrow\""),
+            "{err}"
+        );
+        let mut short = b;
+        short.more_runs[0].trials.truncate(1);
+        let err = Baseline::parse(&crate::results::fs::json(&short), "s.json")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("field `more_runs[0].trials` needs 2 to"),
+            "{err}"
+        );
+    }
+
     fn with_first_p99(text: &str, value: &str) -> String {
         let key = "\"txn_latency_us_p99\": ";
         let at = text.find(key).expect("a p99") + key.len();
