@@ -207,6 +207,33 @@ fn record_list_show_and_judge_a_candidate_against_the_record() {
             && log.contains(": consistent"),
         "{log}"
     );
+    // Without --baseline-build the control runs the tree the record was made from (the
+    // record keeps where it was), not a build from source.
+    let b: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("release.json")).unwrap()).unwrap();
+    let release = s.dir.path().join("release");
+    assert_eq!(b["build_tree"], release.to_str().unwrap(), "{b}");
+    let o = Command::new(xtask())
+        .args(["bench", "--against-recorded", "release", "--baselines-dir"])
+        .arg(&dir)
+        .arg("--experiment-build")
+        .arg(&same)
+        .arg("--out")
+        .arg(s.dir.path().join("record-tree"))
+        .args(crate::support::TINY)
+        .env("WORKDIR", s.workdir.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let meta: Value = serde_json::from_str(
+        &std::fs::read_to_string(s.dir.path().join("record-tree/meta.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        meta["plan"]["baseline"]["tree"]["root"],
+        release.to_str().unwrap()
+    );
+
     // Without a control (--no-control), a record of one run is refused: nothing in it
     // tells the build's speed from the host's that day (issue 19 §1).
     let o = against(&s, &dir, &same, "no-control-one-day", &["--no-control"]);

@@ -228,7 +228,8 @@ pub struct BenchArgs {
 
     /// Release qualification: judge the experiment against a recorded baseline (a name in
     /// baselines/, or a path). A fresh control arm of the recorded build (--baseline-build,
-    /// else built from --fdb-src at the record's source version) runs paired with the
+    /// else the tree the record was made from if it is still there, else built from
+    /// --fdb-src at the record's source version) runs paired with the
     /// experiment and gives the verdict; the record checks the host (today's control
     /// against the recorded trials: HOST CHANGED when they differ).
     #[arg(long, value_name = "NAME")]

@@ -53,6 +53,10 @@ fn record(
         recorded_arm.version.clone(),
         recorded_arm.build_config.clone(),
     );
+    let build_tree = recorded_arm
+        .tree
+        .as_ref()
+        .map(|t| t.root.display().to_string());
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut written = Vec::new();
     for &engine in plan.engines() {
@@ -93,6 +97,7 @@ fn record(
                 .unwrap_or_else(|_| from.to_path_buf())
                 .display()
                 .to_string(),
+            build_tree: build_tree.clone(),
             started_at: meta.started_at.clone(),
             trials: measured.iter().filter_map(|t| recorded(t)).collect(),
             more_runs: Vec::new(),

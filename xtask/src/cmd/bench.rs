@@ -29,8 +29,9 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         check_junit(j, args.run.out.as_deref())?;
     }
     let result = (|| {
-        let config = BenchConfig::try_from(args)?;
+        let mut config = BenchConfig::try_from(args)?;
         let prepared = prepare(&config)?;
+        control_from_record(&mut config, &prepared);
         let mut wanted = Vec::new();
         if config.baseline.build_dir.is_none() && !config.no_control {
             wanted.push(Arm::Baseline);
@@ -71,6 +72,26 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         write::setup_error(&path, e);
     }
     result
+}
+
+/// Against a record with no `--baseline-build`, the control arm runs the record's own build
+/// tree when it is still there (it holds `bin/fdbserver`); the plan then checks that it is
+/// the recorded build (source version and configuration), as for a given tree. Otherwise
+/// the control is built from source at the record's source version.
+fn control_from_record(config: &mut BenchConfig, prepared: &Prepared) {
+    let Some(record) = prepared.record() else {
+        return;
+    };
+    if config.no_control || config.baseline.build_dir.is_some() {
+        return;
+    }
+    let Some(tree) = record.build_tree.as_deref().map(std::path::PathBuf::from) else {
+        return;
+    };
+    // The plan names every arm's tree, so the user sees where the control came from.
+    if tree.join("bin/fdbserver").is_file() {
+        config.baseline.build_dir = Some(tree);
+    }
 }
 
 /// Refuses, before hours of building, two arms built from the same commit with the same

@@ -57,6 +57,11 @@ pub struct Baseline {
     pub build_config: Option<BuildConfig>,
     /// Results dir the record came from.
     pub from_results: String,
+    /// The recorded build's tree when it was recorded: `bench --against-recorded` runs the
+    /// control arm from it when no `--baseline-build` is given and it is still there.
+    /// Absent in records made before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_tree: Option<String>,
     /// When the recorded run started (its `meta.json`), RFC 3339 UTC; absent in records made
     /// before it was kept (then `recorded_at` stands for it).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -3,7 +3,10 @@
 //! so both accept the same runs and name the same file in their errors. Only the fields
 //! they need are read; the files are written by `report::write`.
 
-use std::{collections::BTreeMap, path::Path};
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+};
 
 use anyhow::{Context, Result};
 use serde::{de::DeserializeOwned, Deserialize};
@@ -132,9 +135,19 @@ pub struct SavedWorkdir {
 #[derive(Deserialize)]
 pub struct SavedArm {
     pub version: FdbVersion,
+    /// Where the arm's build tree was.
+    #[serde(default)]
+    pub tree: Option<SavedTree>,
     /// How the arm's tree was configured (`CMakeCache.txt`), when it said.
     #[serde(default)]
     pub build_config: Option<BuildConfig>,
+}
+
+/// An arm's build tree as the plan named it.
+#[derive(Deserialize)]
+pub struct SavedTree {
+    /// The tree's root directory.
+    pub root: PathBuf,
 }
 
 /// `summary.json`: whether the run was interrupted and the looks per engine.
