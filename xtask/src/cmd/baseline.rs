@@ -16,7 +16,7 @@ use crate::{
     results::{
         baseline::{dir, find, Baseline, RecordedTrial, SCHEMA_VERSION},
         fs::{json, write},
-        saved::{SavedRun, SavedSummary},
+        saved::{SavedArm, SavedPlan, SavedRun, SavedSummary},
         trial::{Outcome, TrialRecord},
     },
 };
@@ -42,17 +42,7 @@ fn record(
     } = SavedRun::read(from)?;
     check_finished(from, summary.as_ref())?;
     let plan = meta.plan;
-    let recorded_arm = match arm {
-        Arm::Baseline => plan
-            .baseline
-            .as_ref()
-            .context("that run has no baseline arm (it was judged against a record)")?,
-        Arm::Experiment => &plan.experiment,
-    };
-    let (version, build_config) = (
-        recorded_arm.version.clone(),
-        recorded_arm.build_config.clone(),
-    );
+    let recorded_arm = arm_of(&plan, arm)?;
     let build_tree = recorded_arm
         .tree
         .as_ref()
@@ -90,8 +80,8 @@ fn record(
             host_class: meta.host.class(),
             host: meta.host.clone(),
             workdir_tmpfs: plan.workdir.tmpfs,
-            build: version.clone(),
-            build_config: build_config.clone(),
+            build: recorded_arm.version.clone(),
+            build_config: recorded_arm.build_config.clone(),
             // Absolute: a record outlives the directory it was made in.
             from_results: std::path::absolute(from)
                 .unwrap_or_else(|_| from.to_path_buf())
@@ -120,6 +110,17 @@ fn store(dir: &Path, b: Baseline, existing: Existing) -> Result<PathBuf> {
     };
     write(&path, &json(&b))?;
     Ok(path)
+}
+
+/// The saved run's `arm`. Errors: a run judged against a record has no baseline arm.
+fn arm_of(plan: &SavedPlan, arm: Arm) -> Result<&SavedArm> {
+    match arm {
+        Arm::Baseline => plan
+            .baseline
+            .as_ref()
+            .context("that run has no baseline arm (it was judged against a record)"),
+        Arm::Experiment => Ok(&plan.experiment),
+    }
 }
 
 /// What `baseline record` does with a record of the same name.
