@@ -113,6 +113,7 @@ fn check(s: &Sandbox, case: &str) {
     expect_file![format!("golden/{case}/summary.json")]
         .assert_eq(&summary_json(&read("summary.json")));
     expect_file![format!("golden/{case}/junit.xml")].assert_eq(&junit_xml(&read("junit.xml")));
+    assert_valid_junit(&s.out().join("junit.xml"));
     expect_file![format!("golden/{case}/results.tsv")]
         .assert_eq(&results_tsv(&read("results.tsv")));
     expect_file![format!("golden/{case}/report.html")]
@@ -138,7 +139,46 @@ fn junit_xml(text: &str) -> String {
     // Properties (`name="baseline_workdir_peak_bytes" value="0"`) and their copies as
     // `name=value` lines in the failure text and system-out.
     let text = mask_number_after(text, "_workdir_peak_bytes\" value=\"");
-    mask_number_after(&text, "_workdir_peak_bytes=")
+    let mut text = mask_number_after(&text, "_workdir_peak_bytes=");
+    // When and where the run was, and how long its trials took.
+    for attr in [" time=\"", " timestamp=\"", " hostname=\""] {
+        text = mask_attribute(&text, attr);
+    }
+    text
+}
+
+/// `text` with the value of every attribute opening with `marker` (` name="`) replaced by
+/// [`MASK`].
+fn mask_attribute(text: &str, marker: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(marker) {
+        let (head, tail) = rest.split_at(i + marker.len());
+        out.push_str(head);
+        out.push_str(MASK);
+        rest = &tail[tail.find('"').unwrap_or(tail.len())..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Validates `path` against Jenkins' junit-10.xsd (`xtask/testdata/junit-10.xsd`, the
+/// schema its xunit plugin checks with) with xmllint.
+fn assert_valid_junit(path: &std::path::Path) {
+    let xsd =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../xtask/testdata/junit-10.xsd");
+    let o = std::process::Command::new("xmllint")
+        .args(["--noout", "--schema"])
+        .arg(&xsd)
+        .arg(path)
+        .output()
+        .expect("xmllint runs (package libxml2-utils: run ci/setup.sh)");
+    assert!(
+        o.status.success(),
+        "{} does not validate against junit-10.xsd: {}",
+        path.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 fn results_tsv(text: &str) -> String {

@@ -26,10 +26,12 @@ for suite in xml:
                 "name": case.name,
                 "classname": case.classname,
                 "results": results,
-                # junitparser models properties on suites only; a case's are read from
-                # its element.
+                # A case's numbers are its suite's properties named `<case>.<number>`
+                # (junit-10.xsd allows no properties in a test case).
                 "properties": {
-                    p.get("name"): p.get("value") for p in case._elem.findall("properties/property")
+                    p.name[len(case.name) + 1 :]: p.value
+                    for p in suite.properties()
+                    if p.name.startswith(case.name + ".")
                 },
                 "system_out": case.system_out or "",
             }

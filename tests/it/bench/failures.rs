@@ -66,11 +66,11 @@ fn an_idle_storage_server_is_not_cpu_bound_a_note_or_with_the_flag_an_error() {
     );
     let junit = std::fs::read_to_string(s.dir.path().join("without-flag/junit.xml")).unwrap();
     assert!(
-        junit.contains(r#"<property name="baseline_trials_not_cpu_bound" value="1"/>"#),
+        junit.contains(r#"<property name="tps.baseline_trials_not_cpu_bound" value="1"/>"#),
         "{junit}"
     );
     assert!(
-        junit.contains(r#"name="experiment_workdir_peak_bytes""#),
+        junit.contains(r#"name="tps.experiment_workdir_peak_bytes""#),
         "{junit}"
     );
 }

@@ -96,7 +96,7 @@ fn equal_arms_are_measured_and_every_result_file_is_written() {
     assert_eq!(tsv.lines().count(), 5, "{tsv}");
     let junit = std::fs::read_to_string(s.out().join("junit.xml")).unwrap();
     assert!(
-        junit.contains(r#"<testcase name="tps" classname="perfgate.redwood">"#),
+        junit.contains(r#"<testcase name="tps" classname="perfgate.redwood" time=""#),
         "{junit}"
     );
     assert!(!junit.contains("<failure"), "{junit}");

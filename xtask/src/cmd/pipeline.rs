@@ -49,6 +49,7 @@ pub fn execute(plan: Plan) -> Result<Finished> {
         tracing::warn!("{w}");
     }
     let results = || write::Stage("results");
+    let started = std::time::SystemTime::now();
     write::meta(&out, &plan).context(results())?;
     let (trials, looks) = run_trials(&plan, &out)?;
     let interrupted = interrupted();
@@ -87,6 +88,11 @@ pub fn execute(plan: Plan) -> Result<Finished> {
         &warnings,
         plan.config.junit.as_deref(),
         plan.config.json,
+        &crate::report::JunitRun::new(
+            &trials,
+            started,
+            &crate::results::host::Host::read().hostname,
+        ),
     )
     .context(results())?;
     write::html_report(&out, &plan, &trials, &judgements).context(results())?;

@@ -70,9 +70,10 @@ pub fn verdicts(
     warnings: &[String],
     junit_copy: Option<&Path>,
     json_to_stdout: bool,
+    run: &super::JunitRun,
 ) -> Result<()> {
     let table = table(judgements, warnings);
-    let junit = junit(judgements, &table);
+    let junit = junit(judgements, &table, run);
     let summary = summary_json(judgements, interrupted, warnings);
     write(&out.join("summary.json"), &summary)?;
     write(&out.join("junit.xml"), &junit)?;
