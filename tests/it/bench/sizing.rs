@@ -304,6 +304,27 @@ fn noise_from_a_calibration_is_pooled_recorded_and_checked() {
         &["--async-xacts", "8"],
         "another workload",
     );
+    // A calibration whose pairs agree exactly measured no noise (breaker: it was pooled,
+    // and narrowed a noisy run's interval).
+    let quiet = s.tree("quiet", json!({"noise_pct": 0.0}));
+    let quiet_cal = s.dir.path().join("quiet-cal");
+    let o = std::process::Command::new(crate::support::xtask())
+        .args(["calibrate", "--build"])
+        .arg(&quiet)
+        .arg("--out")
+        .arg(&quiet_cal)
+        .args(crate::support::TINY)
+        .args(["--trials", "2", "--quiet"])
+        .env("WORKDIR", s.workdir.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    refused(
+        "quiet-run",
+        quiet_cal.to_str().unwrap(),
+        &[],
+        "A/A pairs of redwood agree exactly (sd 0)",
+    );
     // Too old, and from the future (meta.json edited in copies).
     for (name, started, want) in [
         ("old", 1_000_000_000u64, "older than --noise-max-age 14days"),

@@ -294,7 +294,14 @@ pub fn run(cmd: &BaselineCommand) -> Result<i32> {
                     (false, false) => Existing::Refuse,
                 },
             )? {
-                out(&format!("recorded {}\n", path.display()));
+                out(&format!(
+                    "recorded {} (the {arm} arm's trials{})\n",
+                    path.display(),
+                    match arm {
+                        Arm::Experiment => "; --arm baseline records the other arm's",
+                        Arm::Baseline => "",
+                    }
+                ));
             }
         }
         BaselineCommand::List { baselines_dir } => out(&list(&dir(baselines_dir.as_deref())?)?),

@@ -14,7 +14,7 @@ use crate::{
     report::write,
     results::{
         fs::{check_junit_apart, check_results_dir, check_writable_file, dir_stamp, resolved},
-        saved::{SavedRun, SavedSummary},
+        saved::{SavedPlan, SavedRun, SavedSummary},
     },
 };
 
@@ -27,18 +27,10 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         summary,
     } = SavedRun::read(&args.dir)?;
     let plan = &meta.plan;
-    let c = &plan.config;
-    let adaptive = c.time_budget.as_ref().is_some_and(|b| !b.is_null());
-    let criteria = Criteria {
-        trials: planned_trials(c.trials, adaptive),
-        max_regression_pct: args.max_regression.unwrap_or(c.max_regression_pct),
-        slo_tps: args.slo_tps.or(c.slo_tps),
-        slo: plan.slo(),
-        strict: args.strict || c.strict,
-        unpaired: plan.recorded.is_some() && plan.baseline.is_none(),
-        gates: c.gates(),
-        gates_if_measured: c.gates_if_measured(),
-    };
+    if let Some(p) = &plan.noise_prior {
+        p.check(&args.dir.join("meta.json").display().to_string())?;
+    }
+    let criteria = criteria(args, plan);
     check_max_regression(criteria.max_regression_pct)?;
     check_slo_tps(args.slo_tps)?;
     // A run writes summary.json at its end, interrupted or not: without it the run was
@@ -96,8 +88,31 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         &warnings,
         args.junit.as_deref(),
         false,
+        &crate::report::JunitRun::new(
+            &trials,
+            std::time::UNIX_EPOCH
+                + std::time::Duration::from_secs(meta.started_at_unix_s.unwrap_or(0)),
+            &meta.host.hostname,
+        ),
     )?;
     Ok(exit_code(&judgements, interrupted))
+}
+
+/// The saved run's criteria with the flags that override them (`--max-regression`,
+/// `--slo-tps`, `--strict`).
+fn criteria(args: &CompareArgs, plan: &SavedPlan) -> Criteria {
+    let c = &plan.config;
+    let adaptive = c.time_budget.as_ref().is_some_and(|b| !b.is_null());
+    Criteria {
+        trials: planned_trials(c.trials, adaptive),
+        max_regression_pct: args.max_regression.unwrap_or(c.max_regression_pct),
+        slo_tps: args.slo_tps.or(c.slo_tps),
+        slo: plan.slo(),
+        strict: args.strict || c.strict,
+        unpaired: plan.recorded.is_some() && plan.baseline.is_none(),
+        gates: c.gates(),
+        gates_if_measured: c.gates_if_measured(),
+    }
 }
 
 /// `compare` never writes into the run it reads: `out` must be a new or empty directory

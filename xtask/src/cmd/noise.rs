@@ -39,6 +39,16 @@ pub fn load(dir: &Path, plan: &Plan, max_age_s: u64, now: SystemTime) -> Result<
     check_fits(&saved, plan).map_err(refuse)?;
     let (age_s, at) = age(&saved, max_age_s, now).map_err(refuse)?;
     let noise = prior_noise(&Sample::of_trials(&saved.trials), saved.meta.plan.engines());
+    if let Some(n) = noise
+        .iter()
+        .find(|n| n.metric == crate::config::Metric::Tps && n.sd_log <= 0.0)
+    {
+        return Err(refuse(format!(
+            "its {} A/A pairs of {} agree exactly (sd 0), which measures no noise (a test \
+             double or a copied trial); calibrate on real trials",
+            n.pairs, n.engine
+        )));
+    }
     for e in &plan.engines {
         if !noise
             .iter()
@@ -110,13 +120,18 @@ fn check_fits(saved: &SavedRun, plan: &Plan) -> Result<(), String> {
 /// The calibration's age at `now`, seconds, and its start time (RFC 3339); refused when
 /// unknown, in the future or older than `max_age_s`.
 fn age(saved: &SavedRun, max_age_s: u64, now: SystemTime) -> Result<(u64, String), String> {
-    let (Some(started), Some(at)) = (saved.meta.started_at_unix_s, &saved.meta.started_at) else {
+    // One source of the time: the seconds (the RFC 3339 string beside them is for people).
+    let Some(started) = saved.meta.started_at_unix_s else {
         return Err(
-            "its meta.json does not say when it ran (started_at), so its age is \
-                    unknown; run the calibration again"
+            "its meta.json does not say when it ran (started_at_unix_s), so its age \
+                    is unknown; run the calibration again"
                 .into(),
         );
     };
+    let at = humantime::format_rfc3339_seconds(
+        SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(started.min(1 << 40)),
+    )
+    .to_string();
     let now_s = now
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -129,9 +144,9 @@ fn age(saved: &SavedRun, max_age_s: u64, now: SystemTime) -> Result<(u64, String
         return Err(format!(
             "it is {} old (started {at}), older than --noise-max-age {}: calibrate again, \
              or give a longer --noise-max-age",
-            humantime::format_duration(std::time::Duration::from_secs(age_s / 3600 * 3600)),
+            crate::results::noise::age_text(age_s),
             humantime::format_duration(std::time::Duration::from_secs(max_age_s))
         ));
     }
-    Ok((age_s, at.clone()))
+    Ok((age_s, at))
 }

@@ -272,8 +272,32 @@ impl Calibration {
         for e in self.engines.iter().filter(|e| e.metrics.len() > 1) {
             let _ = write!(s, "{}", e.render_metrics(self.tolerance_pct));
         }
+        s += &self.render_sizing();
+        s
+    }
+}
+
+impl Calibration {
+    /// The trials sized for the budget per engine, or why none could be.
+    fn render_sizing(&self) -> String {
+        let mut s = String::new();
         for e in &self.engines {
             let (Some(z), Some(cost)) = (&e.sizing, &self.cost) else {
+                if self.cost.is_some() && e.pair_log_ratio_sd.is_some() {
+                    let split = e.metrics.iter().any(|m| m.split.is_some());
+                    let _ = writeln!(
+                        s,
+                        "{}: no trials sized for the budget: {}",
+                        e.engine,
+                        if split {
+                            "no gated metric has its noise split into within and between trials"
+                        } else {
+                            "the noise split needs a measurement window of at least three 10 s \
+                             batches (30 s: --seconds minus --warmup-seconds); calibrate with a \
+                             longer window"
+                        }
+                    );
+                }
                 continue;
             };
             let _ = writeln!(

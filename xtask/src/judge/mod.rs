@@ -43,7 +43,7 @@ pub use crate::config::Metric;
 use crate::{
     config::{slo::SloTps, Arm, CpuRole, MetricSet},
     results::{
-        noise::NoisePrior,
+        noise::{NoisePrior, PriorNoise},
         trial::{Outcome, CPU_BOUND_MIN_CORES},
     },
 };
@@ -365,15 +365,19 @@ fn judge_engine(
     } else {
         pairs(&base, &exp)
     };
+    // What became of the calibration's noise, per metric (`--noise-from`).
+    let noise_from = std::cell::RefCell::new(BTreeMap::<Metric, String>::new());
     // Oriented so that higher is better.
     let compare = |m: Metric| -> Option<Comparison> {
         let c = if criteria.unpaired {
             unpaired(&base, &exp, m)
         } else {
-            let noise = prior
-                .and_then(|p| p.get(engine, m))
-                .map(|n| (n.sd_log, n.pairs));
-            paired_values(&pairs, m, noise)
+            let prior = prior.and_then(|p| Some((p, p.get(engine, m)?)));
+            let (c, said) = paired_with_prior(&pairs, m, prior)?;
+            if let Some(said) = said {
+                noise_from.borrow_mut().insert(m, said);
+            }
+            Some(c)
         }?;
         Some(if m.lower_is_better() { c.inverted() } else { c })
     };
@@ -402,8 +406,7 @@ fn judge_engine(
     std::iter::once(tps)
         .chain(others)
         .map(|mut j| {
-            let used = prior.filter(|_| !criteria.unpaired && j.comparison.is_some());
-            j.noise_from = used.and_then(|p| Some(p.describe(p.get(engine, j.metric)?)));
+            j.noise_from = noise_from.borrow().get(&j.metric).cloned();
             if let Some(n) = j.noise_from.clone().filter(|_| j.metric == Metric::Tps) {
                 j.notes.push(n);
             }
@@ -536,6 +539,32 @@ fn unpaired(base: &[&Sample], exp: &[&Sample], m: Metric) -> Option<Comparison> 
     } else {
         stats::welch(&values(base)?, &values(exp)?)
     }
+}
+
+/// The pairs compared on `m`, their noise pooled with the calibration's (`prior`) when it
+/// describes them ([`stats::noise_agrees`]), with what was done with it for the verdict.
+fn paired_with_prior(
+    pairs: &[(&Sample, &Sample)],
+    m: Metric,
+    prior: Option<(&NoisePrior, PriorNoise)>,
+) -> Option<(Comparison, Option<String>)> {
+    let own = paired_values(pairs, m, None)?;
+    let Some((p, n)) = prior else {
+        return Some((own, None));
+    };
+    Some(match stats::noise_agrees(&own, n.sd_log, n.pairs) {
+        Ok(()) => (
+            paired_values(pairs, m, Some((n.sd_log, n.pairs)))?,
+            Some(p.describe(n)),
+        ),
+        Err(why) => (
+            own,
+            Some(format!(
+                "noise NOT pooled with calibration {}: {why}; judged on this run's pairs alone",
+                p.source.display()
+            )),
+        ),
+    })
 }
 
 /// The pairs compared on `m`, in their run order, the noise pooled with `noise` (a

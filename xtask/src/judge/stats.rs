@@ -179,6 +179,40 @@ pub fn paired_in_order(
     ))
 }
 
+/// Whether a calibration's per-pair noise (`sd`, from `m` pairs) may be pooled with the
+/// pairs of `run` (their own sd, n - 1 degrees of freedom): the calibration measured some
+/// noise (sd > 0), and the run's variance is not significantly larger than the
+/// calibration's (one-sided F test at [`NOISE_F_LEVEL`]): a calibration of a quieter day
+/// or setup would make today's interval too narrow.
+pub fn noise_agrees(run: &Comparison, sd: f64, m: usize) -> Result<(), String> {
+    use statrs::distribution::FisherSnedecor;
+    if !(sd.is_finite() && sd > 0.0) {
+        return Err(format!(
+            "the calibration's pairs show no noise (sd {:.2}%), which no host has",
+            100.0 * sd
+        ));
+    }
+    let n = run.n_baseline as f64;
+    let run_var = run.se * run.se * n;
+    if m < 2 || run.n_baseline < 2 {
+        return Err("too few pairs to compare the noise".into());
+    }
+    let f = run_var / (sd * sd);
+    let p = FisherSnedecor::new(n - 1.0, (m - 1) as f64).map_or(1.0, |d| d.sf(f));
+    if p < NOISE_F_LEVEL {
+        return Err(format!(
+            "this run's pairs vary far more (sd {:.2}%) than the calibration's ({:.2}%; F test \
+             p={p:.4}), so its noise does not describe today's",
+            100.0 * run_var.sqrt(),
+            100.0 * sd
+        ));
+    }
+    Ok(())
+}
+
+/// Level of [`noise_agrees`]' F test.
+pub const NOISE_F_LEVEL: f64 = 0.01;
+
 /// The standard-error factor and degrees of freedom for pairs at positions `order` on the
 /// AR(1) host that widens the interval most ([`paired_in_order`]); (1, n - 1) for i.i.d.
 /// trials, which phi = 0 is.
@@ -627,6 +661,21 @@ mod tests {
         let c = paired(&a, &b).unwrap();
         assert!(c.p_value > 0.0 && c.p_value < 1e-15, "{c:?}");
         assert!(c.p_slower() > 0.0 && c.p_slower() < 1e-15, "{c:?}");
+    }
+
+    #[test]
+    fn a_calibration_pools_only_when_it_describes_the_run() {
+        // Three pairs with log ratios of sd about 1%.
+        let run = paired(&[1000.0, 1000.0, 1000.0], &[990.0, 1000.0, 1010.0]).unwrap();
+        assert!(noise_agrees(&run, 0.01, 6).is_ok());
+        assert!(
+            noise_agrees(&run, 0.05, 6).is_ok(),
+            "a noisier calibration is conservative"
+        );
+        let quiet = noise_agrees(&run, 0.0005, 6).unwrap_err();
+        assert!(quiet.contains("vary far more"), "{quiet}");
+        let none = noise_agrees(&run, 0.0, 6).unwrap_err();
+        assert!(none.contains("show no noise"), "{none}");
     }
 
     #[test]

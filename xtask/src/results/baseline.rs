@@ -299,11 +299,20 @@ impl Baseline {
                 MAX_MORE_RUNS + 1
             )));
         }
-        self.more_runs.push(RecordedRun {
+        let mut added = self.clone();
+        added.more_runs.push(RecordedRun {
             started_at: start,
             from_results: other.from_results,
             trials: other.trials,
         });
+        // Everything a reader of the file checks, before it is written: a copied run dir
+        // (another path, the same trials) would otherwise make the record unreadable.
+        let origin = format!("{} with the run added", self.name);
+        added
+            .check_trials(&origin)
+            .and_then(|()| added.check_provenance(&origin))
+            .map_err(|e| refuse(format!("{e:#}")))?;
+        *self = added;
         Ok(())
     }
 
@@ -361,6 +370,12 @@ impl Baseline {
     fn another_day(&self, start: &str) -> Result<(), String> {
         let at = |t: &str| humantime::parse_rfc3339(t).ok();
         let new_at = at(start).ok_or(format!("the run's start {start:?} is not RFC 3339"))?;
+        if new_at > std::time::SystemTime::now() + std::time::Duration::from_secs(300) {
+            return Err(format!(
+                "the run started {start}, after this host's clock now: fix the clock or the \
+                 run's meta.json"
+            ));
+        }
         let starts = std::iter::once(self.first_started_at())
             .chain(self.more_runs.iter().map(|r| r.started_at.as_str()));
         for t in starts {
@@ -409,6 +424,27 @@ impl Baseline {
                 "baseline {origin}: field `started_at` is {at:?}, not an RFC 3339 UTC time \
                  (e.g. 2026-12-01T10:00:00Z)"
             );
+        }
+        let starts: Vec<(String, std::time::SystemTime)> =
+            std::iter::once(("started_at".to_string(), self.first_started_at()))
+                .chain(
+                    self.more_runs.iter().enumerate().map(|(k, r)| {
+                        (format!("more_runs[{k}].started_at"), r.started_at.as_str())
+                    }),
+                )
+                .filter_map(|(f, t)| Some((f, humantime::parse_rfc3339(t).ok()?)))
+                .collect();
+        for (i, (f, t)) in starts.iter().enumerate() {
+            for (g, u) in &starts[..i] {
+                let apart = t.duration_since(*u).or_else(|_| u.duration_since(*t));
+                if apart.map_or(0, |d| d.as_secs()) < MIN_RUNS_APART_S {
+                    bail!(
+                        "baseline {origin}: `{g}` and `{f}` are less than {} h apart: a \
+                         record's runs come from different days",
+                        MIN_RUNS_APART_S / 3600
+                    );
+                }
+            }
         }
         if humantime::parse_rfc3339(&self.recorded_at).is_err() {
             bail!(
@@ -730,7 +766,7 @@ mod tests {
             "recorded_at stands in"
         );
         // A day later: added.
-        b.add_run(another_run(&b, 1.02, "2026-12-01T00:00:00Z", "/runs/day2"))
+        b.add_run(another_run(&b, 1.02, "2026-11-29T00:00:00Z", "/runs/day2"))
             .unwrap();
         assert_eq!(b.runs().len(), 2);
         assert_eq!(b.runs()[1].0, "more_runs[0].trials");
@@ -745,16 +781,26 @@ mod tests {
         // Refused, each saying why.
         for (other, want) in [
             (
-                another_run(&b, 0.99, "2026-12-01T06:00:00Z", "/runs/day2b"),
-                "within 12 h of the record's run of 2026-12-01T00:00:00Z",
+                another_run(&b, 0.99, "2026-11-29T06:00:00Z", "/runs/day2b"),
+                "within 12 h of the record's run of 2026-11-29T00:00:00Z",
             ),
             (
-                another_run(&b, 0.99, "2026-12-03T00:00:00Z", "/runs/day2"),
+                another_run(&b, 0.99, "2026-11-27T00:00:00Z", "/runs/day2"),
                 "is in the record already",
+            ),
+            // A copy of the first run's dir: another path, the same trials (a record that
+            // took it could not be read again).
+            (
+                another_run(&b, 1.0, "2026-11-26T00:00:00Z", "/runs/copy"),
+                "are the same figures",
+            ),
+            (
+                another_run(&b, 0.97, "2099-01-01T00:00:00Z", "/runs/future"),
+                "after this host's clock now",
             ),
             (
                 {
-                    let mut o = another_run(&b, 0.98, "2026-12-05T00:00:00Z", "/runs/x");
+                    let mut o = another_run(&b, 0.98, "2026-11-25T00:00:00Z", "/runs/x");
                     o.build.source_version = "ab".repeat(20);
                     o
                 },
@@ -762,7 +808,7 @@ mod tests {
             ),
             (
                 {
-                    let mut o = another_run(&b, 0.98, "2026-12-05T00:00:00Z", "/runs/y");
+                    let mut o = another_run(&b, 0.98, "2026-11-24T00:00:00Z", "/runs/y");
                     o.host_class = "other x64, 512 GiB".into();
                     o
                 },
@@ -789,6 +835,16 @@ mod tests {
             .to_string();
         assert!(
             err.contains("`more_runs[0].started_at` is \"tomorrow\""),
+            "{err}"
+        );
+        // Runs of one day are refused on reading too.
+        let mut close = b.clone();
+        close.more_runs[0].started_at = "2026-11-30T05:00:00Z".into();
+        let err = Baseline::parse(&crate::results::fs::json(&close), "c.json")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("`started_at` and `more_runs[0].started_at` are less than 12 h apart"),
             "{err}"
         );
         let mut short = b;

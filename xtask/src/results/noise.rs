@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use fdb::Engine;
 
-use crate::config::Metric;
+use crate::config::{Metric, MAX_TRIALS};
 
 /// A calibration's noise, per engine and metric, with where and when it was measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -45,20 +45,100 @@ impl NoisePrior {
             .copied()
     }
 
+    /// Checks figures read back from a results dir's `meta.json` (`origin`): each sd a
+    /// positive fraction of at most 1 (100%), 2 to [`MAX_TRIALS`] pairs, one entry per
+    /// engine and metric. Errors: the first that is not, naming it.
+    pub fn check(&self, origin: &str) -> anyhow::Result<()> {
+        for (i, n) in self.noise.iter().enumerate() {
+            let field = format!("{origin}: plan.noise_prior.noise[{i}]");
+            if !(n.sd_log.is_finite() && n.sd_log > 0.0 && n.sd_log <= 1.0) {
+                anyhow::bail!(
+                    "{field}.sd_log is {}, not a noise between 0 and 1",
+                    n.sd_log
+                );
+            }
+            if !(2..=MAX_TRIALS as usize).contains(&n.pairs) {
+                anyhow::bail!(
+                    "{field}.pairs is {}, not 2 to {MAX_TRIALS} (what a calibration can run)",
+                    n.pairs
+                );
+            }
+            if self.noise[..i]
+                .iter()
+                .any(|o| o.engine == n.engine && o.metric == n.metric)
+            {
+                anyhow::bail!("{field} repeats {} {}", n.engine, n.metric.name());
+            }
+        }
+        Ok(())
+    }
+
     /// For a verdict: e.g. `noise pooled with calibration /runs/cal (6 A/A pairs, sd
     /// 3.76%, 2 days old)`.
     pub fn describe(&self, n: PriorNoise) -> String {
-        let age = if self.age_s < 3600 {
-            "less than an hour".to_string()
-        } else {
-            humantime::format_duration(std::time::Duration::from_secs(self.age_s / 3600 * 3600))
-                .to_string()
-        };
+        let age = age_text(self.age_s);
         format!(
             "noise pooled with calibration {} ({} A/A pairs, sd {:.2}%, {age} old)",
             self.source.display(),
             n.pairs,
             100.0 * n.sd_log,
         )
+    }
+}
+
+/// An age for people: minutes under a day, hours beyond (`42m`, `3days 4h`).
+pub fn age_text(age_s: u64) -> String {
+    let rounded = if age_s < 24 * 3600 {
+        age_s / 60 * 60
+    } else {
+        age_s / 3600 * 3600
+    };
+    if rounded == 0 {
+        return "less than a minute".to_string();
+    }
+    humantime::format_duration(std::time::Duration::from_secs(rounded)).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_read_back_are_checked_and_ages_read_well() {
+        let entry = |sd_log: f64, pairs: usize| PriorNoise {
+            engine: Engine::Redwood,
+            metric: Metric::Tps,
+            pairs,
+            sd_log,
+        };
+        let prior = |noise: Vec<PriorNoise>| NoisePrior {
+            source: "/cal".into(),
+            calibrated_at: "2026-12-01T10:00:00Z".into(),
+            age_s: 60,
+            host_class: "x".into(),
+            noise,
+        };
+        assert!(prior(vec![entry(0.05, 6)]).check("m").is_ok());
+        for (noise, want) in [
+            (vec![entry(0.0, 6)], "sd_log is 0, not a noise"),
+            (vec![entry(-0.05, 6)], "sd_log is -0.05"),
+            (vec![entry(f64::NAN, 6)], "sd_log is NaN"),
+            (vec![entry(1e6, 6)], "sd_log is 1000000"),
+            (vec![entry(0.05, 1)], "pairs is 1, not 2 to 1000"),
+            (
+                vec![entry(0.05, 1_000_000_000_000)],
+                "pairs is 1000000000000",
+            ),
+            (
+                vec![entry(0.05, 6), entry(0.04, 6)],
+                "noise[1] repeats redwood tps",
+            ),
+        ] {
+            let err = prior(noise).check("m").unwrap_err().to_string();
+            assert!(err.contains(want), "{err}");
+        }
+        assert_eq!(age_text(20), "less than a minute");
+        assert_eq!(age_text(21 * 60 + 5), "21m");
+        assert_eq!(age_text(3 * 86_400 + 4 * 3600 + 59), "3days 4h");
     }
 }
