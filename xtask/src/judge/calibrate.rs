@@ -113,6 +113,17 @@ impl MetricNoise {
     }
 }
 
+/// The complete A/A pairs of `engine` among `trials`.
+fn engine_pairs(trials: &[Sample], engine: Engine) -> Vec<(&Sample, &Sample)> {
+    let of = |arm: Arm| -> Vec<&Sample> {
+        trials
+            .iter()
+            .filter(|t| t.engine == engine && t.arm == arm)
+            .collect()
+    };
+    judge::pairs(&of(Arm::Baseline), &of(Arm::Experiment))
+}
+
 /// The per-pair noise of every engine and metric that an A/A run's `trials` measured in at
 /// least two complete pairs, for `--noise-from` ([`NoisePrior`]'s entries).
 ///
@@ -120,13 +131,7 @@ impl MetricNoise {
 pub fn prior_noise(trials: &[Sample], engines: &[Engine]) -> Vec<PriorNoise> {
     let mut out = Vec::new();
     for &engine in engines {
-        let of = |arm: Arm| -> Vec<&Sample> {
-            trials
-                .iter()
-                .filter(|t| t.engine == engine && t.arm == arm)
-                .collect()
-        };
-        let pairs = judge::pairs(&of(Arm::Baseline), &of(Arm::Experiment));
+        let pairs = engine_pairs(trials, engine);
         for metric in Metric::ALL {
             let n = MetricNoise::of(metric, &pairs, &[], 2.0);
             if let Some(sd_log) = n.pair_log_ratio_sd.filter(|_| n.pairs >= 2) {
@@ -156,13 +161,7 @@ impl Calibration {
         let engines = engines
             .iter()
             .map(|&engine| {
-                let of = |arm: Arm| -> Vec<&Sample> {
-                    trials
-                        .iter()
-                        .filter(|t| t.engine == engine && t.arm == arm)
-                        .collect()
-                };
-                let pairs = judge::pairs(&of(Arm::Baseline), &of(Arm::Experiment));
+                let pairs = engine_pairs(trials, engine);
                 let tps = |t: &Sample| t.tps.unwrap_or(f64::NAN);
                 let (a, b): (Vec<f64>, Vec<f64>) =
                     pairs.iter().map(|(x, y)| (tps(x), tps(y))).unzip();

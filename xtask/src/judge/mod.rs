@@ -541,46 +541,39 @@ fn unpaired(base: &[&Sample], exp: &[&Sample], m: Metric) -> Option<Comparison> 
     }
 }
 
-/// The pairs compared on `m`, their noise pooled with the calibration's (`prior`) when it
-/// describes them ([`stats::noise_agrees`]), with what was done with it for the verdict.
+/// The pairs compared on `m` in their run order, their noise pooled with the
+/// calibration's (`prior`) when it describes them ([`stats::noise_agrees`], on the pairs'
+/// plain variance), with what was done with it for the verdict; `None` when a pair lacks
+/// `m`.
 fn paired_with_prior(
     pairs: &[(&Sample, &Sample)],
     m: Metric,
     prior: Option<(&NoisePrior, PriorNoise)>,
 ) -> Option<(Comparison, Option<String>)> {
-    let own = paired_values(pairs, m, None)?;
-    let Some((p, n)) = prior else {
-        return Some((own, None));
-    };
-    Some(match stats::noise_agrees(&own, n.sd_log, n.pairs) {
-        Ok(()) => (
-            paired_values(pairs, m, Some((n.sd_log, n.pairs)))?,
-            Some(p.describe(n)),
-        ),
-        Err(why) => (
-            own,
-            Some(format!(
-                "noise NOT pooled with calibration {}: {why}; judged on this run's pairs alone",
-                p.source.display()
-            )),
-        ),
-    })
-}
-
-/// The pairs compared on `m`, in their run order, the noise pooled with `noise` (a
-/// calibration's per-pair sd and pairs) if given; `None` when a pair lacks `m`.
-fn paired_values(
-    pairs: &[(&Sample, &Sample)],
-    m: Metric,
-    noise: Option<(f64, usize)>,
-) -> Option<Comparison> {
     let (a, b): (Vec<f64>, Vec<f64>) = pairs
         .iter()
         .map(|(a, b)| Some((a.value(m)?, b.value(m)?)))
         .collect::<Option<Vec<_>>>()?
         .into_iter()
         .unzip();
-    stats::paired_in_order(&a, &b, &run_order(pairs), noise)
+    let order = run_order(pairs);
+    let Some((p, n)) = prior else {
+        return Some((stats::paired_in_order(&a, &b, &order, None)?, None));
+    };
+    let plain = stats::paired(&a, &b)?;
+    Some(match stats::noise_agrees(&plain, n.sd_log, n.pairs) {
+        Ok(()) => (
+            stats::paired_in_order(&a, &b, &order, Some((n.sd_log, n.pairs)))?,
+            Some(p.describe(n)),
+        ),
+        Err(why) => (
+            stats::paired_in_order(&a, &b, &order, None)?,
+            Some(format!(
+                "noise NOT pooled with calibration {}: {why}; judged on this run's pairs alone",
+                p.source.display()
+            )),
+        ),
+    })
 }
 
 /// The values of `m` of a recorded baseline's trials among `base`, one list per recorded

@@ -180,7 +180,8 @@ pub fn paired_in_order(
 }
 
 /// Whether a calibration's per-pair noise (`sd`, from `m` pairs) may be pooled with the
-/// pairs of `run` (their own sd, n - 1 degrees of freedom): the calibration measured some
+/// pairs of `run`, their plain comparison ([`paired`]: se x sqrt(n) is their sd, n - 1
+/// degrees of freedom): the calibration measured some
 /// noise (sd > 0), and the run's variance is not significantly larger than the
 /// calibration's (one-sided F test at [`NOISE_F_LEVEL`]): a calibration of a quieter day
 /// or setup would make today's interval too narrow.
