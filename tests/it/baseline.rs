@@ -14,27 +14,12 @@ fn xtask_in(s: &Sandbox, args: &[&str]) -> Output {
         .unwrap()
 }
 
-/// A 2-pair calibrate run of `tree` into `run`, which must succeed.
-fn calibrate(s: &Sandbox, tree: &std::path::Path, run: &std::path::Path) {
-    let o = Command::new(xtask())
-        .args(["calibrate", "--build"])
-        .arg(tree)
-        .arg("--out")
-        .arg(run)
-        .args(crate::support::TINY)
-        .args(["--trials", "2"])
-        .env("WORKDIR", s.workdir.path())
-        .output()
-        .unwrap();
-    assert_eq!(code(&o), 0, "{}", text(&o));
-}
-
 /// A calibrate run of a quiet tree recorded as baseline `release`.
 fn recorded(s: &Sandbox) -> std::path::PathBuf {
     let tree = s.tree("release", json!({"tps": 1000.0, "noise_pct": 0.2}));
     let dir = s.dir.path().join("baselines");
     let run = s.dir.path().join("release-run");
-    calibrate(s, &tree, &run);
+    s.calibrate(&tree, &run, 2);
     let o = xtask_in(
         s,
         &[
@@ -61,7 +46,7 @@ fn recorded(s: &Sandbox) -> std::path::PathBuf {
 /// baseline `release` with `--add-run`; the same run again is refused.
 fn add_another_day(s: &Sandbox, dir: &std::path::Path) {
     let run = s.dir.path().join("release-run-day2");
-    calibrate(s, &s.dir.path().join("release"), &run);
+    s.calibrate(&s.dir.path().join("release"), &run, 2);
     let meta_path = run.join("meta.json");
     let mut meta: Value =
         serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();

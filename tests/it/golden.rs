@@ -150,16 +150,9 @@ fn junit_xml(text: &str) -> String {
 /// `text` with the value of every attribute opening with `marker` (` name="`) replaced by
 /// [`MASK`].
 fn mask_attribute(text: &str, marker: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find(marker) {
-        let (head, tail) = rest.split_at(i + marker.len());
-        out.push_str(head);
-        out.push_str(MASK);
-        rest = &tail[tail.find('"').unwrap_or(tail.len())..];
-    }
-    out.push_str(rest);
-    out
+    mask_after(text, marker, true, |tail| {
+        tail.find('"').unwrap_or(tail.len())
+    })
 }
 
 /// Validates `path` against Jenkins' junit-10.xsd (`xtask/testdata/junit-10.xsd`, the
@@ -247,18 +240,31 @@ fn mask_trial_row(row: &str, (peak, phases): (usize, usize)) -> String {
 
 /// `text` with the number right after each `marker` replaced by [`MASK`].
 fn mask_number_after(text: &str, marker: &str) -> String {
+    mask_after(text, marker, false, |tail| {
+        tail.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'))
+            .unwrap_or(tail.len())
+    })
+}
+
+/// `text` with the value after each `marker` replaced by [`MASK`]; `value_len` says how
+/// long the value at the start of what follows the marker is, and an empty one is masked
+/// too only when `empty_too`.
+fn mask_after(
+    text: &str,
+    marker: &str,
+    empty_too: bool,
+    value_len: impl Fn(&str) -> usize,
+) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(i) = rest.find(marker) {
         let (head, tail) = rest.split_at(i + marker.len());
         out.push_str(head);
-        let digits = tail
-            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'))
-            .unwrap_or(tail.len());
-        if digits > 0 {
+        let len = value_len(tail);
+        if len > 0 || empty_too {
             out.push_str(MASK);
         }
-        rest = &tail[digits..];
+        rest = &tail[len..];
     }
     out.push_str(rest);
     out

@@ -162,6 +162,22 @@ impl Sandbox {
         child
     }
 
+    /// `cargo xtask calibrate` of `tree` into `out` with the tiny workload, `trials` pairs
+    /// and `--quiet`; asserts it succeeded.
+    pub fn calibrate(&self, tree: &Path, out: &Path, trials: u32) {
+        let o = Command::new(xtask())
+            .args(["calibrate", "--build"])
+            .arg(tree)
+            .arg("--out")
+            .arg(out)
+            .args(TINY)
+            .args(["--trials", &trials.to_string(), "--quiet"])
+            .env("WORKDIR", self.workdir.path())
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 0, "{}", text(&o));
+    }
+
     pub fn bench(&self, a: &Path, b: &Path, extra: &[&str]) -> Output {
         self.bench_command(a, b, extra).output().unwrap()
     }

@@ -211,17 +211,7 @@ fn noise_from_a_calibration_is_pooled_recorded_and_checked() {
     let s = Sandbox::new();
     let a = s.tree("a", json!({"noise_pct": 2.0}));
     let cal = s.dir.path().join("cal");
-    let o = std::process::Command::new(crate::support::xtask())
-        .args(["calibrate", "--build"])
-        .arg(&a)
-        .arg("--out")
-        .arg(&cal)
-        .args(crate::support::TINY)
-        .args(["--trials", "4", "--quiet"])
-        .env("WORKDIR", s.workdir.path())
-        .output()
-        .unwrap();
-    assert_eq!(code(&o), 0, "{}", text(&o));
+    s.calibrate(&a, &cal, 4);
     let cal_arg = cal.to_str().unwrap();
     let o = s.bench(
         &a,
@@ -308,17 +298,7 @@ fn noise_from_a_calibration_is_pooled_recorded_and_checked() {
     // and narrowed a noisy run's interval).
     let quiet = s.tree("quiet", json!({"noise_pct": 0.0}));
     let quiet_cal = s.dir.path().join("quiet-cal");
-    let o = std::process::Command::new(crate::support::xtask())
-        .args(["calibrate", "--build"])
-        .arg(&quiet)
-        .arg("--out")
-        .arg(&quiet_cal)
-        .args(crate::support::TINY)
-        .args(["--trials", "2", "--quiet"])
-        .env("WORKDIR", s.workdir.path())
-        .output()
-        .unwrap();
-    assert_eq!(code(&o), 0, "{}", text(&o));
+    s.calibrate(&quiet, &quiet_cal, 2);
     refused(
         "quiet-run",
         quiet_cal.to_str().unwrap(),

@@ -1370,6 +1370,19 @@ pub(crate) mod tests {
             unpaired: true,
             ..CRITERIA
         };
+        let judge_one = |samples: &[Sample]| {
+            let none = BTreeMap::new();
+            judge_looks(
+                samples,
+                &[Engine::Redwood],
+                criteria,
+                false,
+                &none,
+                None,
+                None,
+            )
+            .remove(0)
+        };
         let runs = 2000;
         let (mut days_regressions, mut welch_regressions, mut mde) = (0, 0, 0.0);
         for _ in 0..runs {
@@ -1395,16 +1408,7 @@ pub(crate) mod tests {
                 (t.index, t.repetition) = (i + 1, i as u32 + 1);
                 samples.push(t);
             }
-            let j = judge_looks(
-                &samples,
-                &[Engine::Redwood],
-                criteria,
-                false,
-                &BTreeMap::new(),
-                None,
-                None,
-            )
-            .remove(0);
+            let j = judge_one(&samples);
             let c = j.comparison.as_ref().unwrap();
             assert_eq!(c.method, stats::Method::BetweenDays);
             mde += c.mde_pct / runs as f64;
@@ -1413,16 +1417,7 @@ pub(crate) mod tests {
             for s in samples.iter_mut() {
                 s.recorded_run = s.recorded_run.map(|_| 0);
             }
-            let w = judge_looks(
-                &samples,
-                &[Engine::Redwood],
-                criteria,
-                false,
-                &BTreeMap::new(),
-                None,
-                None,
-            )
-            .remove(0);
+            let w = judge_one(&samples);
             welch_regressions += usize::from(w.verdict == Verdict::Regression);
         }
         let (days, welch) = (
