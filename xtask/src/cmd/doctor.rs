@@ -16,7 +16,7 @@ use crate::{
     cli::ProfileArg,
     config::{client_procs, Workload, SATURATING_CORES},
     plan::{preflight, workdir},
-    results::host::Host,
+    results::host::{class_identifies_cpu, Host},
 };
 
 /// How a finding bears on the gate.
@@ -62,8 +62,17 @@ pub fn run(explicit_workdir: Option<&Path>) -> Result<i32> {
 
 fn check_all(explicit_workdir: Option<&Path>) -> Vec<Finding> {
     let host = Host::read();
+    let (level, fix) = if class_identifies_cpu(&host.class()) {
+        (Level::Ok, "")
+    } else {
+        (
+            Level::Warn,
+            "/proc/cpuinfo names no CPU this gate can read: recorded baselines and \
+             --noise-from are refused here unless --allow-host-mismatch",
+        )
+    };
     let mut f = vec![finding(
-        Level::Ok,
+        level,
         "host",
         format!(
             "{} ({}), kernel {}",
@@ -71,7 +80,7 @@ fn check_all(explicit_workdir: Option<&Path>) -> Vec<Finding> {
             host.hostname,
             host.kernel
         ),
-        "",
+        fix,
     )];
     f.extend(workdir_findings(explicit_workdir));
     f.push(memory_cgroup());

@@ -9,7 +9,11 @@ use crate::{
     error::UsageError,
     judge::{calibrate::prior_noise, samples::Sample},
     plan::Plan,
-    results::{host::Host, noise::NoisePrior, saved::SavedRun},
+    results::{
+        host::{class_identifies_cpu, Host},
+        noise::NoisePrior,
+        saved::SavedRun,
+    },
 };
 
 /// Reads the calibration in `dir` for the planned run `plan`. Refused, with what differs
@@ -98,6 +102,13 @@ fn check_fits(saved: &SavedRun, plan: &Plan) -> Result<(), String> {
         return Err(format!(
             "it ran on host class '{theirs}', this host is '{ours}': noise does not carry \
              over between machines; calibrate on this class of host"
+        ));
+    }
+    if !class_identifies_cpu(&ours) {
+        return Err(format!(
+            "this host's CPU is not known from /proc/cpuinfo (host class '{ours}'), so the \
+             calibration may come from another machine of the same size; run without \
+             --noise-from"
         ));
     }
     if p.config.workload != plan.config.workload {

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use fdb::{cmake::BuildConfig, knob::KnobSource, Engine, FdbVersion, Knob};
 
-use super::host::Host;
+use super::host::{class_identifies_cpu, Host};
 use crate::{
     config::{Workload, MAX_TRIALS},
     error::UsageError,
@@ -495,12 +495,30 @@ impl Baseline {
             }
         };
         let host_class = run.host.class();
+        let unknown = [
+            (&self.host_class, "the record's host"),
+            (&host_class, "this host"),
+        ]
+        .into_iter()
+        .filter(|(class, _)| !class_identifies_cpu(class))
+        .map(|(_, which)| which)
+        .collect::<Vec<_>>();
         for (differs, why, remedy) in [
             (
-                self.host_class != host_class,
+                self.host_class != host_class || !unknown.is_empty(),
                 format!(
-                    "baseline {} was recorded on host class '{}', this host is '{host_class}'",
-                    self.name, self.host_class
+                    "baseline {} was recorded on host class '{}', this host is '{host_class}'{}",
+                    self.name,
+                    self.host_class,
+                    if unknown.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            " (the CPU of {} is not known from /proc/cpuinfo, so the same \
+                             class may be another machine)",
+                            unknown.join(" and of ")
+                        )
+                    }
                 ),
                 "TPS from different machines do not compare; record a baseline on this class \
                  of host, or pass --allow-host-mismatch",
@@ -635,6 +653,7 @@ pub fn find(dir: &Path, name: &str) -> Result<(PathBuf, Baseline)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::results::host::UNKNOWN_CPU;
 
     #[test]
     fn a_baseline_recorded_from_a_real_fdb_run_parses() {
@@ -863,5 +882,56 @@ mod tests {
         let at = text.find(key).expect("a p99") + key.len();
         let end = at + text[at..].find([',', '\n', '}']).expect("a value's end");
         format!("{}{value}{}", &text[..at], &text[end..])
+    }
+
+    #[test]
+    fn a_host_whose_cpu_is_unknown_matches_no_record() {
+        // Issue 14 §3: two ARM hosts had the same class " x2, 24 GiB" (no "model name"
+        // in their /proc/cpuinfo), so a Graviton2 record judged a Graviton3 run.
+        let text = include_str!("../../testdata/baseline-real.json");
+        let mut b = Baseline::parse(text, "baseline-real.json").unwrap();
+        let host = |cpu_model: &str| Host {
+            hostname: "h".into(),
+            kernel: "k".into(),
+            cpu_model: cpu_model.into(),
+            cpus: 2,
+            memory_bytes: 24 << 30,
+        };
+        let check = |b: &Baseline, host: &Host, allowed: Allowed| {
+            let run = RunSetup {
+                host,
+                workload: &b.workload,
+                workdir_tmpfs: b.workdir_tmpfs,
+                knobs: &b.knobs,
+            };
+            b.check_compatible(&run, allowed)
+        };
+        let known = host("AMD EPYC");
+        assert_eq!(
+            check(&b, &known, Allowed::default()).unwrap(),
+            Vec::<String>::new()
+        );
+        for (record, this) in [(" x2, 24 GiB", ""), ("unknown CPU x2, 24 GiB", UNKNOWN_CPU)] {
+            b.host_class = record.into();
+            let err = check(&b, &host(this), Allowed::default())
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("the CPU of the record's host and of this host is not known"),
+                "{err}"
+            );
+            assert!(err.contains("--allow-host-mismatch"), "{err}");
+            let allowed = Allowed {
+                host: true,
+                knobs: false,
+            };
+            let warnings = check(&b, &host(this), allowed).unwrap();
+            assert!(warnings[0].starts_with("HOST MISMATCH"), "{warnings:?}");
+        }
+        b.host_class = "AMD EPYC x2, 24 GiB".into();
+        let err = check(&b, &host(""), Allowed::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("the CPU of this host is not known"), "{err}");
     }
 }
