@@ -251,6 +251,50 @@ impl BuildConfig {
     }
 }
 
+/// Why a build configured with these cmake arguments would be refused, from the
+/// arguments alone, before hours of building: the `-DNAME[:TYPE]=VALUE` (or `-D`
+/// `NAME=VALUE`) entries read as [`BuildConfig::parse`] reads a cache, and only what they
+/// set is judged: a build type other than Release, `BUILD_MAKO` off, instrumentation on.
+/// The built tree's `CMakeCache.txt` is checked in full afterwards.
+pub fn arg_problems(args: &[String]) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "-D" => lines.extend(it.next().cloned()),
+            _ => lines.extend(a.strip_prefix("-D").map(str::to_string)),
+        }
+    }
+    // cmake keeps the last of an entry given twice.
+    lines.reverse();
+    let text = lines.join("\n");
+    let c = BuildConfig::parse(&text);
+    let given = |key: &str| {
+        lines
+            .iter()
+            .any(|l| l.split(['=', ':']).next() == Some(key))
+    };
+    let mut p = Vec::new();
+    if given("CMAKE_BUILD_TYPE") && c.build_type != "Release" {
+        p.push(format!(
+            "-DCMAKE_BUILD_TYPE={} is not Release: an unoptimized or debug build measures the \
+             compiler settings, not the change",
+            c.build_type
+        ));
+    }
+    if given("BUILD_MAKO") && !c.build_mako {
+        p.push("-DBUILD_MAKO is not ON: the gate runs mako".to_string());
+    }
+    if !c.instrumentation.is_empty() {
+        p.push(format!(
+            "they instrument the build ({}): instrumentation costs far more CPU than the \
+             changes a gate looks for",
+            c.instrumentation.join(", ")
+        ));
+    }
+    p
+}
+
 /// The compiler cmake detected, e.g. `Clang 19.1.7`, from a
 /// `CMakeFiles/<cmake version>/CMake<lang>Compiler.cmake` file's `set(CMAKE_<lang>_COMPILER_ID "Clang")` and
 /// `set(CMAKE_<lang>_COMPILER_VERSION "19.1.7")`; empty when either is missing.
@@ -396,5 +440,37 @@ mod tests {
             ),
             "Clang 19.1.7"
         );
+    }
+
+    #[test]
+    fn cmake_arguments_that_make_a_tree_unfit_are_known_before_building() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // Issue 14 §6: built both arms for hours, then refused them.
+        let p = arg_problems(&args(&["-DCMAKE_BUILD_TYPE=Debug"]));
+        assert!(
+            p[0].contains("-DCMAKE_BUILD_TYPE=Debug is not Release"),
+            "{p:?}"
+        );
+        let p = arg_problems(&args(&["-D", "CMAKE_BUILD_TYPE:STRING=RelWithDebInfo"]));
+        assert!(p[0].contains("RelWithDebInfo"), "{p:?}");
+        let p = arg_problems(&args(&[
+            "-DUSE_ASAN=ON",
+            "-DCMAKE_CXX_FLAGS=-fsanitize=thread",
+        ]));
+        assert!(p[0].contains("USE_ASAN, -fsanitize"), "{p:?}");
+        assert!(!arg_problems(&args(&["-DBUILD_MAKO=OFF"])).is_empty());
+        // The last of an entry given twice is cmake's.
+        assert!(arg_problems(&args(&[
+            "-DCMAKE_BUILD_TYPE=Debug",
+            "-DCMAKE_BUILD_TYPE=Release"
+        ]))
+        .is_empty());
+        for fine in [
+            &["-DCMAKE_BUILD_TYPE=Release", "-DUSE_LTO=ON", "-G", "Ninja"][..],
+            &["-DUSE_ASAN=OFF"][..],
+            &[][..],
+        ] {
+            assert_eq!(arg_problems(&args(fine)), Vec::<String>::new(), "{fine:?}");
+        }
     }
 }

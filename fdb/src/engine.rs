@@ -4,8 +4,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-/// FDB storage engine. The `configure new single <type>` names come from
-/// `fdbclient/ManagementAPI.actor.cpp` (configuration parsing) in the FDB repository.
+/// FDB storage engine; `Release::engine_name` gives the name `fdbcli configure` takes in
+/// each release.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Engine {
@@ -16,15 +16,6 @@ pub enum Engine {
 
 impl Engine {
     pub const ALL: [Engine; 3] = [Engine::Redwood, Engine::Rocksdb, Engine::ShardedRocksdb];
-
-    /// The storage engine name `fdbcli configure` takes.
-    pub fn fdb_name(self) -> &'static str {
-        match self {
-            Engine::Redwood => "ssd-redwood-1",
-            Engine::Rocksdb => "ssd-rocksdb-v1",
-            Engine::ShardedRocksdb => "ssd-sharded-rocksdb",
-        }
-    }
 
     /// Whether the engine is RocksDB-based (needs the RocksDB direct-I/O knobs on tmpfs).
     pub fn is_rocksdb(self) -> bool {

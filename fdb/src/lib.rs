@@ -9,10 +9,12 @@ pub mod cmake;
 pub mod engine;
 pub mod knob;
 pub mod mako;
+pub mod release;
 pub mod status;
 pub mod trace;
 pub mod version;
 
 pub use engine::Engine;
 pub use knob::{Knob, KnobSource};
+pub use release::{MakoCaps, Release};
 pub use version::FdbVersion;

@@ -24,6 +24,25 @@ use serde::{Deserialize, Serialize};
 /// (`bindings/c/test/mako/operations.cpp`, the operation table).
 pub const TRANSACTION: &str = "TRANSACTION";
 
+/// Which fields a mako's reports carry, by release (`release::MakoCaps::format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Format {
+    /// `Run Duration`/`Warmup Duration` and `runDuration`/`warmupDuration` (FDB 8.0, with
+    /// `--warmup_seconds`); without them the whole run is the window.
+    pub warmup_fields: bool,
+    /// `Total Timeouts` and `totalTimeouts` (FDB 7.3); without them timeouts are 0 (mako
+    /// had no transaction timeouts).
+    pub timeouts: bool,
+}
+
+impl Format {
+    /// FDB 8.0's mako.
+    pub const V8_0: Format = Format {
+        warmup_fields: true,
+        timeouts: true,
+    };
+}
+
 /// One `mako --mode run` report, checked for completeness.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MakoReport {
@@ -82,9 +101,17 @@ fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> 
 }
 
 impl MakoReport {
-    /// Parses a run's text report (stdout) and JSON report together. `text_name` and
+    /// Parses a run's text report (stdout) and JSON report together, as a mako of `format`
+    /// writes them: a field of that format missing is an error; without warmup fields the
+    /// whole run is the window (see [`MakoReport::measured_after`]). `text_name` and
     /// `json_name` are used in errors (file paths).
-    pub fn parse(text: &str, text_name: &str, json: &str, json_name: &str) -> Result<MakoReport> {
+    pub fn parse(
+        text: &str,
+        text_name: &str,
+        json: &str,
+        json_name: &str,
+        format: Format,
+    ) -> Result<MakoReport> {
         let summary = TextSummary::parse(text)
             .with_context(|| format!("mako text report {text_name} is incomplete"))?;
         let raw: RawReport = serde_json::from_str(json).with_context(|| {
@@ -93,7 +120,15 @@ impl MakoReport {
                  --verbose 0 writes it invalid)"
             )
         })?;
-        let r = raw.results;
+        let r = Results::of(raw.results, format)
+            .with_context(|| format!("mako JSON report {json_name} is incomplete"))?;
+        if format.timeouts && summary.total_timeouts.is_none() {
+            bail!(
+                "mako text report {text_name} is incomplete: no 'Total Timeouts:' line, which \
+                 this mako prints (FDB 7.3 and later)"
+            );
+        }
+        let summary_timeouts = summary.total_timeouts.unwrap_or(0);
         if summary.overall_tps != r.overall_tps {
             bail!(
                 "mako reports disagree: {text_name} says Overall TPS {} but {json_name} says \
@@ -102,12 +137,12 @@ impl MakoReport {
                 r.overall_tps
             );
         }
-        if (summary.total_errors, summary.total_timeouts) != (r.total_errors, r.total_timeouts) {
+        if (summary.total_errors, summary_timeouts) != (r.total_errors, r.total_timeouts) {
             bail!(
                 "mako reports disagree: {text_name} counts {} errors and {} timeouts but \
                  {json_name} counts {} and {}; they are not from the same run",
                 summary.total_errors,
-                summary.total_timeouts,
+                summary_timeouts,
                 r.total_errors,
                 r.total_timeouts
             );
@@ -178,6 +213,40 @@ impl MakoReport {
             total_timeouts: r.total_timeouts,
             samples_tps,
             latency_us,
+        })
+    }
+
+    /// The report of the window after the first `warmup_s` seconds, for a mako without
+    /// `--warmup_seconds` (FDB 7.1-7.4) that ran the whole `--seconds`: TPS is the mean of
+    /// the per-second samples after the first `warmup_s` (rounded) ones, the window's
+    /// transactions that TPS over the window's seconds. Errors, conflicts, timeouts and
+    /// latency stay the whole run's (as 8.0's mako keeps latency: its report says so).
+    ///
+    /// Errors: the report already has a warmup, or fewer than 2 samples are left after it.
+    pub fn measured_after(self, warmup_s: f64) -> Result<MakoReport> {
+        if self.warmup_duration_s > 0.0 {
+            bail!(
+                "the report already excludes a warmup of {} s",
+                self.warmup_duration_s
+            );
+        }
+        let skip = warmup_s.round() as usize;
+        let window = self.samples_tps.get(skip..).unwrap_or_default();
+        if window.len() < 2 {
+            bail!(
+                "mako printed {} per-second samples: fewer than 2 after a warmup of {warmup_s} s",
+                self.samples_tps.len()
+            );
+        }
+        let tps = window.iter().sum::<f64>() / window.len() as f64;
+        let measured = (self.run_duration_s - warmup_s).max(0.0);
+        Ok(MakoReport {
+            tps,
+            overall_tps: tps as u64,
+            warmup_duration_s: warmup_s,
+            measured_duration_s: measured,
+            total_xacts: (tps * measured).round() as u64,
+            ..self
         })
     }
 
@@ -266,7 +335,8 @@ pub struct TextSummary {
     /// "Overall TPS", TPS (integer).
     pub overall_tps: u64,
     pub total_errors: u64,
-    pub total_timeouts: u64,
+    /// "Total Timeouts", when printed (FDB 7.3 and later).
+    pub total_timeouts: Option<u64>,
     /// "Total Xacts", when printed.
     pub total_xacts: Option<u64>,
     /// "Run Duration", milliseconds, when printed.
@@ -278,8 +348,8 @@ pub struct TextSummary {
 impl TextSummary {
     /// Parses the summary block of a `mako --mode run` text report.
     ///
-    /// Errors: a required line (`Overall TPS:`, `Total Errors:`, `Total Timeouts:`) is
-    /// missing (the run did not finish), a value is not a number, or a line appears more
+    /// Errors: a line every mako prints (`Overall TPS:`, `Total Errors:`) is missing (the
+    /// run did not finish), a value is not a number, or a line appears more
     /// than once with different values (output of something else mixed in: which one is
     /// the report's cannot be told).
     pub fn parse(text: &str) -> Result<TextSummary> {
@@ -326,7 +396,7 @@ impl TextSummary {
         Ok(TextSummary {
             overall_tps: required("Overall TPS:")?,
             total_errors: required("Total Errors:")?,
-            total_timeouts: required("Total Timeouts:")?,
+            total_timeouts: whole("Total Timeouts:")?,
             total_xacts: whole("Total Xacts:")?,
             run_duration_ms: millis("Run Duration:")?,
             warmup_duration_ms: millis("Warmup Duration:")?,
@@ -345,8 +415,8 @@ struct Figures {
     overall_tps: u64,
 }
 
-impl From<&RawResults> for Figures {
-    fn from(r: &RawResults) -> Figures {
+impl From<&Results> for Figures {
+    fn from(r: &Results) -> Figures {
         Figures {
             run_duration: r.run_duration,
             warmup_duration: r.warmup_duration,
@@ -481,13 +551,13 @@ struct RawSample {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct RawResults {
-    run_duration: f64,
-    warmup_duration: f64,
+    run_duration: Option<f64>,
+    warmup_duration: Option<f64>,
     total_duration: f64,
     total_xacts: u64,
     total_conflicts: u64,
     total_errors: u64,
-    total_timeouts: u64,
+    total_timeouts: Option<u64>,
     #[serde(rename = "overallTPS")]
     overall_tps: u64,
     tps: f64,
@@ -507,6 +577,51 @@ struct RawResults {
     p99_latency: BTreeMap<String, f64>,
     #[serde(default, rename = "p99.9Latency")]
     p999_latency: BTreeMap<String, f64>,
+}
+
+/// `results` of a JSON report with the fields its [`Format`] lacks filled in.
+struct Results {
+    run_duration: f64,
+    warmup_duration: f64,
+    total_timeouts: u64,
+    raw: RawResults,
+}
+
+impl std::ops::Deref for Results {
+    type Target = RawResults;
+    fn deref(&self) -> &RawResults {
+        &self.raw
+    }
+}
+
+impl Results {
+    /// Errors: a field `format` has is missing.
+    fn of(raw: RawResults, format: Format) -> Result<Results> {
+        let need = |v: Option<f64>, key: &str| -> Result<f64> {
+            v.with_context(|| format!("no results.{key}, which this mako writes (FDB 8.0)"))
+        };
+        let (run_duration, warmup_duration) = if format.warmup_fields {
+            (
+                need(raw.run_duration, "runDuration")?,
+                need(raw.warmup_duration, "warmupDuration")?,
+            )
+        } else {
+            (raw.total_duration, 0.0)
+        };
+        let total_timeouts = match (raw.total_timeouts, format.timeouts) {
+            (Some(n), _) => n,
+            (None, false) => 0,
+            (None, true) => {
+                bail!("no results.totalTimeouts, which this mako writes (FDB 7.3 and later)")
+            }
+        };
+        Ok(Results {
+            run_duration,
+            warmup_duration,
+            total_timeouts,
+            raw,
+        })
+    }
 }
 
 /// FDB's largest key, bytes.
@@ -598,7 +713,7 @@ mod tests {
     const RUN_JSON: &str = include_str!("../testdata/mako.json");
 
     fn parse(text: &str, json: &str) -> Result<MakoReport> {
-        MakoReport::parse(text, "mako-run.txt", json, "mako.json")
+        MakoReport::parse(text, "mako-run.txt", json, "mako.json", Format::V8_0)
     }
 
     #[test]
@@ -877,10 +992,10 @@ mod tests {
             ),
         ] {
             for cut in (0..json.len()).filter(|i| json.is_char_boundary(*i)) {
-                let _ = MakoReport::parse(text, "t", &json[..cut], "j");
+                let _ = MakoReport::parse(text, "t", &json[..cut], "j", Format::V8_0);
             }
             for cut in (0..text.len()).filter(|i| text.is_char_boundary(*i)) {
-                let _ = MakoReport::parse(&text[..cut], "t", json, "j");
+                let _ = MakoReport::parse(&text[..cut], "t", json, "j", Format::V8_0);
                 let _ = last_sample_tps(&text[..cut]);
             }
             for (i, junk) in (0..json.len()).step_by(7).zip(
@@ -891,7 +1006,7 @@ mod tests {
                 let mut bytes = json.as_bytes().to_vec();
                 bytes[i] = *junk;
                 if let Ok(mutated) = String::from_utf8(bytes) {
-                    if let Ok(r) = MakoReport::parse(text, "t", &mutated, "j") {
+                    if let Ok(r) = MakoReport::parse(text, "t", &mutated, "j", Format::V8_0) {
                         let _ = r.validity();
                     }
                 }
@@ -928,7 +1043,83 @@ mod tests {
         let s = TextSummary::parse(include_str!("../testdata/mako-build.txt")).unwrap();
         assert_eq!(
             (s.overall_tps, s.total_errors, s.total_timeouts),
-            (401, 0, 0)
+            (401, 0, Some(0))
         );
+    }
+
+    fn release_fixture(name: &str) -> String {
+        let path = format!("{}/testdata/releases/{name}", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    const OLDER: Format = Format {
+        warmup_fields: false,
+        timeouts: false,
+    };
+    const V7_3: Format = Format {
+        warmup_fields: false,
+        timeouts: true,
+    };
+
+    /// Issue 14 §1: each release's report, built from its printing code
+    /// (`testdata/releases/`), read as that release writes it.
+    #[test]
+    fn each_releases_report_is_read_with_its_own_fields() {
+        for (release, format, xacts, tps) in [
+            ("7.1", OLDER, 14622, 1385),
+            ("7.2", OLDER, 14277, 1412),
+            ("7.3", V7_3, 14199, 1405),
+            ("7.4", V7_3, 14259, 1411),
+        ] {
+            let text = release_fixture(&format!("mako-run-{release}.txt"));
+            let json = release_fixture(&format!("mako-json-{release}.json"));
+            let r = MakoReport::parse(&text, "t", &json, "j", format)
+                .unwrap_or_else(|e| panic!("{release}: {e:#}"));
+            assert_eq!(r.total_xacts, xacts, "{release}");
+            assert_eq!(r.overall_tps, tps, "{release}");
+            assert_eq!(r.warmup_duration_s, 0.0, "{release}");
+            assert_eq!(r.run_duration_s, r.measured_duration_s, "{release}");
+            assert_eq!(r.total_timeouts, 0, "{release}");
+            assert!(r.transaction_latency().is_some(), "{release}");
+            r.check().unwrap();
+            // Read as 8.0's, the missing fields are named, not defaulted.
+            let err = MakoReport::parse(&text, "t", &json, "j", Format::V8_0).unwrap_err();
+            assert!(
+                format!("{err:#}").contains("no results.runDuration"),
+                "{err:#}"
+            );
+            // The window after a 3 s warmup: the mean of the samples after the third.
+            let w = r.clone().measured_after(3.0).unwrap();
+            let samples = &r.samples_tps[3..];
+            let mean = samples.iter().sum::<f64>() / samples.len() as f64;
+            assert_eq!(w.tps, mean);
+            assert_eq!(w.warmup_duration_s, 3.0);
+            assert!((w.measured_duration_s - (r.run_duration_s - 3.0)).abs() < 1e-9);
+            w.check().unwrap();
+            assert!(w.window_matches(10.0, 3.0).is_ok(), "{release}");
+        }
+        // 7.3 prints timeouts: a report without them is incomplete there.
+        let text = release_fixture("mako-run-7.1.txt");
+        let json = release_fixture("mako-json-7.1.json");
+        let err = MakoReport::parse(&text, "t", &json, "j", V7_3).unwrap_err();
+        assert!(format!("{err:#}").contains("totalTimeouts"), "{err:#}");
+        let json = release_fixture("mako-json-7.3.json");
+        let text = release_fixture("mako-run-7.3.txt").replace("Total Timeouts:           0\n", "");
+        let err = MakoReport::parse(&text, "t", &json, "j", V7_3).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("no 'Total Timeouts:' line"),
+            "{err:#}"
+        );
+        // And 8.0's own report, with its warmup.
+        let r = MakoReport::parse(
+            &release_fixture("mako-run-8.0.txt"),
+            "t",
+            &release_fixture("mako-json-8.0.json"),
+            "j",
+            Format::V8_0,
+        )
+        .unwrap();
+        assert!(r.warmup_duration_s > 0.0);
+        assert!(r.clone().measured_after(3.0).is_err());
     }
 }

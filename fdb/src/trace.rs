@@ -31,7 +31,9 @@ pub fn trace_errors(trace: &str, n: usize) -> Vec<String> {
 /// runs with the default (`fdbserver/core/ServerKnobs.cpp`, knob setup): on stderr
 /// `WARNING: Invalid knob option 'NAME'` or `WARNING: Invalid value 'V' for knob option
 /// 'NAME'`, in the trace `InvalidKnobName`/`InvalidKnobValue` events with `Knob` and `Value`
-/// attributes. Returns one sentence per refused knob, no duplicates.
+/// attributes. FDB 7.1 to 7.4 print the same lines and events
+/// (`fdbclient/IKnobCollection.cpp`, `setupKnobs`, at tags 7.1.67, 7.2.9, 7.3.79, 7.4.6).
+/// Returns one sentence per refused knob, no duplicates.
 pub fn knob_problems(stderr: &str, trace: &str) -> Vec<String> {
     let quoted = |s: &str| s.split('\'').nth(1).map(str::to_string);
     let mut problems = Vec::new();

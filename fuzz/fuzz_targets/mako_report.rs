@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use fdb::mako::{last_sample_tps, MakoReport, TextSummary};
+use fdb::mako::{last_sample_tps, Format, MakoReport, TextSummary};
 use xtask::judge::drift::drift;
 
 fuzz_target!(|data: &[u8]| {
@@ -17,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let _ = TextSummary::parse(text);
     let _ = last_sample_tps(text);
-    if let Ok(r) = MakoReport::parse(text, "stdout", json, "report.json") {
+    if let Ok(r) = MakoReport::parse(text, "stdout", json, "report.json", Format::V8_0) {
         let _ = r.validity();
         let _ = drift(&r.samples_tps, r.warmup_duration_s).map(|d| d.unsteady());
     }

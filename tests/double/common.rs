@@ -70,6 +70,24 @@ pub struct Behaviour {
     /// mako measures this window, seconds, with no warmup, whatever it was asked (a mako
     /// that stopped early or ignores `--warmup_seconds`).
     pub measured_window_s: Option<f64>,
+    /// `fdbcli configure new` fails like on a database that exists: its reason on stderr,
+    /// nothing on stdout, exit 1 (`fdbcli/ConfigureCommand.cpp`).
+    pub configure_says_exists: bool,
+    /// `mako --mode run` writes to stderr what no reader takes: U+FFFE, U+FFFF, ESC and
+    /// a 12 MB line (issue 14 §4).
+    pub mako_stderr_garbage: bool,
+    /// The FDB release the tree is ("7.1" ... "8.0"): its `--version` lines, mako's
+    /// `--help` (the release's real usage text), options and report fields, and the
+    /// engine names fdbcli takes, as in `fdb/testdata/releases/`.
+    pub release: String,
+}
+
+impl Behaviour {
+    /// The release as (major, minor), for comparisons.
+    pub fn release(&self) -> (u32, u32) {
+        let (a, b) = self.release.split_once('.').expect("release like 7.3");
+        (a.parse().expect("major"), b.parse().expect("minor"))
+    }
 }
 
 impl Default for Behaviour {
@@ -98,6 +116,9 @@ impl Default for Behaviour {
             stray_bytes: false,
             text_errors: 0,
             measured_window_s: None,
+            configure_says_exists: false,
+            mako_stderr_garbage: false,
+            release: "8.0".into(),
         }
     }
 }
@@ -127,8 +148,10 @@ pub fn behaviour() -> Behaviour {
 
 /// `--version` text, in the real format (fixture `fdbserver-version.txt`).
 pub fn version_text(program: &str, b: &Behaviour) -> String {
+    let (major, minor) = b.release();
     format!(
-        "FoundationDB {program} 8.0 (v8.0.0)\nsource version {}\nprotocol fdb00b080000000\n",
+        "FoundationDB {program} {major}.{minor} (v{major}.{minor}.0)\nsource version {}\n\
+         protocol fdb00b0{major}{minor}000000\n",
         b.source_version
     )
     .replace("FoundationDB fdbserver ", "FoundationDB ")

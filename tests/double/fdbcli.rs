@@ -24,6 +24,22 @@ fn main() {
                 // Like a rocksdb build on tmpfs without the direct-I/O knobs: no answer.
                 std::thread::sleep(Duration::from_secs(3600));
             }
+            let known = match *engine {
+                "ssd-redwood-1" => b.release() >= (7, 3),
+                "ssd-redwood-1-experimental" => b.release() <= (7, 3),
+                "ssd-sharded-rocksdb" => b.release() >= (7, 2),
+                _ => true,
+            };
+            if !known {
+                eprintln!("double fdbcli: FDB {} has no storage engine {engine}", b.release);
+                std::process::exit(1);
+            }
+            if b.configure_says_exists {
+                eprintln!(
+                    "ERROR: Database already exists! To change configuration, don't say `new'"
+                );
+                std::process::exit(1);
+            }
             match common::ask(&cluster, &format!("configure {engine}")) {
                 Some(_) => println!("Database created"),
                 None => {

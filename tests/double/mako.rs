@@ -20,6 +20,31 @@ fn main() {
         return;
     }
     let b = common::behaviour();
+    let help = match b.release.as_str() {
+        "7.1" => include_str!("../../fdb/testdata/releases/mako-help-7.1.txt"),
+        "7.2" => include_str!("../../fdb/testdata/releases/mako-help-7.2.txt"),
+        "7.3" => include_str!("../../fdb/testdata/releases/mako-help-7.3.txt"),
+        "7.4" => include_str!("../../fdb/testdata/releases/mako-help-7.4.txt"),
+        _ => include_str!("../../fdb/testdata/releases/mako-help-8.0.txt"),
+    };
+    // Like every release's mako: usage on stdout and exit 0, for --help and for an option
+    // it does not know (getopt's message on stderr first).
+    let unknown = [
+        ("--warmup_seconds", (8, 0)),
+        ("--async_xacts", (7, 2)),
+        ("--stats_export_path", (7, 2)),
+    ]
+    .into_iter()
+    .find(|(o, since)| b.release() < *since && args.iter().any(|a| a.starts_with(o)));
+    if let Some((option, _)) = unknown {
+        eprintln!("mako: unrecognized option '{option}'");
+        print!("{help}");
+        std::process::exit(0);
+    }
+    if args.iter().any(|a| a == "--help") {
+        print!("{help}");
+        std::process::exit(0);
+    }
     // Like the real binary, which links libfdb_c.so without an rpath.
     let lib_ok = std::env::var("LD_LIBRARY_PATH")
         .unwrap_or_default()
@@ -47,7 +72,12 @@ fn main() {
     if mode == "build" {
         let xacts = (rows / 100.0).ceil();
         println!("====== Measured Duration  0.501 sec ======\n");
-        println!("Total Xacts:         {xacts:>6}\nTotal Conflicts:          0\nTotal Errors:             0\nTotal Timeouts:           0\nOverall TPS:            {}", (xacts / 0.501) as u64);
+        let timeouts = if b.release() >= (7, 3) {
+            "Total Timeouts:           0\n"
+        } else {
+            ""
+        };
+        println!("Total Xacts:         {xacts:>6}\nTotal Conflicts:          0\nTotal Errors:             0\n{timeouts}Overall TPS:            {}", (xacts / 0.501) as u64);
         finish(&b);
     }
     // Like the real mako: a sample directory and shared memory named after the main
@@ -120,27 +150,57 @@ fn main() {
         Some(window) => (window, 0.0),
         None => (seconds, warmup),
     };
+    // Before 8.0 there is no warmup: the whole run is measured.
+    let v8 = b.release() >= (8, 0);
+    let warmup = if v8 { warmup } else { 0.0 };
     let measured = seconds - warmup;
     let xacts = (tps * measured) as u64;
+    let timeouts = b.release() >= (7, 3);
     let _ = write!(
         text,
-        "\n====== Measured Duration {measured:>6.3} sec ======\n\nRun Duration:        {seconds:.3}\nWarmup Duration:      {warmup:.3}\n\
-         Total Xacts:         {xacts}\nTotal Conflicts:         0\nTotal Errors:             {}\n\
-         Total Timeouts:           {}\nOverall TPS:            {}\n",
-        b.text_errors, b.mako_timeouts, tps as u64
+        "\n====== {} Duration {measured:>6.3} sec ======\n\n{}Total Xacts:         {xacts}\n\
+         Total Conflicts:         0\nTotal Errors:             {}\n{}Overall TPS:            {}\n",
+        if v8 { "Measured" } else { "Total" },
+        if v8 {
+            format!("Run Duration:        {seconds:.3}\nWarmup Duration:      {warmup:.3}\n")
+        } else {
+            String::new()
+        },
+        b.text_errors,
+        if timeouts {
+            format!("Total Timeouts:           {}\n", b.mako_timeouts)
+        } else {
+            String::new()
+        },
+        tps as u64
     );
     if b.stray_bytes {
         let _ = std::io::stdout().write_all(b"double: a stray byte \xff\n");
     }
+    if b.mako_stderr_garbage {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "double: \u{fffe}\u{ffff} \x1b[31mred\x1b[0m");
+        let _ = writeln!(err, "{}", "z".repeat(12 << 20));
+        let _ = writeln!(err, "double: the last line");
+    }
     println!("{text}");
     let json = format!(
         "{{\"makoArgs\": {{\"rows\": {rows},\"seconds\": {seconds},\"warmup_seconds\": {warmup}}},\"samples\": [{}],\
-         \"results\": {{\"runDuration\": {seconds:.3},\"warmupDuration\": {warmup:.3},\"totalDuration\": {measured:.3},\
-         \"totalXacts\": {xacts},\"totalConflicts\": 0,\"totalErrors\": 0,\"totalTimeouts\": {},\"overallTPS\": {}, \
+         \"results\": {{{}\"totalDuration\": {measured:.3},\
+         \"totalXacts\": {xacts},\"totalConflicts\": 0,\"totalErrors\": 0,{}\"overallTPS\": {}, \
          \"tps\": {tps:.2}, \"numSamples\": {{\"TRANSACTION\": 16}}, \"medianLatency\": {{\"TRANSACTION\": 2000}}, \
          \"p99Latency\": {{\"TRANSACTION\": {}}}}}}}",
         samples.join(","),
-        b.mako_timeouts,
+        if v8 {
+            format!("\"runDuration\": {seconds:.3},\"warmupDuration\": {warmup:.3},")
+        } else {
+            String::new()
+        },
+        if timeouts {
+            format!("\"totalTimeouts\": {},", b.mako_timeouts)
+        } else {
+            String::new()
+        },
         tps as u64,
         p99_us
     );

@@ -6,6 +6,7 @@ mod cleanup;
 mod failures;
 mod knobs;
 mod plan;
+mod releases;
 mod results;
 mod sizing;
 mod timeouts;

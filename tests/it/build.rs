@@ -420,6 +420,29 @@ fn the_working_tree_is_the_default_experiment_and_a_debug_build_is_refused() {
         ],
     );
     assert_eq!(code(&o), 64, "{}", text(&o));
+    // Issue 14 §6: refused from the flag, before the hours of building both arms.
+    assert!(
+        text(&o).contains("-DCMAKE_BUILD_TYPE=Debug is not Release"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        !s.dir.path().join("debug/build-baseline.log").exists(),
+        "nothing was built"
+    );
+    // With --allow-non-release it builds, runs, and the tree's own cache is warned about.
+    let o = bench(
+        &s,
+        &repo,
+        "debug-allowed",
+        &[
+            "--baseline",
+            "HEAD~1",
+            "--cmake-arg=-DCMAKE_BUILD_TYPE=Debug",
+            "--allow-non-release",
+        ],
+    );
+    assert_ne!(code(&o), 64, "{}", text(&o));
     assert!(
         text(&o).contains("CMAKE_BUILD_TYPE is 'Debug'"),
         "{}",
@@ -761,4 +784,55 @@ fn bad_flags_are_refused_before_any_build() {
         !s.dir.path().join("target/perfgate/fdb").exists(),
         "nothing was exported or built"
     );
+}
+
+#[test]
+fn a_knob_the_arms_source_never_names_is_refused_before_building() {
+    // Issue 14 §6: the built fdbserver would refuse it at the first trial, hours later.
+    let s = Sandbox::new();
+    let repo = checkout(&s);
+    std::fs::create_dir_all(repo.join("flow")).unwrap();
+    std::fs::write(
+        repo.join("flow/Knobs.cpp"),
+        "void init() {\n\tinit( PAGE_CACHE_4K,  2LL<<30 );\n}\n",
+    )
+    .unwrap();
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "knobs"]);
+    std::fs::write(repo.join("double.json"), behaviour(900.0)).unwrap();
+    // HEAD~1 has no Knobs.cpp: the baseline arm cannot know the knob.
+    let o = bench(
+        &s,
+        &repo,
+        "knob-everywhere",
+        &["--baseline", "HEAD~1", "--knob", "page_cache_4k=1048576"],
+    );
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("the baseline arm's source (")
+            && text(&o).contains(") names no knob page_cache_4k"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        !s.dir.path().join("target/perfgate/fdb").exists()
+            || std::fs::read_dir(s.dir.path().join("target/perfgate/fdb"))
+                .unwrap()
+                .next()
+                .is_none(),
+        "nothing was built"
+    );
+    // The experiment (the working tree, which has it) may take it.
+    let o = bench(
+        &s,
+        &repo,
+        "knob-experiment",
+        &[
+            "--baseline",
+            "HEAD~1",
+            "--experiment-knob",
+            "page_cache_4k=1048576",
+        ],
+    );
+    assert_ne!(code(&o), 64, "{}", text(&o));
 }

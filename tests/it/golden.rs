@@ -24,7 +24,7 @@
 use expect_test::expect_file;
 use serde_json::{json, Value};
 
-use crate::support::{code, text, Sandbox};
+use crate::support::{assert_valid_junit, code, text, Sandbox};
 
 /// [`crate::support::TINY`] with a 5 s warmup. The double's run of 6 scaled seconds takes
 /// about 0.1 s, and the gate opens the storage server's CPU window at the end of the warmup
@@ -153,25 +153,6 @@ fn mask_attribute(text: &str, marker: &str) -> String {
     mask_after(text, marker, true, |tail| {
         tail.find('"').unwrap_or(tail.len())
     })
-}
-
-/// Validates `path` against Jenkins' junit-10.xsd (`xtask/testdata/junit-10.xsd`, the
-/// schema its xunit plugin checks with) with xmllint.
-fn assert_valid_junit(path: &std::path::Path) {
-    let xsd =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../xtask/testdata/junit-10.xsd");
-    let o = std::process::Command::new("xmllint")
-        .args(["--noout", "--schema"])
-        .arg(&xsd)
-        .arg(path)
-        .output()
-        .expect("xmllint runs (package libxml2-utils: run ci/setup.sh)");
-    assert!(
-        o.status.success(),
-        "{} does not validate against junit-10.xsd: {}",
-        path.display(),
-        String::from_utf8_lossy(&o.stderr)
-    );
 }
 
 fn results_tsv(text: &str) -> String {

@@ -259,3 +259,22 @@ pub fn text(o: &Output) -> String {
         String::from_utf8_lossy(&o.stderr)
     )
 }
+
+/// Validates `path` against Jenkins' junit-10.xsd (`xtask/testdata/junit-10.xsd`, the
+/// schema its xunit plugin checks with) with xmllint.
+pub fn assert_valid_junit(path: &std::path::Path) {
+    let xsd =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../xtask/testdata/junit-10.xsd");
+    let o = std::process::Command::new("xmllint")
+        .args(["--noout", "--schema"])
+        .arg(&xsd)
+        .arg(path)
+        .output()
+        .expect("xmllint runs (package libxml2-utils: run ci/setup.sh)");
+    assert!(
+        o.status.success(),
+        "{} does not validate against junit-10.xsd: {}",
+        path.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

@@ -267,9 +267,10 @@ impl Child {
         true
     }
 
-    /// Last `n` lines of the child's stderr, for error messages.
-    pub fn stderr_tail(&self, n: usize) -> String {
-        tail(&self.stderr, n)
+    /// The last `n` lines of the child's stderr and the file, for error messages
+    /// ([`output_note`]).
+    pub fn stderr_note(&self, n: usize) -> String {
+        output_note("stderr", &self.stderr, n)
     }
 }
 
@@ -497,8 +498,7 @@ impl Output {
         if self.status.success() {
             return Ok(self.stdout.trim().to_string());
         }
-        let lines: Vec<&str> = self.stderr.trim().lines().collect();
-        let end = lines[lines.len().saturating_sub(5)..].join("\n");
+        let end = excerpt(self.stderr.trim(), 5);
         anyhow::bail!("{what} failed ({}): {end}", self.status)
     }
 }
@@ -523,11 +523,72 @@ pub fn run_bounded(name: &str, cmd: Command, bound: Duration) -> Result<Output> 
     })
 }
 
-/// Last `n` lines of a text file ("" when unreadable: for excerpts in messages only).
+/// Last `n` lines of a text file as an [`excerpt`] ("" when unreadable: for excerpts in
+/// messages only; the file keeps the full text).
 pub fn tail(path: &Path, n: usize) -> String {
-    let text = read_output(path).unwrap_or_default();
+    excerpt(&read_output(path).unwrap_or_default(), n)
+}
+
+/// What a failed phase's message says of one of its child's output files: the last `n`
+/// lines as an [`excerpt`] and the file that holds all of it, or that the file is empty
+/// (or unreadable), e.g. `stderr (…/fdbcli-configure.err): ERROR: Database already exists!`.
+pub fn output_note(what: &str, path: &Path, n: usize) -> String {
+    let text = tail(path, n);
+    if text.trim().is_empty() {
+        format!("{what} ({}) is empty", path.display())
+    } else if text.contains('\n') {
+        format!("{what} ({}) ends with:\n{text}", path.display())
+    } else {
+        format!("{what} ({}): {text}", path.display())
+    }
+}
+
+/// Bytes one line of an [`excerpt`] keeps: the start of a longer line, then how much was cut.
+pub const EXCERPT_LINE_BYTES: usize = 300;
+
+/// Bytes a whole [`excerpt`] holds at most, its cut markers included.
+pub const EXCERPT_BYTES: usize = 2048;
+
+/// The last `n` lines of a child's output as the gate copies them into messages, and so
+/// into the terminal, summary.json, junit.xml and report.html: each line at most
+/// [`EXCERPT_LINE_BYTES`], the whole at most [`EXCERPT_BYTES`] (its last lines kept), and
+/// every character that XML 1.0 or a terminal would take for something else (C0 and C1
+/// controls but tab, U+FFFE, U+FFFF) written as `\u{..}`. A 12 MB stderr line from mako
+/// becomes 300 bytes and a note of the 12 MB cut, never a 36 MB junit.xml.
+pub fn excerpt(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
+    let mut kept: Vec<String> = Vec::new();
+    let mut bytes = 0;
+    for line in lines[lines.len().saturating_sub(n)..].iter().rev() {
+        let line = one_line(line);
+        const CUT: &str = "[earlier lines cut]";
+        if bytes + line.len() + 1 > EXCERPT_BYTES - CUT.len() {
+            kept.push(CUT.into());
+            break;
+        }
+        bytes += line.len() + 1;
+        kept.push(line);
+    }
+    kept.reverse();
+    kept.join("\n")
+}
+
+/// One line of an [`excerpt`]: cleaned, then cut to [`EXCERPT_LINE_BYTES`].
+fn one_line(line: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in line.char_indices() {
+        if out.len() >= EXCERPT_LINE_BYTES {
+            out.push_str(&format!(" [{} more bytes cut]", line.len() - i));
+            break;
+        }
+        let control = (c.is_control() && c != '\t') || matches!(c, '\u{fffe}' | '\u{ffff}');
+        if control {
+            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -596,6 +657,38 @@ mod tests {
         assert_eq!(status.code(), Some(3));
         assert_eq!(std::fs::read_to_string(&out).unwrap(), "hi\n");
         assert_eq!(tail(&err, 5), "oops");
+    }
+
+    #[test]
+    fn an_excerpt_is_bounded_and_holds_only_what_xml_and_terminals_take() {
+        // Issue 14 §4: U+FFFE/U+FFFF (maven-surefire 2961) and a 12 MB line from a child.
+        let huge = "x".repeat(12 << 20);
+        let text =
+            format!("first\nbad \u{fffe}\u{ffff} \x1b[31mred\u{9b}\x07\tend\n{huge}\nlast\n");
+        let e = excerpt(&text, 5);
+        assert!(e.len() <= EXCERPT_BYTES, "{}", e.len());
+        let lines: Vec<&str> = e.lines().collect();
+        assert_eq!(lines[0], "first");
+        assert_eq!(
+            lines[1],
+            "bad \\u{fffe}\\u{ffff} \\u{1b}[31mred\\u{9b}\\u{7}\tend"
+        );
+        assert_eq!(
+            lines[2],
+            format!("{} [{} more bytes cut]", "x".repeat(300), (12 << 20) - 300)
+        );
+        assert_eq!(lines[3], "last");
+        // Many long lines: the last ones are kept, and the cut is said.
+        let many = (0..100)
+            .map(|i| format!("{i:03}{}", "y".repeat(400)))
+            .collect::<Vec<_>>();
+        let e = excerpt(&many.join("\n"), 100);
+        assert!(e.len() <= EXCERPT_BYTES, "{}", e.len());
+        assert!(e.starts_with("[earlier lines cut]\n"), "{e}");
+        assert!(e.lines().last().unwrap().starts_with("099"), "{e}");
+        // A cut never splits a character.
+        let wide = "é".repeat(400);
+        assert!(excerpt(&wide, 1).starts_with(&"é".repeat(150)));
     }
 
     #[test]

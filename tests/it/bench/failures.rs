@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use crate::support::{code, text, Sandbox};
+use crate::support::{assert_valid_junit, code, text, Sandbox};
 
 #[test]
 fn mako_timeouts_make_the_measurement_invalid() {
@@ -149,4 +149,85 @@ fn a_report_that_disagrees_with_itself_or_with_what_was_asked_is_an_error() {
         assert!(err.contains(says), "{name}: {err}");
         assert_eq!(trials[1]["outcome"], "error", "{name}");
     }
+}
+
+#[test]
+fn configure_failing_names_fdbclis_reason_from_its_stderr() {
+    // Issue 14 §5 (apple/foundationdb 13653): the reason is on fdbcli's stderr; the
+    // message showed its empty stdout.
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({"configure_says_exists": true}));
+    let o = s.bench(&a, &b, &[]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let t = &s.read_json("trials.json")[1];
+    let err = t["error"].as_str().unwrap();
+    assert!(
+        err.contains("fdbcli-configure.err): ERROR: Database already exists!"),
+        "{err}"
+    );
+    assert!(err.contains("fdbcli-configure.txt) is empty"), "{err}");
+    assert!(
+        text(&o).contains("ERROR: Database already exists!"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn what_no_reader_takes_in_a_childs_output_stays_in_its_artifacts() {
+    // Issue 14 §4: U+FFFE/U+FFFF and a 12 MB line on mako's stderr went into junit.xml
+    // (rejected by xmllint, Xerces and expat; 36 MB), summary.json and the terminal.
+    let s = Sandbox::new();
+    let (a, b) = s.ab(
+        json!({}),
+        json!({"mako_stderr_garbage": true, "mako_truncates_report": true}),
+    );
+    let o = s.bench(&a, &b, &[]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let out = s.out();
+    let err = s.read_json("trials.json")[1]["error"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("mako-run.err) ends with:"), "{err}");
+    assert!(err.contains("\\u{fffe}\\u{ffff} \\u{1b}[31mred"), "{err}");
+    assert!(
+        err.contains(" more bytes cut]\ndouble: the last line"),
+        "{err}"
+    );
+    assert!(!err.contains(['\u{fffe}', '\u{ffff}', '\x1b']), "{err}");
+    assert_valid_junit(&out.join("junit.xml"));
+    let limit = 256 << 10;
+    for file in [
+        "junit.xml",
+        "summary.json",
+        "trials.json",
+        "report.html",
+        "meta.json",
+    ] {
+        let bytes = std::fs::read(out.join(file)).unwrap();
+        assert!(bytes.len() < limit, "{file}: {} bytes", bytes.len());
+        let text = String::from_utf8(bytes).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert!(!text.contains(['\u{fffe}', '\u{ffff}', '\x1b']), "{file}");
+    }
+    assert!(o.stdout.len() + o.stderr.len() < limit, "terminal");
+    // The full text stays with the trial.
+    let kept = walk(&out)
+        .into_iter()
+        .find(|p| p.ends_with("mako-run.err") && p.to_string_lossy().contains("experiment"))
+        .expect("the experiment's mako-run.err");
+    assert!(std::fs::metadata(&kept).unwrap().len() > 12 << 20);
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut all = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if e.file_type().unwrap().is_dir() {
+            all.extend(walk(&p));
+        } else {
+            all.push(p);
+        }
+    }
+    all
 }

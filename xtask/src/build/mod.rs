@@ -116,13 +116,40 @@ pub struct Provenance {
     pub log: PathBuf,
 }
 
+/// The cmake on PATH, when it predates what generates FDB main's build: FDB's
+/// `CMakeLists.txt` asks for 3.24.2, but Debian 12's 3.25.1 fails its generate step
+/// ("Impossible to link target 'flow_test' because the link item 'flow' ... has already
+/// occurred with the feature 'WHOLE_ARCHIVE'"), where 4.4.5 from PyPI works (both
+/// verified here). Older releases' trees may still generate with it: a note, not a refusal.
+pub fn cmake_too_old() -> Option<String> {
+    let mut cmd = Command::new("cmake");
+    cmd.arg("--version");
+    let out = run_bounded("cmake --version", cmd, Duration::from_secs(30)).ok()?;
+    let version = cmake_version(&out.stdout)?;
+    (version < (3, 26)).then(|| {
+        format!(
+            "cmake {}.{} is on PATH: FDB main's generate step fails with cmake 3.25.1 (Debian \
+             12's) and works with 4.4.5 (`pip install cmake`)",
+            version.0, version.1
+        )
+    })
+}
+
+/// (major, minor) of `cmake --version`'s first line, `cmake version 3.25.1`.
+fn cmake_version(text: &str) -> Option<(u32, u32)> {
+    let v = text.lines().next()?.strip_prefix("cmake version ")?;
+    let mut parts = v.trim().split('.');
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
+
 /// Checks that cmake, ninja and a C++ compiler are installed, naming the Debian/Ubuntu
 /// package when one is not.
 pub fn check_tools() -> Result<()> {
     for (tool, package) in [
         (
             "cmake",
-            "cmake (FDB asks for 3.24.2 or newer; `pip install cmake` has the latest)",
+            "cmake, or `pip install cmake` (4.4.5 generates FDB main's build; Debian 12's \
+             3.25.1 does not)",
         ),
         ("ninja", "ninja-build"),
         ("git", "git"),
@@ -385,7 +412,11 @@ fn compile(
         deadline,
         settings.timeout_s,
         |_| {},
-    )?;
+    )
+    .map_err(|e| match cmake_too_old() {
+        Some(why) => e.context(why),
+        None => e,
+    })?;
     let mut ninja = Command::new("ninja");
     ninja
         .arg("-C")
@@ -953,7 +984,7 @@ fn version_line(compiler: &Path, bound: Duration) -> String {
     } else {
         o.stdout
     };
-    text.lines().next().unwrap_or_default().to_string()
+    crate::process::excerpt(text.lines().next().unwrap_or_default(), 1)
 }
 
 /// `CC`/`CXX` as keyed: the words after the compiler and any launcher before it (`-m32` of
@@ -1045,6 +1076,34 @@ pub fn commits(config: &SourceConfig, arms: &[Arm]) -> Result<Vec<(Arm, String)>
         .collect()
 }
 
+/// Of knob `names`, those that no C++ source or header of `commit` in `src` names (as a
+/// whole word, any case: FDB defines a knob `init( PAGE_CACHE_4K, ... )` in
+/// `flow/Knobs.cpp`, `fdbclient/ServerKnobs.cpp` or `ClientKnobs.cpp`, and fdbserver takes
+/// it as `--knob_page_cache_4k`). Such a knob would be refused by the built fdbserver at the
+/// first trial, after the build. Errors: git fails or hangs (bounded).
+pub fn knobs_unknown_at(src: &Path, commit: &str, names: &[&str]) -> Result<Vec<String>> {
+    let mut unknown = Vec::new();
+    for name in names {
+        let mut cmd = Command::new("git");
+        cmd.arg("-C")
+            .arg(src)
+            .args(["grep", "-q", "-i", "-w", "-F", "-e", name, commit, "--"])
+            .args(["*.cpp", "*.h"]);
+        let out = run_bounded("git grep", cmd, Duration::from_secs(120))?;
+        match out.status.code() {
+            Some(0) => {}
+            Some(1) => unknown.push(name.to_string()),
+            _ => bail!(
+                "`git grep {name} {commit}` in {} failed ({}): {}",
+                src.display(),
+                out.status,
+                crate::process::excerpt(&out.stderr, 5)
+            ),
+        }
+    }
+    Ok(unknown)
+}
+
 /// Builds `arms` from `--fdb-src`, in order: the baseline at `--baseline` (default: the
 /// merge base with upstream main), the experiment at `--experiment` (default: the working
 /// tree). Prints a line per arm to stderr as it starts and ends.
@@ -1089,6 +1148,19 @@ pub fn build_arms(config: &SourceConfig, arms: &[Arm]) -> Result<Vec<(Arm, Prove
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cmake_versions_are_read_from_the_first_line() {
+        // Debian 12's, and the PyPI wheel's (issue 14 §6).
+        let debian = "cmake version 3.25.1\n\nCMake suite maintained and supported by Kitware.\n";
+        assert_eq!(cmake_version(debian), Some((3, 25)));
+        assert_eq!(cmake_version("cmake version 4.4.5\n"), Some((4, 4)));
+        assert!(cmake_version(debian).unwrap() < (3, 26));
+        assert!(cmake_version("cmake version 4.4.5").unwrap() >= (3, 26));
+        for bad in ["", "cmake version x.y", "ninja 1.11"] {
+            assert_eq!(cmake_version(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn the_flags_key_is_sha256_of_args_env_and_compilers() {

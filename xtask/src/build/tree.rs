@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use fdb::{
     cmake::{compiler_id_version, BuildConfig},
-    FdbVersion,
+    FdbVersion, MakoCaps, Release,
 };
 
 use crate::error::UsageError;
@@ -116,6 +116,24 @@ impl FdbTree {
             .with_context(|| format!("cannot run {what}"))?;
         FdbVersion::parse(&text)
             .with_context(|| format!("unexpected `{} --version` output", fdbserver.display()))
+    }
+}
+
+impl FdbTree {
+    /// What this tree's mako takes and prints: `version`'s release and the options its
+    /// `mako --help` lists (run within [`VERSION_BOUND`], with `libfdb_c.so` on its
+    /// library path; mako prints its usage on stdout and exits 0). Errors: it cannot start,
+    /// fails or hangs, or prints no mako usage.
+    pub fn mako_caps(&self, version: &FdbVersion) -> Result<MakoCaps> {
+        let release = Release::of(version)?;
+        let mut cmd = std::process::Command::new(&self.mako);
+        cmd.arg("--help").env("LD_LIBRARY_PATH", &self.lib_dir);
+        let what = format!("`{} --help`", self.mako.display());
+        let help = crate::process::run_bounded("mako --help", cmd, VERSION_BOUND)
+            .and_then(|o| o.stdout_if_success(&what))
+            .with_context(|| format!("cannot run {what}"))?;
+        MakoCaps::check_help(&help).with_context(|| format!("{what} is not mako's"))?;
+        Ok(MakoCaps::read(release, &help))
     }
 }
 

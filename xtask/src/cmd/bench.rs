@@ -50,6 +50,8 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
                 }
             }
             refuse_same_commit(&config, &prepared, &source, &wanted)?;
+            refuse_unfit_cmake_args(&config, &source)?;
+            refuse_unknown_knobs(&config, &source, &wanted)?;
             build::build_arms(&source, &wanted)?
         };
         let mut plan = plan(config, prepared, built)?;
@@ -92,6 +94,48 @@ fn control_from_record(config: &mut BenchConfig, prepared: &Prepared) {
     if tree.join("bin/fdbserver").is_file() {
         config.baseline.build_dir = Some(tree);
     }
+}
+
+/// Refuses, before hours of building, `--cmake-arg`s that make a tree the plan refuses
+/// (a build type other than Release, instrumentation: `fdb::cmake::arg_problems`), unless
+/// `--allow-non-release` (the built tree is then warned about like a given one).
+fn refuse_unfit_cmake_args(config: &BenchConfig, source: &SourceConfig) -> Result<(), UsageError> {
+    let problems = fdb::cmake::arg_problems(&source.cmake_args);
+    if problems.is_empty() || config.allow_non_release {
+        return Ok(());
+    }
+    Err(UsageError(format!(
+        "the --cmake-arg values would build trees the gate refuses: {}; pass \
+         --allow-non-release to build and run them anyway",
+        problems.join("; ")
+    )))
+}
+
+/// Refuses, before hours of building, a user knob that the source of the arm it is for
+/// does not name anywhere (`build::knobs_unknown_at`): its fdbserver would refuse it at
+/// the first trial.
+fn refuse_unknown_knobs(config: &BenchConfig, source: &SourceConfig, wanted: &[Arm]) -> Result<()> {
+    for (arm, commit) in build::commits(source, wanted)? {
+        let names: Vec<&str> = config
+            .arm(arm)
+            .knobs
+            .iter()
+            .map(|k| k.name.as_str())
+            .collect();
+        let unknown = build::knobs_unknown_at(&source.fdb_src, &commit, &names)?;
+        if !unknown.is_empty() {
+            return Err(UsageError(format!(
+                "the {arm} arm's source ({}) names no knob {}: its fdbserver would refuse \
+                 {} at the first trial; check the spelling against flow/Knobs.cpp, \
+                 fdbclient/ServerKnobs.cpp and fdbclient/ClientKnobs.cpp of that commit",
+                &commit[..commit.len().min(12)],
+                unknown.join(", "),
+                if unknown.len() == 1 { "it" } else { "them" }
+            ))
+            .into());
+        }
+    }
+    Ok(())
 }
 
 /// Refuses, before hours of building, two arms built from the same commit with the same

@@ -89,6 +89,14 @@ fn check_all(explicit_workdir: Option<&Path>) -> Vec<Finding> {
     f.push(busy_processes());
     f.push(fdb_checkout(std::env::var_os("FDB_SRC").map(PathBuf::from)));
     f.extend(build_tools());
+    if let Some(why) = crate::build::cmake_too_old() {
+        f.push(finding(
+            Level::Warn,
+            "cmake version",
+            why,
+            "pip install cmake (needed only to build FDB trees)",
+        ));
+    }
     f
 }
 
@@ -183,7 +191,8 @@ fn build_tools() -> Vec<Finding> {
     for (tools, package) in [
         (
             &["cmake"][..],
-            "cmake (3.24.2 or newer for FDB; the PyPI wheel works)",
+            "cmake, or `pip install cmake` (4.4.5 generates FDB main's build; Debian 12's \
+             3.25.1 does not)",
         ),
         (&["ninja"][..], "ninja-build"),
         (

@@ -752,7 +752,6 @@ mod tests {
             c.engines,
             [Engine::Rocksdb, Engine::Redwood, Engine::ShardedRocksdb]
         );
-        assert_eq!(c.engines[2].fdb_name(), "ssd-sharded-rocksdb");
     }
 
     #[test]

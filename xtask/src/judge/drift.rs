@@ -177,7 +177,8 @@ mod tests {
 
     #[test]
     fn drift_is_the_trend_of_the_window_after_the_warmup() {
-        let r = fdb::mako::MakoReport::parse(RUN_TXT, "t", RUN_JSON, "j").unwrap();
+        let r = fdb::mako::MakoReport::parse(RUN_TXT, "t", RUN_JSON, "j", fdb::mako::Format::V8_0)
+            .unwrap();
         let (mut samples, mut warmup) = (r.samples_tps.clone(), r.warmup_duration_s);
         // Warmup 3 s: samples 3.. of the real run fall from 782.96 to 646.68 TPS.
         let d = drift(&samples, warmup).unwrap();

@@ -13,7 +13,7 @@ pub mod preflight;
 pub mod resolve;
 pub mod workdir;
 
-use fdb::{cmake::BuildConfig, knob::effective_knobs, Engine, FdbVersion, Knob};
+use fdb::{cmake::BuildConfig, knob::effective_knobs, Engine, FdbVersion, Knob, MakoCaps};
 
 use anyhow::Result;
 
@@ -36,6 +36,8 @@ pub struct ArmPlan {
     pub arm: Arm,
     pub tree: FdbTree,
     pub version: FdbVersion,
+    /// What its mako takes and prints (its release and `--help`).
+    pub mako: MakoCaps,
     /// How the tree was configured (`CMakeCache.txt`), when it says.
     pub build_config: Option<BuildConfig>,
     /// How the tree was built, when the gate built it from `--fdb-src` (`build`).

@@ -7,7 +7,7 @@ use std::{collections::BTreeMap, path::Path};
 use anyhow::{Context, Result};
 use fdb::{
     knob::{effective_knobs, KnobSource},
-    Engine,
+    Engine, Release,
 };
 
 use super::{
@@ -239,6 +239,7 @@ pub fn plan(
         }
     };
     plan.warnings.extend(build_warnings);
+    plan.warnings.extend(warmups_differ(&plan));
     plan.warnings.extend(plan.config.procs_scaled.clone());
     let (child_env, env_warning) = child_env();
     plan.child_env = child_env;
@@ -246,6 +247,22 @@ pub fn plan(
     plan.preflight = Some(preflight);
     (plan.slo, plan.slo_sources) = (slo, slo_sources);
     Ok(plan)
+}
+
+/// The warning for arms whose makos cut the warmup differently (one with
+/// `--warmup_seconds`, one without: 8.0 against 7.x).
+fn warmups_differ(plan: &Plan) -> Option<String> {
+    let (b, e) = (plan.baseline.as_ref()?, &plan.experiment);
+    (b.mako.warmup_seconds != e.mako.warmup_seconds && plan.config.workload.warmup_seconds > 0)
+        .then(|| {
+            format!(
+                "the arms' makos cut the warmup differently (baseline FDB {}, experiment FDB \
+                 {}): one counts the transactions after its --warmup_seconds, the other's \
+                 window is the mean of its per-second samples, so part of a difference may \
+                 be the method's",
+                b.mako.release, e.mako.release
+            )
+        })
 }
 
 /// The environment fdbserver, fdbcli and mako get, built from the gate's, and the warning
@@ -328,14 +345,62 @@ fn arm_plan(
         )
     })?;
     let version = tree.version()?;
+    let mako = tree.mako_caps(&version)?;
     let build_config = check_build_config(&tree, config.allow_non_release, warnings)?;
-    Ok(ArmPlan {
+    let plan = ArmPlan {
         arm,
         tree,
         version,
+        mako,
         build_config,
         provenance,
-    })
+    };
+    warnings.extend(check_release(config, &plan)?);
+    Ok(plan)
+}
+
+/// Whether this arm's FDB release can run the planned trials (the support matrix of
+/// `fdb::release`), before anything starts. Errors: a [`UsageError`] naming what the
+/// release lacks, the first release that has it, and what to do: a release before
+/// [`Release::OLDEST`], an engine the release has no name for, a workload of asynchronous
+/// transactions for a mako without `--async_xacts` (7.1). The note for a mako without
+/// `--warmup_seconds` (7.1-7.4), whose window is cut from its per-second samples.
+fn check_release(config: &BenchConfig, arm: &ArmPlan) -> Result<Option<String>, UsageError> {
+    let (caps, w) = (&arm.mako, &config.workload);
+    let what = format!(
+        "the {} tree {} is {}",
+        arm.arm,
+        arm.tree.root.display(),
+        arm.version.release
+    );
+    if caps.release < Release::OLDEST {
+        return Err(UsageError(format!(
+            "{what}: the gate runs FDB {} and later (README, 'FDB releases')",
+            Release::OLDEST
+        )));
+    }
+    for engine in &config.engines {
+        caps.release
+            .engine_name(*engine)
+            .map_err(|e| UsageError(format!("{what}: {e}; choose another --engine")))?;
+    }
+    if !caps.async_xacts {
+        return Err(UsageError(format!(
+            "{what}: its mako has no --async_xacts (it came with FDB 7.2), and every workload \
+             of the gate runs {} concurrent transactions per thread: use a tree of FDB 7.2 or \
+             later",
+            w.async_xacts
+        )));
+    }
+    Ok((!caps.warmup_seconds && w.warmup_seconds > 0).then(|| {
+        format!(
+            "{what}: its mako has no --warmup_seconds (it came with FDB 8.0), so it runs all \
+             {} s and its TPS is the mean of its per-second samples after the first {} \
+             (8.0's counts the transactions after its warmup); its latency and error counts \
+             include the warmup",
+            w.seconds, w.warmup_seconds
+        )
+    }))
 }
 
 /// The warning for arms whose `CMakeCache.txt` differ in what changes the binaries.

@@ -199,13 +199,16 @@ pub fn junit(judgements: &[Judgement], table: &str, run: &JunitRun) -> String {
             // failures to some consumers); the message is the reason alone, since
             // consumers print "type: message".
             status.set_type(j.verdict.to_string());
-            status.set_message(j.reason.clone());
-            status.set_description(format!("{sentence}\n{}", text.join("\n")));
+            status.set_message(xml_text(&j.reason));
+            status.set_description(xml_text(&format!("{sentence}\n{}", text.join("\n"))));
         }
         let mut case = TestCase::new(j.metric.name(), status);
         case.set_classname(format!("perfgate.{}", j.engine));
         case.set_time(std::time::Duration::from_secs_f64(seconds));
-        case.set_system_out(format!("{sentence}\n{}\n\n{table}", text.join("\n")));
+        case.set_system_out(xml_text(&format!(
+            "{sentence}\n{}\n\n{table}",
+            text.join("\n")
+        )));
         let engine = j.engine.to_string();
         // Jenkins' junit-10.xsd has no properties in a test case: the numbers go to the
         // suite, named after the metric.
@@ -296,6 +299,32 @@ fn without_suites_skipped(xml: &str) -> String {
     format!("{}{}{}", &xml[..start + at], &root[close..], &xml[end..])
 }
 
+/// Bytes of free text (a message, a body, an output) junit.xml holds per element.
+pub const JUNIT_TEXT_BYTES: usize = 16 << 10;
+
+/// Free text as junit.xml may hold it, whatever a child printed into it: characters XML 1.0
+/// forbids (C0 controls but tab and newline, U+FFFE, U+FFFF: Xerces in Jenkins, expat and
+/// xmllint reject the whole file) written as `\u{..}`, and at most [`JUNIT_TEXT_BYTES`]
+/// (libxml2 without XML_PARSE_HUGE, as GitLab parses, refuses a 10 MB text node). Child
+/// output reaches messages as a bounded `process::excerpt` already; this is the last guard.
+pub fn xml_text(text: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in text.char_indices() {
+        if out.len() >= JUNIT_TEXT_BYTES {
+            out.push_str(&format!(" [{} more bytes cut]", text.len() - i));
+            break;
+        }
+        let forbidden =
+            (c.is_control() && !matches!(c, '\t' | '\n')) || matches!(c, '\u{fffe}' | '\u{ffff}');
+        if forbidden {
+            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// `junit.xml` for a run that failed outside its trials: before the first (a build tree
 /// missing a binary, a build that failed or timed out; `case` "setup"), or writing its
 /// results (`case` "results"): one `<error>` test case of type `verdict` (ERROR or
@@ -303,7 +332,7 @@ fn without_suites_skipped(xml: &str) -> String {
 pub fn junit_setup_error(case: &str, verdict: Verdict, message: &str) -> String {
     let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
     status.set_type(verdict.to_string());
-    status.set_message(message);
+    status.set_message(xml_text(message));
     let mut case = TestCase::new(case, status);
     case.set_classname("perfgate");
     let mut suite = TestSuite::new("perfgate");
@@ -617,7 +646,7 @@ mod tests {
             p_slower_adjusted=0.0006
             max_regression_pct=2.00
 
-            table with ESC and ]]&gt; inside</system-out>
+            table with \u{1b}[31mESC\u{1b}[0m and ]]&gt; inside</system-out>
                     </testcase>
                     <testcase name="txn_latency_p99" classname="perfgate.redwood" time="120.500">
                         <system-out>REGRESSION (not gating): p99 transaction latency +7.89% [+0.12%, +16.26%] over 3 pairs, p=0.049: significantly higher in latency, and the estimated change exceeds the 2.00% tolerance
@@ -649,7 +678,7 @@ mod tests {
             p_slower_adjusted=0.0243
             max_regression_pct=2.00
 
-            table with ESC and ]]&gt; inside</system-out>
+            table with \u{1b}[31mESC\u{1b}[0m and ]]&gt; inside</system-out>
                     </testcase>
                 </testsuite>
             </testsuites>

@@ -495,30 +495,14 @@ impl Baseline {
             }
         };
         let host_class = run.host.class();
-        let unknown = [
-            (&self.host_class, "the record's host"),
-            (&host_class, "this host"),
-        ]
-        .into_iter()
-        .filter(|(class, _)| !class_identifies_cpu(class))
-        .map(|(_, which)| which)
-        .collect::<Vec<_>>();
+        let unknown = unknown_cpus(&self.host_class, &host_class);
         for (differs, why, remedy) in [
             (
                 self.host_class != host_class || !unknown.is_empty(),
                 format!(
-                    "baseline {} was recorded on host class '{}', this host is '{host_class}'{}",
-                    self.name,
-                    self.host_class,
-                    if unknown.is_empty() {
-                        String::new()
-                    } else {
-                        format!(
-                            " (the CPU of {} is not known from /proc/cpuinfo, so the same \
-                             class may be another machine)",
-                            unknown.join(" and of ")
-                        )
-                    }
+                    "baseline {} was recorded on host class '{}', this host is \
+                     '{host_class}'{unknown}",
+                    self.name, self.host_class,
                 ),
                 "TPS from different machines do not compare; record a baseline on this class \
                  of host, or pass --allow-host-mismatch",
@@ -629,6 +613,24 @@ pub fn dir(explicit: Option<&Path>) -> Result<PathBuf> {
          the gate from inside it, or give `bench`/`baseline` --baselines-dir DIR",
     )?;
     Ok(root.join("baselines"))
+}
+
+/// "" when both host classes name their CPU; else a note of which does not (the same
+/// class may then be another machine).
+fn unknown_cpus(record: &str, this: &str) -> String {
+    let unknown: Vec<&str> = [(record, "the record's host"), (this, "this host")]
+        .into_iter()
+        .filter(|(class, _)| !class_identifies_cpu(class))
+        .map(|(_, which)| which)
+        .collect();
+    if unknown.is_empty() {
+        return String::new();
+    }
+    format!(
+        " (the CPU of {} is not known from /proc/cpuinfo, so the same class may be another \
+         machine)",
+        unknown.join(" and of ")
+    )
 }
 
 /// Finds baseline `name` (a file name without `.json`, or a path) in `dir`.

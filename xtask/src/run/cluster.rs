@@ -20,14 +20,17 @@ use serde::Serialize;
 use fdb::{
     status::parse_database_status,
     trace::{knob_problems, trace_errors},
-    Engine, Knob,
+    Engine, Knob, Release,
 };
 
 use crate::{
     build::tree::FdbTree,
     plan::env::ChildEnv,
     plan::pinning::Pinning,
-    process::{interrupted, process_running, read_output, Child, PhaseError, Signal, POLL},
+    process::{
+        excerpt, interrupted, output_note, process_running, read_output, Child, PhaseError, Signal,
+        POLL,
+    },
     results::trial::{Availability, CpuRole},
 };
 
@@ -220,18 +223,25 @@ impl Cluster {
         Ok(())
     }
 
-    /// `fdbcli --exec "configure new single <engine>"`, bounded. Output is kept as
-    /// `fdbcli-configure.txt`.
-    pub fn configure(&self, engine: Engine, bound: Duration) -> Result<(), PhaseError> {
-        let command = format!("configure new single {}", engine.fdb_name());
+    /// `fdbcli --exec "configure new single <engine>"` with `release`'s name of the engine,
+    /// bounded. Output is kept as `fdbcli-configure.txt`, its stderr `.err`.
+    pub fn configure(
+        &self,
+        engine: Engine,
+        release: Release,
+        bound: Duration,
+    ) -> Result<(), PhaseError> {
+        let name = release.engine_name(engine).map_err(|e| anyhow!(e))?;
+        let command = format!("configure new single {name}");
         let out = self.artifacts.join("fdbcli-configure.txt");
         let status = self.fdbcli(&command, &out, bound)?;
         let text = read_output(&out)?;
         if !status.success() || !text.contains("Database created") {
+            // fdbcli prints its reason on stderr ("ERROR: Database already exists!").
             return Err(anyhow!(
-                "`fdbcli --exec \"{command}\"` failed ({status}): {}; see {}",
-                text.trim(),
-                out.display()
+                "`fdbcli --exec \"{command}\"` failed ({status}); {}; {}",
+                output_note("stderr", &out.with_extension("err"), 10),
+                output_note("stdout", &out, 10),
             )
             .into());
         }
@@ -307,16 +317,16 @@ impl Cluster {
                     if errors.is_empty() {
                         String::new()
                     } else {
+                        let errors: Vec<String> = errors.iter().map(|e| excerpt(e, 1)).collect();
                         format!("\nlast trace errors: {}", errors.join("; "))
                     }
                 }
                 Err(e) => format!("\ntrace files: {e:#}"),
             };
             return Err(anyhow!(
-                "{} exited during the trial; stderr ends with:\n{}{events}\nsee {}",
+                "{} exited during the trial; {}{events}",
                 c.name,
-                c.stderr_tail(10),
-                c.stderr.display()
+                c.stderr_note(10),
             )
             .into());
         }
@@ -376,7 +386,7 @@ impl Cluster {
             let Some(child) = &s.child else { continue };
             let stderr = read_output(&child.stderr)?;
             for p in knob_problems(&stderr, &s.trace_text()?) {
-                problems.push(format!("{}: {p}", child.name));
+                problems.push(format!("{}: {}", child.name, excerpt(&p, 1)));
             }
         }
         Ok(problems)

@@ -112,7 +112,7 @@ impl<'a> Runner<'a> {
         };
         let others = ctx.pinning.map(|p| p.others.as_slice());
         let record = on_cpus(others, || {
-            run_trial(&ctx, &self.plan.arm(planned.arm).tree, &planned)
+            run_trial(&ctx, self.plan.arm(planned.arm), &planned)
         });
         self.log(&record);
         // Left running, it would take CPU from the next trials' servers.

@@ -17,8 +17,8 @@ use super::{cluster::Cluster, monitor::Monitor, reaper::remove_mako_leftovers};
 use crate::{
     build::tree::FdbTree,
     config::{PhaseBounds, Workload},
-    plan::{env::ChildEnv, pinning::Pinning, PlannedTrial},
-    process::{read_output, tail, Child, PhaseError},
+    plan::{env::ChildEnv, pinning::Pinning, ArmPlan, PlannedTrial},
+    process::{excerpt, output_note, read_output, Child, PhaseError},
     results::trial::{
         CpuRole, Outcome, Phase, PhaseTiming, RoleCpu, TrialRecord, CPU_BOUND_MIN_CORES,
     },
@@ -54,7 +54,7 @@ struct Failure {
 }
 
 /// Runs one trial against `tree`. Artifacts go to `<results>/trials/<NN>-<engine>-<arm>-<rep>`.
-pub fn run_trial(ctx: &TrialContext, tree: &FdbTree, planned: &PlannedTrial) -> TrialRecord {
+pub fn run_trial(ctx: &TrialContext, arm: &ArmPlan, planned: &PlannedTrial) -> TrialRecord {
     let name = format!(
         "{:02}-{}-{}-{}",
         planned.index, planned.engine, planned.arm, planned.repetition
@@ -97,7 +97,7 @@ pub fn run_trial(ctx: &TrialContext, tree: &FdbTree, planned: &PlannedTrial) -> 
         .and_then(|()| {
             run_phases(
                 ctx,
-                tree,
+                arm,
                 planned,
                 &work,
                 &artifacts,
@@ -167,7 +167,7 @@ fn teardown(
 
 fn run_phases(
     ctx: &TrialContext,
-    tree: &FdbTree,
+    arm: &ArmPlan,
     planned: &PlannedTrial,
     work: &Path,
     artifacts: &Path,
@@ -175,6 +175,7 @@ fn run_phases(
     record: &mut TrialRecord,
 ) -> Result<(), Failure> {
     let b = ctx.bounds;
+    let tree = &arm.tree;
     let c = Cluster::new(tree, work, artifacts, ctx.env).map_err(|e| Failure {
         phase: Phase::ClusterStart,
         error: e.into(),
@@ -187,19 +188,19 @@ fn run_phases(
         check_knobs(c)
     })?;
     timed(record, Phase::Configure, || {
-        c.configure(planned.engine, b.configure)
+        c.configure(planned.engine, arm.mako.release, b.configure)
     })?;
     record.availability = Some(timed(record, Phase::Available, || {
         c.wait_available(b.available)
     })?);
     let mut monitor = Monitor::new(work);
     let built = timed(record, Phase::MakoBuild, || {
-        mako_build(ctx, tree, c, work, artifacts, &mut monitor)
+        mako_build(ctx, arm, c, work, artifacts, &mut monitor)
     });
     record.workdir_peak_bytes = Some(monitor.peak_growth_bytes);
     built?;
     let ran = timed(record, Phase::MakoRun, || {
-        mako_run(ctx, tree, c, work, artifacts, &mut monitor)
+        mako_run(ctx, arm, c, work, artifacts, &mut monitor)
     });
     record.workdir_peak_bytes = Some(monitor.peak_growth_bytes);
     let (report, role_cpu) = ran?;
@@ -286,14 +287,14 @@ fn mako_command(
 
 fn mako_build(
     ctx: &TrialContext,
-    tree: &FdbTree,
+    arm: &ArmPlan,
     cluster: &Cluster,
     work: &Path,
     artifacts: &Path,
     monitor: &mut Monitor,
 ) -> Result<(), PhaseError> {
     let w = ctx.workload;
-    let mut cmd = mako_command(ctx.env, tree, cluster, work, "build", w);
+    let mut cmd = mako_command(ctx.env, &arm.tree, cluster, work, "build", w);
     cmd.args(["-p", &w.build_procs.to_string()]);
     let (out, err) = (
         artifacts.join("mako-build.txt"),
@@ -312,15 +313,30 @@ fn mako_build(
     // complete report is success.
     let summary = TextSummary::parse(&text).map_err(|e| {
         anyhow!(
-            "mako --mode build ended ({status}) without a complete report: {e:#}; see {}",
-            out.display()
+            "mako --mode build ended ({status}) without a complete report: {}; see {}; {}",
+            excerpt(&format!("{e:#}"), 10),
+            out.display(),
+            output_note("stderr", &err, 5)
         )
     })?;
-    if summary.total_errors > 0 || summary.total_timeouts > 0 {
+    let timeouts = match summary.total_timeouts {
+        Some(n) => n,
+        None if !arm.mako.counts_timeouts => 0,
+        None => {
+            return Err(anyhow!(
+                "mako --mode build printed no 'Total Timeouts:' line, which mako of FDB {} \
+                 prints: the report is incomplete; see {}",
+                arm.mako.release,
+                out.display()
+            )
+            .into())
+        }
+    };
+    if summary.total_errors > 0 || timeouts > 0 {
         return Err(anyhow!(
-            "mako --mode build counted {} errors and {} timeouts: the data set is incomplete; see {}",
+            "mako --mode build counted {} errors and {timeouts} timeouts: the data set is \
+             incomplete; see {}",
             summary.total_errors,
-            summary.total_timeouts,
             out.display()
         )
         .into());
@@ -361,7 +377,7 @@ fn update_progress(bar: &indicatif::ProgressBar, elapsed: Duration, warmup: Dura
 
 fn mako_run(
     ctx: &TrialContext,
-    tree: &FdbTree,
+    arm: &ArmPlan,
     cluster: &Cluster,
     work: &Path,
     artifacts: &Path,
@@ -373,21 +389,7 @@ fn mako_run(
         artifacts.join("mako-run.err"),
     );
     let json = artifacts.join("mako.json");
-    let mut cmd = mako_command(ctx.env, tree, cluster, work, "run", w);
-    cmd.args(["-p", &w.procs.to_string()])
-        .args(["-t", &w.threads.to_string()])
-        .args(["--async_xacts", &w.async_xacts.to_string()])
-        .args(["-x", &w.transaction])
-        .args(["--warmup_seconds", &w.warmup_seconds.to_string()])
-        .args(["--seconds", &w.seconds.to_string()])
-        // Both take an optional argument (getopt `optional_argument` in mako.cpp): only
-        // the `=` form is unambiguous.
-        // OS strings: a results dir whose name is not UTF-8 is still the same path.
-        .arg(flag_path("--json_report=", &json))
-        .arg(flag_path(
-            "--stats_export_path=",
-            &artifacts.join("mako-sketch.json"),
-        ));
+    let cmd = mako_run_command(ctx, arm, cluster, work, artifacts, &json);
     let started = Instant::now();
     let mut child = Child::spawn_on("mako --mode run", cmd, &out, &err, ctx.other_cpus())?;
     let bound = Duration::from_secs(w.seconds) + ctx.bounds.mako_run_grace;
@@ -416,20 +418,64 @@ fn mako_run(
     let report = (|| -> Result<MakoReport> {
         let text = read_output(&out)?;
         let json_text = read_output(&json)?;
-        MakoReport::parse(
+        let report = MakoReport::parse(
             &text,
             &out.display().to_string(),
             &json_text,
             &json.display().to_string(),
-        )
+            arm.mako.format(),
+        )?;
+        if arm.mako.warmup_seconds {
+            return Ok(report);
+        }
+        // No --warmup_seconds: the window is the samples after the warmup's seconds.
+        report.measured_after(w.warmup_seconds as f64)
     })()
     .map_err(|e| {
         anyhow!(
-            "mako --mode run ended ({status}) without a usable report: {e:#}; stderr: {}",
-            tail(&err, 5)
+            "mako --mode run ended ({status}) without a usable report: {}; {}",
+            excerpt(&format!("{e:#}"), 10),
+            output_note("stderr", &err, 5)
         )
     })?;
     Ok((report, cpu))
+}
+
+/// `mako --mode run` as this arm's mako takes it (`ArmPlan::mako`): `--async_xacts`,
+/// `--warmup_seconds` and `--stats_export_path` only where it has them (the plan refused
+/// a workload a mako cannot run); without `--warmup_seconds` it runs the whole
+/// `--seconds` and the window is cut from its samples.
+fn mako_run_command(
+    ctx: &TrialContext,
+    arm: &ArmPlan,
+    cluster: &Cluster,
+    work: &Path,
+    artifacts: &Path,
+    json: &Path,
+) -> Command {
+    let (w, caps) = (ctx.workload, &arm.mako);
+    let mut cmd = mako_command(ctx.env, &arm.tree, cluster, work, "run", w);
+    cmd.args(["-p", &w.procs.to_string()])
+        .args(["-t", &w.threads.to_string()]);
+    if caps.async_xacts {
+        cmd.args(["--async_xacts", &w.async_xacts.to_string()]);
+    }
+    cmd.args(["-x", &w.transaction]);
+    if caps.warmup_seconds {
+        cmd.args(["--warmup_seconds", &w.warmup_seconds.to_string()]);
+    }
+    cmd.args(["--seconds", &w.seconds.to_string()])
+        // Both take an optional argument (getopt `optional_argument` in mako.cpp): only
+        // the `=` form is unambiguous (and the only one 7.1/7.2's mako reads).
+        // OS strings: a results dir whose name is not UTF-8 is still the same path.
+        .arg(flag_path("--json_report=", json));
+    if caps.stats_export_path {
+        cmd.arg(flag_path(
+            "--stats_export_path=",
+            &artifacts.join("mako-sketch.json"),
+        ));
+    }
+    cmd
 }
 
 /// `--flag=PATH` as one argument, keeping the path's bytes (not `display()`'s lossy text).
