@@ -836,3 +836,45 @@ fn a_knob_the_arms_source_never_names_is_refused_before_building() {
     );
     assert_ne!(code(&o), 64, "{}", text(&o));
 }
+
+#[test]
+fn git_and_ninja_variables_of_the_users_shell_do_not_reach_the_build() {
+    // Issue 14 §2: an exported GIT_DIR pointed every git command at another repository.
+    let s = Sandbox::new();
+    let repo = checkout(&s);
+    let other = s.dir.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    git(&other, &["init", "-q", "-b", "main"]);
+    let o = gate(&s)
+        .args(["bench", "--fdb-src"])
+        .arg(&repo)
+        .arg("--out")
+        .arg(s.dir.path().join("env"))
+        .arg(double_bin())
+        .args(crate::support::TINY)
+        .args(["--trials", "1", "--baselines-dir"])
+        .arg(s.dir.path().join("baselines"))
+        .args(["--baseline", "HEAD~1", "--experiment", "HEAD"])
+        .env("WORKDIR", s.workdir.path())
+        .env("GIT_DIR", other.join(".git"))
+        .env("NINJA_STATUS", "garbage ")
+        .output()
+        .unwrap();
+    assert!(
+        s.dir.path().join("env/trials.json").is_file(),
+        "{}",
+        text(&o)
+    );
+    // Whatever else of the kind this shell has (GIT_SSL_CAINFO on CI hosts) goes too.
+    assert!(
+        text(&o).contains("not passed to git, cmake and ninja: GIT_DIR, "),
+        "{}",
+        text(&o)
+    );
+    let p = provenance(&s, "env");
+    let removed = p[0]["env_removed"].as_array().unwrap();
+    for name in ["GIT_DIR", "NINJA_STATUS"] {
+        assert!(removed.contains(&json!(name)), "{p}");
+    }
+    assert_eq!(p[0]["commit"], json!(rev(&repo, "HEAD~1")), "{p}");
+}

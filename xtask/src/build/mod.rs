@@ -103,6 +103,10 @@ pub struct Provenance {
     /// did use is in the tree's `CMakeCache.txt` (`plan.<arm>.build_config` in `meta.json`).
     #[serde(default)]
     pub compilers: BTreeMap<String, String>,
+    /// Variables of the gate's environment not passed to git, cmake and ninja
+    /// ([`tool_command`]), names only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env_removed: Vec<String>,
     /// Wall time of the configure + build that made this tree, seconds; on a cache hit,
     /// the earlier build's (0 for entries from before this was recorded).
     pub build_s: f64,
@@ -237,6 +241,7 @@ pub fn build(
         cmake_args,
         configure_env,
         compilers,
+        env_removed: tool_env_removed(std::env::vars_os().map(|(n, _)| n)),
         build_s: 0.0,
         cache_hit: false,
         build_dir: tree.clone(),
@@ -398,7 +403,7 @@ fn compile(
     // in the top directory. Files configure regenerates unchanged keep their times, so
     // this rebuilds nothing by itself.
     let _ = std::fs::remove_file(build_dir.join("CMakeCache.txt"));
-    let mut configure = Command::new("cmake");
+    let mut configure = tool_command("cmake");
     configure
         .arg("-S")
         .arg(&source_dir)
@@ -417,7 +422,7 @@ fn compile(
         Some(why) => e.context(why),
         None => e,
     })?;
-    let mut ninja = Command::new("ninja");
+    let mut ninja = tool_command("ninja");
     ninja
         .arg("-C")
         .arg(&build_dir)
@@ -596,6 +601,39 @@ fn checkout(src: &Path, commit: &str, dest: &Path) -> Result<()> {
         })
 }
 
+/// Whether a variable of the gate's environment is kept from git, cmake and ninja: git's
+/// `GIT_*` (`GIT_DIR`, `GIT_WORK_TREE`, `GIT_INDEX_FILE`, `GIT_OBJECT_DIRECTORY`,
+/// `GIT_CONFIG_*`... point git at another repository, index or configuration than the
+/// checkout's: an arm built from the wrong sources) and ninja's `NINJA_STATUS` (its status
+/// line, which the progress reads). What configure reads (compilers, flags, `CMAKE_*`,
+/// FDB's options) is passed: it is keyed and recorded by the build cache.
+fn kept_from_tools(name: &OsStr) -> bool {
+    let name = name.as_encoded_bytes();
+    name.starts_with(b"GIT_") || name == b"NINJA_STATUS"
+}
+
+/// A build tool's command without the variables [`kept_from_tools`] keeps from it; the
+/// gate adds its own (`GIT_INDEX_FILE` of a snapshot) afterwards.
+fn tool_command(program: &str) -> Command {
+    let mut cmd = Command::new(program);
+    for (name, _) in std::env::vars_os() {
+        if kept_from_tools(&name) {
+            cmd.env_remove(name);
+        }
+    }
+    cmd
+}
+
+/// The names of `vars` that [`tool_command`] removes, sorted, for the record.
+fn tool_env_removed(vars: impl Iterator<Item = std::ffi::OsString>) -> Vec<String> {
+    let mut removed: Vec<String> = vars
+        .filter(|n| kept_from_tools(n))
+        .map(|n| n.to_string_lossy().into_owned())
+        .collect();
+    removed.sort();
+    removed
+}
+
 /// Bound on one git command on the local checkout: generous (a shared clone or a checkout
 /// of FDB's ~10k files takes seconds to a minute); it only ends a git that hangs (a lock
 /// held by another process, a filesystem that stopped answering).
@@ -617,7 +655,7 @@ fn git<A: AsRef<OsStr>>(
             .collect::<Vec<_>>()
             .join(" ")
     );
-    let mut cmd = Command::new("git");
+    let mut cmd = tool_command("git");
     cmd.arg("-C").arg(dir).args(&args);
     for (name, value) in env {
         cmd.env(name, value);
@@ -1084,7 +1122,7 @@ pub fn commits(config: &SourceConfig, arms: &[Arm]) -> Result<Vec<(Arm, String)>
 pub fn knobs_unknown_at(src: &Path, commit: &str, names: &[&str]) -> Result<Vec<String>> {
     let mut unknown = Vec::new();
     for name in names {
-        let mut cmd = Command::new("git");
+        let mut cmd = tool_command("git");
         cmd.arg("-C")
             .arg(src)
             .args(["grep", "-q", "-i", "-w", "-F", "-e", name, commit, "--"])
@@ -1119,6 +1157,14 @@ pub fn build_arms(config: &SourceConfig, arms: &[Arm]) -> Result<Vec<(Arm, Prove
         .join("perfgate")
         .join("fdb");
     let mut built = Vec::new();
+    let removed = tool_env_removed(std::env::vars_os().map(|(n, _)| n));
+    if !removed.is_empty() {
+        say!(
+            "not passed to git, cmake and ninja: {} (they would point git elsewhere or change \
+             ninja's status line)",
+            removed.join(", ")
+        );
+    }
     for &arm in arms {
         let source = source_of(config, arm)?;
         say!(
@@ -1148,6 +1194,25 @@ pub fn build_arms(config: &SourceConfig, arms: &[Arm]) -> Result<Vec<(Arm, Prove
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn git_and_ninja_variables_are_kept_from_the_build_tools() {
+        // Issue 14 §2: GIT_DIR exported would build another repository's sources.
+        let vars = [
+            "PATH",
+            "GIT_DIR",
+            "CC",
+            "NINJA_STATUS",
+            "GIT_WORK_TREE",
+            "CMAKE_PREFIX_PATH",
+        ]
+        .map(std::ffi::OsString::from);
+        assert_eq!(
+            tool_env_removed(vars.into_iter()),
+            ["GIT_DIR", "GIT_WORK_TREE", "NINJA_STATUS"]
+        );
+        assert!(!kept_from_tools(OsStr::new("CXX")));
+    }
 
     #[test]
     fn cmake_versions_are_read_from_the_first_line() {
