@@ -5,6 +5,7 @@
 mod baseline;
 mod bench;
 mod build;
+mod ci;
 mod golden;
 mod layout;
 mod support;

@@ -1,5 +1,5 @@
 //! The work dir: a disk-backed one is warned about, a trial that would not fit is refused,
-//! two gates share one.
+//! a second gate on a busy one is refused.
 
 use serde_json::json;
 
@@ -73,33 +73,41 @@ fn a_trial_that_would_not_fit_the_ram_disk_or_the_cgroup_is_refused_before_start
 }
 
 #[test]
-fn two_gates_at_once_on_one_work_dir_do_not_collide() {
+fn a_second_gate_on_a_busy_work_dir_is_refused_naming_the_first() {
+    // Issue 15: two gates on one work dir both ran, each measuring the other, no warning.
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({"time_scale": 0.2}), json!({"time_scale": 0.2}));
-    let spawn = |out: &str| {
-        s.bench_command_out(&a, &b, &s.dir.path().join(out), &["--trials", "2"])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
-    let (one, two) = (spawn("one"), spawn("two"));
-    for (name, child) in [("one", one), ("two", two)] {
-        let o = child.wait_with_output().unwrap();
-        assert_eq!(code(&o), 0, "{name}: {}", text(&o));
-        let trials: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(s.dir.path().join(name).join("trials.json")).unwrap(),
-        )
+    let first = s.spawn_until_mako_runs(&a, &b);
+    let o = s
+        .bench_command_out(&a, &b, &s.dir.path().join("second"), &["--trials", "2"])
+        .output()
         .unwrap();
-        assert!(
-            trials
-                .as_array()
-                .unwrap()
-                .iter()
-                .all(|t| t["outcome"] == "measured"),
-            "{trials}"
-        );
-    }
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!(
+            "another gate is running on the work dir {}: pid {} (",
+            s.workdir.path().display(),
+            first.id()
+        )),
+        "{}",
+        text(&o)
+    );
+    assert!(text(&o).contains("resource_group"), "{}", text(&o));
+    assert!(
+        !s.dir.path().join("second/trials.json").exists(),
+        "the second ran no trial"
+    );
+    let o = first.wait_with_output().unwrap();
+    assert_eq!(code(&o), 0, "the first gate was not disturbed");
+    let trials = s.read_json("trials.json");
+    assert!(
+        trials
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["outcome"] == "measured"),
+        "{trials}"
+    );
     s.assert_no_leftover_processes();
     assert_eq!(std::fs::read_dir(s.workdir.path()).unwrap().count(), 0);
 }

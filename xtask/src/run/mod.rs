@@ -22,7 +22,7 @@ use crate::{
     process::{interrupted, on_cpus},
     results::trial::{Outcome, TrialRecord},
 };
-use reaper::{clean_stale_runs, Reaper, RunDir};
+use reaper::{clean_stale_runs, live_runs, Reaper, RunDir};
 use trial::{run_trial, TrialContext};
 
 /// What the runner calls with every record so far after each trial (to write them out);
@@ -53,6 +53,17 @@ impl<'a> Runner<'a> {
         out: &'a Path,
         save: impl FnMut(&[TrialRecord]) -> Result<()> + 'a,
     ) -> Result<Runner<'a>> {
+        let live = live_runs(&plan.workdir.path);
+        if !live.is_empty() {
+            anyhow::bail!(
+                "another gate is running on the work dir {}: {}; two benchmarks on one host \
+                 measure each other, so this one does not start: wait for it to end (in CI, \
+                 run benchmark jobs one at a time: GitHub `concurrency:`, GitLab \
+                 `resource_group:`)",
+                plan.workdir.path.display(),
+                live.join(", ")
+            );
+        }
         for line in clean_stale_runs(&plan.workdir.path) {
             tracing::warn!("{line}");
         }

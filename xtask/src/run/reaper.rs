@@ -89,6 +89,44 @@ impl Drop for RunDir {
     }
 }
 
+/// The run dirs under `workdir` of gates alive now (their [`RUN_LOCK`] is held), as
+/// `pid <pid> (<dir>)`: two gates on one host measure each other. A run dir this process
+/// cannot open (another user's, 0700) is not seen. The lock is opened like
+/// [`stale_run_lock`] opens it (no link followed, no FIFO waited on); one that can be taken
+/// is released at once (a dead gate's dir, [`clean_stale_runs`]' business).
+pub fn live_runs(workdir: &Path) -> Vec<String> {
+    let mut live = Vec::new();
+    for entry in std::fs::read_dir(workdir).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix(RUN_DIR_PREFIX) else {
+            continue;
+        };
+        let dir = entry.path();
+        if !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_dir()) {
+            continue;
+        }
+        let Ok(file) = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc_flags())
+            .open(dir.join(RUN_LOCK))
+        else {
+            continue;
+        };
+        if !file.metadata().is_ok_and(|m| m.file_type().is_file()) {
+            continue;
+        }
+        let held = matches!(
+            nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockSharedNonblock),
+            Err((_, nix::errno::Errno::EWOULDBLOCK))
+        );
+        if held {
+            let pid = rest.split('-').next().unwrap_or("?");
+            live.push(format!("pid {pid} ({})", dir.display()));
+        }
+    }
+    live
+}
+
 /// Cleans up after earlier gates that were killed (SIGKILL, a crash) and could not tear
 /// down, and whose reaper did not either: for every run dir under `workdir` whose lock
 /// ([`RUN_LOCK`]) is free, kills the processes still naming it (e.g. mako workers, which
