@@ -526,3 +526,33 @@ fn recording_from_a_dir_that_is_not_a_run_is_a_usage_error() {
         );
     }
 }
+
+#[test]
+fn outside_a_workspace_without_baselines_dir_is_a_usage_error() {
+    // Issue 15: exit 2 outside the workspace; calibrate had no --baselines-dir at all.
+    let s = Sandbox::new();
+    for args in [
+        &["baseline", "list"][..],
+        &["calibrate", "--build", "/nonexistent", "--dry-run"][..],
+    ] {
+        let o = std::process::Command::new(crate::support::xtask())
+            .args(args)
+            .current_dir(s.dir.path())
+            .env("WORKDIR", s.workdir.path())
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 64, "{args:?}: {}", text(&o));
+        assert!(text(&o).contains("--baselines-dir DIR"), "{}", text(&o));
+    }
+    let o = std::process::Command::new(crate::support::xtask())
+        .args(["calibrate", "--build", "/nonexistent", "--baselines-dir"])
+        .arg(s.dir.path())
+        .current_dir(s.dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        !text(&o).contains("--baselines-dir DIR"),
+        "calibrate takes --baselines-dir: {}",
+        text(&o)
+    );
+}

@@ -111,3 +111,33 @@ fn a_second_gate_on_a_busy_work_dir_is_refused_naming_the_first() {
     s.assert_no_leftover_processes();
     assert_eq!(std::fs::read_dir(s.workdir.path()).unwrap().count(), 0);
 }
+
+#[test]
+fn perfgate_workdir_comes_before_the_unprefixed_workdir() {
+    // Issue 15: WORKDIR is a name other tools set; the gate's own variable wins.
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    let own = tempfile::tempdir_in(s.workdir.path().parent().unwrap()).unwrap();
+    let o = s
+        .bench_command(&a, &b, &["--trials", "1", "--dry-run"])
+        .env("PERFGATE_WORKDIR", own.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(
+        text(&o).contains(&own.path().display().to_string()),
+        "{}",
+        text(&o)
+    );
+    let o = s
+        .bench_command(&a, &b, &["--trials", "1", "--dry-run"])
+        .env("WORKDIR", "")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("WORKDIR is set but empty"),
+        "{}",
+        text(&o)
+    );
+}

@@ -53,7 +53,7 @@ pub enum Command {
     Doctor {
         /// Work dir to check; default: as `bench` would choose it (/mnt/ram, else the
         /// largest tmpfs).
-        #[arg(long, env = "WORKDIR", value_name = "PATH")]
+        #[arg(long, env = "PERFGATE_WORKDIR", value_name = "PATH")]
         workdir: Option<PathBuf>,
     },
     /// Build the arms' FDB trees from --fdb-src ahead of time (what `bench` would build),
@@ -337,6 +337,10 @@ pub struct CalibrateArgs {
     #[arg(long, value_name = "FILE")]
     pub write_profile: Option<PathBuf>,
 
+    /// Where baselines (and slo.json) live; default: baselines/ in this workspace.
+    #[arg(long, value_name = "DIR")]
+    pub baselines_dir: Option<PathBuf>,
+
     #[command(flatten)]
     pub run: RunArgs,
 }
@@ -382,7 +386,8 @@ pub struct RunArgs {
 
     /// Work directory for the cluster's data; should be a RAM disk (tmpfs). Default:
     /// /mnt/ram when writable, else the tmpfs mount with the most free space.
-    #[arg(long, env = "WORKDIR", value_name = "PATH")]
+    /// `PERFGATE_WORKDIR`, else the older `WORKDIR`, stand for it.
+    #[arg(long, env = "PERFGATE_WORKDIR", value_name = "PATH")]
     pub workdir: Option<PathBuf>,
 
     /// fdbserver knob for both arms, as NAME=VALUE (the `knob_` prefix is optional).
@@ -544,7 +549,24 @@ pub struct TimeoutArgs {
     pub timeout_teardown: u64,
 }
 
-/// The environment variables that stand for flags (`WORKDIR` for `--workdir`, ...) and are
+/// `--workdir` as given (flag or `PERFGATE_WORKDIR`), else the older `WORKDIR` variable:
+/// an unprefixed name another tool may set, read only when the gate's own is absent.
+/// Errors: `WORKDIR` is set but empty (a flag given without a value, in effect).
+pub fn workdir_or_env(given: Option<&std::path::Path>) -> Result<Option<PathBuf>, String> {
+    if let Some(p) = given {
+        return Ok(Some(p.to_path_buf()));
+    }
+    match std::env::var_os("WORKDIR") {
+        Some(v) if v.is_empty() => Err(
+            "WORKDIR is set but empty: unset it, or give --workdir PATH (or PERFGATE_WORKDIR)"
+                .to_string(),
+        ),
+        Some(v) => Ok(Some(PathBuf::from(v))),
+        None => Ok(None),
+    }
+}
+
+/// The environment variables that stand for flags (`PERFGATE_WORKDIR` for `--workdir`, ...) and are
 /// set but empty, as `(variable, flag)`: clap reads an empty one as a flag given without a
 /// value, and its message names the flag the user never typed. `main` says which variable
 /// it was instead.
@@ -579,6 +601,23 @@ mod tests {
     use clap::CommandFactory;
 
     #[test]
+    fn the_gates_own_workdir_variable_comes_before_the_older_one() {
+        // PERFGATE_WORKDIR is clap's (the flag's env); WORKDIR only when it is absent.
+        let given = std::path::Path::new("/given");
+        assert_eq!(
+            workdir_or_env(Some(given)).unwrap(),
+            Some(given.to_path_buf())
+        );
+        let cmd = Cli::command();
+        let bench = cmd.find_subcommand("bench").unwrap();
+        let workdir = bench
+            .get_arguments()
+            .find(|a| a.get_long() == Some("workdir"))
+            .unwrap();
+        assert_eq!(workdir.get_env().unwrap(), "PERFGATE_WORKDIR");
+    }
+
+    #[test]
     fn empty_env_flags_names_each_empty_variable_once() {
         let env = |set: &'static [(&'static str, &'static str)]| {
             move |v: &str| {
@@ -588,8 +627,8 @@ mod tests {
             }
         };
         assert_eq!(
-            empty_env_flags(env(&[("WORKDIR", ""), ("FDB_SRC", "/src")])),
-            [("WORKDIR".to_string(), "--workdir".to_string())]
+            empty_env_flags(env(&[("PERFGATE_WORKDIR", ""), ("FDB_SRC", "/src")])),
+            [("PERFGATE_WORKDIR".to_string(), "--workdir".to_string())]
         );
         assert!(empty_env_flags(env(&[("WORKDIR", "/dev/shm")])).is_empty());
         assert_eq!(empty_env_flags(env(&[("FDB_SRC", "")])).len(), 1);

@@ -28,7 +28,8 @@ use crate::{
 /// measured (and, with `--write-profile`, the trials could be sized), else 2; a window too
 /// short to size is refused before any trial.
 pub fn run(args: &CalibrateArgs) -> Result<i32> {
-    let config = BenchConfig::new(Some(&args.build), Some(&args.build), true, &args.run)?;
+    let mut config = BenchConfig::new(Some(&args.build), Some(&args.build), true, &args.run)?;
+    config.baselines_dir = args.baselines_dir.clone();
     if let Some(j) = &config.junit {
         check_junit(j, config.out.as_deref())?;
     }

@@ -23,7 +23,11 @@ pub fn run(command: &Command) -> Result<i32> {
         Command::Compare(args) => compare::run(args),
         Command::Baseline(cmd) => baseline::run(cmd),
         Command::Build(args) => build::run(args),
-        Command::Doctor { workdir } => doctor::run(workdir.as_deref()),
+        Command::Doctor { workdir } => {
+            let workdir =
+                crate::cli::workdir_or_env(workdir.as_deref()).map_err(crate::error::UsageError)?;
+            doctor::run(workdir.as_deref())
+        }
         Command::Reap { run_dir, log } => reap::run(run_dir, log),
     }
 }

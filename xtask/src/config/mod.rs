@@ -291,7 +291,7 @@ impl BenchConfig {
             trials,
             time_budget,
             seed: a.seed.unwrap_or_else(clock_seed),
-            workdir: a.workdir.clone(),
+            workdir: crate::cli::workdir_or_env(a.workdir.as_deref()).map_err(UsageError)?,
             out: a.out.clone(),
             junit: a.junit.clone(),
             max_regression_pct: a.max_regression,

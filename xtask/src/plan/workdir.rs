@@ -76,7 +76,7 @@ pub fn choose(explicit: Option<&Path>) -> Result<Workdir> {
     if let Some(path) = explicit {
         if path.exists() && !path.is_dir() {
             return Err(UsageError(format!(
-                "work dir {} (--workdir/WORKDIR) is not a directory",
+                "work dir {} (--workdir, PERFGATE_WORKDIR or WORKDIR) is not a directory",
                 path.display()
             ))
             .into());
@@ -86,7 +86,7 @@ pub fn choose(explicit: Option<&Path>) -> Result<Workdir> {
             let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
             if parent.is_some_and(|p| !p.is_dir()) {
                 return Err(UsageError(format!(
-                    "work dir {} (--workdir/WORKDIR) does not exist, nor does its parent: \
+                    "work dir {} (--workdir, PERFGATE_WORKDIR or WORKDIR) does not exist, nor does its parent: \
                      create it, e.g. mount a RAM disk there (`mount -t tmpfs -o size=8g tmpfs \
                      DIR`)",
                     path.display()
@@ -95,7 +95,7 @@ pub fn choose(explicit: Option<&Path>) -> Result<Workdir> {
             }
             std::fs::create_dir(path).with_context(|| {
                 format!(
-                    "cannot create work dir {} (from --workdir/WORKDIR)",
+                    "cannot create work dir {} (from --workdir, PERFGATE_WORKDIR or WORKDIR)",
                     path.display()
                 )
             })?;
@@ -104,7 +104,7 @@ pub fn choose(explicit: Option<&Path>) -> Result<Workdir> {
         // Absolute: the servers run in their own directories and get paths inside it.
         let path = std::fs::canonicalize(path)
             .with_context(|| format!("cannot resolve work dir {}", path.display()))?;
-        return inspect(&path, "--workdir/WORKDIR");
+        return inspect(&path, "--workdir, PERFGATE_WORKDIR or WORKDIR");
     }
     let ram = Path::new("/mnt/ram");
     if ram.is_dir() && ensure_writable(ram).is_ok() {

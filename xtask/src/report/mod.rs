@@ -20,9 +20,14 @@ use crate::{
     results::{fs::json, trial::TrialRecord},
 };
 
+/// The format version of `summary.json`: 1 is the first one that says so.
+pub const SUMMARY_SCHEMA_VERSION: u32 = 1;
+
 /// `summary.json`: the verdicts and the numbers behind them.
 #[derive(Debug, Serialize)]
 pub struct Summary<'a> {
+    /// [`SUMMARY_SCHEMA_VERSION`]: raised when a field changes meaning or goes away.
+    pub schema_version: u32,
     /// The run's exit status (0, 1, 2).
     pub exit_code: i32,
     /// Whether SIGINT/SIGTERM cut the run short.
@@ -34,6 +39,7 @@ pub struct Summary<'a> {
 
 pub fn summary_json(judgements: &[Judgement], interrupted: bool, warnings: &[String]) -> String {
     let s = Summary {
+        schema_version: SUMMARY_SCHEMA_VERSION,
         exit_code: exit_code(judgements, interrupted),
         interrupted,
         warnings,

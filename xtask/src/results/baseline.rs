@@ -608,11 +608,15 @@ pub fn dir(explicit: Option<&Path>) -> Result<PathBuf> {
     if let Some(d) = explicit {
         return Ok(d.to_path_buf());
     }
-    let root = super::fs::workspace_root().context(
-        "baselines/ (recorded baselines and slo.json) lives in the perfgate checkout: run \
-         the gate from inside it, or give `bench`/`baseline` --baselines-dir DIR",
-    )?;
-    Ok(root.join("baselines"))
+    match super::fs::workspace_root() {
+        Ok(root) => Ok(root.join("baselines")),
+        Err(e) => Err(UsageError(format!(
+            "baselines/ (recorded baselines and slo.json) lives in the perfgate checkout, \
+             and this is not one ({e:#}): run the gate from inside it, or give \
+             --baselines-dir DIR"
+        ))
+        .into()),
+    }
 }
 
 /// "" when both host classes name their CPU; else a note of which does not (the same

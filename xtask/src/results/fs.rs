@@ -67,7 +67,11 @@ pub fn results_dir(explicit: Option<&Path>, junit: Option<&Path>) -> Result<Path
     let dir = match explicit {
         Some(d) => d.to_path_buf(),
         None => {
-            let target = target_dir().context("pass --out DIR")?;
+            let target = target_dir().map_err(|e| {
+                UsageError(format!(
+                    "no default results dir outside a cargo workspace ({e:#}): pass --out DIR"
+                ))
+            })?;
             let stamp = dir_stamp(SystemTime::now());
             target
                 .join("perfgate")
