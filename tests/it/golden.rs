@@ -116,6 +116,7 @@ fn check(s: &Sandbox, case: &str) {
     assert_valid_junit(&s.out().join("junit.xml"));
     expect_file![format!("golden/{case}/results.tsv")]
         .assert_eq(&results_tsv(&read("results.tsv")));
+    expect_file![format!("golden/{case}/summary.md")].assert_eq(&read("summary.md"));
     expect_file![format!("golden/{case}/report.html")]
         .assert_eq(&report_html(&read("report.html")));
 }

@@ -421,3 +421,50 @@ fn a_results_dir_that_fills_up_mid_run_is_named_in_a_results_case() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
     s.assert_no_leftover_processes();
 }
+
+#[test]
+fn the_markdown_summary_is_appended_to_a_job_summary_file() {
+    // Issue 15: CI job summaries take Markdown; GitHub's $GITHUB_STEP_SUMMARY collects
+    // every step's, so an existing file is appended to, never replaced.
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({"tps": 900.0}));
+    let summary = s.dir.path().join("step-summary.md");
+    std::fs::write(&summary, "# earlier step\n").unwrap();
+    let o = s.bench(
+        &a,
+        &b,
+        &[
+            "--trials",
+            "2",
+            "--export-markdown",
+            summary.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    let md = std::fs::read_to_string(&summary).unwrap();
+    assert!(
+        md.starts_with("# earlier step\n## perfgate: REGRESSION (exit 1)\n"),
+        "{md}"
+    );
+    assert!(md.contains("| redwood | TPS |"), "{md}");
+    assert_eq!(
+        std::fs::read_to_string(s.out().join("summary.md")).unwrap(),
+        md.trim_start_matches("# earlier step\n")
+    );
+    // A link planted there is not followed.
+    let target = s.dir.path().join("elsewhere.md");
+    std::fs::write(&target, "keep").unwrap();
+    let link = s.dir.path().join("link.md");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let o = s
+        .bench_command_out(
+            &a,
+            &b,
+            &s.dir.path().join("second"),
+            &["--trials", "2", "--export-markdown", link.to_str().unwrap()],
+        )
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+}

@@ -165,6 +165,9 @@ pub struct CompareArgs {
     /// Also write the JUnit XML here.
     #[arg(long, value_name = "PATH")]
     pub junit: Option<PathBuf>,
+    /// Also write the verdict table as Markdown here (always written to <out>/summary.md).
+    #[arg(long, value_name = "FILE")]
+    pub export_markdown: Option<PathBuf>,
 }
 
 /// Storage engine as named on the command line; `all` expands to every engine.
@@ -409,6 +412,11 @@ pub struct RunArgs {
     /// Also write the JUnit XML here (it is always written to <out>/junit.xml).
     #[arg(long, value_name = "PATH")]
     pub junit: Option<PathBuf>,
+
+    /// Also write the verdict table as Markdown here, for a CI job summary (e.g.
+    /// $GITHUB_STEP_SUMMARY; it is always written to <out>/summary.md).
+    #[arg(long, value_name = "FILE")]
+    pub export_markdown: Option<PathBuf>,
 
     /// Tolerated TPS loss in percent: MEASURED when the 95% interval rules out a larger
     /// loss, REGRESSION when the experiment is significantly slower by more than this.

@@ -16,7 +16,7 @@ use crate::{
         same_knobs,
     },
     report::write,
-    results::fs::check_junit,
+    results::fs::{check_junit, check_writable_file},
 };
 
 /// Runs the gate; returns the exit status (0, 1 or 2). Errors before the first trial
@@ -27,6 +27,9 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
     // Before hours of building and running, not after.
     if let Some(j) = &junit {
         check_junit(j, args.run.out.as_deref())?;
+    }
+    if let Some(m) = &args.run.export_markdown {
+        check_writable_file("--export-markdown", m)?;
     }
     let result = (|| {
         let mut config = BenchConfig::try_from(args)?;

@@ -33,6 +33,9 @@ pub fn run(args: &CalibrateArgs) -> Result<i32> {
     if let Some(j) = &config.junit {
         check_junit(j, config.out.as_deref())?;
     }
+    if let Some(m) = &config.export_markdown {
+        check_writable_file("--export-markdown", m)?;
+    }
     if let Some(p) = &args.write_profile {
         check_profile_path(p, &config, args.budget)?;
     }

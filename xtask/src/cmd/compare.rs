@@ -86,7 +86,10 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         &judgements,
         interrupted,
         &warnings,
-        args.junit.as_deref(),
+        write::Copies {
+            junit: args.junit.as_deref(),
+            markdown: args.export_markdown.as_deref(),
+        },
         false,
         &crate::report::JunitRun::new(
             &trials,

@@ -86,7 +86,10 @@ pub fn execute(plan: Plan) -> Result<Finished> {
         &judgements,
         interrupted,
         &warnings,
-        plan.config.junit.as_deref(),
+        write::Copies {
+            junit: plan.config.junit.as_deref(),
+            markdown: plan.config.export_markdown.as_deref(),
+        },
         plan.config.json,
         &crate::report::JunitRun::new(
             &trials,

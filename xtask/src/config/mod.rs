@@ -143,6 +143,8 @@ pub struct BenchConfig {
     /// Extra copy of the JUnit XML.
     #[serde(serialize_with = "path_json::lossy_opt")]
     pub junit: Option<PathBuf>,
+    /// `--export-markdown`: where the Markdown verdict table is copied, if anywhere.
+    pub export_markdown: Option<PathBuf>,
     /// Largest tolerated TPS loss of the experiment, percent.
     pub max_regression_pct: f64,
     /// Absolute TPS floor of the experiment for every engine (`--slo-tps`), if any.
@@ -294,6 +296,7 @@ impl BenchConfig {
             workdir: crate::cli::workdir_or_env(a.workdir.as_deref()).map_err(UsageError)?,
             out: a.out.clone(),
             junit: a.junit.clone(),
+            export_markdown: a.export_markdown.clone(),
             max_regression_pct: a.max_regression,
             slo_tps: a.slo_tps,
             strict: a.strict,

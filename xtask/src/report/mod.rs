@@ -392,6 +392,57 @@ fn table_row(j: &Judgement) -> [String; 7] {
     ]
 }
 
+/// `summary.md` (and `--export-markdown`): the verdict table as Markdown for a CI job
+/// summary (GitHub's step summary, a GitLab MR note): a heading with the run's outcome and
+/// exit status, one row per engine and metric with each arm's mean, the change and its 95%
+/// interval, p, MDE and pairs, and the verdict; then each verdict's reason, its notes and
+/// the run's warnings. Text from the run is escaped for Markdown tables (`|`, newlines).
+pub fn markdown(judgements: &[Judgement], interrupted: bool, warnings: &[String]) -> String {
+    let cell = |t: &str| t.replace('|', "\\|").replace(['\n', '\r'], " ");
+    let code = exit_code(judgements, interrupted);
+    let worst = judgements
+        .iter()
+        .filter(|j| j.gating)
+        .map(|j| j.verdict)
+        // The most severe: ERROR/TIMEOUT, then REGRESSION/SLO-VIOLATION, INCONCLUSIVE.
+        .max_by_key(|v| 2 * v.exit_code(true) + i32::from(*v != Verdict::Inconclusive));
+    let mut s = format!(
+        "## perfgate: {}{} (exit {code})\n\n",
+        worst.map_or_else(|| "no verdict".to_string(), |v| v.to_string()),
+        if interrupted { ", interrupted" } else { "" }
+    );
+    s.push_str("| engine | metric | baseline | experiment | change [95% CI] | p / MDE / pairs | verdict |\n");
+    s.push_str("|---|---|---:|---:|---:|---:|---|\n");
+    for j in judgements {
+        let mut row = table_row(j).map(|c| cell(&c));
+        if j.gating && j.verdict != Verdict::Measured {
+            row[6] = format!("**{}**", row[6]);
+        }
+        let _ = writeln!(s, "| {} |", row.join(" | "));
+    }
+    s.push('\n');
+    for j in judgements {
+        let what = if j.gating {
+            format!("{} {}", j.engine, j.verdict)
+        } else {
+            format!(
+                "{} {} (not gating) {}",
+                j.engine,
+                j.metric.name(),
+                j.verdict
+            )
+        };
+        let _ = writeln!(s, "- **{what}**: {}", cell(&j.reason));
+        for note in &j.notes {
+            let _ = writeln!(s, "  - note: {}", cell(note));
+        }
+    }
+    for w in warnings {
+        let _ = writeln!(s, "- **WARNING**: {}", cell(w));
+    }
+    s
+}
+
 /// The terminal table: one row per engine, aligned, then each verdict's reason and the
 /// run's warnings.
 pub fn table(judgements: &[Judgement], warnings: &[String]) -> String {

@@ -6,10 +6,10 @@
 
 use std::{io::Write as _, path::Path, time::SystemTime};
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use serde::Serialize;
 
-use super::{html, junit, junit_setup_error, results_tsv, summary_json, table};
+use super::{html, junit, junit_setup_error, markdown, results_tsv, summary_json, table};
 use crate::{
     build::BuildTimeout,
     judge::{calibrate::Calibration, Judgement, Verdict},
@@ -60,6 +60,32 @@ pub fn trials(out: &Path, trials: &[TrialRecord]) -> Result<()> {
     write(&out.join("results.tsv"), &results_tsv(trials))
 }
 
+/// Where the run's JUnit and Markdown also go (`--junit`, `--export-markdown`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Copies<'a> {
+    pub junit: Option<&'a Path>,
+    pub markdown: Option<&'a Path>,
+}
+
+/// Adds `text` to the end of `path` when it is a regular file already (GitHub's
+/// `$GITHUB_STEP_SUMMARY` collects every step's), else writes it as [`write`] does.
+/// Errors: `path` is something else than a regular file (a link, a FIFO: not followed).
+fn append_or_write(path: &Path, text: &str) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_file() => {
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+                .open(path)
+                .with_context(|| format!("cannot append to {}", path.display()))?;
+            f.write_all(text.as_bytes())
+                .with_context(|| format!("cannot append to {}", path.display()))
+        }
+        _ => write(path, text),
+    }
+}
+
 /// Writes `summary.json` and `junit.xml` (and the `--junit` copy) into `out` and prints
 /// the table (or, with `json_to_stdout`, the summary): the end of `bench`, `calibrate`
 /// and `compare`.
@@ -68,17 +94,22 @@ pub fn verdicts(
     judgements: &[Judgement],
     interrupted: bool,
     warnings: &[String],
-    junit_copy: Option<&Path>,
+    copies: Copies,
     json_to_stdout: bool,
     run: &super::JunitRun,
 ) -> Result<()> {
     let table = table(judgements, warnings);
     let junit = junit(judgements, &table, run);
     let summary = summary_json(judgements, interrupted, warnings);
+    let md = markdown(judgements, interrupted, warnings);
     write(&out.join("summary.json"), &summary)?;
     write(&out.join("junit.xml"), &junit)?;
-    if let Some(extra) = junit_copy {
+    write(&out.join("summary.md"), &md)?;
+    if let Some(extra) = copies.junit {
         write(extra, &junit)?;
+    }
+    if let Some(extra) = copies.markdown {
+        append_or_write(extra, &md)?;
     }
     // A closed stdout (`| head`) must not turn a verdict into a crash.
     let _ = if json_to_stdout {
