@@ -105,9 +105,14 @@ fn equal_arms_are_measured_and_every_result_file_is_written() {
     assert_eq!(parsed[0]["cases"][0]["classname"], "perfgate.redwood");
     assert_eq!(parsed[0]["cases"][0]["results"], json!([]));
     assert_eq!(parsed[0]["cases"][0]["properties"]["verdict"], "MEASURED");
-    assert!(std::fs::read_to_string(s.out().join("run.log"))
-        .unwrap()
-        .contains("trial 4: redwood baseline #2"));
+    // Issue 15: where the run is, and how long the rest takes.
+    let log = std::fs::read_to_string(s.out().join("run.log")).unwrap();
+    assert!(log.contains("trial 1 of 4: redwood "), "{log}");
+    assert!(
+        log.contains("trial 4 of 4: redwood baseline #2, about "),
+        "{log}"
+    );
+    assert!(log.contains(" s left"), "{log}");
     s.assert_no_leftover_processes();
 }
 

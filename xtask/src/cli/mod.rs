@@ -352,8 +352,8 @@ pub struct CalibrateArgs {
 /// criteria, bounds.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Storage engine to benchmark; repeat for several [default: redwood; `bench
-    /// --against-recorded` runs the record's engine].
+    /// Storage engine to benchmark; repeat for several [default: redwood; against a
+    /// recorded baseline, the record's engine].
     #[arg(long = "engine", value_enum, value_name = "ENGINE")]
     pub engines: Vec<EngineArg>,
 
@@ -367,9 +367,6 @@ pub struct RunArgs {
     /// --profile (or its "base"); workload flags override it.
     #[arg(long, value_name = "PATH")]
     pub profile_file: Option<PathBuf>,
-
-    #[command(flatten, next_help_heading = "Workload (defaults from --profile)")]
-    pub workload: WorkloadArgs,
 
     /// A/B pairs per engine (N), or `auto`: pairs are added until the verdict is decided
     /// or --time-budget is spent (at least 3: a budget that cannot hold 3 pairs' mako runs
@@ -494,6 +491,10 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub timeouts: TimeoutArgs,
+
+    // Last: clap's `next_help_heading` on a flatten also heads every later flag.
+    #[command(flatten, next_help_heading = "Workload (defaults from --profile)")]
+    pub workload: WorkloadArgs,
 }
 
 /// mako workload overrides; unset values come from the profile. A profile file
@@ -607,6 +608,30 @@ pub fn empty_env_flags(get: impl Fn(&str) -> Option<std::ffi::OsString>) -> Vec<
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    #[test]
+    fn the_workload_heading_heads_only_workload_flags() {
+        // Issue 15: "Workload (defaults from --profile)" headed every later flag.
+        let cmd = Cli::command();
+        for sub in ["bench", "calibrate"] {
+            let heading = |long: &str| {
+                cmd.find_subcommand(sub)
+                    .unwrap()
+                    .get_arguments()
+                    .find(|a| a.get_long() == Some(long))
+                    .unwrap_or_else(|| panic!("{sub} --{long}"))
+                    .get_help_heading()
+                    .map(str::to_string)
+            };
+            assert_eq!(
+                heading("rows").as_deref(),
+                Some("Workload (defaults from --profile)")
+            );
+            for other in ["out", "trials", "strict", "timeout-teardown", "engine"] {
+                assert_eq!(heading(other), None, "{sub} --{other}");
+            }
+        }
+    }
 
     #[test]
     fn the_gates_own_workdir_variable_comes_before_the_older_one() {

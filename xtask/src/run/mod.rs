@@ -103,12 +103,14 @@ impl<'a> Runner<'a> {
             return Ok(true);
         }
         planned.index = self.trials.len() + 1;
+        let planned_total = self.plan.trials.len().max(planned.index);
         tracing::info!(
-            "trial {}: {} {} #{}",
+            "trial {} of {planned_total}: {} {} #{}{}",
             planned.index,
             planned.engine,
             planned.arm,
-            planned.repetition
+            planned.repetition,
+            eta(&self.trials, planned_total + 1 - planned.index)
         );
         let config = &self.plan.config;
         let ctx = TrialContext {
@@ -186,6 +188,26 @@ impl<'a> Runner<'a> {
         self.trials
             .iter()
             .any(|t| t.engine == engine && t.outcome != Outcome::Measured)
+    }
+}
+
+/// ", about N min left" for `remaining` trials at the mean wall time of the trials so far
+/// (their phases'), or "" before the first has finished.
+fn eta(done: &[TrialRecord], remaining: usize) -> String {
+    if done.is_empty() {
+        return String::new();
+    }
+    let seconds: f64 = done
+        .iter()
+        .flat_map(|t| &t.phases)
+        .map(|p| p.duration_s)
+        .sum::<f64>()
+        / done.len() as f64
+        * remaining as f64;
+    if seconds < 90.0 {
+        format!(", about {seconds:.0} s left")
+    } else {
+        format!(", about {:.0} min left", seconds / 60.0)
     }
 }
 

@@ -360,20 +360,42 @@ fn progress_bar(wanted: bool, w: &Workload) -> indicatif::ProgressBar {
     bar
 }
 
-fn update_progress(bar: &indicatif::ProgressBar, elapsed: Duration, warmup: Duration, out: &Path) {
+/// The progress of mako's run, each second: the bar on a terminal; without one (CI logs)
+/// and unless `--quiet`, a line each [`QUIET_LINE_EVERY`], so a job log never goes minutes
+/// without a sign of life. `last_line` is when the last such line was written.
+fn update_progress(
+    bar: &indicatif::ProgressBar,
+    lines: bool,
+    last_line: &mut Instant,
+    elapsed: Duration,
+    w: &Workload,
+    out: &Path,
+) {
     bar.set_position(elapsed.as_secs());
-    let phase = if elapsed < warmup {
+    let phase = if elapsed < Duration::from_secs(w.warmup_seconds) {
         "warmup"
     } else {
         "measuring"
     };
     // Cosmetic: a report not readable yet shows the phase alone.
     let text = read_output(out).unwrap_or_default();
-    match last_sample_tps(&text) {
-        Some(tps) => bar.set_message(format!("{phase}, {tps:.0} TPS")),
-        None => bar.set_message(phase.to_string()),
+    let status = match last_sample_tps(&text) {
+        Some(tps) => format!("{phase}, {tps:.0} TPS"),
+        None => phase.to_string(),
+    };
+    if bar.is_hidden() && lines && last_line.elapsed() >= QUIET_LINE_EVERY {
+        *last_line = Instant::now();
+        tracing::info!(
+            "  mako run {} s of {} s, {status}",
+            elapsed.as_secs(),
+            w.seconds
+        );
     }
+    bar.set_message(status);
 }
+
+/// How often a mako run without a terminal says how far it is.
+const QUIET_LINE_EVERY: Duration = Duration::from_secs(60);
 
 fn mako_run(
     ctx: &TrialContext,
@@ -399,7 +421,7 @@ fn mako_run(
     let client = child.pid();
     let warmup = Duration::from_secs(w.warmup_seconds);
     let bar = progress_bar(ctx.progress, w);
-    let mut last_update = Instant::now();
+    let (mut last_update, mut last_line) = (Instant::now(), Instant::now());
     let status = child.wait_until(started + bound, bound, || {
         monitor.tick();
         if started.elapsed() >= warmup {
@@ -407,7 +429,8 @@ fn mako_run(
         }
         if last_update.elapsed() >= Duration::from_secs(1) {
             last_update = Instant::now();
-            update_progress(&bar, started.elapsed(), warmup, &out);
+            let elapsed = started.elapsed();
+            update_progress(&bar, ctx.progress, &mut last_line, elapsed, w, &out);
         }
         cluster.check_alive()
     });
