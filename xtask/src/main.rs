@@ -48,7 +48,12 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code as u8),
         Err(e) => {
             xtask::say!("error: {e:#}");
-            ExitCode::from(exit_status(&e))
+            let status = exit_status(&e);
+            if cli.command.wants_json() {
+                // A script reading stdout gets an answer even when no trial ran.
+                println!("{}", xtask::report::error_json(status, &format!("{e:#}")));
+            }
+            ExitCode::from(status)
         }
     }
 }

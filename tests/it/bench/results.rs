@@ -473,3 +473,42 @@ fn the_markdown_summary_is_appended_to_a_job_summary_file() {
     assert_eq!(code(&o), 64, "{}", text(&o));
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
 }
+
+#[test]
+fn json_answers_on_stdout_even_when_no_trial_ran_and_for_compare() {
+    // Issue 15: after an error before the first trial --json printed nothing; compare had
+    // no --json.
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({"tps": 900.0}));
+    std::fs::remove_file(b.join("bin/mako")).unwrap();
+    let o = s.bench(&a, &b, &["--json"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+    assert_eq!(
+        (v["schema_version"].as_u64(), v["exit_code"].as_u64()),
+        (Some(1), Some(2))
+    );
+    assert!(
+        v["error"].as_str().unwrap().contains("bin/mako is missing"),
+        "{v}"
+    );
+
+    let b = s.tree(
+        "b2",
+        json!({"tps": 900.0, "source_version": "2222222222222222222222222222222222222222"}),
+    );
+    let o = s.bench(&a, &b, &["--trials", "2"]);
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    let o = std::process::Command::new(crate::support::xtask())
+        .args(["compare", "--json", "--max-regression", "20"])
+        .arg(s.out())
+        .arg("--out")
+        .arg(s.dir.path().join("again"))
+        .output()
+        .unwrap();
+    let v: serde_json::Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+    assert_eq!(v["schema_version"], 1, "{v}");
+    assert_eq!(v["judgements"][0]["engine"], "redwood", "{v}");
+    assert_eq!(v["exit_code"].as_i64(), Some(i64::from(code(&o))), "{v}");
+}

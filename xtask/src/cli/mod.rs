@@ -168,6 +168,22 @@ pub struct CompareArgs {
     /// Also write the verdict table as Markdown here (always written to <out>/summary.md).
     #[arg(long, value_name = "FILE")]
     pub export_markdown: Option<PathBuf>,
+    /// Print summary.json to stdout instead of the table, for scripts.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl Command {
+    /// Whether the command was asked for `--json` (then an error before any verdict is
+    /// also printed as JSON, `report::error_json`).
+    pub fn wants_json(&self) -> bool {
+        match self {
+            Command::Bench(a) => a.run.json,
+            Command::Calibrate(a) => a.run.json,
+            Command::Compare(a) => a.json,
+            _ => false,
+        }
+    }
 }
 
 /// Storage engine as named on the command line; `all` expands to every engine.

@@ -90,7 +90,7 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
             junit: args.junit.as_deref(),
             markdown: args.export_markdown.as_deref(),
         },
-        false,
+        args.json,
         &crate::report::JunitRun::new(
             &trials,
             std::time::UNIX_EPOCH

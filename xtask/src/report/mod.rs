@@ -20,6 +20,18 @@ use crate::{
     results::{fs::json, trial::TrialRecord},
 };
 
+/// What `--json` prints when the run ends in an error before any verdict (a refused flag,
+/// a missing tree, a failed build): `{"schema_version", "exit_code", "error"}` (the
+/// summary's version; no `judgements`).
+pub fn error_json(exit_code: u8, error: &str) -> String {
+    serde_json::json!({
+        "schema_version": SUMMARY_SCHEMA_VERSION,
+        "exit_code": exit_code,
+        "error": error,
+    })
+    .to_string()
+}
+
 /// The format version of `summary.json`: 1 is the first one that says so.
 pub const SUMMARY_SCHEMA_VERSION: u32 = 1;
 
