@@ -78,12 +78,54 @@ const INSTRUMENTING_OPTIONS: [&str; 9] = [
     "USE_VALGRIND",
     "USE_SANITIZER",
 ];
-const INSTRUMENTING_FLAGS: [&str; 4] = [
+/// Compiler and linker options that instrument what they build (sanitizers, coverage,
+/// profile generation, gprof, XRay, function hooks), looked for in every flags entry of
+/// [`FLAGS_ENTRIES`] as whole options or their prefixes (`-fsanitize=address`).
+const INSTRUMENTING_FLAGS: [&str; 9] = [
     "-fprofile-instr-generate",
     "-fprofile-generate",
     "--coverage",
     "-fsanitize",
+    "-fprofile-arcs",
+    "-ftest-coverage",
+    "-pg",
+    "-fxray-instrument",
+    "-finstrument-functions",
 ];
+
+/// The cache entries whose options reach the compiler or linker of a Release build.
+const FLAGS_ENTRIES: [&str; 7] = [
+    "CMAKE_CXX_FLAGS",
+    "CMAKE_CXX_FLAGS_RELEASE",
+    "CMAKE_C_FLAGS",
+    "CMAKE_C_FLAGS_RELEASE",
+    "CMAKE_EXE_LINKER_FLAGS",
+    "CMAKE_SHARED_LINKER_FLAGS",
+    "CMAKE_MODULE_LINKER_FLAGS",
+];
+
+/// cmake's truth of a value as `if(<variable>)` reads it: false for its false constants
+/// (`0`, `OFF`, `NO`, `FALSE`, `N`, `IGNORE`, `NOTFOUND`, the empty string and
+/// `*-NOTFOUND`, any case), true for anything else (`ON`, `Y`, `2`, ...). A cache holding
+/// `USE_ASAN:BOOL=Y` builds with ASan.
+pub fn cmake_true(value: &str) -> bool {
+    let v = value.trim().to_ascii_uppercase();
+    !(matches!(
+        v.as_str(),
+        "" | "0" | "OFF" | "NO" | "FALSE" | "N" | "IGNORE" | "NOTFOUND"
+    ) || v.ends_with("-NOTFOUND"))
+}
+
+/// The instrumenting options among whitespace-separated `flags`.
+fn instrumenting(flags: &str) -> impl Iterator<Item = &'static str> + '_ {
+    INSTRUMENTING_FLAGS.into_iter().filter(move |f| {
+        flags.split_whitespace().any(|o| {
+            o == *f
+                || o.strip_prefix(f)
+                    .is_some_and(|rest| rest.starts_with(['=', '-']))
+        })
+    })
+}
 
 impl BuildConfig {
     /// Parses `NAME:TYPE=VALUE` lines.
@@ -109,19 +151,21 @@ impl BuildConfig {
             all.into_iter().next()
         };
         let get = |key: &str| entry(key).unwrap_or_default();
-        let on = |v: &str| matches!(v.to_ascii_uppercase().as_str(), "ON" | "TRUE" | "1" | "YES");
+        let on = |v: &str| cmake_true(v);
         let cxx_flags = get("CMAKE_CXX_FLAGS");
         let mut instrumentation: Vec<String> = INSTRUMENTING_OPTIONS
             .iter()
             .filter(|o| on(&get(o)))
             .map(|o| o.to_string())
             .collect();
-        instrumentation.extend(
-            INSTRUMENTING_FLAGS
-                .iter()
-                .filter(|f| cxx_flags.contains(*f))
-                .map(|f| f.to_string()),
-        );
+        for entry in FLAGS_ENTRIES {
+            for f in instrumenting(&get(entry)) {
+                let found = format!("{f} in {entry}");
+                if !instrumentation.contains(&found) {
+                    instrumentation.push(found);
+                }
+            }
+        }
         BuildConfig {
             build_type: get("CMAKE_BUILD_TYPE"),
             build_mako: on(&get("BUILD_MAKO")),
@@ -209,7 +253,10 @@ impl BuildConfig {
     /// Why numbers from this build would not be valid, one sentence each.
     pub fn problems(&self) -> Vec<String> {
         let mut p = Vec::new();
-        if self.build_type != "Release" {
+        // cmake picks a configuration's flags by its name in any case (release gets
+        // CMAKE_CXX_FLAGS_RELEASE), and FDB's cmake files compare only "Debug".
+        let release = self.build_type.eq_ignore_ascii_case("Release");
+        if !release {
             p.push(format!(
                 "CMAKE_BUILD_TYPE is '{}', not Release: an unoptimized or debug build measures the \
                  compiler settings, not the change",
@@ -219,7 +266,7 @@ impl BuildConfig {
         // Only where the cache has the release flags (cmake always writes them; a
         // hand-made cache may not, and then nothing is known).
         let release_flags = self.codegen.contains_key("CMAKE_CXX_FLAGS_RELEASE");
-        if self.build_type == "Release" && release_flags {
+        if release && release_flags {
             match self.release_optimization().as_deref() {
                 Some("-O0" | "-Og") | None => p.push(format!(
                     "CMAKE_CXX_FLAGS and CMAKE_CXX_FLAGS_RELEASE compile without optimization \
@@ -275,12 +322,23 @@ pub fn arg_problems(args: &[String]) -> Vec<String> {
             .any(|l| l.split(['=', ':']).next() == Some(key))
     };
     let mut p = Vec::new();
-    if given("CMAKE_BUILD_TYPE") && c.build_type != "Release" {
+    if given("CMAKE_BUILD_TYPE") && !c.build_type.eq_ignore_ascii_case("Release") {
         p.push(format!(
             "-DCMAKE_BUILD_TYPE={} is not Release: an unoptimized or debug build measures the \
              compiler settings, not the change",
             c.build_type
         ));
+    }
+    if given("CMAKE_CXX_FLAGS_RELEASE") {
+        if let Some("-O0" | "-Og") | None = c.release_optimization().as_deref() {
+            p.push(format!(
+                "-DCMAKE_CXX_FLAGS_RELEASE={} compiles without optimization: an unoptimized \
+                 build measures the compiler settings, not the change",
+                c.codegen
+                    .get("CMAKE_CXX_FLAGS_RELEASE")
+                    .map_or("", String::as_str)
+            ));
+        }
     }
     if given("BUILD_MAKO") && !c.build_mako {
         p.push("-DBUILD_MAKO is not ON: the gate runs mako".to_string());
@@ -459,6 +517,19 @@ mod tests {
         ]));
         assert!(p[0].contains("USE_ASAN, -fsanitize"), "{p:?}");
         assert!(!arg_problems(&args(&["-DBUILD_MAKO=OFF"])).is_empty());
+        // Issue 14 breaker: cmake's other true values, other flags entries, -O0.
+        assert!(!arg_problems(&args(&["-DUSE_ASAN=Y"])).is_empty());
+        assert!(!arg_problems(&args(&["-DUSE_ASAN=2"])).is_empty());
+        let p = arg_problems(&args(&["-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address"]));
+        assert!(
+            p[0].contains("-fsanitize in CMAKE_EXE_LINKER_FLAGS"),
+            "{p:?}"
+        );
+        let p = arg_problems(&args(&["-DCMAKE_CXX_FLAGS_RELEASE=-O0"]));
+        assert!(p[0].contains("compiles without optimization"), "{p:?}");
+        assert!(arg_problems(&args(&["-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG"])).is_empty());
+        assert!(arg_problems(&args(&["-DCMAKE_BUILD_TYPE=release"])).is_empty());
+        assert!(arg_problems(&args(&["-DBUILD_MAKO=Y"])).is_empty());
         // The last of an entry given twice is cmake's.
         assert!(arg_problems(&args(&[
             "-DCMAKE_BUILD_TYPE=Debug",
@@ -472,5 +543,45 @@ mod tests {
         ] {
             assert_eq!(arg_problems(&args(fine)), Vec::<String>::new(), "{fine:?}");
         }
+    }
+
+    #[test]
+    fn truth_and_instrumentation_as_cmake_and_the_compiler_read_them() {
+        for t in ["ON", "on", "Y", "yes", "TRUE", "1", "2", "-1", "anything"] {
+            assert!(cmake_true(t), "{t}");
+        }
+        for f in [
+            "",
+            "0",
+            "OFF",
+            "no",
+            "N",
+            "false",
+            "IGNORE",
+            "NOTFOUND",
+            "X-NOTFOUND",
+        ] {
+            assert!(!cmake_true(f), "{f}");
+        }
+        let cache = "CMAKE_BUILD_TYPE:STRING=Release\nBUILD_MAKO:BOOL=Y\nUSE_ASAN:BOOL=Y\n\
+                     CMAKE_CXX_FLAGS_RELEASE:STRING=-O3 -DNDEBUG -fsanitize=address\n\
+                     CMAKE_C_FLAGS:STRING=-pg\nCMAKE_CXX_FLAGS:STRING=-fprofile-arcs -ftest-coverage\n\
+                     CMAKE_SHARED_LINKER_FLAGS:STRING=-fxray-instrument\n";
+        let c = BuildConfig::parse(cache);
+        assert!(c.build_mako);
+        assert_eq!(
+            c.instrumentation,
+            [
+                "USE_ASAN",
+                "-fprofile-arcs in CMAKE_CXX_FLAGS",
+                "-ftest-coverage in CMAKE_CXX_FLAGS",
+                "-fsanitize in CMAKE_CXX_FLAGS_RELEASE",
+                "-pg in CMAKE_C_FLAGS",
+                "-fxray-instrument in CMAKE_SHARED_LINKER_FLAGS",
+            ]
+        );
+        // Options that only start like one are not it.
+        let c = BuildConfig::parse("CMAKE_CXX_FLAGS:STRING=-pgo-thing -fsanitizer_x -pthread\n");
+        assert!(c.instrumentation.is_empty(), "{:?}", c.instrumentation);
     }
 }

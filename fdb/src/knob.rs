@@ -33,9 +33,12 @@ impl Knob {
             )
         };
         let (name, value) = raw.split_once('=').ok_or_else(|| bad("no '='"))?;
-        let name = name.trim_start_matches("--");
-        let name = name.strip_prefix("knob_").unwrap_or(name);
-        let name = name.to_ascii_lowercase().replace('-', "_");
+        // Lowered first: `KNOB_PAGE_CACHE_4K` is `page_cache_4k` too.
+        let name = name
+            .trim_start_matches("--")
+            .to_ascii_lowercase()
+            .replace('-', "_");
+        let name = name.strip_prefix("knob_").unwrap_or(&name).to_string();
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return Err(bad("the name must be letters, digits and '_'"));
         }
@@ -113,6 +116,24 @@ mod tests {
             ]
         );
         assert!(effective_knobs(&[], Engine::Rocksdb, false).is_empty());
+    }
+
+    #[test]
+    fn every_spelling_of_the_prefix_names_the_same_knob() {
+        // Issue 14 breaker: KNOB_PAGE_CACHE_4K became knob_page_cache_4k.
+        for raw in [
+            "page_cache_4k=1",
+            "knob_page_cache_4k=1",
+            "--knob_page_cache_4k=1",
+            "KNOB_PAGE_CACHE_4K=1",
+            "--KNOB-PAGE-CACHE-4K=1",
+        ] {
+            assert_eq!(
+                Knob::parse_user(raw, "--knob").unwrap().name,
+                "page_cache_4k",
+                "{raw}"
+            );
+        }
     }
 
     #[test]

@@ -31,6 +31,9 @@ impl Release {
     /// `--json_report`.
     pub const OLDEST: Release = Release::new(7, 1);
 
+    /// The newest release whose sources the matrix was read from: 8.0 (main).
+    pub const NEWEST: Release = Release::new(8, 0);
+
     pub const fn new(major: u32, minor: u32) -> Release {
         Release { major, minor }
     }

@@ -30,7 +30,9 @@ impl FdbVersion {
     pub fn parse(text: &str) -> Result<FdbVersion> {
         let quoted = || format!("{:?}", text.chars().take(300).collect::<String>());
         let checked = |what: &str, value: &str| -> Result<String> {
-            if value.chars().any(char::is_control) {
+            // Bidirectional overrides and isolates reorder what a terminal shows.
+            let bidi = |c: char| matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+            if value.chars().any(|c| c.is_control() || bidi(c)) {
                 bail!(
                     "the {what} holds control characters, which no fdbserver prints: {}",
                     quoted()
@@ -74,6 +76,8 @@ mod tests {
 
     #[test]
     fn rejects_other_programs_output() {
+        let bidi = FIXTURE.replacen("FoundationDB 8.0", "FoundationDB 8.0\u{202e}", 1);
+        assert!(FdbVersion::parse(&bidi).is_err());
         assert!(FdbVersion::parse("mako 1.0\n").is_err());
         assert!(FdbVersion::parse("FoundationDB 8.0\nprotocol x\n").is_err());
     }

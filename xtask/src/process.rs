@@ -573,6 +573,15 @@ pub fn excerpt(text: &str, n: usize) -> String {
     kept.join("\n")
 }
 
+/// Characters no copied text keeps as they are: C0 and C1 controls (tab and newline
+/// included; callers keep those they allow), U+FFFE and U+FFFF (not XML 1.0), and the
+/// bidirectional overrides and isolates (U+202A-U+202E, U+2066-U+2069), which make a
+/// terminal or a browser show text in another order than it is.
+pub fn unsafe_in_text(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{fffe}' | '\u{ffff}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
 /// One line of an [`excerpt`]: cleaned, then cut to [`EXCERPT_LINE_BYTES`].
 fn one_line(line: &str) -> String {
     let mut out = String::new();
@@ -581,8 +590,7 @@ fn one_line(line: &str) -> String {
             out.push_str(&format!(" [{} more bytes cut]", line.len() - i));
             break;
         }
-        let control = (c.is_control() && c != '\t') || matches!(c, '\u{fffe}' | '\u{ffff}');
-        if control {
+        if c != '\t' && unsafe_in_text(c) {
             out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
         } else {
             out.push(c);
@@ -686,6 +694,8 @@ mod tests {
         assert!(e.len() <= EXCERPT_BYTES, "{}", e.len());
         assert!(e.starts_with("[earlier lines cut]\n"), "{e}");
         assert!(e.lines().last().unwrap().starts_with("099"), "{e}");
+        // Bidirectional overrides would reorder what a terminal shows (breaker input).
+        assert_eq!(excerpt("a\u{202e}b\u{2066}c", 1), "a\\u{202e}b\\u{2066}c");
         // A cut never splits a character.
         let wide = "é".repeat(400);
         assert!(excerpt(&wide, 1).starts_with(&"é".repeat(150)));

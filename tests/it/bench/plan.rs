@@ -14,22 +14,22 @@ fn usage_errors_exit_64() {
     let o = s.bench(&a, &b, &["--knob", "no_equals_sign"]);
     assert_eq!(code(&o), 64, "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("NAME=VALUE"));
-    // An empty WORKDIR is named as such, not as a --workdir the user never typed.
+    // An empty PERFGATE_WORKDIR is named as such, not as a --workdir the user never typed.
     let o = s
         .bench_command(&a, &b, &[])
-        .env("WORKDIR", "")
+        .env("PERFGATE_WORKDIR", "")
         .output()
         .unwrap();
     assert_eq!(code(&o), 64, "{}", text(&o));
     assert!(
-        text(&o).contains("WORKDIR is set but empty (it stands for --workdir)"),
+        text(&o).contains("PERFGATE_WORKDIR is set but empty (it stands for --workdir)"),
         "{}",
         text(&o)
     );
     // An empty variable does not hide another flag's bad value.
     let o = s
         .bench_command(&a, &b, &["--engine", "foo"])
-        .env("WORKDIR", "")
+        .env("PERFGATE_WORKDIR", "")
         .output()
         .unwrap();
     assert_eq!(code(&o), 64, "{}", text(&o));
@@ -63,5 +63,7 @@ fn dry_run_prints_the_plan_and_runs_nothing() {
         out.contains("--knob_rocksdb_use_direct_reads=false") || !s.workdir_is_tmpfs(),
         "{out}"
     );
+    // The order shown can be had again (the sandbox's seed is 3).
+    assert!(out.contains("in this order (--seed 3 repeats it):"), "{out}");
     assert!(!s.out().exists());
 }

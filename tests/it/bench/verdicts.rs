@@ -452,8 +452,10 @@ fn storage_cpu_per_transaction_is_measured_per_role_and_gates_by_default() {
         let cores = &t["cpu"]["cores"];
         let storage = cores["storage"].as_f64().unwrap();
         let expected = if t["arm"] == "baseline" { 0.1 } else { 0.3 };
-        // CPU time per cycle is fixed; a busy host only stretches the cycles.
-        assert!(storage > 0.0 && storage <= expected * 1.2, "{t}");
+        // CPU time per cycle is fixed; a busy host only stretches the cycles, and the
+        // window's edges may catch part of one cycle more (0.1205 cores seen against 0.1
+        // on a loaded host): half the gap to the other arm's level stays apart.
+        assert!(storage > 0.0 && storage <= expected * 1.5, "{t}");
         assert!(cores["client"].as_f64().unwrap() > 0.0, "{t}");
         assert!(cores["log"].as_f64().unwrap() < 0.05, "{t}");
         assert!(t["cpu"]["window_s"].as_f64().unwrap() > 0.5, "{t}");

@@ -1114,19 +1114,21 @@ pub fn commits(config: &SourceConfig, arms: &[Arm]) -> Result<Vec<(Arm, String)>
         .collect()
 }
 
-/// Of knob `names`, those that no C++ source or header of `commit` in `src` names (as a
-/// whole word, any case: FDB defines a knob `init( PAGE_CACHE_4K, ... )` in
-/// `flow/Knobs.cpp`, `fdbclient/ServerKnobs.cpp` or `ClientKnobs.cpp`, and fdbserver takes
-/// it as `--knob_page_cache_4k`). Such a knob would be refused by the built fdbserver at the
-/// first trial, after the build. Errors: git fails or hangs (bounded).
+/// Of knob `names`, those that no C++ source of `commit` in `src` defines: FDB defines a
+/// knob as `init( PAGE_CACHE_4K, ... )` (`flow/Knobs.cpp`, `fdbclient/ServerKnobs.cpp`,
+/// `ClientKnobs.cpp`; any case, as fdbserver takes it as `--knob_page_cache_4k`). Such a knob
+/// would be refused by the built fdbserver at the first trial, after the build. Names are
+/// letters, digits and `_` (`Knob::parse_user`), so they go into the pattern as they are.
+/// Errors: git fails or hangs (bounded).
 pub fn knobs_unknown_at(src: &Path, commit: &str, names: &[&str]) -> Result<Vec<String>> {
     let mut unknown = Vec::new();
     for name in names {
         let mut cmd = tool_command("git");
         cmd.arg("-C")
             .arg(src)
-            .args(["grep", "-q", "-i", "-w", "-F", "-e", name, commit, "--"])
-            .args(["*.cpp", "*.h"]);
+            .args(["grep", "-q", "-i", "-E", "-e"])
+            .arg(format!(r"init\(\s*{name}\s*,"))
+            .args([commit, "--", "*.cpp", "*.h"]);
         let out = run_bounded("git grep", cmd, Duration::from_secs(120))?;
         match out.status.code() {
             Some(0) => {}

@@ -125,7 +125,9 @@ impl FdbTree {
     /// library path; mako prints its usage on stdout and exits 0). Errors: it cannot start,
     /// fails or hangs, or prints no mako usage.
     pub fn mako_caps(&self, version: &FdbVersion) -> Result<MakoCaps> {
-        let release = Release::of(version)?;
+        let release = Release::of(version).with_context(|| {
+            format!("unexpected `{} --version` output", self.fdbserver.display())
+        })?;
         let mut cmd = std::process::Command::new(&self.mako);
         cmd.arg("--help").env("LD_LIBRARY_PATH", &self.lib_dir);
         let what = format!("`{} --help`", self.mako.display());

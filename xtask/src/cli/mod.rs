@@ -373,8 +373,8 @@ pub struct RunArgs {
     #[arg(long = "engine", value_enum, value_name = "ENGINE")]
     pub engines: Vec<EngineArg>,
 
-    /// Workload profile: quick, the everyday one, or standard, the upstream workload
-    /// for release qualification.
+    /// Workload profile: quick, the everyday one; standard, the upstream workload for
+    /// release qualification; or scan, range reads that load the storage server.
     #[arg(long, value_enum, default_value = "quick")]
     pub profile: ProfileArg,
 

@@ -240,7 +240,12 @@ impl Plan {
                 humantime::format_duration(budget)
             );
         }
-        let _ = writeln!(s, "trials     {} in this order:", self.trials.len());
+        let _ = writeln!(
+            s,
+            "trials     {} in this order (--seed {} repeats it):",
+            self.trials.len(),
+            self.config.seed
+        );
         for t in &self.trials {
             let knobs: Vec<String> = t.knobs.iter().map(Knob::arg).collect();
             let _ = writeln!(

@@ -332,9 +332,7 @@ pub fn xml_text(text: &str) -> String {
             out.push_str(&format!(" [{} more bytes cut]", text.len() - i));
             break;
         }
-        let forbidden =
-            (c.is_control() && !matches!(c, '\t' | '\n')) || matches!(c, '\u{fffe}' | '\u{ffff}');
-        if forbidden {
+        if !matches!(c, '\t' | '\n') && crate::process::unsafe_in_text(c) {
             out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
         } else {
             out.push(c);

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use fdb::{cmake::BuildConfig, knob::KnobSource, Engine, FdbVersion, Knob};
 
-use super::host::{class_identifies_cpu, Host};
+use super::host::{class_identifies_cpu, Host, UNKNOWN_CPU};
 use crate::{
     config::{Workload, MAX_TRIALS},
     error::UsageError,
@@ -157,7 +157,40 @@ impl Baseline {
             .with_context(|| format!("baseline {origin} does not match the format"))?;
         b.check_trials(origin)?;
         b.check_provenance(origin)?;
+        b.check_host(origin)?;
         Ok(b)
+    }
+
+    /// The host class is the recorded host's ([`Host::class`]): an edited one would let a
+    /// record of another machine pass the host check. Neither holds a character a terminal
+    /// or report would take for something else (controls, bidirectional overrides).
+    fn check_host(&self, origin: &str) -> Result<()> {
+        for (field, value) in [
+            ("host_class", &self.host_class),
+            ("host.cpu_model", &self.host.cpu_model),
+            ("host.hostname", &self.host.hostname),
+            ("host.kernel", &self.host.kernel),
+        ] {
+            if value.chars().any(crate::process::unsafe_in_text) {
+                bail!(
+                    "baseline {origin}: field `{field}` holds control or bidirectional \
+                     characters ({value:?}), which no host reports"
+                );
+            }
+        }
+        let class = self.host.class();
+        // Records made before the CPU was read on every architecture have an empty CPU;
+        // their class was written the old way (" x2, 24 GiB").
+        let old_way =
+            self.host.cpu_model.is_empty() && self.host_class == class.replacen(UNKNOWN_CPU, "", 1);
+        if self.host_class != class && !old_way {
+            bail!(
+                "baseline {origin}: field `host_class` is {:?}, but the recorded host \
+                 (`host`) is of class {class:?}: the record was edited",
+                self.host_class
+            );
+        }
+        Ok(())
     }
 
     /// Every recorded run's trials with the field that holds them: `trials` first, then
@@ -659,7 +692,6 @@ pub fn find(dir: &Path, name: &str) -> Result<(PathBuf, Baseline)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::host::UNKNOWN_CPU;
 
     #[test]
     fn a_baseline_recorded_from_a_real_fdb_run_parses() {
@@ -888,6 +920,29 @@ mod tests {
         let at = text.find(key).expect("a p99") + key.len();
         let end = at + text[at..].find([',', '\n', '}']).expect("a value's end");
         format!("{}{value}{}", &text[..at], &text[end..])
+    }
+
+    #[test]
+    fn a_record_whose_host_class_is_not_its_hosts_is_refused() {
+        // Issue 14 breaker: host.cpu_model edited, host_class left as this host's.
+        let text = include_str!("../../testdata/baseline-real.json");
+        let mut v: serde_json::Value = serde_json::from_str(text).unwrap();
+        v["host"]["cpu_model"] = "AMD EPYC 7R13".into();
+        let err = Baseline::parse(&v.to_string(), "x.json")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("the record was edited"), "{err}");
+        let mut v: serde_json::Value = serde_json::from_str(text).unwrap();
+        v["host_class"] = "AMD EPYC\u{1b}[2J\u{202e} x2, 24 GiB".into();
+        let err = Baseline::parse(&v.to_string(), "x.json")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("control or bidirectional characters"), "{err}");
+        // An ARM record made before the CPU was read there: empty CPU, the old class.
+        let mut v: serde_json::Value = serde_json::from_str(text).unwrap();
+        v["host"]["cpu_model"] = "".into();
+        v["host_class"] = " x2, 24 GiB".into();
+        Baseline::parse(&v.to_string(), "x.json").unwrap();
     }
 
     #[test]

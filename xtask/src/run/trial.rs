@@ -119,9 +119,43 @@ pub fn run_trial(ctx: &TrialContext, arm: &ArmPlan, planned: &PlannedTrial) -> T
             PhaseError::Failed(_) => Outcome::Error,
         };
         record.failed_phase = Some(phase);
-        record.error = Some(format!("{phase}: {error}"));
+        let note = match &error {
+            PhaseError::Timeout(..) => timeout_note(phase, &artifacts),
+            _ => String::new(),
+        };
+        record.error = Some(format!("{phase}: {error}{note}"));
     }
     record
+}
+
+/// What a phase that ran out of time was waiting for: the flag of its bound and the
+/// output of the child it waited on (its stderr's tail and file, or its stdout's), so the
+/// message says where to look and what to raise.
+fn timeout_note(phase: Phase, artifacts: &Path) -> String {
+    let (flag, child) = match phase {
+        Phase::ClusterStart => ("--timeout-cluster-start", None),
+        Phase::Configure => ("--timeout-configure", Some("fdbcli-configure")),
+        Phase::Available => ("--timeout-available", Some("status")),
+        Phase::MakoBuild => ("--timeout-mako-build", Some("mako-build")),
+        Phase::MakoRun => ("--timeout-mako-run-grace", Some("mako-run")),
+        Phase::Teardown => ("--timeout-teardown", None),
+    };
+    let output = match child {
+        Some(stem) => {
+            let out = if phase == Phase::Available {
+                artifacts.join("status.json")
+            } else {
+                artifacts.join(format!("{stem}.txt"))
+            };
+            format!(
+                "; {}; {}",
+                output_note("stderr", &artifacts.join(format!("{stem}.err")), 5),
+                output_note("stdout", &out, 3)
+            )
+        }
+        None => "; each fdbserver's stderr is in fdbserver-<role>-<port>.err there".to_string(),
+    };
+    format!(" (raise {flag} if it needs longer){output}")
 }
 
 /// Stops the trial's cluster (the teardown phase, bounded), looks for refused knobs once
