@@ -363,6 +363,11 @@ fn another_host_class_workload_or_a_broken_file_is_refused() {
     );
 
     let mut b: Value = serde_json::from_str(&original).unwrap();
+    // Another machine's record: its host and its class (a class alone edited is refused
+    // as an edited record).
+    b["host"]["cpu_model"] = json!("Some Other CPU");
+    b["host"]["cpus"] = json!(64);
+    b["host"]["memory_bytes"] = json!(512u64 << 30);
     b["host_class"] = json!("Some Other CPU x64, 512 GiB");
     std::fs::write(&file, b.to_string()).unwrap();
     let o = against(&s, &dir, &exp, "mismatch", &[]);
@@ -555,4 +560,22 @@ fn outside_a_workspace_without_baselines_dir_is_a_usage_error() {
         "calibrate takes --baselines-dir: {}",
         text(&o)
     );
+}
+
+#[test]
+fn a_record_whose_class_was_edited_to_this_hosts_is_refused() {
+    // Issue 14 breaker: host_class set to this host's, the recorded host another machine.
+    let s = Sandbox::new();
+    let dir = recorded(&s);
+    let file = dir.join("release.json");
+    let mut b: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    b["host"]["cpu_model"] = json!("AMD EPYC 7R13");
+    std::fs::write(&file, b.to_string()).unwrap();
+    let exp = s.tree(
+        "exp",
+        json!({"tps": 1000.0, "source_version": "7777777777777777777777777777777777777777"}),
+    );
+    let o = against(&s, &dir, &exp, "edited", &[]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(text(&o).contains("the record was edited"), "{}", text(&o));
 }

@@ -100,7 +100,14 @@ fn ci_gate_script_runs_the_gate_and_leaves_junit_where_ci_looks() {
         junit[0]["cases"][0]["results"][0]["type"], "REGRESSION",
         "{junit}"
     );
-    assert!(s.dir.path().join("perfgate-results/summary.json").is_file());
+    // Each run has its own directory under perfgate-results/ (tests/it/ci.rs reruns it).
+    let runs: Vec<_> = std::fs::read_dir(s.dir.path().join("perfgate-results"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert!(runs[0].join("summary.json").is_file());
     assert!(String::from_utf8_lossy(&o.stdout).contains("perfgate: exit status 1"));
     // Strict by default: 2 noisy pairs cannot rule out a 2% loss, and that fails the job
     // instead of passing silently.

@@ -337,6 +337,19 @@ pub fn process_group_of(pid: u32) -> Option<u32> {
     stat.rsplit_once(") ")?.1.split(' ').nth(2)?.parse().ok()
 }
 
+/// How a child of this process that has exited ended, e.g. `exit status 1` or `killed by
+/// SIGSEGV`, read without reaping it (`waitid` with `WNOWAIT`: its owner still waits for
+/// it); `None` while it runs or when it is not this process's child.
+pub fn exit_of(pid: u32) -> Option<String> {
+    use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
+    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+    match waitid(Id::Pid(Pid::from_raw(pid as i32)), flags).ok()? {
+        WaitStatus::Exited(_, code) => Some(format!("exit status {code}")),
+        WaitStatus::Signaled(_, sig, _) => Some(format!("killed by {sig}")),
+        _ => None,
+    }
+}
+
 /// Whether `pid` is a live (not zombie) process.
 pub fn process_running(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
@@ -665,6 +678,22 @@ mod tests {
         assert_eq!(status.code(), Some(3));
         assert_eq!(std::fs::read_to_string(&out).unwrap(), "hi\n");
         assert_eq!(tail(&err, 5), "oops");
+        // A child that ended is described without being reaped (its owner waits for it).
+        let mut c = std::process::Command::new("sh")
+            .args(["-c", "exit 3"])
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while exit_of(c.id()).is_none() {
+            assert!(Instant::now() < deadline, "sh -c 'exit 3' never ended");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(exit_of(c.id()).as_deref(), Some("exit status 3"));
+        assert_eq!(
+            c.wait().unwrap().code(),
+            Some(3),
+            "still the owner's to reap"
+        );
     }
 
     #[test]

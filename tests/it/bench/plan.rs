@@ -64,6 +64,9 @@ fn dry_run_prints_the_plan_and_runs_nothing() {
         "{out}"
     );
     // The order shown can be had again (the sandbox's seed is 3).
-    assert!(out.contains("in this order (--seed 3 repeats it):"), "{out}");
+    assert!(
+        out.contains("in this order (--seed 3 repeats it):"),
+        "{out}"
+    );
     assert!(!s.out().exists());
 }

@@ -131,9 +131,18 @@ impl FdbTree {
         let mut cmd = std::process::Command::new(&self.mako);
         cmd.arg("--help").env("LD_LIBRARY_PATH", &self.lib_dir);
         let what = format!("`{} --help`", self.mako.display());
-        let help = crate::process::run_bounded("mako --help", cmd, VERSION_BOUND)
-            .and_then(|o| o.stdout_if_success(&what))
+        let out = crate::process::run_bounded("mako --help", cmd, VERSION_BOUND)
             .with_context(|| format!("cannot run {what}"))?;
+        if !out.status.success() {
+            // Its stdout says more than an empty stderr (a usage text, or a loader error).
+            bail!(
+                "{what} failed ({}): stderr: {}; stdout: {}",
+                out.status,
+                crate::process::excerpt(out.stderr.trim(), 5),
+                crate::process::excerpt(out.stdout.trim(), 5)
+            );
+        }
+        let help = out.stdout;
         MakoCaps::check_help(&help).with_context(|| format!("{what} is not mako's"))?;
         Ok(MakoCaps::read(release, &help))
     }

@@ -28,8 +28,8 @@ use crate::{
     plan::env::ChildEnv,
     plan::pinning::Pinning,
     process::{
-        excerpt, interrupted, output_note, process_running, read_output, Child, PhaseError, Signal,
-        POLL,
+        excerpt, exit_of, interrupted, output_note, process_running, read_output, Child,
+        PhaseError, Signal, POLL,
     },
     results::trial::{Availability, CpuRole},
 };
@@ -324,8 +324,9 @@ impl Cluster {
                 Err(e) => format!("\ntrace files: {e:#}"),
             };
             return Err(anyhow!(
-                "{} exited during the trial; {}{events}",
+                "{} exited during the trial ({}); {}{events}",
                 c.name,
+                exit_of(c.pid()).unwrap_or_else(|| "status unknown".into()),
                 c.stderr_note(10),
             )
             .into());
