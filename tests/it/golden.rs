@@ -178,6 +178,9 @@ fn report_html(text: &str) -> String {
             };
             columns = Some((at("work dir peak (MiB)"), at("phases (s)")));
             out += line;
+        } else if line.starts_with("<p>Started ") {
+            // The start time, host and command line of this run.
+            out += &format!("<p>Started {MASK}</p>");
         } else if let (Some(columns), Some(row)) = (columns, line.strip_prefix("<tr><td>")) {
             out += &mask_trial_row(row, columns);
         } else {

@@ -98,7 +98,7 @@ pub fn execute(plan: Plan) -> Result<Finished> {
         ),
     )
     .context(results())?;
-    write::html_report(&out, &plan, &trials, &judgements).context(results())?;
+    write::html_report(&out, &plan, &trials, &judgements, started).context(results())?;
     let exit_code = exit_code(&judgements, interrupted);
     Ok(Finished {
         plan,

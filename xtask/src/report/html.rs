@@ -16,8 +16,18 @@ use crate::{
     results::trial::{Outcome, TrialRecord},
 };
 
-const BASELINE: RGBColor = RGBColor(31, 119, 180);
-const EXPERIMENT: RGBColor = RGBColor(214, 39, 40);
+/// The arms' colours: dark blue and orange (Okabe-Ito), apart in hue for most colour
+/// vision and in lightness in greyscale (see the test); the markers differ too (circle,
+/// triangle) and the experiment's per-second line is dashed.
+const BASELINE: RGBColor = RGBColor(0, 68, 136);
+const EXPERIMENT: RGBColor = RGBColor(230, 159, 0);
+
+/// When, where and how the run was started, for the page's head.
+pub struct RunInfo {
+    pub started: std::time::SystemTime,
+    pub host: crate::results::host::Host,
+    pub command_line: Vec<String>,
+}
 
 fn color(arm: Arm) -> RGBColor {
     match arm {
@@ -32,44 +42,23 @@ pub fn render(
     trials: &[TrialRecord],
     judgements: &[Judgement],
     warnings: &[String],
+    run: &RunInfo,
 ) -> String {
     let mut s = String::from(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>perfgate report</title>\n<style>\
          body{font-family:sans-serif;margin:2em;max-width:70em}table{border-collapse:collapse;margin:1em 0}\
          td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left}.MEASURED{color:#070}\
          .REGRESSION,.SLO-VIOLATION,.ERROR,.TIMEOUT{color:#b00}.INCONCLUSIVE{color:#a60}\
-         .warn{background:#fee;padding:.5em}.a{color:#1f77b4}.b{color:#d62728}</style></head><body>\n",
+         .warn{background:#fee;padding:.5em}.a{color:#004488}.b{color:#e69f00}</style></head><body>\n",
     );
     let _ = writeln!(s, "<h1>perfgate: {}</h1>", verdict_line(judgements));
+    s.push_str(&run_line(run));
     for w in warnings {
         let _ = writeln!(s, "<p class=\"warn\">WARNING: {}</p>", esc(w));
     }
-    let _ = writeln!(s, "<h2>Verdicts</h2><table><tr><th>engine</th><th>metric</th><th>verdict</th><th>change [95% CI]</th><th>p</th><th>MDE</th><th>why</th></tr>");
-    for j in judgements {
-        let (change, p, mde) = match (j.change_pct(), &j.comparison) {
-            (Some((c, lo, hi)), Some(cmp)) => (
-                format!("{c:+.2}% [{lo:+.2}%, {hi:+.2}%]"),
-                format!("{:.3}", cmp.p_value),
-                format!("{:.2}%", cmp.mde_pct),
-            ),
-            _ => ("-".into(), "-".into(), "-".into()),
-        };
-        let _ = writeln!(
-            s,
-            "<tr><td>{}</td><td>{}</td><td class=\"{}\"><b>{}</b></td><td>{change}</td><td>{p}</td><td>{mde}</td><td>{}</td></tr>",
-            j.engine,
-            j.metric.name(),
-            j.verdict,
-            j.verdict,
-            esc(&j.reason)
-        );
-        for note in &j.notes {
-            let _ = writeln!(s, "<tr><td colspan=\"7\">note: {}</td></tr>", esc(note));
-        }
-    }
-    s.push_str("</table>\n");
+    s.push_str(&verdict_table(judgements, trials));
     s.push_str(&chart_changes(judgements));
-    s.push_str("<p><span class=\"a\">&#9632; baseline (A)</span> &nbsp; <span class=\"b\">&#9632; experiment (B)</span></p>\n");
+    s.push_str("<p><span class=\"a\">&#9679; baseline (A), solid</span> &nbsp; <span class=\"b\">&#9650; experiment (B), dashed</span></p>\n");
     for &engine in &plan.engines {
         let of: Vec<&TrialRecord> = trials.iter().filter(|t| t.engine == engine).collect();
         if of.is_empty() {
@@ -84,6 +73,7 @@ pub fn render(
             &of,
             plan.config.workload.warmup_seconds as f64,
         ));
+        s.push_str(&seconds_as_text(&of));
         s.push_str(&chart_trials(
             engine,
             &of,
@@ -94,6 +84,82 @@ pub fn render(
     s.push_str(&trial_table(trials));
     s.push_str(&provenance(plan));
     s.push_str("</body></html>\n");
+    s
+}
+
+/// When and where the run started, the gate's version and its command line.
+fn run_line(run: &RunInfo) -> String {
+    format!(
+        "<p>Started {} on {} ({}), perfgate {}: <code>{}</code></p>\n",
+        humantime::format_rfc3339_seconds(run.started),
+        esc(&run.host.hostname),
+        esc(&run.host.class()),
+        env!("CARGO_PKG_VERSION"),
+        esc(&run.command_line.join(" "))
+    )
+}
+
+/// The verdicts: per engine and metric, each arm's mean, the change, p, MDE, the verdict
+/// and why; a failed engine's row links to its first failed trial's files.
+fn verdict_table(judgements: &[Judgement], trials: &[TrialRecord]) -> String {
+    let mut s = String::from("<h2>Verdicts</h2><table><tr><th>engine</th><th>metric</th><th>baseline</th><th>experiment</th><th>verdict</th><th>change [95% CI]</th><th>p</th><th>MDE</th><th>why</th></tr>\n");
+    for j in judgements {
+        let (change, p, mde) = match (j.change_pct(), &j.comparison) {
+            (Some((c, lo, hi)), Some(cmp)) => (
+                format!("{c:+.2}% [{lo:+.2}%, {hi:+.2}%]"),
+                format!("{:.3}", cmp.p_value),
+                format!("{:.2}%", cmp.mde_pct),
+            ),
+            _ => ("-".into(), "-".into(), "-".into()),
+        };
+        let row = super::table_row(j);
+        let failed = trials
+            .iter()
+            .find(|t| t.engine == j.engine && t.error.is_some())
+            .map(|t| {
+                format!(
+                    " (<a href=\"{}/\">trial {} files</a>)",
+                    esc(&t.artifacts.to_string_lossy()),
+                    t.index
+                )
+            })
+            .filter(|_| matches!(j.verdict, Verdict::Error | Verdict::Timeout))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\"><b>{}</b></td><td>{change}</td><td>{p}</td><td>{mde}</td><td>{}{failed}</td></tr>",
+            j.engine,
+            j.metric.name(),
+            esc(&row[2]),
+            esc(&row[3]),
+            j.verdict,
+            j.verdict,
+            esc(&j.reason)
+        );
+        for note in &j.notes {
+            let _ = writeln!(s, "<tr><td colspan=\"9\">note: {}</td></tr>", esc(note));
+        }
+    }
+    s.push_str("</table>\n");
+    s
+}
+
+/// The per-second TPS of each measured trial as text: what the chart shows, for a screen
+/// reader or a copy.
+fn seconds_as_text(trials: &[&TrialRecord]) -> String {
+    let mut s = String::from("<details><summary>TPS per second, as text</summary><table>\n");
+    for t in trials.iter().filter(|t| t.outcome == Outcome::Measured) {
+        let Some(r) = &t.report else { continue };
+        let values: Vec<String> = r.samples_tps.iter().map(|v| format!("{v:.0}")).collect();
+        let _ = writeln!(
+            s,
+            "<tr><th>trial {} ({})</th><td>{}</td></tr>",
+            t.index,
+            t.arm,
+            values.join(" ")
+        );
+    }
+    s.push_str("</table></details>\n");
     s
 }
 
@@ -127,7 +193,11 @@ fn chart_changes(judgements: &[Judgement]) -> String {
         .fold(1.0, f64::max)
         * 1.15;
     let n = rows.len() as f64;
-    svg(|root| {
+    let desc: Vec<String> = rows
+        .iter()
+        .map(|r| format!("{}: {:+.2}% [{:+.2}%, {:+.2}%]", r.0, r.1, r.2, r.3))
+        .collect();
+    svg("change with its 95% interval", &desc.join("; "), |root| {
         let mut chart = ChartBuilder::on(&root)
             .caption(
                 "change with its 95% interval (dashed: the tolerance)",
@@ -222,7 +292,11 @@ fn chart_trials(
     }
     let (lo, hi) = bounds(points.iter().map(|p| p.1));
     let x_max = trials.iter().map(|t| t.index).max().unwrap_or(1) as f64 + 1.0;
-    svg(|root| {
+    let desc: Vec<String> = points
+        .iter()
+        .map(|(x, y, arm)| format!("trial {x} ({arm}): {y:.1}"))
+        .collect();
+    svg(&format!("{engine}: {title}"), &desc.join("; "), |root| {
         let mut chart = ChartBuilder::on(&root)
             .caption(format!("{engine}: {title}"), ("sans-serif", 16))
             .margin(10)
@@ -230,10 +304,13 @@ fn chart_trials(
             .y_label_area_size(60)
             .build_cartesian_2d(0f64..x_max, lo..hi)?;
         chart.configure_mesh().x_desc("trial").draw()?;
+        let of = |arm: Arm| points.iter().filter(move |p| p.2 == arm);
         chart.draw_series(
-            points
-                .iter()
-                .map(|&(x, y, arm)| Circle::new((x, y), 5, color(arm).filled())),
+            of(Arm::Baseline).map(|&(x, y, arm)| Circle::new((x, y), 5, color(arm).filled())),
+        )?;
+        chart.draw_series(
+            of(Arm::Experiment)
+                .map(|&(x, y, arm)| TriangleMarker::new((x, y), 7, color(arm).filled())),
         )?;
         Ok(())
     })
@@ -263,7 +340,12 @@ fn chart_seconds(engine: Engine, trials: &[&TrialRecord], warmup_s: f64) -> Stri
     }
     let (lo, hi) = bounds(series.iter().flat_map(|(_, v)| v.iter().map(|p| p.1)));
     let x_max = series.iter().map(|(_, v)| v.len()).max().unwrap_or(1) as f64 + 1.0;
-    svg(|root| {
+    let desc = format!(
+        "{} trials' per-second TPS (baseline solid, experiment dashed); the values are in \
+         the table below the chart",
+        series.len()
+    );
+    svg(&format!("{engine}: TPS per second"), &desc, |root| {
         let mut chart = ChartBuilder::on(&root)
             .caption(
                 format!("{engine}: TPS per second (warmup shaded)"),
@@ -279,7 +361,20 @@ fn chart_seconds(engine: Engine, trials: &[&TrialRecord], warmup_s: f64) -> Stri
             RGBColor(235, 235, 235).filled(),
         )))?;
         for (arm, points) in &series {
-            chart.draw_series(LineSeries::new(points.iter().copied(), color(*arm)))?;
+            let style = color(*arm).stroke_width(2);
+            match arm {
+                Arm::Baseline => {
+                    chart.draw_series(LineSeries::new(points.iter().copied(), style))?;
+                }
+                Arm::Experiment => {
+                    chart.draw_series(DashedLineSeries::new(
+                        points.iter().copied(),
+                        6,
+                        4,
+                        style,
+                    ))?;
+                }
+            }
         }
         Ok(())
     })
@@ -302,7 +397,11 @@ fn bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
 type DrawResult = Result<(), Box<dyn std::error::Error>>;
 
 /// Draws into an SVG string; a drawing error becomes a visible note, not a lost report.
-fn svg(draw: impl FnOnce(DrawingArea<SVGBackend, plotters::coord::Shift>) -> DrawResult) -> String {
+fn svg(
+    title: &str,
+    desc: &str,
+    draw: impl FnOnce(DrawingArea<SVGBackend, plotters::coord::Shift>) -> DrawResult,
+) -> String {
     let mut out = String::new();
     let result = {
         let root = SVGBackend::with_string(&mut out, (800, 300)).into_drawing_area();
@@ -312,7 +411,16 @@ fn svg(draw: impl FnOnce(DrawingArea<SVGBackend, plotters::coord::Shift>) -> Dra
             .and_then(|()| root.present().map_err(|e| e.to_string()))
     };
     match result {
-        Ok(()) => format!("<div>{out}</div>\n"),
+        // A title and description for screen readers (and a tooltip), first in the SVG.
+        Ok(()) => {
+            let head = out.find('>').map_or(0, |i| i + 1);
+            let (open, rest) = out.split_at(head);
+            format!(
+                "<div>{open}<title>{}</title><desc>{}</desc>{rest}</div>\n",
+                esc(title),
+                esc(desc)
+            )
+        }
         Err(e) => format!("<p class=\"warn\">chart not drawn: {}</p>\n", esc(&e)),
     }
 }
@@ -473,6 +581,38 @@ mod tests {
             1,
             "only the finite change"
         );
+    }
+
+    #[test]
+    fn the_arms_are_told_apart_in_greyscale_and_by_their_marks() {
+        // Issue 15: blue and red were the same grey. Rec. 601 luma, 0-255.
+        let luma =
+            |c: RGBColor| 0.299 * f64::from(c.0) + 0.587 * f64::from(c.1) + 0.114 * f64::from(c.2);
+        assert!(
+            (luma(EXPERIMENT) - luma(BASELINE)).abs() > 80.0,
+            "{} vs {}",
+            luma(BASELINE),
+            luma(EXPERIMENT)
+        );
+        let svg = svg("t", "d <&>", |root| {
+            let mut chart = ChartBuilder::on(&root).build_cartesian_2d(0f64..3.0, 0f64..3.0)?;
+            chart.draw_series(std::iter::once(Circle::new(
+                (1.0, 1.0),
+                5,
+                BASELINE.filled(),
+            )))?;
+            chart.draw_series(std::iter::once(TriangleMarker::new(
+                (2.0, 2.0),
+                7,
+                EXPERIMENT.filled(),
+            )))?;
+            Ok(())
+        });
+        assert!(
+            svg.contains("<title>t</title><desc>d &lt;&amp;&gt;</desc>"),
+            "{svg}"
+        );
+        assert!(svg.contains("<circle") && svg.contains("<polygon"), "{svg}");
     }
 
     #[test]

@@ -30,7 +30,16 @@ struct Meta<'a> {
     started_at_unix_s: u64,
     started_at: String,
     host: Host,
+    /// The gate's command line, as given (lossy UTF-8).
+    command_line: Vec<String>,
     plan: &'a Plan,
+}
+
+/// The gate's command line as given, each argument lossy UTF-8.
+pub fn command_line() -> Vec<String> {
+    std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect()
 }
 
 /// Writes `meta.json` (the plan, the host, the gate's version and the start time) and
@@ -45,6 +54,7 @@ pub fn meta(out: &Path, plan: &Plan) -> Result<()> {
             .unwrap_or(0),
         started_at: humantime::format_rfc3339_seconds(now).to_string(),
         host: Host::read(),
+        command_line: command_line(),
         plan,
     };
     write(&out.join("meta.json"), &json(&meta))?;
@@ -126,10 +136,16 @@ pub fn html_report(
     plan: &Plan,
     trials: &[TrialRecord],
     judgements: &[Judgement],
+    started: SystemTime,
 ) -> Result<()> {
+    let run = html::RunInfo {
+        started,
+        host: Host::read(),
+        command_line: command_line(),
+    };
     write(
         &out.join("report.html"),
-        &html::render(plan, trials, judgements, &plan.warnings),
+        &html::render(plan, trials, judgements, &plan.warnings, &run),
     )
 }
 
