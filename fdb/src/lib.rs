@@ -18,3 +18,15 @@ pub use engine::Engine;
 pub use knob::{Knob, KnobSource};
 pub use release::{MakoCaps, Release};
 pub use version::FdbVersion;
+
+/// Whether a character would make text copied from FDB's tools say something else where
+/// it lands: C0 and C1 controls (tab and newline included; callers keep those they allow),
+/// U+FFFE and U+FFFF (not XML 1.0), and the bidirectional overrides and isolates
+/// (U+202A-U+202E, U+2066-U+2069), which make a terminal or browser show text reordered.
+pub fn unsafe_in_text(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{fffe}' | '\u{ffff}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+        )
+}

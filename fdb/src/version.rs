@@ -30,9 +30,7 @@ impl FdbVersion {
     pub fn parse(text: &str) -> Result<FdbVersion> {
         let quoted = || format!("{:?}", text.chars().take(300).collect::<String>());
         let checked = |what: &str, value: &str| -> Result<String> {
-            // Bidirectional overrides and isolates reorder what a terminal shows.
-            let bidi = |c: char| matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-            if value.chars().any(|c| c.is_control() || bidi(c)) {
+            if value.chars().any(crate::unsafe_in_text) {
                 bail!(
                     "the {what} holds control characters, which no fdbserver prints: {}",
                     quoted()

@@ -586,30 +586,32 @@ pub fn excerpt(text: &str, n: usize) -> String {
     kept.join("\n")
 }
 
-/// Characters no copied text keeps as they are: C0 and C1 controls (tab and newline
-/// included; callers keep those they allow), U+FFFE and U+FFFF (not XML 1.0), and the
-/// bidirectional overrides and isolates (U+202A-U+202E, U+2066-U+2069), which make a
-/// terminal or a browser show text in another order than it is.
-pub fn unsafe_in_text(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{fffe}' | '\u{ffff}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-}
+/// Characters no copied text keeps as they are (`fdb::unsafe_in_text`): controls,
+/// U+FFFE/U+FFFF, bidirectional overrides and isolates.
+pub use fdb::unsafe_in_text;
 
-/// One line of an [`excerpt`]: cleaned, then cut to [`EXCERPT_LINE_BYTES`].
-fn one_line(line: &str) -> String {
+/// `text` as the gate copies it into a message or file: each character [`unsafe_in_text`]
+/// but those in `keep` written as `\u{..}`, and cut after `max_bytes` with how much was
+/// cut (never inside a character).
+pub fn clean_text(text: &str, max_bytes: usize, keep: &[char]) -> String {
     let mut out = String::new();
-    for (i, c) in line.char_indices() {
-        if out.len() >= EXCERPT_LINE_BYTES {
-            out.push_str(&format!(" [{} more bytes cut]", line.len() - i));
+    for (i, c) in text.char_indices() {
+        if out.len() >= max_bytes {
+            out.push_str(&format!(" [{} more bytes cut]", text.len() - i));
             break;
         }
-        if c != '\t' && unsafe_in_text(c) {
+        if !keep.contains(&c) && unsafe_in_text(c) {
             out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
         } else {
             out.push(c);
         }
     }
     out
+}
+
+/// One line of an [`excerpt`]: cleaned (tabs kept), then cut to [`EXCERPT_LINE_BYTES`].
+fn one_line(line: &str) -> String {
+    clean_text(line, EXCERPT_LINE_BYTES, &['\t'])
 }
 
 #[cfg(test)]

@@ -326,19 +326,7 @@ pub const JUNIT_TEXT_BYTES: usize = 16 << 10;
 /// (libxml2 without XML_PARSE_HUGE, as GitLab parses, refuses a 10 MB text node). Child
 /// output reaches messages as a bounded `process::excerpt` already; this is the last guard.
 pub fn xml_text(text: &str) -> String {
-    let mut out = String::new();
-    for (i, c) in text.char_indices() {
-        if out.len() >= JUNIT_TEXT_BYTES {
-            out.push_str(&format!(" [{} more bytes cut]", text.len() - i));
-            break;
-        }
-        if !matches!(c, '\t' | '\n') && crate::process::unsafe_in_text(c) {
-            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    crate::process::clean_text(text, JUNIT_TEXT_BYTES, &['\t', '\n'])
 }
 
 /// `junit.xml` for a run that failed outside its trials: before the first (a build tree
@@ -414,8 +402,8 @@ pub fn markdown(judgements: &[Judgement], interrupted: bool, warnings: &[String]
         .iter()
         .filter(|j| j.gating)
         .map(|j| j.verdict)
-        // The most severe: ERROR/TIMEOUT, then REGRESSION/SLO-VIOLATION, INCONCLUSIVE.
-        .max_by_key(|v| 2 * v.exit_code(true) + i32::from(*v != Verdict::Inconclusive));
+        // Verdicts are ordered by severity, as report.html's heading takes them.
+        .max();
     let mut s = format!(
         "## perfgate: {}{} (exit {code})\n\n",
         worst.map_or_else(|| "no verdict".to_string(), |v| v.to_string()),

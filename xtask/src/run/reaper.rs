@@ -105,16 +105,9 @@ pub fn live_runs(workdir: &Path) -> Vec<String> {
         if !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_dir()) {
             continue;
         }
-        let Ok(file) = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc_flags())
-            .open(dir.join(RUN_LOCK))
-        else {
+        let Some((file, _)) = open_run_lock(&dir) else {
             continue;
         };
-        if !file.metadata().is_ok_and(|m| m.file_type().is_file()) {
-            continue;
-        }
         let held = matches!(
             nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockSharedNonblock),
             Err((_, nix::errno::Errno::EWOULDBLOCK))
@@ -182,16 +175,24 @@ fn stale_run_lock(dir: &Path) -> Option<nix::fcntl::Flock<File>> {
     if !named || !meta.file_type().is_dir() || meta.uid() != me {
         return None;
     }
+    let (file, owner) = open_run_lock(dir)?;
+    if owner != me {
+        return None;
+    }
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).ok()
+}
+
+/// `dir`'s [`RUN_LOCK`] opened for reading with `O_NOFOLLOW | O_NONBLOCK` (a FIFO or link
+/// planted in a shared work dir neither blocks nor redirects the open), and its owner's
+/// uid; `None` when it cannot be opened or is not a regular file.
+fn open_run_lock(dir: &Path) -> Option<(File, u32)> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc_flags())
         .open(dir.join(RUN_LOCK))
         .ok()?;
-    let lock = file.metadata().ok()?;
-    if !lock.file_type().is_file() || lock.uid() != me {
-        return None;
-    }
-    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).ok()
+    let meta = file.metadata().ok()?;
+    meta.file_type().is_file().then_some((file, meta.uid()))
 }
 
 /// `O_NOFOLLOW | O_NONBLOCK`, for opening what someone else may have planted.
