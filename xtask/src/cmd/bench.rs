@@ -52,9 +52,11 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
                     source.baseline_rev = Some(record.build.source_version.clone());
                 }
             }
-            refuse_same_commit(&config, &prepared, &source, &wanted)?;
+            // Resolved once for the checks before building (a working tree is snapshotted).
+            let commits = build::commits(&source, &wanted)?;
+            refuse_same_commit(&config, &prepared, &source, &commits)?;
             refuse_unfit_cmake_args(&config, &source)?;
-            refuse_unknown_knobs(&config, &source, &wanted)?;
+            refuse_unknown_knobs(&config, &source, &commits)?;
             build::build_arms(&source, &wanted)?
         };
         let mut plan = plan(config, prepared, built)?;
@@ -117,15 +119,19 @@ fn refuse_unfit_cmake_args(config: &BenchConfig, source: &SourceConfig) -> Resul
 /// Refuses, before hours of building, a user knob that the source of the arm it is for
 /// does not name anywhere (`build::knobs_unknown_at`): its fdbserver would refuse it at
 /// the first trial.
-fn refuse_unknown_knobs(config: &BenchConfig, source: &SourceConfig, wanted: &[Arm]) -> Result<()> {
-    for (arm, commit) in build::commits(source, wanted)? {
+fn refuse_unknown_knobs(
+    config: &BenchConfig,
+    source: &SourceConfig,
+    commits: &[(Arm, String)],
+) -> Result<()> {
+    for (arm, commit) in commits {
         let names: Vec<&str> = config
-            .arm(arm)
+            .arm(*arm)
             .knobs
             .iter()
             .map(|k| k.name.as_str())
             .collect();
-        let unknown = build::knobs_unknown_at(&source.fdb_src, &commit, &names)?;
+        let unknown = build::knobs_unknown_at(&source.fdb_src, commit, &names)?;
         if !unknown.is_empty() {
             return Err(UsageError(format!(
                 "the {arm} arm's source ({}) names no knob {}: its fdbserver would refuse \
@@ -148,13 +154,12 @@ fn refuse_same_commit(
     config: &BenchConfig,
     prepared: &Prepared,
     source: &SourceConfig,
-    wanted: &[Arm],
+    commits: &[(Arm, String)],
 ) -> Result<()> {
     let same_knobs = same_knobs(config, prepared.engines(), prepared.tmpfs());
-    if config.allow_same || wanted.len() < 2 || !same_knobs {
+    if config.allow_same || commits.len() < 2 || !same_knobs {
         return Ok(());
     }
-    let commits = build::commits(source, wanted)?;
     if commits[0].1 != commits[1].1 {
         return Ok(());
     }
