@@ -403,8 +403,36 @@ mod tests {
         assert!(cpu.window_s > 0.0, "{cpu:?}");
     }
 
+    /// Stops (`SIGSTOP`) or continues (`SIGCONT`) every process of `pids`, and waits until
+    /// each stopped one is seen stopped in `/proc` (state `T`).
+    fn freeze(pids: &[u32], stop: bool) {
+        use nix::sys::signal::{kill, Signal};
+        let sig = if stop {
+            Signal::SIGSTOP
+        } else {
+            Signal::SIGCONT
+        };
+        for &p in pids {
+            kill(nix::unistd::Pid::from_raw(p as i32), sig).unwrap();
+        }
+        while stop
+            && pids.iter().any(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/stat"))
+                    .ok()
+                    .and_then(|s| Some(s.rsplit_once(") ")?.1.starts_with('T')))
+                    != Some(true)
+            })
+        {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// The per-thread counter path, with the software event every kernel has: the task
-    /// clock it counts agrees with the CPU time `/proc` reports, role by role.
+    /// clock it counts agrees with the CPU time `/proc` reports, role by role. The
+    /// processes are stopped while the window's first and last samples are taken, so the
+    /// two sources are read at the same point of each process's work whatever else the
+    /// host runs (a loaded host once delayed the counter read behind the `/proc` read by
+    /// enough to differ by 40%).
     #[test]
     fn counted_events_follow_each_role_through_every_thread() {
         // Two busy threads in one process (a multi-threaded client) and one busy server.
@@ -413,26 +441,31 @@ mod tests {
         while descendants(client.id()).len() < 2 {
             std::thread::sleep(Duration::from_millis(10));
         }
+        let all: Vec<u32> = [server.id(), client.id()]
+            .into_iter()
+            .chain(descendants(client.id()))
+            .collect();
         let mut m = Monitor::new(Path::new("/")).counting(WorkEvent::TaskClock);
+        freeze(&all, true);
         m.start_cpu_window(&[(CpuRole::Storage, server.id())], Some(client.id()));
+        freeze(&all, false);
         let s0 = cpu_seconds(server.id());
         while cpu_seconds(server.id()) < s0 + 0.5 {
             std::thread::sleep(Duration::from_millis(20));
             m.tick();
         }
+        freeze(&all, true);
         std::thread::sleep(CPU_SAMPLE_EVERY);
         m.tick();
         let cpu = m.role_cpu().expect("a window");
-        let workers = descendants(client.id());
-        for c in [&mut server, &mut client] {
-            c.kill().unwrap();
-            c.wait().unwrap();
-        }
-        for w in workers {
+        for &p in &all {
             let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(w as i32),
+                nix::unistd::Pid::from_raw(p as i32),
                 nix::sys::signal::Signal::SIGKILL,
             );
+        }
+        for c in [&mut server, &mut client] {
+            c.wait().unwrap();
         }
         if let Some(why) = &cpu.instructions_unavailable {
             // A host that forbids perf_event_open altogether (a seccomp filter): the reason
@@ -441,11 +474,12 @@ mod tests {
             return;
         }
         for role in [CpuRole::Storage, CpuRole::Client] {
-            // Task clock: nanoseconds of CPU per wall-clock second = cores x 10^9.
+            // Task clock: nanoseconds of CPU per wall-clock second = cores x 10^9. /proc
+            // counts in clock ticks (10 ms), a few per cent of the 0.5 s or more measured.
             let counted = cpu.instructions_per_s[&role] / 1e9;
             let proc = cpu.cores[&role];
             assert!(
-                proc > 0.1 && (counted / proc - 1.0).abs() < 0.15,
+                proc > 0.0 && (counted / proc - 1.0).abs() < 0.1,
                 "{role}: counted {counted} cores, /proc {proc}: {cpu:?}"
             );
         }
