@@ -266,47 +266,155 @@ fn report_html_is_self_contained_and_renders_in_a_real_browser() {
             && html.contains("TPS per second")
     );
     // Headless Chromium (Debian's `chromium`, installed by ci/setup.sh) renders it.
-    let Ok(chromium) = which_chromium() else {
-        panic!("chromium not found: run ci/setup.sh")
-    };
-    let profile = s.dir.path().join("chromium-profile");
-    let run = |extra: &[&str]| {
-        std::process::Command::new(&chromium)
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-            ])
-            .args([
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-            ])
-            .arg(format!("--user-data-dir={}", profile.display()))
-            .args(extra)
-            .arg(format!("file://{}", page.display()))
-            .output()
-            .unwrap()
-    };
-    let dom = run(&["--dump-dom"]);
+    let dom = chromium(&s, &page, &["--dump-dom"]);
     let dom = String::from_utf8_lossy(&dom.stdout);
     assert!(
         dom.contains("Verdicts") && dom.contains("REGRESSION"),
         "{dom}"
     );
-    let shot = s.dir.path().join("report.png");
-    let o = run(&[
-        &format!("--screenshot={}", shot.display()),
-        "--window-size=1200,2000",
-    ]);
-    let png = std::fs::read(&shot).unwrap_or_else(|e| panic!("no screenshot ({e}): {}", text(&o)));
+    let png = screenshot(&s, &page, "report.png");
     assert!(
-        png.starts_with(b"\x89PNG") && png.len() > 10_000,
-        "{} bytes",
-        png.len()
+        png.width > 1000 && png.height > 1000,
+        "{}x{}",
+        png.width,
+        png.height
     );
+}
+
+/// Issue 15: in a greyscale print of report.html the two arms' marks must differ. The
+/// page is rendered twice by Chromium, as it is and under CSS `filter: grayscale(1)`;
+/// the pixels drawn in each arm's colour in the first render are looked up in the second.
+#[test]
+fn report_html_arms_stay_apart_when_rendered_in_greyscale() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(
+        json!({"tps": 1000.0, "noise_pct": 5.0}),
+        json!({"tps": 950.0, "noise_pct": 5.0}),
+    );
+    let o = s.bench(&a, &b, &["--trials", "2"]);
+    assert!(s.out().join("report.html").is_file(), "{}", text(&o));
+    let html = std::fs::read_to_string(s.out().join("report.html")).unwrap();
+    let grey_page = s.dir.path().join("grey.html");
+    let styled = html.replacen(
+        "</head>",
+        "<style>html { filter: grayscale(1) }</style></head>",
+        1,
+    );
+    assert_ne!(styled, html, "report.html has a </head>");
+    std::fs::write(&grey_page, styled).unwrap();
+    let colour = screenshot(&s, &s.out().join("report.html"), "colour.png");
+    let grey = screenshot(&s, &grey_page, "grey.png");
+    assert_eq!((colour.width, colour.height), (grey.width, grey.height));
+    // The arms' colours (xtask/src/report/html.rs): dark blue and orange.
+    let arm_pixels = |rgb: [u8; 3]| -> Vec<usize> {
+        (0..colour.pixels())
+            .filter(|&i| (0..3).all(|c| colour.at(i)[c].abs_diff(rgb[c]) <= 6))
+            .collect()
+    };
+    let (base, exp) = (arm_pixels([0, 68, 136]), arm_pixels([230, 159, 0]));
+    assert!(
+        base.len() > 200 && exp.len() > 200,
+        "each arm draws marks: {} baseline and {} experiment pixels",
+        base.len(),
+        exp.len()
+    );
+    let mean_grey = |px: &[usize]| -> f64 {
+        px.iter()
+            .map(|&i| {
+                let p = grey.at(i);
+                assert!(
+                    p[0].abs_diff(p[1]) <= 2 && p[1].abs_diff(p[2]) <= 2,
+                    "the filter made pixel {i} grey: {p:?}"
+                );
+                f64::from(p[0])
+            })
+            .sum::<f64>()
+            / px.len() as f64
+    };
+    let (gb, ge) = (mean_grey(&base), mean_grey(&exp));
+    assert!(
+        (ge - gb).abs() > 60.0,
+        "baseline grey {gb:.0} and experiment grey {ge:.0} (0-255) are too close to tell apart"
+    );
+}
+
+/// A decoded screenshot: 8-bit RGB(A) pixels, row by row.
+struct Shot {
+    width: u32,
+    height: u32,
+    channels: usize,
+    data: Vec<u8>,
+}
+
+impl Shot {
+    fn pixels(&self) -> usize {
+        (self.width * self.height) as usize
+    }
+
+    fn at(&self, i: usize) -> &[u8] {
+        &self.data[i * self.channels..i * self.channels + 3]
+    }
+}
+
+/// `page` rendered by headless Chromium into `name` (1200 x 3000 CSS pixels), decoded.
+fn screenshot(s: &Sandbox, page: &std::path::Path, name: &str) -> Shot {
+    let shot = s.dir.path().join(name);
+    let o = chromium(
+        s,
+        page,
+        &[
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1200,3000",
+            "--force-device-scale-factor=1",
+            "--hide-scrollbars",
+        ],
+    );
+    let file =
+        std::fs::File::open(&shot).unwrap_or_else(|e| panic!("no screenshot ({e}): {}", text(&o)));
+    let mut reader = png::Decoder::new(std::io::BufReader::new(file))
+        .read_info()
+        .unwrap();
+    let mut data = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut data).unwrap();
+    assert_eq!(info.bit_depth, png::BitDepth::Eight, "{info:?}");
+    let channels = match info.color_type {
+        png::ColorType::Rgb => 3,
+        png::ColorType::Rgba => 4,
+        other => panic!("screenshot colour type {other:?}"),
+    };
+    data.truncate(info.buffer_size());
+    Shot {
+        width: info.width,
+        height: info.height,
+        channels,
+        data,
+    }
+}
+
+/// Headless Chromium (Debian's `chromium`, installed by ci/setup.sh) on `page`.
+fn chromium(s: &Sandbox, page: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    let Ok(chromium) = which_chromium() else {
+        panic!("chromium not found: run ci/setup.sh")
+    };
+    let profile = s.dir.path().join("chromium-profile");
+    std::process::Command::new(&chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+        ])
+        .args([
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap()
 }
 
 fn which_chromium() -> Result<std::path::PathBuf, ()> {
