@@ -655,7 +655,7 @@ fn a_failing_build_shows_its_log_and_a_missing_checkout_or_cmake_is_named() {
         text(&o)
     );
     let case = &crate::support::read_junit(&junit)[0]["cases"][0];
-    assert_eq!(case["results"][0]["type"], "TIMEOUT", "{case}");
+    assert_eq!(case["results"][0]["verdict"], "TIMEOUT", "{case}");
 
     let o = bench(&s, &s.dir.path().join("nowhere"), "nowhere", &[]);
     assert_eq!(code(&o), 64, "{}", text(&o));

@@ -54,7 +54,10 @@ fn the_gate_script_runs_again_in_the_same_workspace_and_takes_the_jobs_flags() {
             "{last}"
         );
         let xml = std::fs::read_to_string(workspace.join("junit.xml")).unwrap();
-        assert!(xml.contains(r#"type="REGRESSION""#), "{xml}");
+        assert!(
+            xml.contains(r#"<failure message="REGRESSION (redwood): "#),
+            "{xml}"
+        );
         let dir = last.rsplit("results in ").next().unwrap().to_string();
         let trials: serde_json::Value = serde_json::from_str(
             &std::fs::read_to_string(workspace.join(&dir).join("trials.json")).unwrap(),

@@ -16,8 +16,16 @@ suites = []
 for suite in xml:
     cases = []
     for case in suite:
+        # The verdict as a reader sees it: the message's first word (there is no `type`);
+        # "REGRESSION (redwood): TPS ..." or, for a setup error, "ERROR: ...".
         results = [
-            {"kind": type(r).__name__, "type": r.type, "message": r.message}
+            {
+                "kind": type(r).__name__,
+                "verdict": (r.message or "").split(": ", 1)[0].split(" (", 1)[0],
+                "type": r.type,
+                "message": r.message,
+                "text": r.text or "",
+            }
             for r in case.result
             if isinstance(r, (Failure, Error, Skipped))
         ]

@@ -229,7 +229,8 @@ impl Sandbox {
 }
 
 /// `path` read by junitparser (`junit_read.py`): one entry per test suite with its cases,
-/// their results (`kind` Failure/Error/Skipped, `type`, `message`), properties and
+/// their results (`kind` Failure/Error/Skipped, `verdict`: the message's first word, `type`
+/// (none is written), `message`), properties and
 /// system-out. Panics if the file is not JUnit an independent reader accepts.
 pub fn read_junit(path: &Path) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("it/junit_read.py");

@@ -97,7 +97,7 @@ fn ci_gate_script_runs_the_gate_and_leaves_junit_where_ci_looks() {
     assert_eq!(crate::support::code(&o), 1, "{}", crate::support::text(&o));
     let junit = crate::support::read_junit(&s.dir.path().join("junit.xml"));
     assert_eq!(
-        junit[0]["cases"][0]["results"][0]["type"], "REGRESSION",
+        junit[0]["cases"][0]["results"][0]["verdict"], "REGRESSION",
         "{junit}"
     );
     // Each run has its own directory under perfgate-results/ (tests/it/ci.rs reruns it).
@@ -135,7 +135,7 @@ fn ci_gate_script_runs_the_gate_and_leaves_junit_where_ci_looks() {
     let junit = crate::support::read_junit(&s.dir.path().join("noisy.xml"));
     let result = &junit[0]["cases"][0]["results"][0];
     assert_eq!(
-        (&result["kind"], &result["type"]),
+        (&result["kind"], &result["verdict"]),
         (&json!("Failure"), &json!("INCONCLUSIVE")),
         "{junit}"
     );

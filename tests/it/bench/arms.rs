@@ -19,12 +19,12 @@ fn missing_mako_is_a_clear_error_before_any_trial() {
     // CI still gets a JUnit file, with the error in it.
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(
-        xml.contains(r#"type="ERROR""#) && xml.contains("bin/mako is missing"),
+        xml.contains(r#"<error message="ERROR: "#) && xml.contains("bin/mako is missing"),
         "{xml}"
     );
     let case = &read_junit(&junit)[0]["cases"][0];
     assert_eq!(case["results"][0]["kind"], "Error", "{case}");
-    assert_eq!(case["results"][0]["type"], "ERROR");
+    assert_eq!(case["results"][0]["verdict"], "ERROR");
     assert!(err.contains("bin/mako is missing"), "{err}");
     assert!(err.contains("-DBUILD_MAKO=ON"), "{err}");
     assert!(

@@ -26,13 +26,13 @@ fn configure_hang_is_a_timeout_of_that_phase_and_leaves_no_process() {
     assert_eq!(phases, ["cluster-start", "configure", "teardown"]);
     let junit = std::fs::read_to_string(s.out().join("junit.xml")).unwrap();
     assert!(
-        junit.contains(r#"<error type="TIMEOUT" message="trial 2 (experiment #1): configure"#)
+        junit.contains(r#"<error message="TIMEOUT (redwood): trial 2 (experiment #1): configure"#)
             || junit.contains(r#"<error message="trial 2 (experiment #1): configure"#),
         "{junit}"
     );
     let case = &read_junit(&s.out().join("junit.xml"))[0]["cases"][0];
     assert_eq!(case["results"][0]["kind"], "Error", "{case}");
-    assert_eq!(case["results"][0]["type"], "TIMEOUT");
+    assert_eq!(case["results"][0]["verdict"], "TIMEOUT");
     s.assert_no_leftover_processes();
 }
 

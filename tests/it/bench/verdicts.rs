@@ -21,20 +21,29 @@ fn slower_experiment_is_a_regression_with_exit_1_and_a_junit_failure() {
         "REGRESSION"
     );
     let junit = std::fs::read_to_string(&junit_copy).unwrap();
-    assert!(junit.contains(r#"type="REGRESSION""#), "{junit}");
+    assert!(
+        junit.contains(r#"<failure message="REGRESSION (redwood): TPS "#),
+        "{junit}"
+    );
     assert!(String::from_utf8_lossy(&o.stdout).contains("REGRESSION"));
     let case = &read_junit(&junit_copy)[0]["cases"][0];
     assert_eq!(case["results"][0]["kind"], "Failure", "{case}");
-    assert_eq!(case["results"][0]["type"], "REGRESSION");
+    assert_eq!(case["results"][0]["verdict"], "REGRESSION");
     // -10% give or take the double's 0.05% noise per trial, in the property and the log.
     let delta = case["properties"]["tps_delta_pct"].as_str().unwrap();
     let value: f64 = delta.parse().unwrap();
     assert!((value + 10.0).abs() < 0.2, "{case}");
+    // The failure's body: the sentence, then the numbers; system-out has the table
+    // only, so that GitLab, which shows both, does not show the sentence twice.
+    let body = case["results"][0]["text"].as_str().unwrap();
     assert!(
-        case["system_out"]
-            .as_str()
-            .unwrap()
-            .contains(&format!("tps_delta_pct={delta}")),
+        body.starts_with("REGRESSION (redwood): TPS ")
+            && body.contains(&format!("tps_delta_pct={delta}")),
+        "{case}"
+    );
+    let out = case["system_out"].as_str().unwrap();
+    assert!(
+        out.starts_with("engine ") && !out.contains("tps_delta_pct"),
         "{case}"
     );
 }
@@ -82,7 +91,7 @@ fn experiment_below_the_slo_is_an_slo_violation() {
     assert_eq!(j["verdict"], "SLO-VIOLATION", "{j}");
     let case = &read_junit(&s.out().join("junit.xml"))[0]["cases"][0];
     assert_eq!(case["results"][0]["kind"], "Failure", "{case}");
-    assert_eq!(case["results"][0]["type"], "SLO-VIOLATION");
+    assert_eq!(case["results"][0]["verdict"], "SLO-VIOLATION");
 }
 
 #[test]
@@ -99,7 +108,8 @@ fn noise_beyond_the_tolerance_is_inconclusive_and_fails_only_under_strict() {
     assert!(j["comparison"]["mde_pct"].as_f64().unwrap() > 2.0, "{j}");
     let junit = std::fs::read_to_string(s.out().join("junit.xml")).unwrap();
     assert!(
-        junit.contains(">INCONCLUSIVE: TPS ") && junit.contains(r#"type="INCONCLUSIVE""#),
+        junit.contains(">INCONCLUSIVE (redwood): TPS ")
+            && junit.contains(r#"<skipped message="INCONCLUSIVE (redwood): TPS "#),
         "{junit}"
     );
     let case = &read_junit(&s.out().join("junit.xml"))[0]["cases"][0];
@@ -367,7 +377,7 @@ fn gate_latency_adds_a_p99_test_case_that_can_fail_on_its_own() {
         (&json!("tps"), &json!([]))
     );
     assert_eq!(cases[1]["name"], "txn_latency_p99");
-    assert_eq!(cases[1]["results"][0]["type"], "REGRESSION", "{junit}");
+    assert_eq!(cases[1]["results"][0]["verdict"], "REGRESSION", "{junit}");
     // +25% give or take the double's 0.05% noise per trial.
     let change: f64 = cases[1]["properties"]["txn_latency_p99_change_pct"]
         .as_str()
@@ -434,7 +444,7 @@ fn storage_cpu_per_transaction_is_measured_per_role_and_gates_by_default() {
     };
     assert_eq!(case("tps")["results"], json!([]), "{junit}");
     assert_eq!(
-        case("storage_to_client_cpu")["results"][0]["type"],
+        case("storage_to_client_cpu")["results"][0]["verdict"],
         "REGRESSION",
         "{junit}"
     );

@@ -73,14 +73,7 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         check_writable_file("--junit", j)?;
     }
     std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
-    let mut warnings = plan.warnings.clone();
-    if let (Some(record), Some(_)) = (&plan.recorded, &plan.baseline) {
-        warnings.extend(
-            host_lines(record, &samples, plan.engines())
-                .into_iter()
-                .filter_map(|(changed, line)| changed.then_some(line)),
-        );
-    }
+    let warnings = warnings_of(plan, &samples);
     write::verdicts(
         &out,
         &judgements,
@@ -96,9 +89,24 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
             std::time::UNIX_EPOCH
                 + std::time::Duration::from_secs(meta.started_at_unix_s.unwrap_or(0)),
             &meta.host.hostname,
+            args.junit.as_deref(),
         ),
     )?;
     Ok(exit_code(&judgements, interrupted))
+}
+
+/// The plan's warnings, and for a judgement against a record with a fresh control arm,
+/// the lines on which this host differs from the record's.
+fn warnings_of(plan: &SavedPlan, samples: &[Sample]) -> Vec<String> {
+    let mut warnings = plan.warnings.clone();
+    if let (Some(record), Some(_)) = (&plan.recorded, &plan.baseline) {
+        warnings.extend(
+            host_lines(record, samples, plan.engines())
+                .into_iter()
+                .filter_map(|(changed, line)| changed.then_some(line)),
+        );
+    }
+    warnings
 }
 
 /// The saved run's criteria with the flags that override them (`--max-regression`,

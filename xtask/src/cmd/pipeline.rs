@@ -95,6 +95,7 @@ pub fn execute(plan: Plan) -> Result<Finished> {
             &trials,
             started,
             &crate::results::host::Host::read().hostname,
+            plan.config.junit.as_deref(),
         ),
     )
     .context(results())?;

@@ -182,9 +182,19 @@ fn numbers(j: &Judgement) -> Vec<(String, String)> {
 /// `junit.xml`: one test suite per engine, one test case per judged metric. For a gated
 /// metric, REGRESSION and SLO-VIOLATION are `<failure>`, TIMEOUT and ERROR are `<error>`,
 /// INCONCLUSIVE is `<skipped>` (with the MDE achieved in its message), or a `<failure>`
-/// under `--strict` (the run exits 1 then, and a CI test tab must not show 0 failures);
-/// the verdict is the type. A metric that does not gate passes, with its verdict in its
-/// output.
+/// under `--strict` (the run exits 1 then, and a CI test tab must not show 0 failures).
+/// What CI tools show was read off their own parsers (README, "What CI shows"): the
+/// `message` is the one-line sentence `VERDICT (engine): reason`, since Jenkins ("Error Details")
+/// and mikepenz/action-junit-report (the annotation) show the message alone; there is no
+/// `type`, which no tool shows but dorny/test-reporter, as `type: message`, and that would
+/// say the verdict twice. The body (what GitLab shows) starts with the same sentence, then
+/// the numbers; `system-out` has the terminal table, and, for a passing case, the sentence
+/// and numbers first. The engine's trial seconds are the `time` of its suite and of its
+/// first case only (its other cases judge the same trials: tools that add up case times
+/// would count them twice). A metric that does not gate passes, with its verdict in its
+/// output. The suite's `file` is `run.file`, so that an annotation lands on the JUnit file
+/// rather than on a source file a tool finds by the classname's last part (`redwood` finds
+/// FDB's `documentation/sphinx/source/redwood.rst`).
 pub fn junit(judgements: &[Judgement], table: &str, run: &JunitRun) -> String {
     let mut report = Report::new("perfgate");
     let mut suites: Vec<TestSuite> = Vec::new();
@@ -193,12 +203,17 @@ pub fn junit(judgements: &[Judgement], table: &str, run: &JunitRun) -> String {
         let text: Vec<String> = numbers.iter().map(|(k, v)| format!("{k}={v}")).collect();
         // The verdict's sentence on the first line of every body: GitLab shows the body
         // and drops `message` when there is one, others show the message.
+        // The engine is in it: mikepenz/action-junit-report titles an annotation by the
+        // suite's file and the case, so two engines' `tps` cases read alike there.
         let sentence = format!(
-            "{}{}: {}",
+            "{} ({}{}): {}",
             j.verdict,
-            if j.gating { "" } else { " (not gating)" },
+            j.engine,
+            if j.gating { "" } else { ", not gating" },
             j.reason
         );
+        let engine = j.engine.to_string();
+        let first_of_engine = !suites.iter().any(|s| s.name.as_str() == engine);
         let seconds = run.seconds.get(&j.engine).copied().unwrap_or(0.0);
         let mut status = match j.verdict {
             _ if !j.gating => TestCaseStatus::success(),
@@ -212,22 +227,22 @@ pub fn junit(judgements: &[Judgement], table: &str, run: &JunitRun) -> String {
             }
             Verdict::Inconclusive => TestCaseStatus::skipped(),
         };
-        if j.gating && j.verdict != Verdict::Measured {
-            // The type tells the verdicts apart (a REGRESSION and an ERROR are both
-            // failures to some consumers); the message is the reason alone, since
-            // consumers print "type: message".
-            status.set_type(j.verdict.to_string());
-            status.set_message(xml_text(&j.reason));
-            status.set_description(xml_text(&format!("{sentence}\n{}", text.join("\n"))));
-        }
+        let body = format!("{sentence}\n{}", text.join("\n"));
+        let out = if j.gating && j.verdict != Verdict::Measured {
+            status.set_message(xml_text(&sentence));
+            status.set_description(xml_text(&body));
+            table.to_string()
+        } else {
+            format!("{body}\n\n{table}")
+        };
         let mut case = TestCase::new(j.metric.name(), status);
         case.set_classname(format!("perfgate.{}", j.engine));
-        case.set_time(std::time::Duration::from_secs_f64(seconds));
-        case.set_system_out(xml_text(&format!(
-            "{sentence}\n{}\n\n{table}",
-            text.join("\n")
-        )));
-        let engine = j.engine.to_string();
+        case.set_time(std::time::Duration::from_secs_f64(if first_of_engine {
+            seconds
+        } else {
+            0.0
+        }));
+        case.set_system_out(xml_text(&out));
         // Jenkins' junit-10.xsd has no properties in a test case: the numbers go to the
         // suite, named after the metric.
         let properties = numbers
@@ -242,6 +257,7 @@ pub fn junit(judgements: &[Judgement], table: &str, run: &JunitRun) -> String {
                 suite
                     .extra
                     .insert("hostname".into(), run.hostname.clone().into());
+                suite.extra.insert("file".into(), run.file.clone().into());
                 suites.push(suite);
                 suites.last_mut().expect("just pushed")
             }
@@ -264,8 +280,11 @@ pub struct JunitRun {
     pub timestamp: std::time::SystemTime,
     /// The host's name (`hostname`).
     pub hostname: String,
-    /// Seconds of trials per engine (`time` of its suite and test cases).
+    /// Seconds of trials per engine (`time` of its suite and first test case).
     pub seconds: std::collections::BTreeMap<fdb::Engine, f64>,
+    /// The JUnit file as CI finds it (`--junit` as given, else `junit.xml`): each suite's
+    /// `file`.
+    pub file: String,
 }
 
 fn utc(t: std::time::SystemTime) -> chrono::DateTime<chrono::FixedOffset> {
@@ -273,11 +292,13 @@ fn utc(t: std::time::SystemTime) -> chrono::DateTime<chrono::FixedOffset> {
 }
 
 impl JunitRun {
-    /// The run that measured `trials`, started at `timestamp` on `hostname`.
+    /// The run that measured `trials`, started at `timestamp` on `hostname`, whose JUnit
+    /// is also copied to `junit` (`--junit`).
     pub fn new(
         trials: &[TrialRecord],
         timestamp: std::time::SystemTime,
         hostname: &str,
+        junit: Option<&std::path::Path>,
     ) -> JunitRun {
         let mut seconds = std::collections::BTreeMap::new();
         for t in trials {
@@ -293,6 +314,7 @@ impl JunitRun {
             timestamp,
             hostname: hostname.to_string(),
             seconds,
+            file: junit.map_or("junit.xml".to_string(), |p| p.display().to_string()),
         }
     }
 }
@@ -331,12 +353,13 @@ pub fn xml_text(text: &str) -> String {
 
 /// `junit.xml` for a run that failed outside its trials: before the first (a build tree
 /// missing a binary, a build that failed or timed out; `case` "setup"), or writing its
-/// results (`case` "results"): one `<error>` test case of type `verdict` (ERROR or
-/// TIMEOUT).
+/// results (`case` "results"): one `<error>` test case whose message and body are the
+/// sentence `VERDICT: message` (ERROR or TIMEOUT), as in [`junit`].
 pub fn junit_setup_error(case: &str, verdict: Verdict, message: &str) -> String {
     let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
-    status.set_type(verdict.to_string());
-    status.set_message(xml_text(message));
+    let sentence = xml_text(&format!("{verdict}: {message}"));
+    status.set_message(sentence.clone());
+    status.set_description(sentence);
     let mut case = TestCase::new(case, status);
     case.set_classname("perfgate");
     let mut suite = TestSuite::new("perfgate");
@@ -514,6 +537,7 @@ mod tests {
             timestamp: std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_796_119_200),
             hostname: "ci-1".into(),
             seconds: [(Engine::Redwood, 120.5)].into_iter().collect(),
+            file: "junit.xml".into(),
         }
     }
 
@@ -592,7 +616,7 @@ mod tests {
         expect![[r#"
             <?xml version="1.0" encoding="UTF-8"?>
             <testsuites name="perfgate" tests="2" failures="1" errors="0" time="120.500">
-                <testsuite name="redwood" tests="2" skipped="0" errors="0" failures="1" timestamp="2026-12-01T10:00:00.000+00:00" time="120.500" hostname="ci-1">
+                <testsuite name="redwood" tests="2" skipped="0" errors="0" failures="1" timestamp="2026-12-01T10:00:00.000+00:00" time="120.500" hostname="ci-1" file="junit.xml">
                     <properties>
                         <property name="tps.verdict" value="REGRESSION"/>
                         <property name="tps.baseline_tps_mean" value="1000.00"/>
@@ -648,7 +672,7 @@ mod tests {
                         <property name="txn_latency_p99.max_regression_pct" value="2.00"/>
                     </properties>
                     <testcase name="tps" classname="perfgate.redwood" time="120.500">
-                        <failure message="TPS -4.82% [-5.48%, -4.15%] over 3 pairs, p=0.001: significantly slower, and the estimated change exceeds the 2.00% tolerance" type="REGRESSION">REGRESSION: TPS -4.82% [-5.48%, -4.15%] over 3 pairs, p=0.001: significantly slower, and the estimated change exceeds the 2.00% tolerance
+                        <failure message="REGRESSION (redwood): TPS -4.82% [-5.48%, -4.15%] over 3 pairs, p=0.001: significantly slower, and the estimated change exceeds the 2.00% tolerance">REGRESSION (redwood): TPS -4.82% [-5.48%, -4.15%] over 3 pairs, p=0.001: significantly slower, and the estimated change exceeds the 2.00% tolerance
             verdict=REGRESSION
             baseline_tps_mean=1000.00
             baseline_tps_cv_pct=1.00
@@ -674,37 +698,10 @@ mod tests {
             p_not_worse_adjusted=0.9984
             p_slower_adjusted=0.0006
             max_regression_pct=2.00</failure>
-                        <system-out>REGRESSION: TPS -4.82% [-5.48%, -4.15%] over 3 pairs, p=0.001: significantly slower, and the estimated change exceeds the 2.00% tolerance
-            verdict=REGRESSION
-            baseline_tps_mean=1000.00
-            baseline_tps_cv_pct=1.00
-            baseline_trials=3
-            baseline_storage_cpu_cores=0.970
-            baseline_trials_not_cpu_bound=0
-            baseline_trials_cpu_unmeasured=0
-            baseline_workdir_peak_bytes=1048576
-            experiment_tps_mean=951.83
-            experiment_tps_cv_pct=0.83
-            experiment_trials=3
-            experiment_storage_cpu_cores=0.970
-            experiment_trials_not_cpu_bound=0
-            experiment_trials_cpu_unmeasured=0
-            experiment_workdir_peak_bytes=1048576
-            tps_delta_pct=-4.82
-            pairs=3
-            tps_change_pct=-4.82
-            tps_change_ci95_low_pct=-5.48
-            tps_change_ci95_high_pct=-4.15
-            p_value=0.0011
-            mde_pct=0.92
-            p_not_worse_adjusted=0.9984
-            p_slower_adjusted=0.0006
-            max_regression_pct=2.00
-
-            table with \u{1b}[31mESC\u{1b}[0m and ]]&gt; inside</system-out>
+                        <system-out>table with \u{1b}[31mESC\u{1b}[0m and ]]&gt; inside</system-out>
                     </testcase>
-                    <testcase name="txn_latency_p99" classname="perfgate.redwood" time="120.500">
-                        <system-out>REGRESSION (not gating): p99 transaction latency +7.89% [+0.12%, +16.26%] over 3 pairs, p=0.049: significantly higher in latency, and the estimated change exceeds the 2.00% tolerance
+                    <testcase name="txn_latency_p99" classname="perfgate.redwood" time="0.000">
+                        <system-out>REGRESSION (redwood, not gating): p99 transaction latency +7.89% [+0.12%, +16.26%] over 3 pairs, p=0.049: significantly higher in latency, and the estimated change exceeds the 2.00% tolerance
             verdict=REGRESSION
             baseline_tps_mean=1000.00
             baseline_tps_cv_pct=1.00
@@ -746,14 +743,15 @@ mod tests {
         let t = interleaved(&[1000.0, 1100.0, 950.0], &[1050.0, 980.0, 990.0]);
         let j = judge(&t, &[Engine::Redwood], CRITERIA, false);
         let xml = junit(&j, "", &test_run());
-        // The type names the verdict, the message is the reason, and the body starts with
-        // the one-line sentence (GitLab shows the body and drops the message).
+        // The message is the one-line sentence, verdict first (Jenkins and mikepenz show
+        // it alone), and so is the body's first line (GitLab shows the body); no type, which
+        // dorny would print before the message a second time.
         assert!(
-            xml.contains("<skipped type=\"INCONCLUSIVE\" message=\"TPS ")
-                || xml.contains("<skipped message=\"TPS "),
+            xml.contains("<skipped message=\"INCONCLUSIVE (redwood): TPS ")
+                && !xml.contains(" type=\""),
             "{xml}"
         );
-        assert!(xml.contains(">INCONCLUSIVE: TPS "), "{xml}");
+        assert!(xml.contains(">INCONCLUSIVE (redwood): TPS "), "{xml}");
         assert!(xml.contains("(MDE, 80% power)"), "{xml}");
         assert!(xml.contains(r#"skipped="1""#), "{xml}");
         // Under --strict the run exits 1, and the file says so (issue 15: a failed job
@@ -766,8 +764,7 @@ mod tests {
         assert_eq!(exit_code(&j, false), 1);
         let xml = junit(&j, "", &test_run());
         assert!(
-            xml.contains("<failure ")
-                && xml.contains(r#"type="INCONCLUSIVE""#)
+            xml.contains("<failure message=\"INCONCLUSIVE (redwood): TPS ")
                 && xml.contains(r#"failures="1""#),
             "{xml}"
         );

@@ -64,10 +64,14 @@ pub fn meta(out: &Path, plan: &Plan) -> Result<()> {
     Ok(())
 }
 
-/// Writes every trial so far: `trials.json` (the records) and `results.tsv`.
+/// Writes every trial so far: `trials.json` (the records, with absolute paths) and
+/// `results.tsv` (paths relative to `out`, as in every file made for reading).
 pub fn trials(out: &Path, trials: &[TrialRecord]) -> Result<()> {
     write(&out.join("trials.json"), &json(&trials))?;
-    write(&out.join("results.tsv"), &results_tsv(trials))
+    write(
+        &out.join("results.tsv"),
+        &relative_to_results(out, &results_tsv(trials)),
+    )
 }
 
 /// Where the run's JUnit and Markdown also go (`--junit`, `--export-markdown`).
@@ -109,9 +113,9 @@ pub fn verdicts(
     run: &super::JunitRun,
 ) -> Result<()> {
     let table = table(judgements, warnings);
-    let junit = junit(judgements, &table, run);
-    let summary = summary_json(judgements, interrupted, warnings);
-    let md = markdown(judgements, interrupted, warnings);
+    let junit = relative_to_results(out, &junit(judgements, &table, run));
+    let summary = relative_to_results(out, &summary_json(judgements, interrupted, warnings));
+    let md = relative_to_results(out, &markdown(judgements, interrupted, warnings));
     write(&out.join("summary.json"), &summary)?;
     write(&out.join("junit.xml"), &junit)?;
     write(&out.join("summary.md"), &md)?;
@@ -145,8 +149,64 @@ pub fn html_report(
     };
     write(
         &out.join("report.html"),
-        &html::render(plan, trials, judgements, &plan.warnings, &run),
+        &relative_to_results(
+            out,
+            &html::render(plan, trials, judgements, &plan.warnings, &run),
+        ),
     )
+}
+
+/// `text` (a file of the results dir `out`) with the paths of files inside `out` written
+/// relative to it: `<out>/trials/02-redwood-experiment-1/mako.json` becomes
+/// `trials/02-redwood-experiment-1/mako.json`. A results dir is read where it was moved
+/// to (a CI artifact, downloaded), where the runner's absolute paths mean nothing; the
+/// terminal keeps them. Only a path that starts a word is rewritten (not `<x><out>/`),
+/// and an `out` that the format had to escape is left as it is.
+pub fn relative_to_results(out: &Path, text: &str) -> String {
+    let prefix = format!("{}/", out.display());
+    let mut result = String::with_capacity(text.len());
+    let mut copied = 0;
+    for (i, _) in text.match_indices(&prefix) {
+        if i < copied {
+            continue;
+        }
+        let starts_word = text[..i]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !(c.is_alphanumeric() || "/.-_~".contains(c)));
+        if starts_word {
+            result.push_str(&text[copied..i]);
+            copied = i + prefix.len();
+        }
+    }
+    result.push_str(&text[copied..]);
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_inside_the_results_dir_become_relative_to_it() {
+        let out = Path::new("/ci/runner/perfgate-results/20261201T1854Z-7");
+        let text = "mako JSON report /ci/runner/perfgate-results/20261201T1854Z-7/trials/02-redwood-experiment-1/mako.json \
+                    is not valid; stderr (/ci/runner/perfgate-results/20261201T1854Z-7/trials/02/mako-run.err) \
+                    is empty; --out /ci/runner/perfgate-results/20261201T1854Z-7 \
+                    /other/ci/runner/perfgate-results/20261201T1854Z-7/x";
+        assert_eq!(
+            relative_to_results(out, text),
+            "mako JSON report trials/02-redwood-experiment-1/mako.json \
+             is not valid; stderr (trials/02/mako-run.err) \
+             is empty; --out /ci/runner/perfgate-results/20261201T1854Z-7 \
+             /other/ci/runner/perfgate-results/20261201T1854Z-7/x"
+        );
+        // A relative --out: the same, and a longer name that merely ends like it is kept.
+        assert_eq!(
+            relative_to_results(Path::new("res"), "see res/trials/a and fres/trials/b"),
+            "see trials/a and fres/trials/b"
+        );
+    }
 }
 
 /// Writes `calibration.json`.
