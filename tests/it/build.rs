@@ -38,7 +38,8 @@ add_custom_target(shared DEPENDS ${SHARED_O})
 add_dependencies(fdbserver shared)
 "#;
 
-fn git(repo: &Path, args: &[&str]) {
+/// `git -C repo args`, asserted to succeed; its stdout, trimmed.
+pub(crate) fn git(repo: &Path, args: &[&str]) -> String {
     let o = Command::new("git")
         .arg("-C")
         .arg(repo)
@@ -46,12 +47,13 @@ fn git(repo: &Path, args: &[&str]) {
         .output()
         .unwrap();
     assert!(o.status.success(), "git {args:?}: {}", text(&o));
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
 }
 
 /// A repo with two commits: HEAD~1 and HEAD differ in `version.txt` only, and their
 /// binaries in the source version they report (their commit).
 /// Fails the test when cmake or ninja is missing (CI installs them: `ci/setup.sh`).
-fn checkout(s: &Sandbox) -> PathBuf {
+pub(crate) fn checkout(s: &Sandbox) -> PathBuf {
     assert!(
         tools_present(),
         "cmake and ninja are needed: run ci/setup.sh"
@@ -76,7 +78,7 @@ fn checkout(s: &Sandbox) -> PathBuf {
 }
 
 /// The fixture's `double.json`: `tps`, and the commit as source version (at configure).
-fn behaviour(tps: f64) -> String {
+pub(crate) fn behaviour(tps: f64) -> String {
     json!({"tps": tps, "source_version": "@SOURCE_VERSION@"}).to_string()
 }
 
@@ -90,7 +92,7 @@ fn rev(repo: &Path, spec: &str) -> String {
     String::from_utf8_lossy(&o.stdout).trim().to_string()
 }
 
-fn double_bin() -> String {
+pub(crate) fn double_bin() -> String {
     format!(
         "--cmake-arg=-DDOUBLE_BIN={}",
         Path::new(env!("CARGO_BIN_EXE_fdbserver"))

@@ -1,11 +1,18 @@
 //! `ci/gate.sh` as a CI job runs it: twice in one workspace (a self-hosted runner keeps
-//! it), with the job's own flags beside the script's defaults.
+//! it), with the job's own flags beside the script's defaults; and the GitLab CI example
+//! (`ci/examples/gitlab-ci.yml`) run by gitlab-ci-local on an FDB-shaped checkout.
 
-use std::{path::Path, process::Command};
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output},
+};
 
-use serde_json::json;
+use serde_json::{json, Value};
 
-use crate::support::{code, text, xtask, Sandbox, TINY};
+use crate::{
+    build::{behaviour, checkout, double_bin, git},
+    support::{code, text, xtask, Sandbox, TINY},
+};
 
 fn gate_sh(
     s: &Sandbox,
@@ -80,4 +87,163 @@ fn the_gate_script_runs_again_in_the_same_workspace_and_takes_the_jobs_flags() {
         "{}",
         text(&o)
     );
+}
+
+/// The perfgate repository the GitLab job clones: a clone of this workspace's repository
+/// (CI runs in one) whose branch `under-test` is HEAD with the working tree's tracked files
+/// as they are now, so the job runs this ci/gate.sh, uncommitted changes included. The
+/// workspace's repository is only read.
+fn perfgate_repo(s: &Sandbox) -> PathBuf {
+    let workspace =
+        std::fs::canonicalize(Path::new(env!("CARGO_MANIFEST_DIR")).join("..")).unwrap();
+    let head = git(&workspace, &["rev-parse", "HEAD"]);
+    let repo = s.dir.path().join("perfgate");
+    let o = Command::new("git")
+        .args(["clone", "-q", "--shared", "--no-checkout"])
+        .arg(&workspace)
+        .arg(&repo)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    git(&repo, &["read-tree", &head]);
+    let work_tree = format!("--work-tree={}", workspace.display());
+    git(&repo, &[&work_tree, "add", "--update"]);
+    let tree = git(&repo, &["write-tree"]);
+    let commit = git(
+        &repo,
+        &[
+            "-c",
+            "user.name=perfgate-tests",
+            "-c",
+            "user.email=t@example.invalid",
+            "commit-tree",
+            "-p",
+            &head,
+            "-m",
+            "the working tree under test",
+            &tree,
+        ],
+    );
+    git(&repo, &["branch", "under-test", &commit]);
+    repo
+}
+
+/// `gitlab-ci-local` (npm, installed by ci/setup.sh) in `repo` with these `--variable`s,
+/// its user-wide settings in the sandbox.
+fn gitlab_ci_local(s: &Sandbox, repo: &Path, extra: &[&str], variables: &[String]) -> Output {
+    let Ok(gcl) = which::which("gitlab-ci-local") else {
+        panic!("gitlab-ci-local not found: run ci/setup.sh")
+    };
+    let mut cmd = Command::new(gcl);
+    cmd.current_dir(repo)
+        .arg("--home")
+        .arg(s.dir.path().join("gitlab-ci-local-home"))
+        .args(["--no-color", "--ignore-predefined-vars"])
+        .arg("CI_PIPELINE_SOURCE,CI_PROJECT_ID")
+        .args(extra);
+    for v in variables {
+        cmd.arg("--variable").arg(v);
+    }
+    cmd.output().unwrap()
+}
+
+/// The variables of a merge request pipeline of project 7 from project `source` (7: its
+/// own branch), the gate cloned from [`perfgate_repo`], and the test's tiny workload and
+/// sandboxed dirs.
+fn mr_variables(s: &Sandbox, source: u32, base: &str, gate: &Path) -> Vec<String> {
+    let mut flags = vec![double_bin()];
+    flags.extend(TINY.iter().map(|f| f.to_string()));
+    flags.push(format!(
+        "--baselines-dir {}",
+        s.dir.path().join("baselines").display()
+    ));
+    vec![
+        "CI_PIPELINE_SOURCE=merge_request_event".into(),
+        "CI_PROJECT_ID=7".into(),
+        format!("CI_MERGE_REQUEST_SOURCE_PROJECT_ID={source}"),
+        format!("CI_MERGE_REQUEST_DIFF_BASE_SHA={base}"),
+        format!("PERFGATE_REPO=file://{}", gate.display()),
+        "PERFGATE_REF=under-test".into(),
+        format!("PERFGATE_EXTRA_FLAGS={}", flags.join(" ")),
+        "PERFGATE_TRIALS=2".into(),
+        format!("PERFGATE_XTASK={}", xtask().display()),
+        format!("PERFGATE_WORKDIR={}", s.workdir.path().display()),
+        format!("CARGO_TARGET_DIR={}", s.dir.path().join("target").display()),
+    ]
+}
+
+/// The results directories among the job's artifacts, sorted (by their UTC time first).
+fn artifact_results(artifacts: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(artifacts.join("perfgate-results"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+#[test]
+fn the_gitlab_example_fails_a_slower_merge_request_and_runs_again() {
+    let s = Sandbox::new();
+    let repo = checkout(&s);
+    let base = git(&repo, &["rev-parse", "HEAD"]);
+    // The merge request: the example as the project's pipeline, and a 10% slower build.
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ci/examples/gitlab-ci.yml");
+    std::fs::copy(example, repo.join(".gitlab-ci.yml")).unwrap();
+    std::fs::write(repo.join("double.json"), behaviour(900.0)).unwrap();
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "slower"]);
+    let head = git(&repo, &["rev-parse", "HEAD"]);
+    let gate = perfgate_repo(&s);
+    // Its rules: a job for a merge request of the project itself only, not for a push nor
+    // for a merge request from a fork.
+    for (variables, listed) in [
+        (vec![], false),
+        (mr_variables(&s, 8, &base, &gate), false),
+        (mr_variables(&s, 7, &base, &gate), true),
+    ] {
+        let o = gitlab_ci_local(&s, &repo, &["--list-csv"], &variables);
+        assert_eq!(code(&o), 0, "{}", text(&o));
+        let jobs = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(jobs.contains("\nperfgate;"), listed, "{}", text(&o));
+    }
+    let artifacts = repo.join(".gitlab-ci-local/artifacts/perfgate");
+    for run in 1..=2 {
+        let o = gitlab_ci_local(&s, &repo, &[], &mr_variables(&s, 7, &base, &gate));
+        // The job failed with the gate's exit status, and so did the pipeline.
+        let all = text(&o);
+        assert_eq!(code(&o), 1, "run {run}: {all}");
+        assert!(
+            all.contains("perfgate: exit status 1") && all.contains("FAIL 1"),
+            "run {run}: {all}"
+        );
+        // The artifacts, kept although the job failed (`when: always`; gitlab-ci-local
+        // empties the job's artifacts before it runs): this run's JUnit and every results
+        // directory in the checkout, where its shell executor runs the job and which it
+        // keeps from run to run.
+        // A failure whose body, what GitLab shows, starts with the verdict.
+        let xml = std::fs::read_to_string(artifacts.join("junit.xml")).unwrap();
+        assert!(
+            xml.contains("<failure") && xml.contains(">REGRESSION (redwood): "),
+            "{xml}"
+        );
+        let results = artifact_results(&artifacts);
+        assert_eq!(results.len(), run, "{results:?}");
+        let meta: Value = serde_json::from_str(
+            &std::fs::read_to_string(results[run - 1].join("meta.json")).unwrap(),
+        )
+        .unwrap();
+        let plan = &meta["plan"];
+        // The second run found both commits built in the job's CARGO_TARGET_DIR.
+        for arm in ["baseline", "experiment"] {
+            assert_eq!(
+                plan[arm]["provenance"]["cache_hit"],
+                json!(run == 2),
+                "run {run}: {plan}"
+            );
+        }
+        assert_eq!(plan["baseline"]["provenance"]["commit"], json!(base));
+        assert_eq!(plan["experiment"]["provenance"]["commit"], json!(head));
+    }
+    s.assert_no_leftover_processes();
 }

@@ -24,13 +24,21 @@ fn cargo_dirs() -> Result<&'static CargoDirs> {
     if let Some(d) = DIRS.get() {
         return Ok(d);
     }
+    // The gate's own workspace, wherever it is started from: a CI job runs it from the
+    // FDB checkout (`cargo run --manifest-path`, or a built binary), which has no
+    // Cargo.toml. A binary moved off the machine it was built on looks from the current
+    // directory up.
+    let own = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.toml"));
+    let mut metadata = cargo_metadata::MetadataCommand::new();
+    metadata.no_deps();
+    if own.is_file() {
+        metadata.manifest_path(own);
+    }
     // Bounded like every child: cargo may wait on a lock another cargo holds.
     let what = "cargo metadata --no-deps";
     let meta = crate::process::run_bounded(
         what,
-        cargo_metadata::MetadataCommand::new()
-            .no_deps()
-            .cargo_command(),
+        metadata.cargo_command(),
         std::time::Duration::from_secs(120),
     )
     .and_then(|o| o.stdout_if_success(what))
