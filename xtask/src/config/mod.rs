@@ -709,6 +709,14 @@ mod tests {
                 "--async-xacts must be at least 1",
             ),
             (&["--procs", "100000"], "--procs 100000 is more than 256"),
+            (
+                &["--async-xacts", "4294967295"],
+                "--async-xacts 4294967295 is more than 10000",
+            ),
+            (
+                &["--rows", "2147483648", "--keylen", "16"],
+                "--rows 2147483648 must be between 1 and 2147483647",
+            ),
             (&["--threads", "257"], "--threads 257 is more than 256"),
             (
                 &["--build-procs", "300"],

@@ -109,17 +109,33 @@ pub fn env_var(engine: Engine) -> String {
     )
 }
 
+/// The floors of a run and where they came from.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Floors {
+    pub tps: SloTps,
+    /// One line per floor: the engine, the TPS and its source.
+    pub sources: Vec<String>,
+    /// The SLO file's profiles that no run of this name set can use (a typo such as
+    /// `qiuck` sets no floor, silently, without this).
+    pub warnings: Vec<String>,
+}
+
+/// The built-in profiles' names (`--profile`).
+const BUILT_IN_PROFILES: [&str; 3] = ["quick", "standard", "scan"];
+
 /// Resolves the floors of `engines` for `profile`: `flag` beats `env` beats `file` (read
-/// if it exists). Returns the floors and one line per floor saying where it came from.
+/// if it exists), and warns of the file's profiles that are neither built in nor
+/// `profile` (a user profile's, from `--profile-file`, is named in the warning too).
 pub fn resolve(
     flag: Option<f64>,
     profile: &str,
     engines: &[Engine],
     env: &dyn Fn(&str) -> Option<String>,
     file: &Path,
-) -> Result<(SloTps, Vec<String>)> {
+) -> Result<Floors> {
     let mut slo = SloTps::default();
     let mut sources = Vec::new();
+    let mut warnings = Vec::new();
     // Only a file that is not there is "no floors": a dangling link, a FIFO or an unreadable
     // file would silently drop every floor the team set.
     let absent =
@@ -140,6 +156,17 @@ pub fn resolve(
                 file.display(),
                 f.schema_version
             );
+        }
+        for name in f.tps.keys() {
+            if name != profile && !BUILT_IN_PROFILES.contains(&name.as_str()) {
+                warnings.push(format!(
+                    "the SLO file {} has floors for profile {name:?}, which is no built-in \
+                     profile ({}) and not this run's ({profile:?}): a typo sets no floor; \
+                     a --profile-file profile of that name uses them",
+                    file.display(),
+                    BUILT_IN_PROFILES.join(", ")
+                ));
+            }
         }
         f.tps
             .get(profile)
@@ -178,7 +205,11 @@ pub fn resolve(
             sources.push(format!("{engine}: {tps} TPS from {source}"));
         }
     }
-    Ok((slo, sources))
+    Ok(Floors {
+        tps: slo,
+        sources,
+        warnings,
+    })
 }
 
 #[cfg(test)]
@@ -199,7 +230,9 @@ mod tests {
         let f = file(FILE);
         let env = |v: &str| (v == "PERFGATE_SLO_TPS_ROCKSDB").then(|| "900".to_string());
         let engines = [Engine::Redwood, Engine::Rocksdb, Engine::ShardedRocksdb];
-        let (slo, sources) = resolve(None, "quick", &engines, &env, f.path()).unwrap();
+        let Floors {
+            tps: slo, sources, ..
+        } = resolve(None, "quick", &engines, &env, f.path()).unwrap();
         assert_eq!(
             (slo.redwood, slo.rocksdb, slo.sharded_rocksdb),
             (Some(1000.0), Some(900.0), None)
@@ -208,18 +241,44 @@ mod tests {
             sources[1].contains("from PERFGATE_SLO_TPS_ROCKSDB"),
             "{sources:?}"
         );
-        let (slo, _) = resolve(Some(50.0), "quick", &engines, &env, f.path()).unwrap();
+        let slo = resolve(Some(50.0), "quick", &engines, &env, f.path())
+            .unwrap()
+            .tps;
         assert_eq!(
             (slo.redwood, slo.rocksdb, slo.sharded_rocksdb),
             (Some(50.0), Some(50.0), Some(50.0))
         );
         // Another profile has no floors in the file.
-        let (slo, _) = resolve(None, "standard", &engines, &|_| None, f.path()).unwrap();
+        let slo = resolve(None, "standard", &engines, &|_| None, f.path())
+            .unwrap()
+            .tps;
         assert_eq!(slo, SloTps::default());
         assert_eq!(
             env_var(Engine::ShardedRocksdb),
             "PERFGATE_SLO_TPS_SHARDED_ROCKSDB"
         );
+    }
+
+    #[test]
+    fn a_profile_no_run_can_use_is_named_in_a_warning() {
+        // Issue 18 breaker: floors under a typo ("qiuck") applied to nothing, silently.
+        let f = file(
+            r#"{"schema_version": 1, "tps": {"qiuck": {"redwood": 1000.0}, "scan": {"redwood": 5.0}, "mine": {"redwood": 7.0}}}"#,
+        );
+        let engines = [Engine::Redwood];
+        let quick = resolve(None, "quick", &engines, &|_| None, f.path()).unwrap();
+        assert_eq!(quick.tps, SloTps::default());
+        assert_eq!(quick.warnings.len(), 2, "{:?}", quick.warnings);
+        assert!(
+            quick.warnings[0].contains("\"mine\"") && quick.warnings[1].contains("\"qiuck\""),
+            "{:?}",
+            quick.warnings
+        );
+        assert!(quick.warnings[1].contains("no built-in profile (quick, standard, scan)"));
+        // The run of the user profile "mine" uses its floors and warns of the typo only.
+        let mine = resolve(None, "mine", &engines, &|_| None, f.path()).unwrap();
+        assert_eq!(mine.tps.redwood, Some(7.0));
+        assert_eq!(mine.warnings.len(), 1, "{:?}", mine.warnings);
     }
 
     #[test]
@@ -247,7 +306,7 @@ mod tests {
             &|_| None,
             Path::new("/nonexistent/slo.json"),
         );
-        assert_eq!(missing.unwrap().0, SloTps::default());
+        assert_eq!(missing.unwrap().tps, SloTps::default());
         // Breaker inputs: a floor or a profile given twice kept the last silently (floor
         // 1 instead of 5000, or no floor at all).
         for (text, says) in [

@@ -16,6 +16,15 @@ use crate::{
 /// is a typo, not a workload.
 pub const MAX_CLIENTS: u32 = 256;
 
+/// Upper bound of mako's concurrent transactions per thread (`--async_xacts`): mako keeps
+/// a transaction state for each (`bindings/c/test/mako/mako.cpp`, `runAsyncWorkload`);
+/// the standard profile uses 128, so beyond this a value is a typo, not a workload.
+pub const MAX_ASYNC_XACTS: u32 = 10_000;
+
+/// Upper bound of `--rows`: mako reads it with `atoi` into a C `int`
+/// (`bindings/c/test/mako/mako.cpp`, argument parsing), which a larger value overflows.
+pub const MAX_ROWS: u64 = i32::MAX as u64;
+
 /// Cores the cluster itself needs: one for the storage server (single-threaded, the
 /// process the gate measures) and one shared by the stateless and log processes.
 pub const SERVER_CORES: usize = 2;
@@ -281,8 +290,18 @@ impl Workload {
                 )));
             }
         }
-        if self.rows == 0 {
-            return Err(usage("--rows must be at least 1"));
+        if self.async_xacts > MAX_ASYNC_XACTS {
+            return Err(usage(format!(
+                "--async-xacts {} is more than {MAX_ASYNC_XACTS}: mako keeps a transaction \
+                 state for each in every thread (the standard profile runs 128)",
+                self.async_xacts
+            )));
+        }
+        if self.rows == 0 || self.rows > MAX_ROWS {
+            return Err(usage(format!(
+                "--rows {} must be between 1 and {MAX_ROWS} (mako reads it into a C int)",
+                self.rows
+            )));
         }
         // FDB's limits (documentation, "Known Limitations"): keys up to 10,000 bytes,
         // values up to 100,000 bytes.

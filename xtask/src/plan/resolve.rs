@@ -36,7 +36,7 @@ pub struct Prepared {
     /// The engines that run: the config's, or the recorded baseline's.
     engines: Vec<Engine>,
     /// The effective TPS floors and where each came from.
-    slo: (slo::SloTps, Vec<String>),
+    slo: slo::Floors,
     workdir: Workdir,
     /// `--against-recorded`: the record and the warnings of comparing with it.
     recorded: Option<(Baseline, Vec<String>)>,
@@ -193,7 +193,7 @@ pub fn plan(
     let one_tree = config.one_tree();
     let Prepared {
         engines,
-        slo: (slo, slo_sources),
+        slo,
         workdir,
         recorded,
         preflight,
@@ -245,7 +245,8 @@ pub fn plan(
     plan.child_env = child_env;
     plan.warnings.extend(env_warning);
     plan.preflight = Some(preflight);
-    (plan.slo, plan.slo_sources) = (slo, slo_sources);
+    plan.warnings.extend(slo.warnings);
+    (plan.slo, plan.slo_sources) = (slo.tps, slo.sources);
     Ok(plan)
 }
 
