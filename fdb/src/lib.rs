@@ -9,6 +9,7 @@ pub mod cmake;
 pub mod engine;
 pub mod knob;
 pub mod mako;
+pub mod multitest;
 pub mod release;
 pub mod status;
 pub mod trace;

@@ -3,7 +3,7 @@
 
 /// The value of attribute `key` of a trace event line (`<Event Type="..." .../>`), as
 /// written, without XML unescaping; `None` when the line has no such attribute.
-fn attr(line: &str, key: &str) -> Option<String> {
+pub(crate) fn attr(line: &str, key: &str) -> Option<String> {
     let start = line.find(&format!(" {key}=\""))? + key.len() + 3;
     Some(line[start..].split('"').next()?.to_string())
 }
