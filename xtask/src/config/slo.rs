@@ -123,18 +123,9 @@ pub struct Floors {
 /// The built-in profiles' names (`--profile`).
 const BUILT_IN_PROFILES: [&str; 3] = ["quick", "standard", "scan"];
 
-/// Resolves the floors of `engines` for `profile`: `flag` beats `env` beats `file` (read
-/// if it exists), and warns of the file's profiles that are neither built in nor
-/// `profile` (a user profile's, from `--profile-file`, is named in the warning too).
-pub fn resolve(
-    flag: Option<f64>,
-    profile: &str,
-    engines: &[Engine],
-    env: &dyn Fn(&str) -> Option<String>,
-    file: &Path,
-) -> Result<Floors> {
-    let mut slo = SloTps::default();
-    let mut sources = Vec::new();
+/// `file`'s floors for `profile` (none when there is no file), and a warning per profile
+/// of the file that is neither built in nor `profile`.
+fn read_floors(file: &Path, profile: &str) -> Result<(BTreeMap<Engine, f64>, Vec<String>)> {
     let mut warnings = Vec::new();
     // Only a file that is not there is "no floors": a dangling link, a FIFO or an unreadable
     // file would silently drop every floor the team set.
@@ -180,6 +171,22 @@ pub fn resolve(
     } else {
         BTreeMap::new()
     };
+    Ok((from_file, warnings))
+}
+
+/// Resolves the floors of `engines` for `profile`: `flag` beats `env` beats `file` (read
+/// if it exists), and warns of the file's profiles that are neither built in nor
+/// `profile` (a user profile's, from `--profile-file`, is named in the warning too).
+pub fn resolve(
+    flag: Option<f64>,
+    profile: &str,
+    engines: &[Engine],
+    env: &dyn Fn(&str) -> Option<String>,
+    file: &Path,
+) -> Result<Floors> {
+    let mut slo = SloTps::default();
+    let mut sources = Vec::new();
+    let (from_file, warnings) = read_floors(file, profile)?;
     for &engine in engines {
         let var = env_var(engine);
         let chosen = if let Some(tps) = flag {
