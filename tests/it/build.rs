@@ -769,14 +769,15 @@ fn bad_flags_are_refused_before_any_build() {
         "{}",
         text(&o)
     );
-    // A data set no work dir holds (100 billion rows) is refused before the build too.
+    // A data set no work dir holds (2 billion rows of 48 bytes, 96 GB before FDB's
+    // overhead) is refused before the build too.
     let o = gate(&s)
         .args(["bench", "--fdb-src"])
         .arg(&repo)
         .arg("--out")
         .arg(s.dir.path().join("huge"))
         .arg(double_bin())
-        .args(["--rows", "100000000000", "--keylen", "32", "--vallen", "16"])
+        .args(["--rows", "2000000000", "--keylen", "32", "--vallen", "16"])
         .env("WORKDIR", s.workdir.path())
         .output()
         .unwrap();

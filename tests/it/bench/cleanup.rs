@@ -398,3 +398,36 @@ fn the_reaper_touches_nothing_it_cannot_prove_is_a_dead_gates_run_dir() {
         );
     }
 }
+
+#[test]
+fn a_results_dir_removed_during_the_run_stops_it_naming_the_cause() {
+    // Issue 18 breaker: deleting --out mid-run went unnoticed; the trial failed on a
+    // missing file of its own and the next trials wrote a new results dir with no plan.
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"mako_run_hang": true}), json!({}));
+    let child = s
+        .bench_command(&a, &b, &["--timeout-mako-run-grace", "1"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = a.join("double-mako-pids");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !started.exists() {
+        assert!(Instant::now() < deadline, "mako run never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::fs::remove_dir_all(s.out()).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("lost its meta.json during the run") && err.contains("before trial 2"),
+        "{err}"
+    );
+    assert!(
+        !s.out().join("trials.json").exists(),
+        "no results without their plan"
+    );
+    s.assert_no_leftover_processes();
+}

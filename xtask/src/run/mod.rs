@@ -90,8 +90,26 @@ impl<'a> Runner<'a> {
         })
     }
 
+    /// Errors when the results dir lost its `meta.json` (written before the first trial)
+    /// since the run started: someone removed or moved it, and trials written into a new
+    /// one would leave results without their plan. (A trial that was running then fails
+    /// reading its own files; this names the cause.)
+    fn check_results_dir(&self, index: usize) -> Result<()> {
+        let meta = self.out.join("meta.json");
+        if std::fs::symlink_metadata(&meta).is_err() {
+            anyhow::bail!(
+                "the results dir {} lost its meta.json during the run (removed or moved?): \
+                 stopping before trial {index}, whose results would have no plan; run again \
+                 with a new --out",
+                self.out.display()
+            );
+        }
+        Ok(())
+    }
+
     /// Runs one trial (unless its engine already failed) and saves every record so far.
-    /// Returns false when the run must stop (interrupt).
+    /// Returns false when the run must stop (interrupt). Errors: the results dir is gone
+    /// ([`Runner::check_results_dir`]), or the records cannot be saved.
     pub fn run(&mut self, mut planned: PlannedTrial) -> Result<bool> {
         // One failed trial already makes the engine's verdict TIMEOUT or ERROR: its
         // remaining trials would cost time and change nothing.
@@ -103,6 +121,7 @@ impl<'a> Runner<'a> {
             return Ok(true);
         }
         planned.index = self.trials.len() + 1;
+        self.check_results_dir(planned.index)?;
         let planned_total = self.plan.trials.len().max(planned.index);
         tracing::info!(
             "trial {} of {planned_total}: {} {} #{}{}",
@@ -141,6 +160,7 @@ impl<'a> Runner<'a> {
         }
         let stop = record.outcome == Outcome::Interrupted || interrupted();
         self.trials.push(record);
+        self.check_results_dir(planned.index + 1)?;
         (self.save)(&self.trials)?;
         if stop {
             tracing::warn!("interrupted: stopping after trial {}", self.trials.len());
