@@ -11,12 +11,14 @@
 #   PERFGATE_PROFILE  workload profile, default quick
 #   PERFGATE_TRIALS   A/B pairs per engine, default auto: pairs are added until the verdict
 #                     is decided or PERFGATE_TIME_BUDGET (default 30m) is spent
-#   PERFGATE_STRICT   1 (default): INCONCLUSIVE fails the job (exit 1), so a loss the trials
-#                     could not rule out never passes silently; 0 lets it pass
+#   PERFGATE_STRICT   1 (default; or true/yes/on): INCONCLUSIVE fails the job (exit 1), so
+#                     a loss the trials could not rule out never passes silently; 0 (or
+#                     false/no/off) lets it pass; any other value is refused (exit 64)
 #   PERFGATE_OUT      results directory (must not exist yet), default a new
 #                     perfgate-results/<UTC time>-<pid>, so that a rerun in the same
 #                     workspace (a self-hosted runner keeps it) does not find the last one
-#   PERFGATE_JUNIT    JUnit file, default junit.xml (replaced by each run)
+#   PERFGATE_JUNIT    JUnit file, default junit.xml (removed before each run, so a run that
+#                     stops before writing one leaves none for CI to show)
 #   PERFGATE_XTASK    a built gate binary to run instead of `cargo run` (e.g. target/release/xtask)
 #   PERFGATE_SLO_TPS_<ENGINE>  TPS floors, see README
 # Exit status is the gate's: 0 pass, 1 REGRESSION/SLO-VIOLATION (or INCONCLUSIVE, strict),
@@ -47,40 +49,54 @@ value_of() {
   done
 }
 
-out=${PERFGATE_OUT:-perfgate-results/$(date -u +%Y%m%dT%H%M%SZ)-$$}
+out=${PERFGATE_OUT:-perfgate-results/$(date -u +%Y-%m-%dT%H%M%SZ)-$$}
 junit=${PERFGATE_JUNIT:-junit.xml}
 trials=${PERFGATE_TRIALS:-auto}
 defaults=()
 given --profile "$@" || defaults+=(--profile "${PERFGATE_PROFILE:-quick}")
-if ! given --trials "$@"; then
-  defaults+=(--trials "$trials")
-  if [ "$trials" = auto ] && ! given --time-budget "$@"; then
-    defaults+=(--time-budget "${PERFGATE_TIME_BUDGET:-30m}")
-  fi
+if given --trials "$@"; then trials=$(value_of --trials "$@"); else defaults+=(--trials "$trials"); fi
+# --trials auto, the script's or the job's own, needs a budget.
+if [ "$trials" = auto ] && ! given --time-budget "$@"; then
+  defaults+=(--time-budget "${PERFGATE_TIME_BUDGET:-30m}")
 fi
-if [ "${PERFGATE_STRICT:-1}" = 1 ] && ! given --strict "$@"; then
-  defaults+=(--strict)
-fi
+# A value the script does not know must not turn strictness off silently.
+case "${PERFGATE_STRICT:-1}" in
+  1 | true | yes | on) given --strict "$@" || defaults+=(--strict) ;;
+  0 | false | no | off) ;;
+  *)
+    echo "perfgate: PERFGATE_STRICT='$PERFGATE_STRICT' is not 1/true/yes/on or 0/false/no/off" >&2
+    exit 64
+    ;;
+esac
 if given --out "$@"; then out=$(value_of --out "$@"); else defaults+=(--out "$out"); fi
 if given --junit "$@"; then junit=$(value_of --junit "$@"); else defaults+=(--junit "$junit"); fi
 given --baselines-dir "$@" || defaults+=(--baselines-dir "$root/baselines")
 
 if [ -n "${PERFGATE_XTASK:-}" ]; then
+  if [ ! -f "$PERFGATE_XTASK" ] || [ ! -x "$PERFGATE_XTASK" ]; then
+    echo "perfgate: PERFGATE_XTASK=$PERFGATE_XTASK is not an executable file (a built gate, e.g. target/release/xtask)" >&2
+    exit 64
+  fi
   gate=("$PERFGATE_XTASK")
 else
   gate=(cargo run --quiet --manifest-path "$root/Cargo.toml" --package xtask --)
 fi
-# A junit.xml of an earlier run is not this run's: only one written after this stamp is.
-stamp=$(mktemp)
-trap 'rm -f "$stamp"' EXIT
+# An earlier run's JUnit file is not this run's: CI would show (and upload) its verdict
+# for a run that stopped before writing one. Only a regular file is removed.
+if [ -f "$junit" ] && [ ! -L "$junit" ]; then rm -f -- "$junit"; fi
+# Results already in --out before the run are not this run's (the gate refuses the dir).
+out_was_full=0
+if [ -d "$out" ] && [ -n "$(ls -A "$out" 2>/dev/null)" ]; then out_was_full=1; fi
 "${gate[@]}" bench "${defaults[@]}" "$@"
 status=$?
-if [ -f "$junit" ] && [ "$junit" -nt "$stamp" ]; then
+if [ -f "$junit" ]; then
   where="JUnit in $junit"
 else
   where="no JUnit written by this run ($junit)"
 fi
-if [ -d "$out" ]; then
+if [ "$out_was_full" = 1 ]; then
+  where="$where, no results directory of this run ($out holds an earlier one)"
+elif [ -d "$out" ]; then
   where="$where, results in $out"
 else
   where="$where, no results directory"

@@ -87,6 +87,38 @@ fn the_gate_script_runs_again_in_the_same_workspace_and_takes_the_jobs_flags() {
         "{}",
         text(&o)
     );
+    // Nor leaves it for CI to show and upload (issue 15 breaker).
+    assert!(!workspace.join("junit.xml").exists());
+    // `--trials auto` from the job gets the script's budget (it exited 64 without one).
+    let o = gate_sh(&s, &workspace, &a, &b, &["--trials", "auto", "--dry-run"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    // A PERFGATE_STRICT the script does not know is refused, not read as "not strict".
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ci/gate.sh");
+    for (value, want) in [("maybe", 64), ("yes", 0)] {
+        let o = Command::new("bash")
+            .arg(&script)
+            .args(["--baseline-build", a.to_str().unwrap()])
+            .args(["--experiment-build", b.to_str().unwrap(), "--dry-run"])
+            .current_dir(&workspace)
+            .env("PERFGATE_XTASK", xtask())
+            .env("PERFGATE_STRICT", value)
+            .env("WORKDIR", s.workdir.path())
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), want, "{value}: {}", text(&o));
+    }
+    let o = Command::new("bash")
+        .arg(&script)
+        .current_dir(&workspace)
+        .env("PERFGATE_XTASK", s.dir.path().join("no-such-gate"))
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("is not an executable file"),
+        "{}",
+        text(&o)
+    );
 }
 
 /// The perfgate repository the GitLab job clones: a clone of this workspace's repository

@@ -202,15 +202,26 @@ fn junit_at_a_link_or_a_fifo_is_refused_and_a_non_utf8_out_dir_works() {
         .is_fifo());
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
     // --junit naming one of the run's own files (breaker: meta.json became JUnit XML).
-    for own in ["meta.json", "trials.json"] {
+    // And --export-markdown, which appended to them (breaker: junit.xml and summary.json
+    // no longer parsed).
+    for (flag, own) in [
+        ("--junit", "meta.json"),
+        ("--junit", "trials.json"),
+        ("--junit", "summary.md"),
+        ("--export-markdown", "junit.xml"),
+        ("--export-markdown", "summary.json"),
+        ("--export-markdown", "summary.md"),
+    ] {
         let path = s.out().join(own);
-        let o = s.bench(&a, &b, &["--junit", path.to_str().unwrap()]);
-        assert_eq!(code(&o), 64, "{}", text(&o));
+        let o = s.bench(&a, &b, &[flag, path.to_str().unwrap()]);
+        assert_eq!(code(&o), 64, "{flag} {own}: {}", text(&o));
         assert!(
-            text(&o).contains(&format!("is the run's own {own}")),
+            text(&o).contains(&format!("{flag} "))
+                && text(&o).contains(&format!("is the run's own {own}")),
             "{}",
             text(&o)
         );
+        assert!(!s.out().join("meta.json").exists(), "no trial may run");
     }
     // Paths are OS strings: a results dir and JUnit path that are not UTF-8 work.
     let odd = s.dir.path().join(std::ffi::OsStr::from_bytes(b"out-\xff"));
@@ -585,6 +596,25 @@ fn the_markdown_summary_is_appended_to_a_job_summary_file() {
         .unwrap();
     assert_eq!(code(&o), 64, "{}", text(&o));
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+    // A file whose last line has no newline gets one before the table, which would
+    // otherwise continue that line (breaker).
+    let bare = s.dir.path().join("bare.md");
+    std::fs::write(&bare, "no newline").unwrap();
+    let o = s
+        .bench_command_out(
+            &a,
+            &b,
+            &s.dir.path().join("third"),
+            &["--trials", "2", "--export-markdown", bare.to_str().unwrap()],
+        )
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    let md = std::fs::read_to_string(&bare).unwrap();
+    assert!(
+        md.starts_with("no newline\n## perfgate: REGRESSION"),
+        "{md}"
+    );
 }
 
 #[test]
@@ -624,4 +654,74 @@ fn json_answers_on_stdout_even_when_no_trial_ran_and_for_compare() {
     assert_eq!(v["schema_version"], 1, "{v}");
     assert_eq!(v["judgements"][0]["engine"], "redwood", "{v}");
     assert_eq!(v["exit_code"].as_i64(), Some(i64::from(code(&o))), "{v}");
+}
+
+#[test]
+fn a_moved_run_judged_again_names_its_files_from_where_it_is() {
+    // Issue 15 breaker: compare kept the run's absolute paths in its files, which name
+    // nothing once the run is a downloaded artifact; and two compares in one second
+    // collided on the default results dir.
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({"mako_truncates_report": true}));
+    let o = s.bench(&a, &b, &["--trials", "2"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let moved = s.dir.path().join("downloaded");
+    std::fs::rename(s.out(), &moved).unwrap();
+    let compare = || {
+        std::process::Command::new(crate::support::xtask())
+            .arg("compare")
+            .arg(&moved)
+            .output()
+            .unwrap()
+    };
+    let (first, second) = (compare(), compare());
+    assert_eq!((code(&first), code(&second)), (2, 2), "{}", text(&second));
+    let dirs: Vec<_> = std::fs::read_dir(&moved)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("compare-"))
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(
+        dirs.len(),
+        2,
+        "each compare has its own results dir: {dirs:?}"
+    );
+    let summary = std::fs::read_to_string(dirs[0].join("summary.json")).unwrap();
+    let original = s.out().display().to_string();
+    assert!(
+        summary.contains("../trials/02-redwood-experiment-1/mako.json")
+            && !summary.contains(&original),
+        "{summary}"
+    );
+}
+
+#[test]
+fn report_html_quotes_the_command_line_as_given() {
+    // Issue 15 breaker: the rewrite of results-dir paths to relative ones also ate
+    // `--out DIR/` (and every path inside it) out of the page's command line.
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    let out = format!("{}/", s.out().display());
+    let junit = format!("{out}ci/copy.xml");
+    let o = s
+        .bench_command_with(
+            &a,
+            &b,
+            std::path::Path::new(&out),
+            &crate::support::TINY,
+            &["--trials", "1"],
+        )
+        .args(["--junit", &junit])
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let html = std::fs::read_to_string(s.out().join("report.html")).unwrap();
+    assert!(
+        html.contains(&format!("--out {out} ")) && html.contains(&format!("--junit {junit}")),
+        "{}",
+        html.lines()
+            .find(|l| l.contains("--out"))
+            .unwrap_or_default()
+    );
 }

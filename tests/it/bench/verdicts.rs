@@ -298,6 +298,22 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
         std::fs::read(s.out().join("trials.json")).unwrap(),
         trials_before
     );
+    // --export-markdown into the run too (breaker: Markdown appended to trials.json, and
+    // the run could not be judged again).
+    let o = compare(
+        &["--export-markdown", via_link.to_str().unwrap()],
+        "md-via-link",
+    );
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("--export-markdown") && text(&o).contains("inside the run being judged"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(
+        std::fs::read(s.out().join("trials.json")).unwrap(),
+        trials_before
+    );
     // A refused --junit (a FIFO there) leaves no empty --out behind, nor a dangling --out
     // link an "File exists" error.
     let fifo = s.dir.path().join("junit-fifo.xml");

@@ -16,7 +16,7 @@ use crate::{
         same_knobs,
     },
     report::write,
-    results::fs::{check_junit, check_writable_file},
+    results::fs::{check_junit, check_markdown},
 };
 
 /// Runs the gate; returns the exit status (0, 1 or 2). Errors before the first trial
@@ -29,7 +29,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         check_junit(j, args.run.out.as_deref())?;
     }
     if let Some(m) = &args.run.export_markdown {
-        check_writable_file("--export-markdown", m)?;
+        check_markdown(m, args.run.out.as_deref())?;
     }
     let result = (|| {
         let mut config = BenchConfig::try_from(args)?;
@@ -45,7 +45,8 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         let built = if wanted.is_empty() {
             Vec::new()
         } else {
-            let mut source = SourceConfig::new(&args.source, true)?;
+            let mut source =
+                SourceConfig::new(&args.source, true, crate::results::fs::default_fdb_src())?;
             // Against a record, the control arm is the recorded build.
             if let Some(record) = prepared.record() {
                 if source.baseline_rev.is_none() {

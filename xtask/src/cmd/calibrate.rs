@@ -19,7 +19,7 @@ use crate::{
     plan::resolve::{plan, prepare},
     report::write,
     results::{
-        fs::{check_junit, check_writable_file, create_new},
+        fs::{check_junit, check_markdown, check_writable_file, create_new},
         trial::{Outcome, TrialRecord},
     },
 };
@@ -34,7 +34,7 @@ pub fn run(args: &CalibrateArgs) -> Result<i32> {
         check_junit(j, config.out.as_deref())?;
     }
     if let Some(m) = &config.export_markdown {
-        check_writable_file("--export-markdown", m)?;
+        check_markdown(m, config.out.as_deref())?;
     }
     if let Some(p) = &args.write_profile {
         check_profile_path(p, &config, args.budget)?;

@@ -2,7 +2,10 @@
 //! another tolerance. Reads `meta.json` and `trials.json`; runs nothing. Same outputs
 //! and exit status as `bench`.
 
-use std::{path::Path, time::SystemTime};
+use std::{
+    path::{Path, PathBuf},
+    time::SystemTime,
+};
 
 use anyhow::{Context, Result};
 
@@ -13,7 +16,10 @@ use crate::{
     judge::{exit_code, host::host_lines, judge_looks, planned_trials, samples::Sample, Criteria},
     report::write,
     results::{
-        fs::{check_junit_apart, check_results_dir, check_writable_file, dir_stamp, resolved},
+        fs::{
+            check_junit_apart, check_markdown_apart, check_results_dir, check_writable_file,
+            dir_stamp, resolved,
+        },
         saved::{SavedPlan, SavedRun, SavedSummary},
     },
 };
@@ -61,19 +67,16 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
             );
         }
     }
-    let out = match &args.out {
-        Some(o) => o.clone(),
-        None => args
-            .dir
-            .join(format!("compare-{}", dir_stamp(SystemTime::now()))),
-    };
-    check_outputs(&args.dir, &out, args.junit.as_deref())?;
-    // Before --out is created: a refused --junit must not leave an empty --out behind.
-    if let Some(j) = &args.junit {
-        check_writable_file("--junit", j)?;
+    let out = results_dir(args)?;
+    let mut warnings = warnings_of(plan, &samples);
+    if let Some(original) = &meta.results_dir {
+        from_here(
+            original,
+            &path_to_run(&out, &args.dir),
+            &mut judgements,
+            &mut warnings,
+        );
     }
-    std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
-    let warnings = warnings_of(plan, &samples);
     write::verdicts(
         &out,
         &judgements,
@@ -93,6 +96,61 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         ),
     )?;
     Ok(exit_code(&judgements, interrupted))
+}
+
+/// compare's results dir (`--out`, else `<run>/compare-<UTC time>-<pid>`), created once
+/// it and the copies (`--junit`, `--export-markdown`) are known to be writable and apart
+/// from the run it reads.
+fn results_dir(args: &CompareArgs) -> Result<PathBuf> {
+    let out = match &args.out {
+        Some(o) => o.clone(),
+        None => args.dir.join(format!(
+            "compare-{}-{}",
+            dir_stamp(SystemTime::now()),
+            std::process::id()
+        )),
+    };
+    let (junit, markdown) = (args.junit.as_deref(), args.export_markdown.as_deref());
+    check_outputs(&args.dir, &out, junit, markdown)?;
+    // Before --out is created: a refused copy must not leave an empty --out behind.
+    for (flag, path) in [("--junit", junit), ("--export-markdown", markdown)] {
+        if let Some(p) = path {
+            check_writable_file(flag, p)?;
+        }
+    }
+    std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
+    Ok(out)
+}
+
+/// The run's messages with the paths it wrote under `original` (its results dir where
+/// it ran) starting with `to_run` instead ([`path_to_run`]).
+fn from_here(
+    original: &Path,
+    to_run: &str,
+    judgements: &mut [crate::judge::Judgement],
+    warnings: &mut [String],
+) {
+    let rel = |t: &str| write::rewrite_dir(t, original, to_run);
+    for j in judgements.iter_mut() {
+        j.reason = rel(&j.reason);
+        j.notes = j.notes.iter().map(|n| rel(n)).collect();
+    }
+    for w in warnings.iter_mut() {
+        *w = rel(w);
+    }
+}
+
+/// How the judged run's files are named from compare's `out`: `../` per level when `out`
+/// is inside the run (its default, `<run>/compare-...`), else the run's absolute path; with
+/// a trailing `/`. The run's own messages name its files by where it was written, which a
+/// moved run (a downloaded CI artifact) no longer is.
+fn path_to_run(out: &Path, run: &Path) -> String {
+    let (out, run) = (resolved(&out.join("x")), resolved(&run.join("x")));
+    let (out, run) = (out.parent().unwrap_or(&out), run.parent().unwrap_or(&run));
+    match out.strip_prefix(run) {
+        Ok(inside) => "../".repeat(inside.components().count()),
+        Err(_) => format!("{}/", run.display()),
+    }
 }
 
 /// The plan's warnings, and for a judgement against a record with a fresh control arm,
@@ -129,27 +187,36 @@ fn criteria(args: &CompareArgs, plan: &SavedPlan) -> Criteria {
 /// `compare` never writes into the run it reads: `out` must be a new or empty directory
 /// (so `--out RUN` is refused: it would replace the run's own verdicts while its
 /// report.html shows the first), and a `--junit` file inside `run` must be inside `out`.
-fn check_outputs(run: &Path, out: &Path, junit: Option<&Path>) -> Result<()> {
+fn check_outputs(
+    run: &Path,
+    out: &Path,
+    junit: Option<&Path>,
+    markdown: Option<&Path>,
+) -> Result<()> {
     check_results_dir(out, junit)?;
     if let Some(j) = junit {
         check_junit_apart(out, j)?;
+    }
+    if let Some(m) = markdown {
+        check_markdown_apart(out, m)?;
     }
     // Resolved through links: `--junit link-to-run/trials.json` is inside the run too.
     let run = resolved(&run.join("x"));
     let run = run.parent().unwrap_or(&run);
     let out = resolved(&out.join("x"));
     let out = out.parent().unwrap_or(&out);
-    if let Some(j) = junit.filter(|j| {
-        let j = resolved(j);
-        j.starts_with(run) && !j.starts_with(out)
-    }) {
-        return Err(UsageError(format!(
-            "--junit {}: that is inside the run being judged ({}); compare never writes \
-             into the run it reads, so give a path outside it or inside --out",
-            j.display(),
-            run.display()
-        ))
-        .into());
+    let copies = [("--junit", junit), ("--export-markdown", markdown)];
+    for (flag, path) in copies.iter().filter_map(|(f, p)| Some((f, (*p)?))) {
+        let p = resolved(path);
+        if p.starts_with(run) && !p.starts_with(out) {
+            return Err(UsageError(format!(
+                "{flag} {}: that is inside the run being judged ({}); compare never writes \
+                 into the run it reads, so give a path outside it or inside --out",
+                path.display(),
+                run.display()
+            ))
+            .into());
+        }
     }
     Ok(())
 }

@@ -87,7 +87,11 @@ fn check_all(explicit_workdir: Option<&Path>) -> Vec<Finding> {
     f.push(cores(host.cpus));
     f.push(governor());
     f.push(busy_processes());
-    f.push(fdb_checkout(std::env::var_os("FDB_SRC").map(PathBuf::from)));
+    f.push(fdb_checkout(
+        std::env::var_os("FDB_SRC")
+            .map(PathBuf::from)
+            .or_else(crate::results::fs::default_fdb_src),
+    ));
     f.extend(build_tools());
     if let Some(why) = crate::build::cmake_too_old() {
         f.push(finding(

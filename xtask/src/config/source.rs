@@ -28,7 +28,13 @@ impl SourceConfig {
     ///
     /// Errors ([`UsageError`]): `--build-jobs 0`, `--timeout-build` out of range, no git
     /// checkout at `--fdb-src` (the message says where it looked and how to point at one).
-    pub fn new(args: &SourceArgs, for_bench: bool) -> Result<SourceConfig, UsageError> {
+    /// The source settings of `args`; `default_src` is the checkout to use when neither
+    /// `--fdb-src` nor `FDB_SRC` names one (`foundationdb` beside the gate's workspace).
+    pub fn new(
+        args: &SourceArgs,
+        for_bench: bool,
+        default_src: Option<PathBuf>,
+    ) -> Result<SourceConfig, UsageError> {
         if args.build_jobs == Some(0) {
             return Err(UsageError("--build-jobs must be at least 1".into()));
         }
@@ -38,7 +44,7 @@ impl SourceConfig {
             )));
         }
         Ok(SourceConfig {
-            fdb_src: fdb_src(args, for_bench)?,
+            fdb_src: fdb_src(args, for_bench, default_src)?,
             baseline_rev: args.baseline.clone(),
             experiment_rev: args.experiment.clone(),
             cmake_args: args.cmake_args.clone(),
@@ -50,13 +56,21 @@ impl SourceConfig {
     }
 }
 
-/// `--fdb-src`/`FDB_SRC` (`.cargo/config.toml` sets `../foundationdb`), which must be a
-/// git checkout; the error says where it looked and the ways to point at one.
+/// `--fdb-src`/`FDB_SRC` (`.cargo/config.toml` sets `../foundationdb`; without either,
+/// `foundationdb` beside the gate's workspace), which must be a git checkout; the error
+/// says where it looked and the ways to point at one.
 /// `bench` also takes prebuilt trees (`for_bench`); `build` does not.
-fn fdb_src(args: &SourceArgs, for_bench: bool) -> Result<PathBuf, UsageError> {
+fn fdb_src(
+    args: &SourceArgs,
+    for_bench: bool,
+    default_src: Option<PathBuf>,
+) -> Result<PathBuf, UsageError> {
+    // Without either, the checkout beside the gate's own workspace, from wherever the
+    // gate was started (cargo sets FDB_SRC only when started inside the workspace).
     let src = args
         .fdb_src
         .clone()
+        .or(default_src)
         .unwrap_or_else(|| PathBuf::from("../foundationdb"));
     if src.join(".git").exists() {
         return Ok(std::fs::canonicalize(&src).unwrap_or(src));

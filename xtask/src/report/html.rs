@@ -172,7 +172,10 @@ fn verdict_line(judgements: &[Judgement]) -> String {
         .unwrap_or(Verdict::Error);
     let each: Vec<String> = judgements
         .iter()
-        .map(|j| format!("{} {} {}", j.engine, j.metric.name(), j.verdict))
+        .map(|j| {
+            let gating = if j.gating { "" } else { ", not gating" };
+            format!("{} {} {}{gating}", j.engine, j.metric.name(), j.verdict)
+        })
         .collect();
     format!(
         "<span class=\"{worst}\">{worst}</span> ({})",

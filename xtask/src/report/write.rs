@@ -32,6 +32,9 @@ struct Meta<'a> {
     host: Host,
     /// The gate's command line, as given (lossy UTF-8).
     command_line: Vec<String>,
+    /// The results dir, absolute (lossy UTF-8): the prefix of the paths in trial errors,
+    /// which `compare` makes relative.
+    results_dir: String,
     plan: &'a Plan,
 }
 
@@ -55,6 +58,10 @@ pub fn meta(out: &Path, plan: &Plan) -> Result<()> {
         started_at: humantime::format_rfc3339_seconds(now).to_string(),
         host: Host::read(),
         command_line: command_line(),
+        results_dir: std::path::absolute(out)
+            .unwrap_or_else(|_| out.to_path_buf())
+            .to_string_lossy()
+            .into_owned(),
         plan,
     };
     write(&out.join("meta.json"), &json(&meta))?;
@@ -88,12 +95,22 @@ fn append_or_write(path: &Path, text: &str) -> Result<()> {
     use std::os::unix::fs::OpenOptionsExt as _;
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_file() => {
+            use std::io::{Read as _, Seek as _};
             let mut f = std::fs::OpenOptions::new()
+                .read(true)
                 .append(true)
                 .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
                 .open(path)
                 .with_context(|| format!("cannot append to {}", path.display()))?;
-            f.write_all(text.as_bytes())
+            // Markdown after a last line without its newline would join that line.
+            let mut last = [b'\n'];
+            if m.len() > 0 {
+                f.seek(std::io::SeekFrom::End(-1))
+                    .and_then(|_| f.read_exact(&mut last))
+                    .with_context(|| format!("cannot read {}", path.display()))?;
+            }
+            let sep = if last[0] == b'\n' { "" } else { "\n" };
+            f.write_all(format!("{sep}{text}").as_bytes())
                 .with_context(|| format!("cannot append to {}", path.display()))
         }
         _ => write(path, text),
@@ -134,7 +151,8 @@ pub fn verdicts(
     Ok(())
 }
 
-/// Writes `report.html`.
+/// Writes `report.html`, with the paths of files inside `out` in its verdicts, trial
+/// errors and warnings relative to it (not in the command line it quotes).
 pub fn html_report(
     out: &Path,
     plan: &Plan,
@@ -147,12 +165,28 @@ pub fn html_report(
         host: Host::read(),
         command_line: command_line(),
     };
+    let rel = |t: &str| relative_to_results(out, t);
+    let judgements: Vec<Judgement> = judgements
+        .iter()
+        .cloned()
+        .map(|mut j| {
+            j.reason = rel(&j.reason);
+            j.notes = j.notes.iter().map(|n| rel(n)).collect();
+            j
+        })
+        .collect();
+    let trials: Vec<TrialRecord> = trials
+        .iter()
+        .cloned()
+        .map(|mut t| {
+            t.error = t.error.as_deref().map(rel);
+            t
+        })
+        .collect();
+    let warnings: Vec<String> = plan.warnings.iter().map(|w| rel(w)).collect();
     write(
         &out.join("report.html"),
-        &relative_to_results(
-            out,
-            &html::render(plan, trials, judgements, &plan.warnings, &run),
-        ),
+        &html::render(plan, &trials, &judgements, &warnings, &run),
     )
 }
 
@@ -163,7 +197,14 @@ pub fn html_report(
 /// terminal keeps them. Only a path that starts a word is rewritten (not `<x><out>/`),
 /// and an `out` that the format had to escape is left as it is.
 pub fn relative_to_results(out: &Path, text: &str) -> String {
-    let prefix = format!("{}/", out.display());
+    rewrite_dir(text, out, "")
+}
+
+/// `text` with each path that starts a word inside `dir` (`<dir>/...`) starting with
+/// `replacement` instead of `<dir>/` (`""`: relative to `dir`; `"../"`: relative to a
+/// directory inside `dir`).
+pub fn rewrite_dir(text: &str, dir: &Path, replacement: &str) -> String {
+    let prefix = format!("{}/", dir.display());
     let mut result = String::with_capacity(text.len());
     let mut copied = 0;
     for (i, _) in text.match_indices(&prefix) {
@@ -176,6 +217,7 @@ pub fn relative_to_results(out: &Path, text: &str) -> String {
             .is_none_or(|c| !(c.is_alphanumeric() || "/.-_~".contains(c)));
         if starts_word {
             result.push_str(&text[copied..i]);
+            result.push_str(replacement);
             copied = i + prefix.len();
         }
     }

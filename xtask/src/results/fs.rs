@@ -61,6 +61,14 @@ pub fn workspace_root() -> Result<PathBuf> {
     Ok(cargo_dirs()?.workspace_root.clone())
 }
 
+/// The FDB checkout used when neither `--fdb-src` nor `FDB_SRC` names one: `foundationdb`
+/// beside the gate's workspace, wherever the gate was started from (cargo sets `FDB_SRC`
+/// from `.cargo/config.toml` only when started inside the workspace); `None` when the
+/// workspace is not known.
+pub fn default_fdb_src() -> Option<PathBuf> {
+    Some(workspace_root().ok()?.parent()?.join("foundationdb"))
+}
+
 /// A UTC time for directory names, `2026-11-30T141138Z` (no `:`, which some tools and
 /// filesystems refuse).
 pub fn dir_stamp(t: SystemTime) -> String {
@@ -143,10 +151,11 @@ pub fn check_results_dir(dir: &Path, junit: Option<&Path>) -> Result<()> {
 
 /// The files a run writes at the top of its results dir; `junit.xml` is left out, since a
 /// `--junit` there gets the same verdicts.
-pub const RUN_FILES: [&str; 6] = [
+pub const RUN_FILES: [&str; 7] = [
     "meta.json",
     "trials.json",
     "summary.json",
+    "summary.md",
     "report.html",
     "results.tsv",
     "run.log",
@@ -169,16 +178,28 @@ pub fn resolved(path: &Path) -> PathBuf {
 /// spelling, links included): it would replace `meta.json` or `trials.json` with JUnit
 /// XML, and the run could not be judged again. Errors: a [`UsageError`] naming the file.
 pub fn check_junit_apart(out: &Path, junit: &Path) -> Result<()> {
-    let (out, target) = (resolved(&out.join("x")), resolved(junit));
+    check_copy_apart("--junit", out, junit, &[], " (junit.xml in --out is fine)")
+}
+
+/// Refuses an `--export-markdown` that is one of the files the run writes into `out`,
+/// `junit.xml` included: the Markdown appended to it would break it. Errors: a
+/// [`UsageError`] naming the file.
+pub fn check_markdown_apart(out: &Path, markdown: &Path) -> Result<()> {
+    check_copy_apart("--export-markdown", out, markdown, &["junit.xml"], "")
+}
+
+fn check_copy_apart(flag: &str, out: &Path, copy: &Path, also: &[&str], hint: &str) -> Result<()> {
+    let (out, target) = (resolved(&out.join("x")), resolved(copy));
     let out = out.parent().unwrap_or(&out);
     if target.parent() == Some(out)
         && RUN_FILES
             .iter()
+            .chain(also)
             .any(|f| target.file_name() == Some(f.as_ref()))
     {
         return Err(UsageError(format!(
-            "--junit {} is the run's own {}: give another path (junit.xml in --out is fine)",
-            junit.display(),
+            "{flag} {} is the run's own {}: give another path{hint}",
+            copy.display(),
             target.file_name().unwrap_or_default().to_string_lossy()
         ))
         .into());
@@ -186,14 +207,22 @@ pub fn check_junit_apart(out: &Path, junit: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The `--junit` checks of a run that writes into `out` (when given): [`check_junit_apart`],
-/// then [`check_writable_file`]. First thing, before anything is written: a refused path
-/// must not get the setup error's JUnit either.
+/// Checks `--junit` before any work: apart from the run's own files ([`check_junit_apart`])
+/// and writable ([`check_writable_file`]).
 pub fn check_junit(junit: &Path, out: Option<&Path>) -> Result<()> {
     if let Some(out) = out {
         check_junit_apart(out, junit)?;
     }
     check_writable_file("--junit", junit)
+}
+
+/// Checks `--export-markdown` before any work: apart from the run's own files
+/// ([`check_markdown_apart`]) and writable ([`check_writable_file`]).
+pub fn check_markdown(markdown: &Path, out: Option<&Path>) -> Result<()> {
+    if let Some(out) = out {
+        check_markdown_apart(out, markdown)?;
+    }
+    check_writable_file("--export-markdown", markdown)
 }
 
 /// Fails early, before hours of trials, when `path` (the value of `flag`, e.g.

@@ -43,6 +43,10 @@ pub struct SavedMeta {
     /// The same, RFC 3339 UTC.
     #[serde(default)]
     pub started_at: Option<String>,
+    /// The results dir where the run wrote it, absolute (absent before 0.1.1): the prefix
+    /// of the paths in its trials' errors.
+    #[serde(default)]
+    pub results_dir: Option<std::path::PathBuf>,
     pub plan: SavedPlan,
 }
 
