@@ -144,12 +144,16 @@ impl Sandbox {
     /// under way (the double writes its pid to `<a>/double-mako-pids` when it runs, after
     /// starting its worker if asked to); `a` must be the first trial's tree.
     pub fn spawn_until_mako_runs(&self, a: &Path, b: &Path) -> std::process::Child {
-        let child = self
-            .bench_command(a, b, &[])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut cmd = self.bench_command(a, b, &[]);
+        cmd.stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        self.spawn_until_mako_runs_of(cmd, a)
+    }
+
+    /// [`Sandbox::spawn_until_mako_runs`] of a gate command of the caller's (its flags,
+    /// its output pipes).
+    pub fn spawn_until_mako_runs_of(&self, mut cmd: Command, a: &Path) -> std::process::Child {
+        let child = cmd.spawn().unwrap();
         let started = a.join("double-mako-pids");
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
         while !started.exists() {

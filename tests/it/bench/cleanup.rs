@@ -405,18 +405,10 @@ fn a_results_dir_removed_during_the_run_stops_it_naming_the_cause() {
     // missing file of its own and the next trials wrote a new results dir with no plan.
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({"mako_run_hang": true}), json!({}));
-    let child = s
-        .bench_command(&a, &b, &["--timeout-mako-run-grace", "1"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = a.join("double-mako-pids");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !started.exists() {
-        assert!(Instant::now() < deadline, "mako run never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut cmd = s.bench_command(&a, &b, &["--timeout-mako-run-grace", "1"]);
+    cmd.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let child = s.spawn_until_mako_runs_of(cmd, &a);
     std::fs::remove_dir_all(s.out()).unwrap();
     let o = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);

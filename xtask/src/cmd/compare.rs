@@ -70,12 +70,11 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
     let out = results_dir(args)?;
     let mut warnings = warnings_of(plan, &samples);
     if let Some(original) = &meta.results_dir {
-        from_here(
-            original,
-            &path_to_run(&out, &args.dir),
-            &mut judgements,
-            &mut warnings,
-        );
+        // The run's messages name its files where it was written; name them from here.
+        let to_run = path_to_run(&out, &args.dir);
+        write::rewrite_texts(&mut judgements, &mut warnings, |t| {
+            write::rewrite_dir(t, original, &to_run)
+        });
     }
     write::verdicts(
         &out,
@@ -120,24 +119,6 @@ fn results_dir(args: &CompareArgs) -> Result<PathBuf> {
     }
     std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
     Ok(out)
-}
-
-/// The run's messages with the paths it wrote under `original` (its results dir where
-/// it ran) starting with `to_run` instead ([`path_to_run`]).
-fn from_here(
-    original: &Path,
-    to_run: &str,
-    judgements: &mut [crate::judge::Judgement],
-    warnings: &mut [String],
-) {
-    let rel = |t: &str| write::rewrite_dir(t, original, to_run);
-    for j in judgements.iter_mut() {
-        j.reason = rel(&j.reason);
-        j.notes = j.notes.iter().map(|n| rel(n)).collect();
-    }
-    for w in warnings.iter_mut() {
-        *w = rel(w);
-    }
 }
 
 /// How the judged run's files are named from compare's `out`: `../` per level when `out`

@@ -166,15 +166,8 @@ pub fn html_report(
         command_line: command_line(),
     };
     let rel = |t: &str| relative_to_results(out, t);
-    let judgements: Vec<Judgement> = judgements
-        .iter()
-        .cloned()
-        .map(|mut j| {
-            j.reason = rel(&j.reason);
-            j.notes = j.notes.iter().map(|n| rel(n)).collect();
-            j
-        })
-        .collect();
+    let (mut judgements, mut warnings) = (judgements.to_vec(), plan.warnings.clone());
+    rewrite_texts(&mut judgements, &mut warnings, rel);
     let trials: Vec<TrialRecord> = trials
         .iter()
         .cloned()
@@ -183,11 +176,25 @@ pub fn html_report(
             t
         })
         .collect();
-    let warnings: Vec<String> = plan.warnings.iter().map(|w| rel(w)).collect();
     write(
         &out.join("report.html"),
         &html::render(plan, &trials, &judgements, &warnings, &run),
     )
+}
+
+/// The judgements' reasons and notes, and `warnings`, each rewritten by `f`.
+pub fn rewrite_texts(
+    judgements: &mut [Judgement],
+    warnings: &mut [String],
+    f: impl Fn(&str) -> String,
+) {
+    for j in judgements.iter_mut() {
+        j.reason = f(&j.reason);
+        j.notes = j.notes.iter().map(|n| f(n)).collect();
+    }
+    for w in warnings.iter_mut() {
+        *w = f(w);
+    }
 }
 
 /// `text` (a file of the results dir `out`) with the paths of files inside `out` written
