@@ -21,9 +21,15 @@ fn gate_sh(
     b: &Path,
     extra: &[&str],
 ) -> std::process::Output {
+    gate_sh_command(s, workspace, a, b, extra).output().unwrap()
+}
+
+/// `ci/gate.sh` on trees `a` and `b` in `workspace` with the tiny workload and `extra`
+/// flags, the built gate (`PERFGATE_XTASK`) and the sandbox's work dir.
+fn gate_sh_command(s: &Sandbox, workspace: &Path, a: &Path, b: &Path, extra: &[&str]) -> Command {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ci/gate.sh");
-    Command::new("bash")
-        .arg(script)
+    let mut cmd = Command::new("bash");
+    cmd.arg(script)
         .arg("--baseline-build")
         .arg(a)
         .arg("--experiment-build")
@@ -34,9 +40,8 @@ fn gate_sh(
         .args(extra)
         .current_dir(workspace)
         .env("PERFGATE_XTASK", xtask())
-        .env("WORKDIR", s.workdir.path())
-        .output()
-        .unwrap()
+        .env("WORKDIR", s.workdir.path());
+    cmd
 }
 
 #[test]
@@ -93,23 +98,14 @@ fn the_gate_script_runs_again_in_the_same_workspace_and_takes_the_jobs_flags() {
     let o = gate_sh(&s, &workspace, &a, &b, &["--trials", "auto", "--dry-run"]);
     assert_eq!(code(&o), 0, "{}", text(&o));
     // A PERFGATE_STRICT the script does not know is refused, not read as "not strict".
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ci/gate.sh");
     for (value, want) in [("maybe", 64), ("yes", 0)] {
-        let o = Command::new("bash")
-            .arg(&script)
-            .args(["--baseline-build", a.to_str().unwrap()])
-            .args(["--experiment-build", b.to_str().unwrap(), "--dry-run"])
-            .current_dir(&workspace)
-            .env("PERFGATE_XTASK", xtask())
+        let o = gate_sh_command(&s, &workspace, &a, &b, &["--dry-run"])
             .env("PERFGATE_STRICT", value)
-            .env("WORKDIR", s.workdir.path())
             .output()
             .unwrap();
         assert_eq!(code(&o), want, "{value}: {}", text(&o));
     }
-    let o = Command::new("bash")
-        .arg(&script)
-        .current_dir(&workspace)
+    let o = gate_sh_command(&s, &workspace, &a, &b, &[])
         .env("PERFGATE_XTASK", s.dir.path().join("no-such-gate"))
         .output()
         .unwrap();
