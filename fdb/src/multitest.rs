@@ -31,6 +31,9 @@
 use std::collections::BTreeMap;
 
 use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::mako::nan_if_null;
 
 /// The ReadWrite workload of one test (`[[test]]` with one `[[test.workload]]`): a
 /// transaction is type A with probability `1 - alpha`, else type B, each with its
@@ -307,38 +310,53 @@ fn xml_unescape(s: &str) -> String {
 }
 
 /// Transaction latencies of ReadWrite, milliseconds, whole test (each the mean of the
-/// testers' figure).
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// testers' figure); NaN where FDB printed none (saved as JSON null).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Latencies {
+    #[serde(deserialize_with = "nan_if_null")]
     pub mean_ms: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub p50_ms: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub p90_ms: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub p98_ms: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub max_ms: f64,
 }
 
-/// A ReadWrite test's whole-test results, from [`combine`] or [`TraceTest::metrics`].
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// A ReadWrite test's whole-test results, from [`combine`] or [`TraceTest::metrics`];
+/// NaN where FDB printed none (saved as JSON null).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ReadWriteResult {
     /// `Transactions/sec`: committed (or, read-only, completed) transactions per second
     /// over the measured window, summed over testers.
+    #[serde(deserialize_with = "nan_if_null")]
     pub tps: f64,
     /// `Retries`: transaction attempts retried in the window (conflicts, too old); above 0
     /// the load was more than the cluster took without contention.
+    #[serde(deserialize_with = "nan_if_null")]
     pub retries: f64,
     /// `Measured Duration`, seconds: the nominal window (75% of `testDuration`).
+    #[serde(deserialize_with = "nan_if_null")]
     pub measured_s: f64,
     /// Whole-transaction latency, retries included (`Mean Latency`, `Median`, `90%`,
     /// `98%`, `Max Latency (ms, averaged)`).
     pub latency: Latencies,
     /// `Mean`/`Median Row Read Latency (ms)`: one point read.
+    #[serde(deserialize_with = "nan_if_null")]
     pub read_mean_ms: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub read_p50_ms: f64,
     /// `Mean`/`Median GRV Latency (ms)`: getting a read version.
+    #[serde(deserialize_with = "nan_if_null")]
     pub grv_mean_ms: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub grv_p50_ms: f64,
     /// `Mean`/`Median Commit Latency (ms)`: successful commits only (0 for read-only).
+    #[serde(deserialize_with = "nan_if_null")]
     pub commit_mean_ms: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub commit_p50_ms: f64,
 }
 
@@ -372,6 +390,41 @@ impl ReadWriteResult {
             commit_p50_ms: get("Median Commit Latency (ms, averaged)")?,
         })
     }
+}
+
+/// The one ReadWrite test of a multitest run with `testers` testers, from its stdout.
+/// Errors, each saying what happened: the run did not finish (no summary line), a test
+/// failed (the process exits 0 even then), the stdout holds no test or more than one, a
+/// metric is missing, or another number of testers reported than were started (multitest
+/// uses every tester-class process of the cluster, so a stray tester would take a share of
+/// the load).
+pub fn read_run(stdout: &str, testers: usize) -> Result<ReadWriteResult> {
+    let out = parse_stdout(stdout)?;
+    match (out.passed, out.failed) {
+        (None, _) | (_, None) => bail!(
+            "multitest printed no 'N tests passed; M tests failed.' line: the run did not finish"
+        ),
+        (Some(p), Some(f)) if f > 0 || p == 0 => {
+            bail!("multitest reported {p} tests passed and {f} failed")
+        }
+        _ => {}
+    }
+    let [test] = out.tests.as_slice() else {
+        bail!(
+            "multitest printed the metrics of {} tests; the gate runs exactly one",
+            out.tests.len()
+        );
+    };
+    if test.testers.len() != testers || test.testers.iter().any(BTreeMap::is_empty) {
+        bail!(
+            "test {} has metrics from {} testers, but {testers} were started: another \
+             tester-class process joined the cluster (multitest uses every one it finds)",
+            test.title,
+            test.testers.iter().filter(|t| !t.is_empty()).count()
+        );
+    }
+    ReadWriteResult::from_metrics(&combine(&test.testers))
+        .with_context(|| format!("test {}", test.title))
 }
 
 #[cfg(test)]
@@ -489,6 +542,46 @@ mod tests {
         let missing = BTreeMap::from([("ReadWrite.Transactions/sec".to_string(), 1.0)]);
         let err = ReadWriteResult::from_metrics(&missing).unwrap_err();
         assert!(format!("{err:#}").contains("'Retries'"), "{err:#}");
+    }
+
+    #[test]
+    fn a_run_is_read_only_when_it_finished_passed_and_had_the_testers_started() {
+        let ok = read_run(&data("pointread-stdout.txt"), 2).unwrap();
+        assert!(close(ok.tps, 2008.133333), "{ok:?}");
+        // The real run had two testers: one asked for means a stray one joined.
+        let err = format!(
+            "{:#}",
+            read_run(&data("pointread-stdout.txt"), 1).unwrap_err()
+        );
+        assert!(err.contains("from 2 testers, but 1 were started"), "{err}");
+        let err = format!(
+            "{:#}",
+            read_run(&data("two-tests-stdout.txt"), 2).unwrap_err()
+        );
+        assert!(err.contains("the metrics of 2 tests"), "{err}");
+        let err = format!(
+            "{:#}",
+            read_run(&data("bad-option-stdout.txt"), 2).unwrap_err()
+        );
+        assert!(err.contains("did not finish"), "{err}");
+        let failed = data("pointread-stdout.txt").replace(
+            "1 tests passed; 0 tests failed.",
+            "0 tests passed; 1 tests failed.",
+        );
+        let err = format!("{:#}", read_run(&failed, 2).unwrap_err());
+        assert!(err.contains("0 tests passed and 1 failed"), "{err}");
+        // Retries are read, not judged, here.
+        let r = read_run(&data("contention-stdout.txt"), 2).unwrap();
+        assert!(r.retries > 0.0, "{r:?}");
+    }
+
+    #[test]
+    fn a_result_survives_json_with_an_empty_statistic() {
+        let mut r = read_run(&data("pointread-stdout.txt"), 2).unwrap();
+        r.commit_p50_ms = f64::NAN;
+        let back: ReadWriteResult =
+            serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert!(back.commit_p50_ms.is_nan() && back.tps == r.tps, "{back:?}");
     }
 
     #[test]

@@ -80,6 +80,12 @@ pub struct Behaviour {
     /// `--help` (the release's real usage text), options and report fields, and the
     /// engine names fdbcli takes, as in `fdb/testdata/releases/`.
     pub release: String,
+    /// `Retries` the multitest's ReadWrite test counts in all (above 0: overdriven).
+    pub multitest_retries: u64,
+    /// The multitest's test fails: `0 tests passed; 1 tests failed.`, exit 0.
+    pub multitest_test_fails: bool,
+    /// Testers beyond those that joined report metrics (a stray tester of the cluster).
+    pub multitest_extra_testers: u32,
 }
 
 impl Behaviour {
@@ -119,6 +125,9 @@ impl Default for Behaviour {
             configure_says_exists: false,
             mako_stderr_garbage: false,
             release: "8.0".into(),
+            multitest_retries: 0,
+            multitest_test_fails: false,
+            multitest_extra_testers: 0,
         }
     }
 }
@@ -208,6 +217,25 @@ pub fn ask(cluster_file: &Path, request: &str) -> Option<String> {
         Ok(n) if n > 0 => Some(line.trim().to_string()),
         _ => None,
     }
+}
+
+/// The index of this run of the tree's workload (mako run or multitest), from 0: each call
+/// counts one more, in the tree's `double-mako-runs` file.
+pub fn next_run() -> u64 {
+    let counter = tree_root().join("double-mako-runs");
+    let k: u64 = std::fs::read_to_string(&counter)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0);
+    let _ = std::fs::write(&counter, (k + 1).to_string());
+    k
+}
+
+/// The tree's noise stream: each source version has its own.
+pub fn stream(b: &Behaviour) -> u64 {
+    b.source_version
+        .bytes()
+        .fold(0, |h, c| h.wrapping_mul(31).wrapping_add(u64::from(c)))
 }
 
 /// Deterministic noise factor for the `k`-th mako run of a tree whose noise stream is

@@ -3,6 +3,7 @@
 //! configuration for the fake fdbcli and mako.
 
 mod common;
+mod multitest;
 
 use std::{
     io::{BufRead, BufReader, Write},
@@ -17,6 +18,10 @@ fn main() {
     let b = common::behaviour();
     if args.iter().any(|a| a == "--version" || a == "-v") {
         print!("{}", common::version_text("fdbserver", &b));
+        return;
+    }
+    if common::flag(&args, &["-r", "--role"]).as_deref() == Some("multitest") {
+        multitest::main(&args, &b);
         return;
     }
     let listen = common::flag(&args, &["-p", "--public_address"]).expect("-p ADDRESS");
@@ -112,10 +117,21 @@ fn main() {
         });
     }
     common::burn_cpu(b.cpu_pct.get(&role).copied().unwrap_or(0.0));
+    if role == "test" {
+        // A tester joins the cluster: the coordinator counts it for the multitest.
+        let cluster = PathBuf::from(common::flag(&args, &["-C", "--cluster-file"]).expect("-C"));
+        std::thread::spawn(move || {
+            while common::ask(&cluster, "tester-join").as_deref() != Some("ok") {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+    }
+    let testers: Arc<Mutex<u32>> = Arc::default();
     let configured: Arc<Mutex<Option<String>>> = Arc::default();
     let exit_on_configure = b.coordinator_exits_on_configure;
     for stream in listener.incoming().flatten() {
         let configured = Arc::clone(&configured);
+        let testers = Arc::clone(&testers);
         std::thread::spawn(move || {
             let mut line = String::new();
             let mut reader = BufReader::new(&stream);
@@ -135,6 +151,11 @@ fn main() {
                 _ if line.trim() == "status" => {
                     state.clone().unwrap_or_else(|| "unconfigured".into())
                 }
+                _ if line.trim() == "tester-join" => {
+                    *testers.lock().unwrap() += 1;
+                    "ok".to_string()
+                }
+                _ if line.trim() == "testers" => testers.lock().unwrap().to_string(),
                 _ => "unknown request".into(),
             };
             let _ = writeln!(&stream, "{answer}");

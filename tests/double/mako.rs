@@ -112,17 +112,8 @@ fn main() {
         println!("         OPS        15533          860          860       847.53         7.99");
         std::thread::sleep(Duration::from_secs(3600));
     }
-    let counter = common::tree_root().join("double-mako-runs");
-    let k: u64 = std::fs::read_to_string(&counter)
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(0);
-    let _ = std::fs::write(&counter, (k + 1).to_string());
-    // Each source version has its own noise stream.
-    let stream: u64 = b
-        .source_version
-        .bytes()
-        .fold(0, |h, c| h.wrapping_mul(31).wrapping_add(u64::from(c)));
+    let k = common::next_run();
+    let stream = common::stream(&b);
     let tps = b.tps * common::noise_factor(b.noise_pct, k, stream);
     // Latency has noise of its own (another stream), rounded like mako's microseconds.
     let p99_us = (b.p99_us * common::noise_factor(b.noise_pct, k, !stream)).round();

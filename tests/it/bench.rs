@@ -5,6 +5,7 @@ mod arms;
 mod cleanup;
 mod failures;
 mod knobs;
+mod multitest;
 mod plan;
 mod releases;
 mod results;

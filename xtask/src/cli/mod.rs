@@ -213,6 +213,17 @@ pub enum ProfileArg {
     /// values, one 1000-row range read per transaction (gr1:1000), run -p 2 -t 2
     /// --async_xacts 64, 30 s warmup, 90 s run.
     Scan,
+    /// Multitest driver (FDB's ReadWrite workload on tester processes): one point read
+    /// per transaction; 100000 rows of 16-byte keys and 100-byte values, 1 tester x 64
+    /// actors, target 100000 TPS, 60 s test.
+    #[value(name = "point-read")]
+    #[serde(rename = "point-read")]
+    PointRead,
+    /// Multitest driver: one blind write per transaction; otherwise as point-read.
+    Write,
+    /// Multitest driver: about 91% reads (A: 10 reads; B: 1 read, 9 writes; alpha 0.1);
+    /// otherwise as point-read.
+    Mixed,
 }
 
 /// `--trials`: a number of pairs, or `auto`.
@@ -374,7 +385,8 @@ pub struct RunArgs {
     pub engines: Vec<EngineArg>,
 
     /// Workload profile: quick, the everyday one; standard, the upstream workload for
-    /// release qualification; or scan, range reads that load the storage server.
+    /// release qualification; or scan, range reads that load the storage server (all
+    /// mako). point-read, write and mixed run FDB's multitest ReadWrite workload instead.
     #[arg(long, value_enum, default_value = "quick")]
     pub profile: ProfileArg,
 
@@ -546,9 +558,41 @@ pub struct WorkloadArgs {
     #[arg(long, value_name = "SECONDS")]
     pub warmup_seconds: Option<u64>,
     /// Whole run in seconds, warmup included (mako --seconds); the measurement window is
-    /// --seconds minus --warmup-seconds.
+    /// --seconds minus --warmup-seconds. Multitest: the test's duration (testDuration, at
+    /// least 10), whose middle 75% is measured.
     #[arg(long, value_name = "SECONDS")]
     pub seconds: Option<u64>,
+    /// Multitest: the whole test's target TPS, split over the testers
+    /// (transactionsPerSecond).
+    #[arg(long, value_name = "TPS")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_tps: Option<u64>,
+    /// Multitest: tester processes (`fdbserver -c test`) the gate starts.
+    #[arg(long, value_name = "N")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub testers: Option<u32>,
+    /// Multitest: concurrent transaction loops per tester (actorCountPerTester).
+    #[arg(long, value_name = "N")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actors_per_tester: Option<u32>,
+    /// Multitest, profile files only: point reads and writes of a type A and a type B
+    /// transaction (readsPerTransactionA, ...).
+    #[arg(skip)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reads_a: Option<u32>,
+    #[arg(skip)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub writes_a: Option<u32>,
+    #[arg(skip)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reads_b: Option<u32>,
+    #[arg(skip)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub writes_b: Option<u32>,
+    /// Multitest, profile files only: the probability of a type B transaction (alpha).
+    #[arg(skip)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alpha: Option<f64>,
 }
 
 /// Time bounds of the phases of a trial, in seconds. Passing one ends the trial as TIMEOUT.
@@ -566,7 +610,7 @@ pub struct TimeoutArgs {
     /// Bound for `mako --mode build`.
     #[arg(long, default_value_t = 900, value_name = "SECONDS")]
     pub timeout_mako_build: u64,
-    /// Bound for `mako --mode run` beyond its --seconds.
+    /// Bound for `mako --mode run` (or the multitest driver's test) beyond its --seconds.
     #[arg(long, default_value_t = 120, value_name = "SECONDS")]
     pub timeout_mako_run_grace: u64,
     /// Bound for stopping every process of the trial.

@@ -196,13 +196,9 @@ fn check_name(name: &str) -> Result<()> {
 /// A measured trial as a record keeps it: its TPS, p99 transaction latency (when finite)
 /// and storage server CPU; `None` without a report.
 fn recorded(t: &TrialRecord) -> Option<RecordedTrial> {
-    let r = t.report.as_ref()?;
     Some(RecordedTrial {
-        tps: r.tps,
-        txn_latency_us_p99: r
-            .transaction_latency()
-            .map(|l| l.p99)
-            .filter(|p| p.is_finite()),
+        tps: t.tps()?,
+        txn_latency_us_p99: t.txn_latency_us_p99().filter(|p| p.is_finite()),
         storage_cpu_cores: t.storage_cpu_cores,
     })
 }

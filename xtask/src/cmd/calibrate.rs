@@ -86,6 +86,15 @@ pub fn run(args: &CalibrateArgs) -> Result<i32> {
 /// hold two pairs of the shortest sized trials.
 fn check_profile_path(p: &Path, config: &BenchConfig, budget: std::time::Duration) -> Result<()> {
     let w = &config.workload;
+    if w.readwrite.is_some() {
+        return Err(UsageError(format!(
+            "--write-profile sizes mako's warmup and window from its per-second TPS, and \
+             profile '{}' runs the multitest driver, which prints none (ReadWrite measures \
+             the middle 75% of --seconds); calibrate without --write-profile",
+            w.profile
+        ))
+        .into());
+    }
     let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     let in_out = config
         .out

@@ -19,7 +19,8 @@ pub enum CpuRole {
     Log,
     /// The storage server.
     Storage,
-    /// mako, with every process it forks.
+    /// mako, with every process it forks; or the multitest driver's testers and the
+    /// multitest process.
     Client,
 }
 
@@ -114,7 +115,7 @@ impl Metric {
             Metric::CpuPerTxn(CpuRole::Storage) => "storage server CPU per transaction",
             Metric::CpuPerTxn(CpuRole::Log) => "tlog CPU per transaction",
             Metric::CpuPerTxn(CpuRole::Stateless) => "stateless server CPU per transaction",
-            Metric::CpuPerTxn(CpuRole::Client) => "client (mako) CPU per transaction",
+            Metric::CpuPerTxn(CpuRole::Client) => "client (mako or testers) CPU per transaction",
             Metric::StorageCpuRatio => "storage server CPU relative to the client's",
             Metric::InstructionsPerTxn(CpuRole::Storage) => {
                 "storage server instructions per transaction"
@@ -124,7 +125,7 @@ impl Metric {
                 "stateless server instructions per transaction"
             }
             Metric::InstructionsPerTxn(CpuRole::Client) => {
-                "client (mako) instructions per transaction"
+                "client (mako or testers) instructions per transaction"
             }
         }
     }

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod metric;
 pub mod path_json;
+pub mod readwrite;
 pub mod slo;
 pub mod source;
 pub mod workload;
@@ -323,6 +324,14 @@ impl BenchConfig {
             bounds: PhaseBounds::resolve(&a.timeouts)?,
         };
         check_budget_holds_the_first_look(&c)?;
+        if c.workload.readwrite.is_some() && c.gates.contains(Metric::TxnLatencyP99) {
+            return Err(usage(format!(
+                "--gate latency: profile '{}' runs the multitest driver, whose ReadWrite \
+                 workload reports no p99 latency (its highest percentile is p98, shown in \
+                 report.html); gate TPS or CPU instead",
+                c.workload.profile
+            )));
+        }
         Ok(c)
     }
 }

@@ -6,7 +6,10 @@ use std::{collections::BTreeMap, path::Path};
 use fdb::mako::{transaction_ops, MAX_KEY_BYTES, MAX_VALUE_BYTES};
 use serde::{Deserialize, Serialize};
 
-use super::{usage, MAX_SECONDS};
+use super::{
+    readwrite::{Load, ReadWriteLoad, MIN_TEST_SECONDS},
+    usage, MAX_SECONDS,
+};
 use crate::{
     cli::{ProfileArg, WorkloadArgs},
     error::UsageError,
@@ -47,10 +50,13 @@ pub fn client_procs(profile_procs: u32, cores: usize) -> u32 {
 }
 
 /// Names of the built-in profiles ([`ProfileArg`]): a profile file may not take one.
-const BUILT_IN: [&str; 3] = ["quick", "standard", "scan"];
+const BUILT_IN: [&str; 6] = ["quick", "standard", "scan", "point-read", "write", "mixed"];
 
-/// The mako workload of a run (mako's `--help`, `bindings/c/test/mako/mako.cpp`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The workload of a run: mako's (its `--help`, `bindings/c/test/mako/mako.cpp`), or with
+/// [`Workload::readwrite`] the multitest driver's ReadWrite load, which uses `rows`,
+/// `keylen`, `vallen` and `seconds` as its nodeCount, keyBytes, valueBytes and
+/// testDuration and leaves mako's other fields empty (0, "").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Workload {
     /// Profile the defaults came from.
     pub profile: String,
@@ -74,11 +80,29 @@ pub struct Workload {
     pub warmup_seconds: u64,
     /// Whole run including the warmup, seconds (`--seconds`).
     pub seconds: u64,
+    /// The multitest driver's load; `None`: the mako driver (and every run recorded before
+    /// the multitest driver).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readwrite: Option<ReadWriteLoad>,
 }
 
 impl Workload {
-    /// One line for people: the profile and every value, as mako's flags.
+    /// One line for people: the profile and every value, as mako's flags (or ReadWrite's
+    /// options).
     pub fn summary(&self) -> String {
+        if let Some(rw) = &self.readwrite {
+            return format!(
+                "{}: multitest ReadWrite, rows {} keyBytes {} valueBytes {}; {}; {} s test \
+                 (measured: its middle {} s)",
+                self.profile,
+                self.rows,
+                self.keylen,
+                self.vallen,
+                rw.summary(),
+                self.seconds,
+                self.measured_seconds()
+            );
+        }
         format!(
             "{}: rows {} keylen {} vallen {} -x {}; build -p {}; run -p {} -t {} \
              --async_xacts {}; warmup {} s of {} s (measured {} s)",
@@ -112,6 +136,7 @@ impl Workload {
             async_xacts: Some(self.async_xacts),
             warmup_seconds: Some(warmup_seconds),
             seconds: Some(seconds),
+            ..WorkloadArgs::default()
         };
         let mut file = serde_json::json!({ "name": name });
         if let (Some(f), serde_json::Value::Object(v)) = (
@@ -148,9 +173,22 @@ impl Workload {
         }
     }
 
-    /// Measurement window in seconds: mako's `--seconds` includes the warmup.
+    /// Measurement window in seconds: mako's `--seconds` includes the warmup; ReadWrite
+    /// measures the middle 75% of its test (`discardEdgeMeasurements`), rounded down.
     pub fn measured_seconds(&self) -> u64 {
+        if self.readwrite.is_some() {
+            return self.seconds * 3 / 4;
+        }
         self.seconds - self.warmup_seconds
+    }
+
+    /// The workload driver's name: `mako` or `multitest`.
+    pub fn driver(&self) -> &'static str {
+        if self.readwrite.is_some() {
+            "multitest"
+        } else {
+            "mako"
+        }
     }
 
     /// The quick profile's workload, as it is before any flag.
@@ -173,8 +211,28 @@ impl Workload {
             async_xacts: 128,
             warmup_seconds: 300,
             seconds: 600,
+            readwrite: None,
+        };
+        // Multitest: FDB's nodeCount default; the reference report's key, value and test
+        // sizes; mako's fields empty.
+        let multitest = |profile: &str, load: Load| Workload {
+            profile: profile.to_string(),
+            rows: 100_000,
+            keylen: 16,
+            vallen: 100,
+            transaction: String::new(),
+            build_procs: 0,
+            procs: 0,
+            threads: 0,
+            async_xacts: 0,
+            warmup_seconds: 0,
+            seconds: 60,
+            readwrite: Some(ReadWriteLoad::built_in(load)),
         };
         match profile {
+            ProfileArg::PointRead => multitest("point-read", Load::PointRead),
+            ProfileArg::Write => multitest("write", Load::Write),
+            ProfileArg::Mixed => multitest("mixed", Load::Mixed),
             ProfileArg::Standard => standard,
             // Two client processes leave the storage server and the other servers two
             // cores on a 4-core host (client_procs scales -p down on smaller ones).
@@ -221,14 +279,15 @@ impl Workload {
             Some(path) => {
                 let f = ProfileFile::read(path)?;
                 let given = f.values.procs.is_some();
-                (f.apply(profile), given)
+                (f.apply(profile, path)?, given)
             }
             None => (Workload::from_profile(profile), false),
         };
+        p.check_driver_values(o, None)?;
         let mut scaled = None;
         let procs = match o.procs {
             Some(n) => n,
-            None if file_procs => p.procs,
+            None if file_procs || p.readwrite.is_some() => p.procs,
             None => {
                 let n = client_procs(p.procs, cores);
                 if n != p.procs {
@@ -263,10 +322,81 @@ impl Workload {
             async_xacts: o.async_xacts.unwrap_or(self.async_xacts),
             warmup_seconds: o.warmup_seconds.unwrap_or(self.warmup_seconds),
             seconds: o.seconds.unwrap_or(self.seconds),
+            readwrite: self.readwrite.map(|rw| ReadWriteLoad {
+                target_tps: o.target_tps.unwrap_or(rw.target_tps),
+                testers: o.testers.unwrap_or(rw.testers),
+                actors_per_tester: o.actors_per_tester.unwrap_or(rw.actors_per_tester),
+                reads_a: o.reads_a.unwrap_or(rw.reads_a),
+                writes_a: o.writes_a.unwrap_or(rw.writes_a),
+                reads_b: o.reads_b.unwrap_or(rw.reads_b),
+                writes_b: o.writes_b.unwrap_or(rw.writes_b),
+                alpha: o.alpha.unwrap_or(rw.alpha),
+            }),
         }
     }
 
+    /// Errors when `o` (flags, or the profile file `file`'s fields) sets a value only the
+    /// other driver has: a mako flag over a multitest profile, or the reverse. It would
+    /// otherwise be silently ignored.
+    fn check_driver_values(&self, o: &WorkloadArgs, file: Option<&Path>) -> Result<(), UsageError> {
+        let mako = [
+            ("transaction", o.transaction.is_some()),
+            ("build-procs", o.build_procs.is_some()),
+            ("procs", o.procs.is_some()),
+            ("threads", o.threads.is_some()),
+            ("async-xacts", o.async_xacts.is_some()),
+            ("warmup-seconds", o.warmup_seconds.is_some()),
+        ];
+        let multitest = [
+            ("target-tps", o.target_tps.is_some()),
+            ("testers", o.testers.is_some()),
+            ("actors-per-tester", o.actors_per_tester.is_some()),
+            ("reads-a", o.reads_a.is_some()),
+            ("writes-a", o.writes_a.is_some()),
+            ("reads-b", o.reads_b.is_some()),
+            ("writes-b", o.writes_b.is_some()),
+            ("alpha", o.alpha.is_some()),
+        ];
+        let (foreign, runs, instead) = match self.readwrite {
+            Some(_) => (
+                &mako[..],
+                "the multitest driver (ReadWrite), which has no such value",
+                "its values are --seconds, --rows, --keylen, --vallen, --target-tps, \
+                 --testers and --actors-per-tester",
+            ),
+            None => (
+                &multitest[..],
+                "mako, which has no such value",
+                "the multitest values need --profile point-read, write or mixed (or a \
+                 profile file with one of them as its base)",
+            ),
+        };
+        let Some((name, _)) = foreign.iter().find(|(_, given)| *given) else {
+            return Ok(());
+        };
+        let what = match file {
+            Some(f) => format!(
+                "--profile-file {}: field `{}`",
+                f.display(),
+                name.replace('-', "_")
+            ),
+            None => format!("--{name}"),
+        };
+        Err(usage(format!(
+            "{what} is set, but profile '{}' runs {runs}; {instead}",
+            self.profile
+        )))
+    }
+
     fn validate(&self) -> Result<(), UsageError> {
+        match &self.readwrite {
+            Some(rw) => self.validate_readwrite(rw),
+            None => self.validate_mako(),
+        }
+    }
+
+    /// The checks of a mako workload: mako's limits, FDB's and the gate's.
+    fn validate_mako(&self) -> Result<(), UsageError> {
         for (flag, v) in [
             ("--build-procs", self.build_procs),
             ("--procs", self.procs),
@@ -347,6 +477,51 @@ impl Workload {
     }
 }
 
+impl Workload {
+    /// The checks of a multitest workload: ReadWrite's limits and the gate's.
+    fn validate_readwrite(&self, rw: &ReadWriteLoad) -> Result<(), UsageError> {
+        rw.validate()?;
+        if self.rows == 0 || self.rows > MAX_ROWS {
+            return Err(usage(format!(
+                "--rows {} must be between 1 and {MAX_ROWS} (ReadWrite's nodeCount)",
+                self.rows
+            )));
+        }
+        // ReadWrite asserts keyBytes >= 16 (`ReadWriteCommon`'s constructor); FDB's limits
+        // ("Known Limitations") bound both sizes.
+        if self.keylen < 16 || self.keylen > MAX_KEY_BYTES || self.vallen > MAX_VALUE_BYTES {
+            return Err(usage(format!(
+                "--keylen {} / --vallen {}: ReadWrite needs keys of at least 16 bytes, and \
+                 FDB allows keys up to {MAX_KEY_BYTES} bytes and values up to \
+                 {MAX_VALUE_BYTES} bytes",
+                self.keylen, self.vallen
+            )));
+        }
+        if self.vallen == 0 {
+            return Err(usage("--vallen must be at least 1".to_string()));
+        }
+        if !(MIN_TEST_SECONDS..=MAX_SECONDS).contains(&self.seconds) {
+            return Err(usage(format!(
+                "--seconds {} must be between {MIN_TEST_SECONDS} and {MAX_SECONDS}: ReadWrite \
+                 measures the middle 75% of its test, and testers stop about a second early \
+                 (FDB 7.3+), so shorter tests under-report TPS",
+                self.seconds
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Profile file fields that may be 0: the warmup, and a multitest transaction type's
+/// reads or writes.
+const MAY_BE_ZERO: [&str; 5] = [
+    "warmup_seconds",
+    "reads_a",
+    "writes_a",
+    "reads_b",
+    "writes_b",
+];
+
 /// A user profile file (`--profile-file`): a name, an optional base profile, and any
 /// workload values, named as [`WorkloadArgs`]'s fields.
 #[derive(Debug, Deserialize)]
@@ -382,13 +557,13 @@ impl ProfileFile {
             return Err(not_a_profile(format!("unknown field `{field}`")));
         }
         // Named by the file's own fields: the user gave no flag. Every count must be at
-        // least 1; only the warmup may be 0.
+        // least 1, but for MAY_BE_ZERO.
         let values = serde_json::to_value(&f.values).expect("plain data serializes");
         let zero = values
             .as_object()
             .into_iter()
             .flatten()
-            .find(|(field, v)| field.as_str() != "warmup_seconds" && v.as_u64() == Some(0));
+            .find(|(field, v)| !MAY_BE_ZERO.contains(&field.as_str()) && v.as_u64() == Some(0));
         if let Some((field, _)) = zero {
             return Err(usage(format!(
                 "--profile-file {}: field `{field}` must be at least 1",
@@ -419,11 +594,13 @@ impl ProfileFile {
     }
 
     /// The workload: the file's base (else `profile`) with the file's values over it.
-    fn apply(self, profile: ProfileArg) -> Workload {
+    /// Errors: the file sets a value of the other driver (`path` names the file).
+    fn apply(self, profile: ProfileArg, path: &Path) -> Result<Workload, UsageError> {
         let base = Workload::from_profile(self.base.unwrap_or(profile));
-        Workload {
+        base.check_driver_values(&self.values, Some(path))?;
+        Ok(Workload {
             profile: self.name,
             ..base.overlay(&self.values)
-        }
+        })
     }
 }

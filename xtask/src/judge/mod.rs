@@ -887,6 +887,7 @@ pub(crate) mod tests {
                 samples_tps: vec![tps; 10],
                 latency_us: BTreeMap::new(),
             }),
+            multitest: None,
             storage_cpu_cores: Some(0.97),
             cpu_bound: Some(true),
             cpu: None,

@@ -85,7 +85,7 @@ impl Sample {
 
     /// The sample of one trial of this run.
     pub fn of_trial(t: &TrialRecord) -> Sample {
-        let r = t.report.as_ref();
+        let (r, tps) = (t.report.as_ref(), t.tps());
         Sample {
             index: t.index,
             engine: t.engine,
@@ -94,11 +94,11 @@ impl Sample {
             recorded_run: None,
             outcome: t.outcome,
             error: t.error.clone(),
-            tps: r.map(|r| r.tps),
-            txn_latency_us_p99: r.and_then(|r| r.transaction_latency()).map(|l| l.p99),
+            tps,
+            txn_latency_us_p99: t.txn_latency_us_p99(),
             storage_cpu_cores: t.storage_cpu_cores,
             cpu_us_per_txn: per_txn(
-                r.map(|r| r.tps),
+                tps,
                 t.cpu
                     .iter()
                     .flat_map(|c| c.cores.iter().map(|(r, c)| (*r, *c))),
@@ -106,7 +106,7 @@ impl Sample {
             // per_txn's arithmetic is the same for any per-second rate: x / TPS (x 10^6
             // for CPU seconds), so instructions per second / TPS comes out x 10^6.
             instructions_per_txn: per_txn(
-                r.map(|r| r.tps),
+                tps,
                 t.cpu
                     .iter()
                     .flat_map(|c| c.instructions_per_s.iter().map(|(r, n)| (*r, *n / 1e6))),

@@ -380,7 +380,7 @@ fn check_release(config: &BenchConfig, arm: &ArmPlan) -> Result<Option<String>, 
              cannot run its workloads; README, 'FDB releases')"
         )));
     }
-    if !caps.async_xacts {
+    if !caps.async_xacts && w.readwrite.is_none() {
         return Err(UsageError(format!(
             "{what}: its mako has no --async_xacts (it came with FDB 7.2), and every workload \
              of the gate runs {} concurrent transactions per thread: use a tree of FDB 7.2 or \

@@ -13,7 +13,7 @@ use crate::{
     config::Arm,
     judge::{Judgement, Verdict},
     plan::{Plan, PlannedTrial},
-    results::trial::{Outcome, TrialRecord},
+    results::trial::{MultitestReport, Outcome, TrialRecord},
 };
 
 /// The arms' colours: dark blue and orange (Okabe-Ito), apart in hue for most colour
@@ -65,9 +65,22 @@ pub fn render(
             continue;
         }
         let _ = writeln!(s, "<h2>{engine}</h2>");
-        s.push_str(&chart_trials(engine, &of, "TPS per trial", |t| {
-            t.report.as_ref().map(|r| r.tps)
-        }));
+        s.push_str(&chart_trials(
+            engine,
+            &of,
+            "TPS per trial",
+            TrialRecord::tps,
+        ));
+        if plan.config.workload.readwrite.is_some() {
+            // ReadWrite prints no per-second TPS and no p99: its highest percentile is p98.
+            s.push_str(&chart_trials(
+                engine,
+                &of,
+                "p98 transaction latency per trial (ms, ReadWrite's measured window)",
+                |t| Some(t.multitest.as_ref()?.result.latency.p98_ms).filter(|v| v.is_finite()),
+            ));
+            continue;
+        }
         s.push_str(&chart_seconds(
             engine,
             &of,
@@ -78,10 +91,11 @@ pub fn render(
             engine,
             &of,
             "p99 transaction latency per trial (us, warmup included)",
-            |t| Some(t.report.as_ref()?.transaction_latency()?.p99).filter(|v| v.is_finite()),
+            |t| t.txn_latency_us_p99().filter(|v| v.is_finite()),
         ));
     }
     s.push_str(&trial_table(trials));
+    s.push_str(&readwrite_table(trials));
     s.push_str(&provenance(plan));
     s.push_str("</body></html>\n");
     s
@@ -434,7 +448,6 @@ fn trial_table(trials: &[TrialRecord]) -> String {
          <th>p99 us</th><th>storage CPU (cores)</th><th>work dir peak (MiB)</th><th>phases (s)</th><th>error</th></tr>\n",
     );
     for t in trials {
-        let r = t.report.as_ref();
         let opt = |v: Option<f64>, d: usize| {
             v.filter(|v| v.is_finite())
                 .map(|v| format!("{v:.d$}"))
@@ -453,12 +466,61 @@ fn trial_table(trials: &[TrialRecord]) -> String {
             t.arm,
             t.repetition,
             serde_json::to_value(t.outcome).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
-            opt(r.map(|r| r.tps), 1),
-            opt(r.and_then(|r| r.transaction_latency()).map(|l| l.p99), 0),
+            opt(t.tps(), 1),
+            opt(t.txn_latency_us_p99(), 0),
             opt(t.storage_cpu_cores, 2),
             opt(t.workdir_peak_bytes.map(|b| b as f64 / 1048576.0), 1),
             esc(&phases.join(", ")),
             esc(t.error.as_deref().unwrap_or(""))
+        );
+    }
+    s.push_str("</table>\n");
+    s
+}
+
+/// The multitest driver's figures per trial, as the reference qualification report of
+/// issue 17 lists them: testers, target, actors, measured TPS, transaction p50/p90/p98,
+/// read, GRV and commit p50 (ms), retries, and whether the target was followed. Empty
+/// without multitest trials.
+fn readwrite_table(trials: &[TrialRecord]) -> String {
+    let rows: Vec<(&TrialRecord, &MultitestReport)> = trials
+        .iter()
+        .filter_map(|t| Some((t, t.multitest.as_ref()?)))
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "<h2>ReadWrite per trial</h2><table><tr><th>#</th><th>arm</th><th>testers</th>\
+         <th>actors per tester</th><th>target TPS</th><th>measured TPS</th><th>txn p50 ms</th><th>txn p90 ms</th>\
+         <th>txn p98 ms</th><th>read p50 ms</th><th>GRV p50 ms</th><th>commit p50 ms</th>\
+         <th>retries</th><th>target followed</th></tr>\n",
+    );
+    for (t, m) in rows {
+        let r = &m.result;
+        let followed = if m.saturation().is_some() {
+            "no (saturated)"
+        } else {
+            "yes"
+        };
+        let _ = writeln!(
+            s,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.1}</td><td>{:.3}</td>\
+             <td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{}</td>\
+             <td>{followed}</td></tr>",
+            t.index,
+            t.arm,
+            m.testers,
+            m.actors_per_tester,
+            m.target_tps,
+            r.tps,
+            r.latency.p50_ms,
+            r.latency.p90_ms,
+            r.latency.p98_ms,
+            r.read_p50_ms,
+            r.grv_p50_ms,
+            r.commit_p50_ms,
+            r.retries
         );
     }
     s.push_str("</table>\n");

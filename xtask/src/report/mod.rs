@@ -71,7 +71,7 @@ pub fn results_tsv(trials: &[TrialRecord]) -> String {
         |v: Option<f64>, digits: usize| v.map(|v| format!("{v:.digits$}")).unwrap_or_default();
     for t in trials {
         let r = t.report.as_ref();
-        let txn = r.and_then(|r| r.transaction_latency());
+        let m = t.multitest.as_ref().map(|m| &m.result);
         let _ = writeln!(
             s,
             "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
@@ -83,12 +83,15 @@ pub fn results_tsv(trials: &[TrialRecord]) -> String {
                 .expect("outcome")
                 .as_str()
                 .unwrap_or(""),
-            opt(r.map(|r| r.tps), 2),
+            opt(t.tps(), 2),
             r.map(|r| r.overall_tps.to_string()).unwrap_or_default(),
-            opt(r.map(|r| r.measured_duration_s), 3),
+            opt(
+                r.map(|r| r.measured_duration_s).or(m.map(|m| m.measured_s)),
+                3
+            ),
             r.map(|r| r.total_xacts.to_string()).unwrap_or_default(),
-            opt(txn.map(|l| l.p50), 0),
-            opt(txn.map(|l| l.p99), 0),
+            opt(t.txn_latency_us_p50(), 0),
+            opt(t.txn_latency_us_p99(), 0),
             opt(t.storage_cpu_cores, 3),
             t.cpu_bound.map(|b| b.to_string()).unwrap_or_default(),
             t.workdir_peak_bytes

@@ -17,7 +17,7 @@ use super::{
     baseline::Baseline,
     host::Host,
     noise::NoisePrior,
-    trial::{Outcome, TrialRecord},
+    trial::{MultitestReport, Outcome, TrialRecord},
 };
 use crate::{
     config::{slo::SloTps, Metric, MetricSet, Workload},
@@ -277,7 +277,10 @@ fn check_trials(trials: &[TrialRecord]) -> Result<(), String> {
         if let Some(Err(e)) = t.report.as_ref().map(MakoReport::validity) {
             return Err(format!("{which} is measured but its report is {e}"));
         }
-        let tps = t.report.as_ref().map(|r| r.tps);
+        if let Some(Err(e)) = t.multitest.as_ref().map(MultitestReport::validity) {
+            return Err(format!("{which} is measured but its report is {e}"));
+        }
+        let tps = t.tps();
         if !tps.is_some_and(|tps| tps.is_finite() && tps > 0.0) {
             return Err(format!(
                 "{which} is measured but its TPS is {}",
@@ -345,6 +348,15 @@ fn check_meta(meta: &SavedMeta, trials: &[TrialRecord]) -> Result<(), String> {
     for t in trials.iter().filter(|t| t.outcome == Outcome::Measured) {
         if let Some(Err(e)) = t.report.as_ref().map(|r| r.window_matches(run_s, warmup_s)) {
             return Err(format!("trial {} is measured but {e}", t.index));
+        }
+        // ReadWrite's window is the nominal 75% of its test (`discardEdgeMeasurements`).
+        let window = t.multitest.as_ref().map(|m| m.result.measured_s);
+        if let Some(w) = window.filter(|w| (w - 0.75 * run_s).abs() > 1e-6 * run_s) {
+            return Err(format!(
+                "trial {} is measured but ReadWrite measured {w} s of a {run_s} s test, not \
+                 75% of it",
+                t.index
+            ));
         }
     }
     Ok(())

@@ -3,11 +3,11 @@
 
 use std::{collections::BTreeMap, path::PathBuf};
 
-use fdb::{mako::MakoReport, Engine, Knob};
+use fdb::{mako::MakoReport, multitest::ReadWriteResult, Engine, Knob};
 use serde::{Deserialize, Serialize};
 
-use crate::config::Arm;
 pub use crate::config::CpuRole;
+use crate::config::{readwrite::FOLLOWED_SHARE, Arm};
 
 /// Below this many cores over the measurement window, the storage server was not the
 /// bottleneck (the upstream practice checks for ~85% of a core), so the TPS measures
@@ -53,6 +53,9 @@ pub enum Phase {
     MakoBuild,
     /// `mako --mode run` (warmup + measurement window).
     MakoRun,
+    /// The multitest driver's test: tester processes start and join, then `fdbserver -r
+    /// multitest` loads the rows and runs the test.
+    Multitest,
     /// Stopping every process of the trial.
     Teardown,
 }
@@ -68,7 +71,7 @@ impl std::fmt::Display for Phase {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Outcome {
-    /// A complete, valid mako report.
+    /// A complete, valid report (mako's or multitest's).
     Measured,
     /// A phase passed its bound.
     Timeout,
@@ -106,6 +109,10 @@ pub struct TrialRecord {
     pub availability: Option<Availability>,
     /// The run's mako report (also for a complete but invalid one).
     pub report: Option<MakoReport>,
+    /// The multitest driver's results (also for complete but invalid ones); `None` under
+    /// mako.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multitest: Option<MultitestReport>,
     /// CPU used by the storage server over the measurement window, in cores (1.0 = one
     /// core busy). A CPU-bound run is near 1.0: the storage server is single-threaded.
     pub storage_cpu_cores: Option<f64>,
@@ -121,6 +128,88 @@ pub struct TrialRecord {
     /// Artifacts of this trial, relative to the results dir.
     #[serde(serialize_with = "crate::config::path_json::lossy")]
     pub artifacts: PathBuf,
+}
+
+impl TrialRecord {
+    /// The trial's TPS, from whichever driver's report it has.
+    pub fn tps(&self) -> Option<f64> {
+        match (&self.report, &self.multitest) {
+            (Some(r), _) => Some(r.tps),
+            (None, Some(m)) => Some(m.result.tps),
+            (None, None) => None,
+        }
+    }
+
+    /// Median transaction latency, microseconds.
+    pub fn txn_latency_us_p50(&self) -> Option<f64> {
+        match (&self.report, &self.multitest) {
+            (Some(r), _) => r.transaction_latency().map(|l| l.p50),
+            (None, Some(m)) => Some(m.result.latency.p50_ms * 1000.0),
+            (None, None) => None,
+        }
+    }
+
+    /// p99 transaction latency, microseconds: mako's. ReadWrite reports no p99 (its
+    /// highest percentile is p98, `MultitestReport`), so a multitest trial has none.
+    pub fn txn_latency_us_p99(&self) -> Option<f64> {
+        self.report
+            .as_ref()
+            .and_then(|r| r.transaction_latency())
+            .map(|l| l.p99)
+    }
+}
+
+/// The multitest driver's results of one trial: what ReadWrite measured, and the target
+/// and testers it ran with (`fdbserver/workloads/ReadWrite.cpp`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MultitestReport {
+    /// The whole test's target, TPS (`transactionsPerSecond`).
+    pub target_tps: f64,
+    /// Tester processes that ran the test.
+    pub testers: u32,
+    /// Concurrent transaction loops of each tester (`actorCountPerTester`).
+    pub actors_per_tester: u32,
+    /// The whole test's figures, combined over the testers as FDB does.
+    pub result: ReadWriteResult,
+}
+
+impl MultitestReport {
+    /// `Err(reason)` when the trial is not a valid measurement: retries in the window
+    /// (conflicts or too-old transactions: the load was overdriven, so the row is not
+    /// valid, as the reference report rules), or a TPS that is not positive.
+    pub fn validity(&self) -> Result<(), String> {
+        let r = &self.result;
+        if r.retries != 0.0 {
+            return Err(format!(
+                "not a valid measurement: overdriven, ReadWrite retried {} transactions in \
+                 the window (conflicts or too-old reads; lower --target-tps or \
+                 --actors-per-tester, or spread writes over more --rows)",
+                r.retries
+            ));
+        }
+        if !(r.tps.is_finite() && r.tps > 0.0) {
+            return Err(format!("not a valid measurement: TPS is {}", r.tps));
+        }
+        Ok(())
+    }
+
+    /// A note when the measured TPS is below [`FOLLOWED_SHARE`] of the target: the
+    /// cluster or the testers' actors saturated, and the TPS is their capacity, not the
+    /// target.
+    pub fn saturation(&self) -> Option<String> {
+        let share = self.result.tps / self.target_tps;
+        (share < FOLLOWED_SHARE).then(|| {
+            format!(
+                "saturated: measured {:.0} TPS, {:.0}% of the {:.0} TPS target, so the TPS is \
+                 what the cluster took from {} tester(s) x {} actors, not the target",
+                self.result.tps,
+                share * 100.0,
+                self.target_tps,
+                self.testers,
+                self.actors_per_tester
+            )
+        })
+    }
 }
 
 /// What `status json` said when the database became available.

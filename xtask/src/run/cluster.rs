@@ -44,6 +44,9 @@ pub enum Role {
     Log,
     /// Storage server.
     Storage,
+    /// A tester (`-c test`): runs the multitest driver's workload as a client of the
+    /// cluster; not one of its servers.
+    Tester,
 }
 
 impl Role {
@@ -55,6 +58,7 @@ impl Role {
             Role::Stateless => CpuRole::Stateless,
             Role::Log => CpuRole::Log,
             Role::Storage => CpuRole::Storage,
+            Role::Tester => CpuRole::Client,
         }
     }
 
@@ -63,6 +67,7 @@ impl Role {
             Role::Stateless => "stateless",
             Role::Log => "log",
             Role::Storage => "storage",
+            Role::Tester => "test",
         }
     }
 }
@@ -134,7 +139,7 @@ impl Server {
         let stem = format!("fdbserver-{}-{}", self.role.as_str(), self.port);
         let cpus = pinning.map(|p| match self.role {
             Role::Storage => p.storage.as_slice(),
-            Role::Stateless | Role::Log => p.others.as_slice(),
+            Role::Stateless | Role::Log | Role::Tester => p.others.as_slice(),
         });
         Child::spawn_on(
             &format!("fdbserver {} :{}", self.role.as_str(), self.port),
@@ -195,8 +200,42 @@ impl Cluster {
         pinning: Option<&Pinning>,
         bound: Duration,
     ) -> Result<(), PhaseError> {
+        self.spawn_from(0, tree, knobs, pinning, bound)
+    }
+
+    /// Adds `n` tester processes (`fdbserver -c test`, with `knobs`, on the CPUs of the
+    /// servers that are not the storage server) as supervised children of the cluster:
+    /// checked, stopped and harvested like its servers. Waits until each listens.
+    pub fn start_testers(
+        &mut self,
+        tree: &FdbTree,
+        n: u32,
+        knobs: &[Knob],
+        pinning: Option<&Pinning>,
+        bound: Duration,
+    ) -> Result<(), PhaseError> {
+        let first = self.servers.len();
+        let work = self
+            .cluster_file
+            .parent()
+            .expect("cluster file in the work dir");
+        for port in free_ports(n as usize)? {
+            self.servers.push(Server::new(work, Role::Tester, port)?);
+        }
+        self.spawn_from(first, tree, knobs, pinning, bound)
+    }
+
+    /// Spawns `servers[first..]` and waits, within `bound`, until each listens.
+    fn spawn_from(
+        &mut self,
+        first: usize,
+        tree: &FdbTree,
+        knobs: &[Knob],
+        pinning: Option<&Pinning>,
+        bound: Duration,
+    ) -> Result<(), PhaseError> {
         let deadline = Instant::now() + bound;
-        for i in 0..self.servers.len() {
+        for i in first..self.servers.len() {
             let child = self.servers[i].spawn(
                 tree,
                 &self.cluster_file,
@@ -207,7 +246,7 @@ impl Cluster {
             )?;
             self.servers[i].child = Some(child);
         }
-        for server in &self.servers {
+        for server in &self.servers[first..] {
             let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, server.port);
             while TcpStream::connect_timeout(&addr.into(), Duration::from_millis(200)).is_err() {
                 self.check_alive()?;

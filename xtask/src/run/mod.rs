@@ -5,6 +5,7 @@
 
 pub mod cluster;
 pub mod monitor;
+pub mod multitest;
 pub mod reaper;
 pub mod trial;
 
@@ -169,11 +170,11 @@ impl<'a> Runner<'a> {
     }
 
     fn log(&self, record: &TrialRecord) {
-        match (&record.outcome, &record.report) {
-            (Outcome::Measured, Some(r)) => tracing::info!(
+        match (&record.outcome, record.tps()) {
+            (Outcome::Measured, Some(tps)) => tracing::info!(
                 "trial {}: {:.1} TPS, CPU {}",
                 record.index,
-                r.tps,
+                tps,
                 record
                     .cpu
                     .as_ref()
@@ -182,7 +183,7 @@ impl<'a> Runner<'a> {
                         .iter()
                         .map(|(role, cores)| format!(
                             "{role} {cores:.2} cores ({:.0} µs/txn)",
-                            cores * 1e6 / r.tps
+                            cores * 1e6 / tps
                         ))
                         .collect::<Vec<_>>()
                         .join(", "))

@@ -59,6 +59,8 @@ struct CpuWindow {
     /// The first sample at or after each whole second of the window (1 s, 2 s, ...): the
     /// per-second series within the window.
     marks: Vec<CpuSample>,
+    /// No more samples: the window ended ([`Monitor::close_cpu_window`]).
+    closed: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -90,7 +92,7 @@ impl Monitor {
     /// window is open and its last sample is a quarter second old; call it often.
     pub fn tick(&mut self) {
         if let Some(w) = &mut self.cpu {
-            if w.last.at.elapsed() >= CPU_SAMPLE_EVERY {
+            if !w.closed && w.last.at.elapsed() >= CPU_SAMPLE_EVERY {
                 // A process that is gone ends the window at the previous sample.
                 if let Some(s) = w.sample() {
                     let second = Duration::from_secs(w.marks.len() as u64 + 1);
@@ -137,10 +139,24 @@ impl Monitor {
             start: empty.clone(),
             last: empty,
             marks: Vec::new(),
+            closed: false,
         };
         if let Some(s) = w.sample() {
             (w.start, w.last) = (s.clone(), s);
             self.cpu = Some(w);
+        }
+    }
+
+    /// Ends the CPU window now, with a last sample, for a client that outlives its
+    /// measurement window (the multitest driver's testers); later ticks sample no CPU.
+    pub fn close_cpu_window(&mut self) {
+        if let Some(w) = &mut self.cpu {
+            if !w.closed {
+                if let Some(s) = w.sample() {
+                    w.last = s;
+                }
+                w.closed = true;
+            }
         }
     }
 

@@ -43,7 +43,7 @@ pub struct TrialContext<'a> {
 
 impl TrialContext<'_> {
     /// The CPUs of everything but the storage server, when pinned.
-    fn other_cpus(&self) -> Option<&[usize]> {
+    pub(super) fn other_cpus(&self) -> Option<&[usize]> {
         self.pinning.map(|p| p.others.as_slice())
     }
 }
@@ -74,6 +74,7 @@ pub fn run_trial(ctx: &TrialContext, arm: &ArmPlan, planned: &PlannedTrial) -> T
         phases: Vec::new(),
         availability: None,
         report: None,
+        multitest: None,
         storage_cpu_cores: None,
         cpu_bound: None,
         cpu: None,
@@ -138,6 +139,7 @@ fn timeout_note(phase: Phase, artifacts: &Path) -> String {
         Phase::Available => ("--timeout-available", Some("status")),
         Phase::MakoBuild => ("--timeout-mako-build", Some("mako-build")),
         Phase::MakoRun => ("--timeout-mako-run-grace", Some("mako-run")),
+        Phase::Multitest => ("--timeout-mako-run-grace", Some("multitest")),
         Phase::Teardown => ("--timeout-teardown", None),
     };
     let output = match child {
@@ -228,6 +230,24 @@ fn run_phases(
         c.wait_available(b.available)
     })?);
     let mut monitor = Monitor::new(work);
+    if ctx.workload.readwrite.is_some() {
+        let ran = timed(record, Phase::Multitest, || {
+            super::multitest::run(ctx, arm, planned, c, work, artifacts, &mut monitor)
+        });
+        record.workdir_peak_bytes = Some(monitor.peak_growth_bytes);
+        let (report, role_cpu) = ran?;
+        let validity = report
+            .validity()
+            .and_then(|()| record_cpu(ctx, record, role_cpu));
+        if let Some(note) = report.saturation() {
+            tracing::info!("trial {}: {note}", planned.index);
+        }
+        record.multitest = Some(report);
+        return validity.map_err(|e| Failure {
+            phase: Phase::Multitest,
+            error: anyhow!(e).into(),
+        });
+    }
     let built = timed(record, Phase::MakoBuild, || {
         mako_build(ctx, arm, c, work, artifacts, &mut monitor)
     });
@@ -238,31 +258,42 @@ fn run_phases(
     });
     record.workdir_peak_bytes = Some(monitor.peak_growth_bytes);
     let (report, role_cpu) = ran?;
+    let w = ctx.workload;
+    let validity = report
+        .validity()
+        .and_then(|()| report.window_matches(w.seconds as f64, w.warmup_seconds as f64))
+        .and_then(|()| record_cpu(ctx, record, role_cpu));
+    record.report = Some(report);
+    validity.map_err(|e| Failure {
+        phase: Phase::MakoRun,
+        error: anyhow!(e).into(),
+    })
+}
+
+/// Records every role's CPU over the measurement window and whether the storage server
+/// was CPU-bound; `Err(reason)` when it was not (or could not be measured) under
+/// `--require-cpu-bound`.
+fn record_cpu(
+    ctx: &TrialContext,
+    record: &mut TrialRecord,
+    role_cpu: Option<RoleCpu>,
+) -> Result<(), String> {
     let cpu = role_cpu
         .as_ref()
         .and_then(|r| r.cores.get(&CpuRole::Storage).copied());
     record.storage_cpu_cores = cpu;
     record.cpu_bound = cpu.map(|c| c >= CPU_BOUND_MIN_CORES);
     record.cpu = role_cpu;
-    let w = ctx.workload;
-    let validity = report
-        .validity()
-        .and_then(|()| report.window_matches(w.seconds as f64, w.warmup_seconds as f64))
-        .and_then(|()| match (ctx.require_cpu_bound, cpu) {
-            (true, Some(c)) if c < CPU_BOUND_MIN_CORES => Err(format!(
-                "not CPU-bound: the storage server used {c:.2} cores, below {CPU_BOUND_MIN_CORES} \
+    match (ctx.require_cpu_bound, cpu) {
+        (true, Some(c)) if c < CPU_BOUND_MIN_CORES => Err(format!(
+            "not CPU-bound: the storage server used {c:.2} cores, below {CPU_BOUND_MIN_CORES} \
              (--require-cpu-bound)"
-            )),
-            (true, None) => {
-                Err("storage server CPU could not be measured (--require-cpu-bound)".into())
-            }
-            _ => Ok(()),
-        });
-    record.report = Some(report);
-    validity.map_err(|e| Failure {
-        phase: Phase::MakoRun,
-        error: anyhow!(e).into(),
-    })
+        )),
+        (true, None) => {
+            Err("storage server CPU could not be measured (--require-cpu-bound)".into())
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Fails when a server refused a knob: it would run with the default, and the trial

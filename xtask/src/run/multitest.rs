@@ -1,0 +1,163 @@
+//! Run stage: the multitest driver's phase of a trial. Tester processes (`fdbserver -c
+//! test`) join the trial's cluster as supervised children of it; `fdbserver -r multitest
+//! -f multitest.toml` runs one ReadWrite test on them, bounded; its stdout becomes the
+//! trial's [`MultitestReport`].
+//!
+//! FDB's behaviour (read in `fdbserver/tester/test.cpp` of 8.0, `tester.actor.cpp` of
+//! 7.x, and seen on a real 8.0 run, `fdb/testdata/multitest/`): the multitest waits up to
+//! 600 s for `--num-testers` testers, silently, then uses every tester it found; it exits
+//! 0 when a test failed, so only its `N tests passed; M tests failed.` line tells; a
+//! workload option it refuses is named only on the testers' stderr; and the testers keep
+//! running the last test after the multitest exits, so they are stopped with the cluster.
+
+use std::{
+    path::Path,
+    process::Command,
+    time::{Duration, Instant},
+};
+
+use anyhow::{anyhow, Context};
+use fdb::multitest::{read_run, ReadWriteSpec};
+
+use super::{cluster::Cluster, monitor::Monitor, trial::TrialContext};
+use crate::{
+    config::{readwrite::ReadWriteLoad, Workload},
+    plan::{ArmPlan, PlannedTrial},
+    process::{excerpt, output_note, read_output, Child, PhaseError},
+    results::{
+        fs::create_new,
+        trial::{MultitestReport, RoleCpu},
+    },
+};
+
+/// The line multitest prints when the test's load starts, after its setup loaded the
+/// rows (`fdbserver/tester/test.cpp`, `runTest`: `running test (TITLE)...`).
+const RUNNING: &str = "running test (";
+
+/// The ReadWrite spec of a trial: the workload's rows, sizes, duration and load.
+pub fn spec(w: &Workload, rw: &ReadWriteLoad) -> ReadWriteSpec {
+    ReadWriteSpec {
+        title: format!("perfgate-{}", w.profile),
+        duration_s: w.seconds as f64,
+        target_tps: rw.target_tps as f64,
+        actors_per_tester: rw.actors_per_tester,
+        node_count: w.rows,
+        key_bytes: w.keylen,
+        value_bytes: w.vallen,
+        reads_a: rw.reads_a,
+        writes_a: rw.writes_a,
+        reads_b: rw.reads_b,
+        writes_b: rw.writes_b,
+        alpha: rw.alpha,
+    }
+}
+
+/// Starts the testers, runs the test within `--seconds` + `--timeout-mako-run-grace`, and
+/// reads its results. The CPU window is ReadWrite's measured one: the middle 75% of the
+/// test, timed from the `running test` line. Artifacts: `multitest.toml`,
+/// `multitest.txt`/`.err`, and the multitest's trace in `multitest/`.
+pub fn run(
+    ctx: &TrialContext,
+    arm: &ArmPlan,
+    planned: &PlannedTrial,
+    cluster: &mut Cluster,
+    work: &Path,
+    artifacts: &Path,
+    monitor: &mut Monitor,
+) -> Result<(MultitestReport, Option<RoleCpu>), PhaseError> {
+    let w = ctx.workload;
+    let rw = w
+        .readwrite
+        .as_ref()
+        .ok_or_else(|| anyhow!("the multitest driver ran a workload without a ReadWrite load"))?;
+    let spec_file = artifacts.join("multitest.toml");
+    create_new(&spec_file, &spec(w, rw).to_toml()?)?;
+    let started = Instant::now();
+    let bound = Duration::from_secs(w.seconds) + ctx.bounds.mako_run_grace;
+    cluster.start_testers(&arm.tree, rw.testers, &planned.knobs, ctx.pinning, bound)?;
+    let log = work.join("multitest");
+    std::fs::create_dir_all(&log).with_context(|| format!("cannot create {}", log.display()))?;
+    let cmd = command(ctx, arm, cluster, &spec_file, rw.testers, &log);
+    let (out, err) = (
+        artifacts.join("multitest.txt"),
+        artifacts.join("multitest.err"),
+    );
+    let mut child = Child::spawn_on("fdbserver -r multitest", cmd, &out, &err, ctx.other_cpus())?;
+    let pid = child.pid();
+    let test_s = w.seconds as f64;
+    let mut load_started: Option<Instant> = None;
+    let status = child.wait_until(started + bound, bound, || {
+        monitor.tick();
+        if load_started.is_none() && read_output(&out).unwrap_or_default().contains(RUNNING) {
+            load_started = Some(Instant::now());
+        }
+        if let Some(t) = load_started {
+            let into = t.elapsed().as_secs_f64();
+            if into >= test_s / 8.0 {
+                monitor.start_cpu_window(&cluster.server_pids(), Some(pid));
+            }
+            if into >= test_s * 7.0 / 8.0 {
+                monitor.close_cpu_window();
+            }
+        }
+        cluster.check_alive()
+    });
+    monitor.close_cpu_window();
+    let copied = copy_trace(&log, &artifacts.join("multitest"));
+    let status = status?;
+    copied?;
+    let text = read_output(&out)?;
+    let result = read_run(&text, rw.testers as usize).map_err(|e| {
+        anyhow!(
+            "fdbserver -r multitest ended ({status}) without a usable result: {}; see {}; {}; \
+             a refused workload option is named only in the testers' stderr \
+             (fdbserver-test-<port>.err)",
+            excerpt(&format!("{e:#}"), 10),
+            out.display(),
+            output_note("stderr", &err, 5)
+        )
+    })?;
+    Ok((
+        MultitestReport {
+            target_tps: rw.target_tps as f64,
+            testers: rw.testers,
+            actors_per_tester: rw.actors_per_tester,
+            result,
+        },
+        monitor.role_cpu(),
+    ))
+}
+
+/// `fdbserver -r multitest -f SPEC -C CLUSTER --num-testers N -L LOG`, run in `log`.
+fn command(
+    ctx: &TrialContext,
+    arm: &ArmPlan,
+    cluster: &Cluster,
+    spec: &Path,
+    testers: u32,
+    log: &Path,
+) -> Command {
+    let mut cmd = Command::new(&arm.tree.fdbserver);
+    ctx.env.apply(&mut cmd);
+    cmd.args(["-r", "multitest", "-f"])
+        .arg(spec)
+        .arg("-C")
+        .arg(&cluster.cluster_file)
+        .args(["--num-testers", &testers.to_string()])
+        .arg("-L")
+        .arg(log)
+        .current_dir(log);
+    cmd
+}
+
+/// Copies the multitest's trace files from the work dir into `dest`.
+fn copy_trace(log: &Path, dest: &Path) -> Result<(), PhaseError> {
+    std::fs::create_dir_all(dest).with_context(|| format!("cannot create {}", dest.display()))?;
+    let entries =
+        std::fs::read_dir(log).with_context(|| format!("cannot list {}", log.display()))?;
+    for entry in entries.flatten() {
+        std::fs::copy(entry.path(), dest.join(entry.file_name()))
+            .with_context(|| format!("cannot copy {} to the results", entry.path().display()))?;
+    }
+    Ok(())
+}
