@@ -18,7 +18,10 @@ const SMALL: [&str; 6] = [
     "10",
 ];
 
+/// A multitest run with `extra` flags into the sandbox's results dir, emptied first (a
+/// test may run several).
 fn multitest(s: &Sandbox, a: &Path, b: &Path, extra: &[&str]) -> std::process::Output {
+    let _ = std::fs::remove_dir_all(s.out());
     s.bench_command_with(a, b, &s.out(), &SMALL, extra)
         .output()
         .unwrap()
@@ -154,7 +157,7 @@ fn retries_make_an_overdriven_trial_and_a_followed_target_is_not_saturation() {
         &s,
         &a,
         &a,
-        &["--allow-same", "--trials", "1", "--target-tps", "500"],
+        &["--allow-same", "--trials", "3", "--target-tps", "500"],
     );
     assert_eq!(code(&o), 0, "{}", text(&o));
     for t in trials(&s) {
@@ -162,6 +165,17 @@ fn retries_make_an_overdriven_trial_and_a_followed_target_is_not_saturation() {
         assert!((tps - 500.0).abs() < 1.0, "the target is followed: {tps}");
     }
     assert!(!text(&o).contains("saturated"), "{}", text(&o));
+    // A target met measures the target: no pass on TPS, said so.
+    let j = &s.read_json("summary.json")["judgements"][0];
+    assert_eq!(
+        (&j["metric"], &j["verdict"]),
+        (&json!("tps"), &json!("INCONCLUSIVE"))
+    );
+    let reason = j["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("6 of 6 trials met their target of 500 TPS"),
+        "{reason}"
+    );
     let html = std::fs::read_to_string(s.out().join("report.html")).unwrap();
     assert!(html.contains("<td>yes</td>") && !html.contains("no (saturated)"));
 }
@@ -268,4 +282,199 @@ fn values_of_the_other_driver_are_usage_errors_naming_the_flag() {
         "{}",
         text(&o)
     );
+    // Without --write-profile, calibrate measures a multitest workload's noise, and says
+    // why it sizes no trials.
+    let o = std::process::Command::new(crate::support::xtask())
+        .args(["calibrate", "--build"])
+        .arg(&a)
+        .args(["--out"])
+        .arg(s.dir.path().join("cal2"))
+        .args(SMALL)
+        .args(["--trials", "2"])
+        .env("WORKDIR", s.workdir.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(
+        text(&o).contains("prints no per-second TPS"),
+        "{}",
+        text(&o)
+    );
+    assert!(!text(&o).contains("three 10 s"), "{}", text(&o));
+    assert!(s.dir.path().join("cal2/calibration.json").is_file());
+}
+
+#[test]
+fn a_sweep_stops_one_step_past_the_knee_and_a_lower_knee_is_a_regression() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"tps": 1000.0}), json!({"tps": 800.0}));
+    let o = multitest(
+        &s,
+        &a,
+        &b,
+        &["--sweep", "400,600,900,1200,2000", "--trials", "1"],
+    );
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    let j = &s.read_json("summary.json")["judgements"];
+    assert_eq!(j.as_array().unwrap().len(), 1, "the knee alone: {j}");
+    assert_eq!(
+        (&j[0]["metric"], &j[0]["verdict"]),
+        (&json!("knee_tps"), &json!("REGRESSION"))
+    );
+    let reason = j[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("the knee fell from 900 TPS to 600 TPS"),
+        "{reason}"
+    );
+    // 1200 TPS was followed by no arm: the sweep stopped there, not at 2000.
+    let targets: Vec<u64> = trials(&s)
+        .iter()
+        .map(|t| t["target_tps"].as_u64().unwrap())
+        .collect();
+    assert_eq!(targets.len(), 8, "{targets:?}");
+    assert!(
+        targets.iter().all(|t| *t <= 1200) && targets.contains(&1200),
+        "{targets:?}"
+    );
+    for t in trials(&s) {
+        let spec = std::fs::read_to_string(
+            s.out()
+                .join(t["artifacts"].as_str().unwrap())
+                .join("multitest.toml"),
+        )
+        .unwrap();
+        let want = format!("transactionsPerSecond = {}.0", t["target_tps"]);
+        assert!(spec.contains(&want), "{want}: {spec}");
+    }
+    let html = std::fs::read_to_string(s.out().join("report.html")).unwrap();
+    for want in [
+        "saturation sweep",
+        "baseline knee: 900 TPS",
+        "experiment knee: 600 TPS",
+        "measured TPS against the target",
+        "p98 transaction latency (ms) against the measured TPS",
+    ] {
+        assert!(html.contains(want), "{want}");
+    }
+    let junit = std::fs::read_to_string(s.out().join("junit.xml")).unwrap();
+    assert!(
+        junit.contains("knee_tps") && junit.contains("REGRESSION (redwood)"),
+        "{junit}"
+    );
+    // `compare` judges the saved sweep's knee again.
+    let again = s.dir.path().join("again");
+    let o = std::process::Command::new(crate::support::xtask())
+        .arg("compare")
+        .arg(s.out())
+        .arg("--out")
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(again.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(summary["judgements"][0]["reason"], j[0]["reason"]);
+    s.assert_no_leftover_processes();
+}
+
+#[test]
+fn a_sweep_of_one_build_passes_and_a_ladder_below_or_above_the_knee_is_inconclusive() {
+    let s = Sandbox::new();
+    let a = s.tree("a", json!({"tps": 1000.0}));
+    let aa = ["--allow-same", "--trials", "1", "--sweep"];
+    let verdict = |o: &std::process::Output| {
+        assert!(code(o) != 64, "{}", text(o));
+        s.read_json("summary.json")["judgements"][0].clone()
+    };
+    let o = multitest(&s, &a, &a, &[&aa[..], &["500,900,1200"]].concat());
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert_eq!(verdict(&o)["verdict"], "MEASURED");
+    let o = multitest(&s, &a, &a, &[&aa[..], &["100,200"]].concat());
+    let j = verdict(&o);
+    assert_eq!(j["verdict"], "INCONCLUSIVE");
+    assert!(
+        j["reason"]
+            .as_str()
+            .unwrap()
+            .contains("raise the ladder's top"),
+        "{j}"
+    );
+    let o = multitest(&s, &a, &a, &[&aa[..], &["5000..20000x2"]].concat());
+    let j = verdict(&o);
+    assert_eq!(j["verdict"], "INCONCLUSIVE");
+    assert!(
+        j["reason"].as_str().unwrap().contains("lower its start"),
+        "{j}"
+    );
+    assert_eq!(trials(&s).len(), 2, "one step past the knee: the first");
+    // Retries past the knee are data in a sweep, not an error.
+    let r = s.tree("r", json!({"tps": 1000.0, "multitest_retries": 4}));
+    let o = multitest(&s, &r, &r, &[&aa[..], &["500,900"]].concat());
+    assert!(text(&o).contains("no arm followed 500 TPS"), "{}", text(&o));
+    assert!(trials(&s).iter().all(|t| t["outcome"] == "measured"));
+    for (flags, want) in [
+        (&["--sweep", "1,2", "--target-tps", "5"][..], "--target-tps"),
+        (&["--sweep", "7"][..], "at least 2 targets"),
+    ] {
+        let o = multitest(&s, &a, &a, &[&["--allow-same"][..], flags].concat());
+        assert_eq!(code(&o), 64, "{}", text(&o));
+        assert!(text(&o).contains(want), "{want}: {}", text(&o));
+    }
+    let o = s
+        .bench_command_with(
+            &a,
+            &a,
+            &s.out(),
+            &["--profile", "quick"],
+            &["--allow-same", "--sweep", "1,2"],
+        )
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(text(&o).contains("runs mako"), "{}", text(&o));
+}
+
+#[test]
+fn testers_are_the_client_and_get_no_arm_knob() {
+    let s = Sandbox::new();
+    let a = s.tree("a", json!({}));
+    let o = multitest(
+        &s,
+        &a,
+        &a,
+        &[
+            "--baseline-knob",
+            "page_cache_4k=1",
+            "--experiment-knob",
+            "page_cache_4k=2",
+            "--trials",
+            "1",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    for t in trials(&s) {
+        let dir = s.out().join(t["artifacts"].as_str().unwrap());
+        let mut servers = 0;
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(role) = ["storage-", "log-", "stateless-", "test-"]
+                .into_iter()
+                .find(|r| name.starts_with(r))
+            else {
+                continue;
+            };
+            let trace: String = std::fs::read_dir(entry.path())
+                .unwrap()
+                .flatten()
+                .map(|f| std::fs::read_to_string(f.path()).unwrap())
+                .collect();
+            let has_knob = trace.contains("--knob_page_cache_4k=");
+            assert_eq!(has_knob, role != "test-", "{name}: {trace}");
+            // The tmpfs knob the gate adds reaches the testers too.
+            assert!(trace.contains("--knob_disable_posix_kernel_aio=1") || !s.workdir_is_tmpfs());
+            servers += 1;
+        }
+        assert_eq!(servers, 4, "3 servers and 1 tester in {}", dir.display());
+    }
 }

@@ -34,7 +34,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run mako against a baseline and an experiment FDB build tree, back to back on a RAM
+    /// Run a workload (mako, or FDB's multitest ReadWrite) against a baseline and an
+    /// experiment FDB build tree, back to back on a RAM
     /// disk, and judge the experiment's TPS.
     #[command(after_help = EXIT_CODES)]
     Bench(Box<BenchArgs>),
@@ -304,6 +305,14 @@ pub struct BenchArgs {
     )]
     pub noise_max_age: std::time::Duration,
 
+    /// Saturation sweep (multitest profiles): step the target TPS up a ladder, --trials
+    /// A/B pairs per step, and stop one step past the knee, where no arm follows its
+    /// target any more (below 90% of it, or retries). The knee of each arm is the highest
+    /// target it followed; a lower knee of the experiment is a REGRESSION. A list
+    /// (2000,4000,8000) or a geometric ladder START..MAXxFACTOR (2000..64000x2).
+    #[arg(long, value_name = "LADDER")]
+    pub sweep: Option<String>,
+
     /// FDB build tree of the experiment arm (B); may be the same tree as the baseline for a
     /// knob A/B (then give --baseline-knob/--experiment-knob) or an A/A (--allow-same).
     /// Without it the arm is built from --fdb-src at --experiment.
@@ -529,13 +538,13 @@ pub struct RunArgs {
 /// (`--profile-file`) holds the same fields, by these names.
 #[derive(Debug, Default, Args, serde::Serialize, serde::Deserialize)]
 pub struct WorkloadArgs {
-    /// Rows loaded by `mako --mode build` (mako --rows).
+    /// Rows loaded by `mako --mode build` (mako --rows; multitest: ReadWrite's nodeCount).
     #[arg(long)]
     pub rows: Option<u64>,
-    /// Key length in bytes (mako --keylen).
+    /// Key length in bytes (mako --keylen; multitest: keyBytes, at least 16).
     #[arg(long)]
     pub keylen: Option<u32>,
-    /// Value length in bytes (mako --vallen).
+    /// Value length in bytes (mako --vallen; multitest: valueBytes).
     #[arg(long)]
     pub vallen: Option<u32>,
     /// Transaction spec (mako -x), e.g. g18ui: 18 gets, one update, one insert.
@@ -607,7 +616,8 @@ pub struct TimeoutArgs {
     /// Bound for `status json` to report the database available.
     #[arg(long, default_value_t = 120, value_name = "SECONDS")]
     pub timeout_available: u64,
-    /// Bound for `mako --mode build`.
+    /// Bound for `mako --mode build` (multitest: added to the test's bound, for the
+    /// testers to join and the rows to load).
     #[arg(long, default_value_t = 900, value_name = "SECONDS")]
     pub timeout_mako_build: u64,
     /// Bound for `mako --mode run` (or the multitest driver's test) beyond its --seconds.

@@ -49,12 +49,23 @@ pub fn run(args: &CalibrateArgs) -> Result<i32> {
     let done = execute(plan)?;
     let trials_wall_s = started.elapsed().as_secs_f64();
     let c = &done.plan.config;
-    let cost = trial_cost(
-        trials_wall_s,
-        &done.trials,
-        &c.workload,
-        args.budget.as_secs_f64(),
-    );
+    // Sizing splits mako's per-second TPS into batches; ReadWrite prints none, so a
+    // multitest calibration measures the noise only.
+    let cost = match c.workload.readwrite {
+        Some(_) => {
+            tracing::info!(
+                "no trials sized for --budget: the multitest driver prints no per-second TPS \
+                 to size a window from (ReadWrite measures the middle 75% of --seconds)"
+            );
+            None
+        }
+        None => trial_cost(
+            trials_wall_s,
+            &done.trials,
+            &c.workload,
+            args.budget.as_secs_f64(),
+        ),
+    };
     let cal = Calibration::new(
         &Sample::of_trials(&done.trials),
         &done.plan.engines,

@@ -13,7 +13,9 @@ use crate::{
     cli::CompareArgs,
     config::{check_max_regression, check_slo_tps},
     error::UsageError,
-    judge::{exit_code, host::host_lines, judge_looks, planned_trials, samples::Sample, Criteria},
+    judge::{
+        exit_code, host::host_lines, judge_looks, knee, planned_trials, samples::Sample, Criteria,
+    },
     report::write,
     results::{
         fs::{
@@ -49,15 +51,19 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
     let interrupted = summary.as_ref().is_none_or(|s| s.interrupted);
     let unpaired_record = plan.recorded.as_ref().filter(|_| plan.baseline.is_none());
     let samples = Sample::of_run(unpaired_record, &trials);
-    let mut judgements = judge_looks(
-        &samples,
-        plan.engines(),
-        criteria,
-        interrupted,
-        &looks,
-        None,
-        plan.noise_prior.as_ref(),
-    );
+    let mut judgements = match &plan.config.sweep {
+        // A sweep's verdict is its knee (SavedRun::read checked its ladder).
+        Some(ladder) => knee::judge(&trials, plan.engines(), ladder, criteria, interrupted),
+        None => judge_looks(
+            &samples,
+            plan.engines(),
+            criteria,
+            interrupted,
+            &looks,
+            None,
+            plan.noise_prior.as_ref(),
+        ),
+    };
     if !finished {
         for j in &mut judgements {
             j.reason = j.reason.replacen(

@@ -13,7 +13,7 @@ use fdb::Engine;
 use crate::{
     config::MAX_TRIALS,
     judge::{
-        exit_code, host::host_lines, judge_looks, planned_trials, samples::Sample,
+        exit_code, host::host_lines, judge_looks, knee, planned_trials, samples::Sample,
         sequential::Sequential, Criteria, Judgement, Verdict,
     },
     plan::Plan,
@@ -51,6 +51,9 @@ pub fn execute(plan: Plan) -> Result<Finished> {
     let results = || write::Stage("results");
     let started = std::time::SystemTime::now();
     write::meta(&out, &plan).context(results())?;
+    if let Some(ladder) = &plan.config.sweep {
+        return finish_sweep(plan.clone(), out, started, ladder);
+    }
     let (trials, looks) = run_trials(&plan, &out)?;
     let interrupted = interrupted();
     let mut criteria = criteria(
@@ -81,25 +84,13 @@ pub fn execute(plan: Plan) -> Result<Finished> {
             }
         }
     }
-    write::verdicts(
-        &out,
-        &judgements,
+    let judged = Judged {
+        trials: &trials,
+        judgements: &judgements,
+        warnings: &warnings,
         interrupted,
-        &warnings,
-        write::Copies {
-            junit: plan.config.junit.as_deref(),
-            markdown: plan.config.export_markdown.as_deref(),
-        },
-        plan.config.json,
-        &crate::report::JunitRun::new(
-            &trials,
-            started,
-            &crate::results::host::Host::read().hostname,
-            plan.config.junit.as_deref(),
-        ),
-    )
-    .context(results())?;
-    write::html_report(&out, &plan, &trials, &judgements, started).context(results())?;
+    };
+    write_results(&plan, &out, &judged, started)?;
     let exit_code = exit_code(&judgements, interrupted);
     Ok(Finished {
         plan,
@@ -108,6 +99,106 @@ pub fn execute(plan: Plan) -> Result<Finished> {
         interrupted,
         exit_code,
     })
+}
+
+/// A saturation sweep (`--sweep`): its steps up to one past the knee, the knee judged
+/// per engine (`judge::knee`), and every result written as for any run.
+fn finish_sweep(
+    plan: Plan,
+    out: PathBuf,
+    started: std::time::SystemTime,
+    ladder: &[u64],
+) -> Result<Finished> {
+    let trials = run_sweep(&plan, &out, ladder)?;
+    let interrupted = interrupted();
+    let criteria = criteria(&plan, plan.config.trials);
+    let judgements = knee::judge(&trials, &plan.engines, ladder, criteria, interrupted);
+    let judged = Judged {
+        trials: &trials,
+        judgements: &judgements,
+        warnings: &plan.warnings,
+        interrupted,
+    };
+    write_results(&plan, &out, &judged, started)?;
+    let exit_code = exit_code(&judgements, interrupted);
+    Ok(Finished {
+        plan,
+        out,
+        trials,
+        interrupted,
+        exit_code,
+    })
+}
+
+/// Runs each engine's steps in order, all of a step's pairs, and stops the engine one
+/// step past its knee: after the first step that no arm followed, or a failed trial.
+fn run_sweep(plan: &Plan, out: &Path, ladder: &[u64]) -> Result<Vec<TrialRecord>> {
+    let mut runner = Runner::start(plan, out, |trials| {
+        write::trials(out, trials).context(write::Stage("results"))
+    })?;
+    'engines: for &engine in &plan.engines {
+        for &target in ladder {
+            let step = plan
+                .trials
+                .iter()
+                .filter(|t| t.engine == engine && t.target_tps == Some(target));
+            for planned in step {
+                if !runner.run(planned.clone())? {
+                    break 'engines;
+                }
+            }
+            if runner.failed(engine) {
+                break;
+            }
+            let steps = knee::steps(&runner.trials, engine);
+            if !steps.iter().any(|s| s.target_tps == target && s.followed) {
+                tracing::info!(
+                    "{engine}: no arm followed {target} TPS: one step past the knee, the sweep \
+                     stops"
+                );
+                break;
+            }
+        }
+    }
+    Ok(runner.finish())
+}
+
+/// What a run's results are written from.
+struct Judged<'a> {
+    trials: &'a [TrialRecord],
+    judgements: &'a [Judgement],
+    /// The plan's warnings and any the run added.
+    warnings: &'a [String],
+    interrupted: bool,
+}
+
+/// Writes the verdicts (summary, JUnit, Markdown, results.tsv) and report.html.
+fn write_results(
+    plan: &Plan,
+    out: &Path,
+    j: &Judged,
+    started: std::time::SystemTime,
+) -> Result<()> {
+    let results = || write::Stage("results");
+    write::verdicts(
+        out,
+        j.judgements,
+        j.interrupted,
+        j.warnings,
+        write::Copies {
+            junit: plan.config.junit.as_deref(),
+            markdown: plan.config.export_markdown.as_deref(),
+        },
+        plan.config.json,
+        &crate::report::JunitRun::new(
+            j.trials,
+            started,
+            &crate::results::host::Host::read().hostname,
+            plan.config.junit.as_deref(),
+        ),
+    )
+    .context(results())?;
+    write::html_report(out, plan, j.trials, j.judgements, started).context(results())
 }
 
 /// The judging criteria of the plan, for `trials` planned per arm.

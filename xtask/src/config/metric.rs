@@ -72,11 +72,15 @@ pub enum Metric {
     /// speed of the moment does not move at all (rustc-perf gates on `instructions:u` for
     /// this reason).
     InstructionsPerTxn(CpuRole),
+    /// A saturation sweep's knee (`--sweep`), TPS (higher is better): the highest target
+    /// an arm followed (measured within 10% of it, no retries). One value per arm and
+    /// run, not per trial: judged by `judge::knee`, not by the paired statistics.
+    KneeTps,
 }
 
 impl Metric {
     /// Every metric, in report order.
-    pub const ALL: [Metric; 11] = [
+    pub const ALL: [Metric; 12] = [
         Metric::Tps,
         Metric::TxnLatencyP99,
         Metric::StorageCpuRatio,
@@ -88,6 +92,7 @@ impl Metric {
         Metric::InstructionsPerTxn(CpuRole::Log),
         Metric::InstructionsPerTxn(CpuRole::Stateless),
         Metric::InstructionsPerTxn(CpuRole::Client),
+        Metric::KneeTps,
     ];
 
     /// Name in JSON, JUnit test cases and `--gate`.
@@ -104,6 +109,7 @@ impl Metric {
             Metric::InstructionsPerTxn(CpuRole::Log) => "log_instructions_per_txn",
             Metric::InstructionsPerTxn(CpuRole::Stateless) => "stateless_instructions_per_txn",
             Metric::InstructionsPerTxn(CpuRole::Client) => "client_instructions_per_txn",
+            Metric::KneeTps => "knee_tps",
         }
     }
 
@@ -127,6 +133,7 @@ impl Metric {
             Metric::InstructionsPerTxn(CpuRole::Client) => {
                 "client (mako or testers) instructions per transaction"
             }
+            Metric::KneeTps => "knee (the highest target TPS followed)",
         }
     }
 
@@ -144,12 +151,13 @@ impl Metric {
             Metric::InstructionsPerTxn(CpuRole::Log) => "tlog instr/txn",
             Metric::InstructionsPerTxn(CpuRole::Stateless) => "stateless instr/txn",
             Metric::InstructionsPerTxn(CpuRole::Client) => "client instr/txn",
+            Metric::KneeTps => "knee TPS",
         }
     }
 
     /// Whether a fall of the value is an improvement (latency, CPU per transaction).
     pub fn lower_is_better(self) -> bool {
-        self != Metric::Tps
+        !matches!(self, Metric::Tps | Metric::KneeTps)
     }
 
     /// The metric named `name` (see [`Metric::name`]).

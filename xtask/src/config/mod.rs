@@ -132,6 +132,10 @@ pub struct BenchConfig {
     pub trials: u32,
     /// `--trials auto`: pairs are added until decided or this budget is spent.
     pub time_budget: Option<Duration>,
+    /// `--sweep`: the saturation sweep's target TPS per step, increasing; `trials` pairs
+    /// run at each step (multitest profiles only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<Vec<u64>>,
     /// Seed of the trial order within A/B blocks (`--seed`, else from the clock); recorded
     /// so a run's order can be reproduced.
     pub seed: u64,
@@ -241,6 +245,9 @@ impl TryFrom<&BenchArgs> for BenchConfig {
                  them); give this run's knobs with --knob or --experiment-knob",
             ));
         }
+        if let Some(ladder) = &a.sweep {
+            c.sweep = Some(check_sweep(&c, a, ladder)?);
+        }
         c.against_recorded = a.against_recorded.clone();
         c.no_control = a.no_control;
         c.allow_host_mismatch = a.allow_host_mismatch;
@@ -293,6 +300,7 @@ impl BenchConfig {
             procs_scaled,
             trials,
             time_budget,
+            sweep: None,
             seed: a.seed.unwrap_or_else(clock_seed),
             workdir: crate::cli::workdir_or_env(a.workdir.as_deref()).map_err(UsageError)?,
             out: a.out.clone(),
@@ -324,14 +332,7 @@ impl BenchConfig {
             bounds: PhaseBounds::resolve(&a.timeouts)?,
         };
         check_budget_holds_the_first_look(&c)?;
-        if c.workload.readwrite.is_some() && c.gates.contains(Metric::TxnLatencyP99) {
-            return Err(usage(format!(
-                "--gate latency: profile '{}' runs the multitest driver, whose ReadWrite \
-                 workload reports no p99 latency (its highest percentile is p98, shown in \
-                 report.html); gate TPS or CPU instead",
-                c.workload.profile
-            )));
-        }
+        check_driver_gates(&c)?;
         Ok(c)
     }
 }
@@ -351,7 +352,7 @@ fn check_budget_holds_the_first_look(c: &BenchConfig) -> Result<(), UsageError> 
     }
     Err(usage(format!(
         "--time-budget {} cannot hold the {MIN_PAIRS} pairs per engine --trials auto runs \
-         before its first look: their mako runs alone take {} ({MIN_PAIRS} pairs x 2 trials x \
+         before its first look: their workload runs alone take {} ({MIN_PAIRS} pairs x 2 trials x \
          --seconds {} x {engines} engine(s)); give more than that (starting clusters and \
          loading data come on top: `cargo xtask calibrate` measures a pair), or --trials N",
         humantime::format_duration(budget),
@@ -405,6 +406,63 @@ fn trials_and_budget(
         }
         (TrialsArg::Auto, Some(b)) => (MIN_PAIRS, Some(b)),
     })
+}
+
+/// Refuses a gate the workload's driver cannot measure: the multitest driver's ReadWrite
+/// reports no p99 latency.
+fn check_driver_gates(c: &BenchConfig) -> Result<(), UsageError> {
+    if c.workload.readwrite.is_some() && c.gates.contains(Metric::TxnLatencyP99) {
+        return Err(usage(format!(
+            "--gate latency: profile '{}' runs the multitest driver, whose ReadWrite \
+             workload reports no p99 latency (its highest percentile is p98, shown in \
+             report.html); gate TPS or CPU instead",
+            c.workload.profile
+        )));
+    }
+    Ok(())
+}
+
+/// The `--sweep` ladder of a run, checked against the rest of its flags: the multitest
+/// driver, a fixed number of pairs per step, and no flag the sweep replaces or that
+/// cannot judge a knee.
+fn check_sweep(c: &BenchConfig, a: &BenchArgs, ladder: &str) -> Result<Vec<u64>, UsageError> {
+    if c.workload.readwrite.is_none() {
+        return Err(usage(format!(
+            "--sweep steps the multitest driver's target TPS, and profile '{}' runs mako; \
+             give --profile point-read, write or mixed",
+            c.workload.profile
+        )));
+    }
+    let conflict = [
+        (
+            c.time_budget.is_some(),
+            "--trials auto (--sweep runs --trials N pairs per step)",
+        ),
+        (
+            a.run.workload.target_tps.is_some(),
+            "--target-tps (the ladder sets each step's)",
+        ),
+        (
+            a.against_recorded.is_some(),
+            "--against-recorded (a record holds no knee yet)",
+        ),
+        (
+            a.no_control,
+            "--no-control (a knee is judged against the baseline arm's)",
+        ),
+    ];
+    if let Some((_, what)) = conflict.iter().find(|(on, _)| *on) {
+        return Err(usage(format!("--sweep does not go with {what}")));
+    }
+    let steps = readwrite::parse_ladder(ladder).map_err(UsageError)?;
+    if steps.len() as u64 * u64::from(c.trials) > u64::from(MAX_TRIALS) {
+        return Err(usage(format!(
+            "--sweep with {} steps x --trials {} pairs is more than {MAX_TRIALS} pairs",
+            steps.len(),
+            c.trials
+        )));
+    }
+    Ok(steps)
 }
 
 /// Checks a `--max-regression` tolerance, percent: a number strictly between 0 and 100.
@@ -803,7 +861,7 @@ mod tests {
         assert!(
             err.0.contains(
                 "--time-budget 1s cannot hold the 3 pairs per engine --trials auto runs before \
-                 its first look: their mako runs alone take 12m (3 pairs x 2 trials x \
+                 its first look: their workload runs alone take 12m (3 pairs x 2 trials x \
                  --seconds 120 x 1 engine(s))"
             ),
             "{err}"

@@ -19,6 +19,10 @@ pub const MAX_TESTERS: u32 = 64;
 /// tester; the reference report runs 64-256.
 pub const MAX_ACTORS_PER_TESTER: u32 = 10_000;
 
+/// Upper bound of a transaction type's reads or writes (profile fields `reads_a`, ...):
+/// beyond it a value is a typo, not a load.
+pub const MAX_OPS_PER_TRANSACTION: u32 = 10_000;
+
 /// Upper bound of `--target-tps`: more than any FDB cluster commits.
 pub const MAX_TARGET_TPS: u64 = 100_000_000;
 
@@ -51,6 +55,73 @@ pub struct ReadWriteLoad {
     pub writes_b: u32,
     /// `alpha`: the probability of a type B transaction, 0 to 1.
     pub alpha: f64,
+}
+
+/// Upper bound of a saturation sweep's steps (`--sweep`).
+pub const MAX_SWEEP_STEPS: usize = 32;
+
+/// A saturation sweep's targets, TPS, from `--sweep`: a list (`2000,4000,8000`, strictly
+/// increasing) or a geometric ladder `START..MAXxFACTOR` (`2000..64000x2`: 2000, 4000, ...
+/// 64000; each step rounded to a whole TPS, none above MAX). Errors say what was wrong
+/// and show both forms.
+pub fn parse_ladder(s: &str) -> Result<Vec<u64>, String> {
+    let forms = "give a list such as 2000,4000,8000 or a ladder START..MAXxFACTOR such as \
+                 2000..64000x2";
+    let tps = |v: &str| -> Result<u64, String> {
+        let n: u64 = v
+            .trim()
+            .parse()
+            .map_err(|_| format!("--sweep {s}: {v:?} is not a whole TPS; {forms}"))?;
+        if n == 0 || n > MAX_TARGET_TPS {
+            return Err(format!(
+                "--sweep {s}: target {n} must be between 1 and {MAX_TARGET_TPS} TPS"
+            ));
+        }
+        Ok(n)
+    };
+    let steps: Vec<u64> = match s.split_once("..") {
+        Some((start, rest)) => {
+            let (max, factor) = rest
+                .split_once('x')
+                .ok_or_else(|| format!("--sweep {s}: a ladder needs xFACTOR; {forms}"))?;
+            let (start, max) = (tps(start)?, tps(max)?);
+            let factor: f64 = factor
+                .trim()
+                .parse()
+                .ok()
+                .filter(|f: &f64| f.is_finite() && *f > 1.0)
+                .ok_or_else(|| format!("--sweep {s}: FACTOR must be a number above 1; {forms}"))?;
+            let mut steps = Vec::new();
+            let mut t = start as f64;
+            while t.round() as u64 <= max && steps.len() <= MAX_SWEEP_STEPS {
+                let step = t.round() as u64;
+                if steps.last() != Some(&step) {
+                    steps.push(step);
+                }
+                t *= factor;
+            }
+            steps
+        }
+        None => s.split(',').map(tps).collect::<Result<_, _>>()?,
+    };
+    if steps.len() < 2 {
+        return Err(format!(
+            "--sweep {s}: a sweep needs at least 2 targets to find where TPS stops \
+             following; {forms}"
+        ));
+    }
+    if steps.len() > MAX_SWEEP_STEPS {
+        return Err(format!(
+            "--sweep {s}: more than {MAX_SWEEP_STEPS} steps; use a larger FACTOR or fewer \
+             targets"
+        ));
+    }
+    if steps.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(format!(
+            "--sweep {s}: the targets must increase strictly; {forms}"
+        ));
+    }
+    Ok(steps)
 }
 
 /// The built-in loads.
@@ -96,19 +167,19 @@ impl ReadWriteLoad {
         }
     }
 
-    /// One line for people.
+    /// One line for people: the mix (only the transaction types that run), the target
+    /// and the concurrency.
     pub fn summary(&self) -> String {
+        let a = format!("A {} reads {} writes", self.reads_a, self.writes_a);
+        let b = format!("B {} reads {} writes", self.reads_b, self.writes_b);
+        let mix = match self.alpha {
+            x if x <= 0.0 => a,
+            x if x >= 1.0 => b,
+            x => format!("{a}, {b}, alpha {x}"),
+        };
         format!(
-            "A {} reads {} writes, B {} reads {} writes, alpha {}; target {} TPS over {} \
-             testers x {} actors",
-            self.reads_a,
-            self.writes_a,
-            self.reads_b,
-            self.writes_b,
-            self.alpha,
-            self.target_tps,
-            self.testers,
-            self.actors_per_tester
+            "{mix}; target {} TPS over {} testers x {} actors",
+            self.target_tps, self.testers, self.actors_per_tester
         )
     }
 
@@ -141,6 +212,20 @@ impl ReadWriteLoad {
                 self.alpha
             )));
         }
+        for (field, v) in [
+            ("reads_a", self.reads_a),
+            ("writes_a", self.writes_a),
+            ("reads_b", self.reads_b),
+            ("writes_b", self.writes_b),
+        ] {
+            if v > MAX_OPS_PER_TRANSACTION {
+                return Err(usage(format!(
+                    "profile field `{field}` {v} is more than {MAX_OPS_PER_TRANSACTION} \
+                     operations per transaction (ReadWrite keeps them in an int, and FDB \
+                     transactions are bounded by 10 MB and 5 s)"
+                )));
+            }
+        }
         let ops_a = self.reads_a + self.writes_a;
         let ops_b = self.reads_b + self.writes_b;
         if (self.alpha < 1.0 && ops_a == 0) || (self.alpha > 0.0 && ops_b == 0) {
@@ -172,6 +257,34 @@ mod tests {
         );
         for l in [p, w, m] {
             l.validate().unwrap();
+        }
+    }
+
+    #[test]
+    fn a_ladder_is_a_list_or_a_geometric_series_and_bad_ones_say_why() {
+        assert_eq!(parse_ladder("2000,4000,8000"), Ok(vec![2000, 4000, 8000]));
+        assert_eq!(
+            parse_ladder("2000..64000x2"),
+            Ok(vec![2000, 4000, 8000, 16000, 32000, 64000])
+        );
+        // The reference report's one-client rows: 12k ... 72k reads/s.
+        assert_eq!(
+            parse_ladder("12000..72000x1.5"),
+            Ok(vec![12000, 18000, 27000, 40500, 60750])
+        );
+        assert_eq!(parse_ladder("1..3x1.1"), Ok(vec![1, 2, 3]), "no step twice");
+        for (bad, why) in [
+            ("2000", "at least 2 targets"),
+            ("4000,2000", "increase strictly"),
+            ("2000..8000", "needs xFACTOR"),
+            ("2000..8000x1", "FACTOR must be a number above 1"),
+            ("2000..8000xNaN", "FACTOR must be a number above 1"),
+            ("0,10", "between 1 and"),
+            ("1k,2k", "not a whole TPS"),
+            ("1..100000000x1.01", "more than 32 steps"),
+        ] {
+            let err = parse_ladder(bad).unwrap_err();
+            assert!(err.contains(why), "{bad}: {err}");
         }
     }
 
@@ -213,6 +326,14 @@ mod tests {
                     ..p.clone()
                 },
                 "type A has 0 operations",
+            ),
+            (
+                ReadWriteLoad {
+                    reads_a: u32::MAX,
+                    writes_a: 1,
+                    ..p.clone()
+                },
+                "`reads_a` 4294967295 is more than 10000",
             ),
         ] {
             let err = bad.validate().unwrap_err();

@@ -100,7 +100,7 @@ impl Workload {
                 self.vallen,
                 rw.summary(),
                 self.seconds,
-                self.measured_seconds()
+                self.seconds as f64 * 0.75
             );
         }
         format!(

@@ -32,6 +32,7 @@ use statrs::statistics::Statistics;
 pub mod calibrate;
 pub mod drift;
 pub mod host;
+pub mod knee;
 pub mod samples;
 pub mod sequential;
 pub mod sizing;
@@ -174,6 +175,7 @@ impl ArmStats {
             Metric::CpuPerTxn(r) => self.cpu_us_per_txn_mean.get(&r).copied(),
             Metric::StorageCpuRatio => self.storage_to_client_cpu_mean,
             Metric::InstructionsPerTxn(r) => self.instructions_per_txn_mean.get(&r).copied(),
+            Metric::KneeTps => None,
         }
     }
 
@@ -325,6 +327,9 @@ pub fn judge_looks(
     }
     decide_family(&mut judgements, true, family);
     decide_family(&mut judgements, false, None);
+    for j in &mut judgements {
+        capped_by_target(j, trials);
+    }
     for j in judgements
         .iter_mut()
         .filter(|j| interrupted && j.verdict < Verdict::Error)
@@ -336,6 +341,33 @@ pub fn judge_looks(
         j.verdict = Verdict::Error;
     }
     judgements
+}
+
+/// A TPS pass is no pass when a multitest trial met its target: that trial's TPS is the
+/// target, not what its build can do, so a slower build that still meets it looks equal.
+/// MEASURED becomes INCONCLUSIVE, saying so; a REGRESSION stands (a loss measured under
+/// a target that capped the baseline is at least that large).
+fn capped_by_target(j: &mut Judgement, trials: &[Sample]) {
+    if j.metric != Metric::Tps || j.verdict != Verdict::Measured {
+        return;
+    }
+    let of: Vec<&Sample> = trials
+        .iter()
+        .filter(|t| t.engine == j.engine && t.outcome == Outcome::Measured)
+        .collect();
+    let met: Vec<f64> = of.iter().filter_map(|t| t.target_met).collect();
+    let Some(target) = met.first() else {
+        return;
+    };
+    j.verdict = Verdict::Inconclusive;
+    j.reason = format!(
+        "{} of {} trials met their target of {target:.0} TPS, so their TPS measured the \
+         target, not the build: raise --target-tps above what the cluster takes, or run a \
+         --sweep (numbers: {})",
+        met.len(),
+        of.len(),
+        j.reason
+    );
 }
 
 /// One judgement per metric of the engine (TPS first; the others that gate or were
@@ -749,7 +781,7 @@ fn decide(j: &mut Judgement) {
     );
     let numbers = decision_numbers(j, c, nw, sl);
     let (loss, worse) = match j.metric {
-        Metric::Tps => ("a loss", "slower"),
+        Metric::Tps | Metric::KneeTps => ("a loss", "slower"),
         Metric::TxnLatencyP99 => ("a worsening", "higher in latency"),
         Metric::CpuPerTxn(_) | Metric::StorageCpuRatio => ("a rise", "more CPU per transaction"),
         Metric::InstructionsPerTxn(_) => ("a rise", "more instructions per transaction"),
@@ -869,6 +901,7 @@ pub(crate) mod tests {
             arm,
             repetition: index.div_ceil(2) as u32,
             knobs: vec![],
+            target_tps: None,
             outcome: Outcome::Measured,
             failed_phase: None,
             error: None,

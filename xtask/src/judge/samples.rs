@@ -59,6 +59,10 @@ pub struct Sample {
     pub warmup_s: f64,
     /// Cores each role used per second of the window ([`RoleCpu::per_second`](crate::results::trial::RoleCpu::per_second)).
     pub per_second_cores: BTreeMap<CpuRole, Vec<f64>>,
+    /// The multitest driver's target TPS when the trial met it (within 10%): its TPS is
+    /// then the target's, not the build's capacity. `None` under mako and when the
+    /// cluster saturated.
+    pub target_met: Option<f64>,
 }
 
 impl Sample {
@@ -80,6 +84,8 @@ impl Sample {
                     / self.cpu_us_per_txn.get(&CpuRole::Client)?,
             ),
             Metric::InstructionsPerTxn(role) => self.instructions_per_txn.get(&role).copied(),
+            // A run's value, not a trial's (`judge::knee`).
+            Metric::KneeTps => None,
         }
     }
 
@@ -125,6 +131,11 @@ impl Sample {
                 .as_ref()
                 .map(|c| c.per_second.clone())
                 .unwrap_or_default(),
+            target_met: t
+                .multitest
+                .as_ref()
+                .filter(|m| m.saturation().is_none())
+                .map(|m| m.target_tps),
         }
     }
 
@@ -142,7 +153,7 @@ impl Sample {
         let cores = |r: CpuRole| self.per_second_cores.get(&r).filter(|v| !v.is_empty());
         let series: Vec<f64> = match m {
             Metric::Tps => window.to_vec(),
-            Metric::TxnLatencyP99 | Metric::InstructionsPerTxn(_) => return None,
+            Metric::TxnLatencyP99 | Metric::InstructionsPerTxn(_) | Metric::KneeTps => return None,
             Metric::CpuPerTxn(role) => cores(role)?
                 .iter()
                 .zip(window)
@@ -203,6 +214,7 @@ impl Sample {
                 per_second_tps: Vec::new(),
                 warmup_s: 0.0,
                 per_second_cores: BTreeMap::new(),
+                target_met: None,
             })
             .collect()
     }

@@ -55,6 +55,9 @@ pub struct PlannedTrial {
     pub repetition: u32,
     /// fdbserver knobs, in command-line order, no name twice.
     pub knobs: Vec<Knob>,
+    /// The step's target TPS of a saturation sweep (`--sweep`), over the workload's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_tps: Option<u64>,
 }
 
 /// Everything execute needs.
@@ -102,18 +105,26 @@ impl Plan {
         same_binaries: bool,
     ) -> Result<Plan, UsageError> {
         let mut trials = Vec::new();
+        // A sweep runs --trials pairs at each step, each step's pairs numbered on.
+        let steps: Vec<Option<u64>> = match &config.sweep {
+            Some(ladder) => ladder.iter().copied().map(Some).collect(),
+            None => vec![None],
+        };
         for &engine in &engines {
-            for (repetition, arm) in arm_order(config.trials, config.seed) {
-                if arm == Arm::Baseline && baseline.is_none() {
-                    continue;
+            for (step, &target_tps) in steps.iter().enumerate() {
+                for (repetition, arm) in arm_order(config.trials, config.seed) {
+                    if arm == Arm::Baseline && baseline.is_none() {
+                        continue;
+                    }
+                    trials.push(PlannedTrial {
+                        index: trials.len() + 1,
+                        engine,
+                        arm,
+                        repetition: step as u32 * config.trials + repetition,
+                        knobs: effective_knobs(&config.arm(arm).knobs, engine, workdir.tmpfs),
+                        target_tps,
+                    });
                 }
-                trials.push(PlannedTrial {
-                    index: trials.len() + 1,
-                    engine,
-                    arm,
-                    repetition,
-                    knobs: effective_knobs(&config.arm(arm).knobs, engine, workdir.tmpfs),
-                });
             }
         }
         let mut warnings = Vec::new();
@@ -167,6 +178,7 @@ impl Plan {
                 arm,
                 repetition,
                 knobs: effective_knobs(&self.config.arm(arm).knobs, engine, self.workdir.tmpfs),
+                target_tps: None,
             })
             .collect()
     }
@@ -248,9 +260,13 @@ impl Plan {
         );
         for t in &self.trials {
             let knobs: Vec<String> = t.knobs.iter().map(Knob::arg).collect();
+            let target = t
+                .target_tps
+                .map(|t| format!("target {t} TPS  "))
+                .unwrap_or_default();
             let _ = writeln!(
                 s,
-                "  {:>3}. {} {:<15} {:<10} #{}  {}",
+                "  {:>3}. {} {:<15} {:<10} #{}  {target}{}",
                 t.index,
                 t.arm.letter(),
                 t.engine.to_string(),

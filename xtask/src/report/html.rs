@@ -29,7 +29,7 @@ pub struct RunInfo {
     pub command_line: Vec<String>,
 }
 
-fn color(arm: Arm) -> RGBColor {
+pub(super) fn color(arm: Arm) -> RGBColor {
     match arm {
         Arm::Baseline => BASELINE,
         Arm::Experiment => EXPERIMENT,
@@ -65,6 +65,11 @@ pub fn render(
             continue;
         }
         let _ = writeln!(s, "<h2>{engine}</h2>");
+        if plan.config.sweep.is_some() {
+            // A sweep's trials differ by target on purpose: its own section shows them.
+            s.push_str(&super::sweep::section(engine, trials));
+            continue;
+        }
         s.push_str(&chart_trials(
             engine,
             &of,
@@ -400,21 +405,21 @@ fn chart_seconds(engine: Engine, trials: &[&TrialRecord], warmup_s: f64) -> Stri
 /// Whether a value can be placed on a chart's axis: finite and below 1e12 in magnitude.
 /// plotters computes an axis's key points from its range and never ends on an infinite
 /// one (`compute_f64_key_points`): a p99 of 1e308 or a change of +inf% must not reach it.
-fn drawable(v: f64) -> bool {
+pub(super) fn drawable(v: f64) -> bool {
     v.is_finite() && v.abs() <= 1e12
 }
 
 /// Axis bounds with 5% room; a flat series gets +-1. Only [`drawable`] values.
-fn bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
+pub(super) fn bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
     let (lo, hi) = values.fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(v), b.max(v)));
     let pad = ((hi - lo) * 0.05).max(1.0);
     ((lo - pad).max(0.0), hi + pad)
 }
 
-type DrawResult = Result<(), Box<dyn std::error::Error>>;
+pub(super) type DrawResult = Result<(), Box<dyn std::error::Error>>;
 
 /// Draws into an SVG string; a drawing error becomes a visible note, not a lost report.
-fn svg(
+pub(super) fn svg(
     title: &str,
     desc: &str,
     draw: impl FnOnce(DrawingArea<SVGBackend, plotters::coord::Shift>) -> DrawResult,
@@ -688,6 +693,7 @@ mod tests {
             arm,
             repetition: 1,
             knobs: vec![Knob::auto(knob, "1")],
+            target_tps: None,
         };
         let trials = [
             trial(Engine::Redwood, Arm::Baseline, "a"),

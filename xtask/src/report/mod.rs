@@ -13,6 +13,7 @@ use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, Te
 use serde::Serialize;
 
 pub mod html;
+pub mod sweep;
 pub mod write;
 
 use crate::{

@@ -513,9 +513,11 @@ impl Baseline {
     pub fn check_compatible(&self, run: &RunSetup, allowed: Allowed) -> Result<Vec<String>> {
         if &self.workload != run.workload {
             return Err(UsageError(format!(
-                "baseline {} was recorded with another workload ({:?}) than this run's ({:?}): \
+                "baseline {} was recorded with another workload ({}) than this run's ({}): \
                  TPS of different workloads do not compare; use its profile and values",
-                self.name, self.workload, run.workload
+                self.name,
+                self.workload.summary(),
+                run.workload.summary()
             ))
             .into());
         }

@@ -112,6 +112,9 @@ pub struct SavedConfig {
     /// Set (a duration) for `--trials auto`.
     #[serde(default)]
     pub time_budget: Option<serde_json::Value>,
+    /// A saturation sweep's ladder, TPS (`--sweep`).
+    #[serde(default)]
+    pub sweep: Option<Vec<u64>>,
     /// `--max-regression`, percent.
     pub max_regression_pct: f64,
     /// `--slo-tps`, TPS.
@@ -332,6 +335,15 @@ fn check_meta(meta: &SavedMeta, trials: &[TrialRecord]) -> Result<(), String> {
     }
     if c.trials == 0 {
         return Err("it plans 0 trials (a gate plans at least 1)".into());
+    }
+    if let Some(l) = c
+        .sweep
+        .as_ref()
+        .filter(|l| l.len() < 2 || l.windows(2).any(|w| w[0] >= w[1]))
+    {
+        return Err(format!(
+            "its sweep ladder {l:?} is not 2 or more increasing targets (a gate refuses one)"
+        ));
     }
     let slo = meta.plan.slo();
     for (what, floor) in [

@@ -125,11 +125,15 @@ impl<'a> Runner<'a> {
         self.check_results_dir(planned.index)?;
         let planned_total = self.plan.trials.len().max(planned.index);
         tracing::info!(
-            "trial {} of {planned_total}: {} {} #{}{}",
+            "trial {} of {planned_total}: {} {} #{}{}{}",
             planned.index,
             planned.engine,
             planned.arm,
             planned.repetition,
+            planned
+                .target_tps
+                .map(|t| format!(", target {t} TPS"))
+                .unwrap_or_default(),
             eta(&self.trials, planned_total + 1 - planned.index)
         );
         let config = &self.plan.config;
@@ -187,7 +191,9 @@ impl<'a> Runner<'a> {
                         ))
                         .collect::<Vec<_>>()
                         .join(", "))
-                    .unwrap_or_else(|| "not measured (the run ended before its warmup)".into())
+                    .unwrap_or_else(|| {
+                        "not measured (the run ended before its measurement window)".into()
+                    })
             ),
             _ => tracing::error!(
                 "trial {}: {:?}: {}; artifacts in {}",

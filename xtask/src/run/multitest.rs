@@ -17,9 +17,17 @@ use std::{
 };
 
 use anyhow::{anyhow, Context};
-use fdb::multitest::{read_run, ReadWriteSpec};
+use fdb::{
+    knob::KnobSource,
+    multitest::{read_run, ReadWriteSpec},
+    Knob,
+};
 
-use super::{cluster::Cluster, monitor::Monitor, trial::TrialContext};
+use super::{
+    cluster::Cluster,
+    monitor::Monitor,
+    trial::{Progress, TrialContext},
+};
 use crate::{
     config::{readwrite::ReadWriteLoad, Workload},
     plan::{ArmPlan, PlannedTrial},
@@ -34,12 +42,13 @@ use crate::{
 /// rows (`fdbserver/tester/test.cpp`, `runTest`: `running test (TITLE)...`).
 const RUNNING: &str = "running test (";
 
-/// The ReadWrite spec of a trial: the workload's rows, sizes, duration and load.
-pub fn spec(w: &Workload, rw: &ReadWriteLoad) -> ReadWriteSpec {
+/// The ReadWrite spec of a trial: the workload's rows, sizes, duration and load, at
+/// `target_tps`.
+pub fn spec(w: &Workload, rw: &ReadWriteLoad, target_tps: u64) -> ReadWriteSpec {
     ReadWriteSpec {
         title: format!("perfgate-{}", w.profile),
         duration_s: w.seconds as f64,
-        target_tps: rw.target_tps as f64,
+        target_tps: target_tps as f64,
         actors_per_tester: rw.actors_per_tester,
         node_count: w.rows,
         key_bytes: w.keylen,
@@ -52,10 +61,10 @@ pub fn spec(w: &Workload, rw: &ReadWriteLoad) -> ReadWriteSpec {
     }
 }
 
-/// Starts the testers, runs the test within `--seconds` + `--timeout-mako-run-grace`, and
-/// reads its results. The CPU window is ReadWrite's measured one: the middle 75% of the
-/// test, timed from the `running test` line. Artifacts: `multitest.toml`,
-/// `multitest.txt`/`.err`, and the multitest's trace in `multitest/`.
+/// Starts the testers, runs the test within `--timeout-mako-build` (testers joining, rows
+/// loading) + `--seconds` + `--timeout-mako-run-grace`, and reads its results.
+/// Artifacts: `multitest.toml`, `multitest.txt`/`.err`, and the multitest's trace in
+/// `multitest/`.
 pub fn run(
     ctx: &TrialContext,
     arm: &ArmPlan,
@@ -70,11 +79,16 @@ pub fn run(
         .readwrite
         .as_ref()
         .ok_or_else(|| anyhow!("the multitest driver ran a workload without a ReadWrite load"))?;
+    // A sweep's step sets the target.
+    let target_tps = planned.target_tps.unwrap_or(rw.target_tps);
     let spec_file = artifacts.join("multitest.toml");
-    create_new(&spec_file, &spec(w, rw).to_toml()?)?;
+    create_new(&spec_file, &spec(w, rw, target_tps).to_toml()?)?;
     let started = Instant::now();
-    let bound = Duration::from_secs(w.seconds) + ctx.bounds.mako_run_grace;
-    cluster.start_testers(&arm.tree, rw.testers, &planned.knobs, ctx.pinning, bound)?;
+    // Testers joining and the rows loading are the load phase (mako's build), then the
+    // test runs its --seconds.
+    let bound = ctx.bounds.mako_build + Duration::from_secs(w.seconds) + ctx.bounds.mako_run_grace;
+    let knobs = tester_knobs(planned);
+    cluster.start_testers(&arm.tree, rw.testers, &knobs, ctx.pinning, bound)?;
     let log = work.join("multitest");
     std::fs::create_dir_all(&log).with_context(|| format!("cannot create {}", log.display()))?;
     let cmd = command(ctx, arm, cluster, &spec_file, rw.testers, &log);
@@ -83,26 +97,15 @@ pub fn run(
         artifacts.join("multitest.err"),
     );
     let mut child = Child::spawn_on("fdbserver -r multitest", cmd, &out, &err, ctx.other_cpus())?;
-    let pid = child.pid();
-    let test_s = w.seconds as f64;
-    let mut load_started: Option<Instant> = None;
-    let status = child.wait_until(started + bound, bound, || {
-        monitor.tick();
-        if load_started.is_none() && read_output(&out).unwrap_or_default().contains(RUNNING) {
-            load_started = Some(Instant::now());
-        }
-        if let Some(t) = load_started {
-            let into = t.elapsed().as_secs_f64();
-            if into >= test_s / 8.0 {
-                monitor.start_cpu_window(&cluster.server_pids(), Some(pid));
-            }
-            if into >= test_s * 7.0 / 8.0 {
-                monitor.close_cpu_window();
-            }
-        }
-        cluster.check_alive()
-    });
-    monitor.close_cpu_window();
+    let status = wait(
+        ctx,
+        &mut child,
+        cluster,
+        monitor,
+        &out,
+        started + bound,
+        bound,
+    );
     let copied = copy_trace(&log, &artifacts.join("multitest"));
     let status = status?;
     copied?;
@@ -119,13 +122,72 @@ pub fn run(
     })?;
     Ok((
         MultitestReport {
-            target_tps: rw.target_tps as f64,
+            target_tps: target_tps as f64,
             testers: rw.testers,
             actors_per_tester: rw.actors_per_tester,
             result,
         },
         monitor.role_cpu(),
     ))
+}
+
+/// The testers are the client, as mako is: an arm's knobs are the servers'. They get only
+/// the knobs the gate adds for the work dir (tmpfs).
+fn tester_knobs(planned: &PlannedTrial) -> Vec<Knob> {
+    planned
+        .knobs
+        .iter()
+        .filter(|k| k.source == KnobSource::Auto)
+        .cloned()
+        .collect()
+}
+
+/// Waits for the multitest until `deadline`, checking the cluster and ticking the
+/// monitor. The CPU window is ReadWrite's measured one: the middle 75% of the test,
+/// timed from the `running test` line of its stdout `out`.
+fn wait(
+    ctx: &TrialContext,
+    child: &mut Child,
+    cluster: &Cluster,
+    monitor: &mut Monitor,
+    out: &Path,
+    deadline: Instant,
+    bound: Duration,
+) -> Result<std::process::ExitStatus, PhaseError> {
+    let pid = child.pid();
+    let test_s = ctx.workload.seconds as f64;
+    let mut load_started: Option<Instant> = None;
+    let mut progress = Progress::new(ctx.progress, "multitest", ctx.workload.seconds);
+    let status = child.wait_until(deadline, bound, || {
+        monitor.tick();
+        if load_started.is_none() && read_output(out).unwrap_or_default().contains(RUNNING) {
+            load_started = Some(Instant::now());
+        }
+        let into = load_started.map(|t| t.elapsed());
+        if let Some(into) = into.map(|d| d.as_secs_f64()) {
+            if into >= test_s / 8.0 {
+                monitor.start_cpu_window(&cluster.server_pids(), Some(pid));
+            }
+            if into >= test_s * 7.0 / 8.0 {
+                monitor.close_cpu_window();
+            }
+        }
+        progress.update(into.unwrap_or_default(), || phase_of(into, test_s));
+        cluster.check_alive()
+    });
+    progress.finish();
+    monitor.close_cpu_window();
+    status
+}
+
+/// What the test is doing `into` its load (`None`: testers joining, rows loading), for
+/// the progress: ReadWrite measures the middle 75% of its `test_s` seconds.
+fn phase_of(into: Option<Duration>, test_s: f64) -> String {
+    match into.map(|d| d.as_secs_f64() / test_s) {
+        None => "testers joining, loading rows".to_string(),
+        Some(f) if (0.125..0.875).contains(&f) => "measuring".to_string(),
+        Some(_) => "running, not measured".to_string(),
+    }
 }
 
 /// `fdbserver -r multitest -f SPEC -C CLUSTER --num-testers N -L LOG`, run in `log`.

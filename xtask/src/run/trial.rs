@@ -68,6 +68,7 @@ pub fn run_trial(ctx: &TrialContext, arm: &ArmPlan, planned: &PlannedTrial) -> T
         arm: planned.arm,
         repetition: planned.repetition,
         knobs: planned.knobs.clone(),
+        target_tps: planned.target_tps,
         outcome: Outcome::Measured,
         failed_phase: None,
         error: None,
@@ -236,9 +237,12 @@ fn run_phases(
         });
         record.workdir_peak_bytes = Some(monitor.peak_growth_bytes);
         let (report, role_cpu) = ran?;
-        let validity = report
-            .validity()
-            .and_then(|()| record_cpu(ctx, record, role_cpu));
+        // A sweep overdrives past its knee on purpose: retries there are data.
+        let validity = match planned.target_tps {
+            Some(_) => report.measured(),
+            None => report.validity(),
+        }
+        .and_then(|()| record_cpu(ctx, record, role_cpu));
         if let Some(note) = report.saturation() {
             tracing::info!("trial {}: {note}", planned.index);
         }
@@ -409,34 +413,73 @@ fn mako_build(
     Ok(())
 }
 
-/// A bar over mako's `--seconds`: the phase (warmup or measuring), time left and the
-/// current TPS from mako's per-second lines. Hidden when not wanted or not a terminal.
-fn progress_bar(wanted: bool, w: &Workload) -> indicatif::ProgressBar {
-    if !wanted {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(w.seconds);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "  mako run {bar:30} {pos}/{len} s, {eta} left, {msg}",
-        )
-        .expect("valid template"),
-    );
-    bar
+/// The progress of a driver's run over its `--seconds`, updated each second: a bar on a
+/// terminal (time left and a status); without one (CI logs) and unless `--quiet`, a line
+/// each [`QUIET_LINE_EVERY`], so a job log never goes minutes without a sign of life.
+pub(super) struct Progress {
+    bar: indicatif::ProgressBar,
+    /// Lines without a terminal (not `--quiet`).
+    lines: bool,
+    what: &'static str,
+    seconds: u64,
+    last_update: Instant,
+    last_line: Instant,
 }
 
-/// The progress of mako's run, each second: the bar on a terminal; without one (CI logs)
-/// and unless `--quiet`, a line each [`QUIET_LINE_EVERY`], so a job log never goes minutes
-/// without a sign of life. `last_line` is when the last such line was written.
-fn update_progress(
-    bar: &indicatif::ProgressBar,
-    lines: bool,
-    last_line: &mut Instant,
-    elapsed: Duration,
-    w: &Workload,
-    out: &Path,
-) {
-    bar.set_position(elapsed.as_secs());
+impl Progress {
+    /// A progress over `seconds` of `what` (`mako run`, `multitest`); the bar only when
+    /// `wanted` and stderr is a terminal.
+    pub(super) fn new(wanted: bool, what: &'static str, seconds: u64) -> Progress {
+        let bar = if wanted {
+            let bar = indicatif::ProgressBar::new(seconds);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(&format!(
+                    "  {what} {{bar:30}} {{pos}}/{{len}} s, {{eta}} left, {{msg}}"
+                ))
+                .expect("valid template"),
+            );
+            bar
+        } else {
+            indicatif::ProgressBar::hidden()
+        };
+        Progress {
+            bar,
+            lines: wanted,
+            what,
+            seconds,
+            last_update: Instant::now(),
+            last_line: Instant::now(),
+        }
+    }
+
+    /// At most once a second: `elapsed` into the run, and the status `status()` gives.
+    pub(super) fn update(&mut self, elapsed: Duration, status: impl FnOnce() -> String) {
+        if self.last_update.elapsed() < Duration::from_secs(1) {
+            return;
+        }
+        self.last_update = Instant::now();
+        let status = status();
+        self.bar.set_position(elapsed.as_secs());
+        if self.bar.is_hidden() && self.lines && self.last_line.elapsed() >= QUIET_LINE_EVERY {
+            self.last_line = Instant::now();
+            tracing::info!(
+                "  {} {} s of {} s, {status}",
+                self.what,
+                elapsed.as_secs(),
+                self.seconds
+            );
+        }
+        self.bar.set_message(status);
+    }
+
+    pub(super) fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+/// mako's status: the phase (warmup or measuring) and the current TPS from its
+/// per-second lines in `out`.
+fn mako_status(elapsed: Duration, w: &Workload, out: &Path) -> String {
     let phase = if elapsed < Duration::from_secs(w.warmup_seconds) {
         "warmup"
     } else {
@@ -444,22 +487,13 @@ fn update_progress(
     };
     // Cosmetic: a report not readable yet shows the phase alone.
     let text = read_output(out).unwrap_or_default();
-    let status = match last_sample_tps(&text) {
+    match last_sample_tps(&text) {
         Some(tps) => format!("{phase}, {tps:.0} TPS"),
         None => phase.to_string(),
-    };
-    if bar.is_hidden() && lines && last_line.elapsed() >= QUIET_LINE_EVERY {
-        *last_line = Instant::now();
-        tracing::info!(
-            "  mako run {} s of {} s, {status}",
-            elapsed.as_secs(),
-            w.seconds
-        );
     }
-    bar.set_message(status);
 }
 
-/// How often a mako run without a terminal says how far it is.
+/// How often a run without a terminal says how far it is.
 const QUIET_LINE_EVERY: Duration = Duration::from_secs(60);
 
 fn mako_run(
@@ -485,21 +519,17 @@ fn mako_run(
     let servers = cluster.server_pids();
     let client = child.pid();
     let warmup = Duration::from_secs(w.warmup_seconds);
-    let bar = progress_bar(ctx.progress, w);
-    let (mut last_update, mut last_line) = (Instant::now(), Instant::now());
+    let mut progress = Progress::new(ctx.progress, "mako run", w.seconds);
     let status = child.wait_until(started + bound, bound, || {
         monitor.tick();
         if started.elapsed() >= warmup {
             monitor.start_cpu_window(&servers, Some(client));
         }
-        if last_update.elapsed() >= Duration::from_secs(1) {
-            last_update = Instant::now();
-            let elapsed = started.elapsed();
-            update_progress(&bar, ctx.progress, &mut last_line, elapsed, w, &out);
-        }
+        let elapsed = started.elapsed();
+        progress.update(elapsed, || mako_status(elapsed, w, &out));
         cluster.check_alive()
     });
-    bar.finish_and_clear();
+    progress.finish();
     remove_mako_leftovers(child.pid());
     let status = status?;
     let cpu = monitor.role_cpu();

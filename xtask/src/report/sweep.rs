@@ -1,0 +1,143 @@
+//! Report stage: a saturation sweep's section of report.html: per engine, one row per
+//! step and arm with the reference report's columns, each arm's knee, measured TPS
+//! against the target (the diagonal is a target followed exactly) and p98 latency
+//! against the measured TPS.
+
+use std::fmt::Write as _;
+
+use fdb::Engine;
+use html_escape::encode_text as esc;
+use plotters::prelude::*;
+
+use super::html::{bounds, color, drawable, svg};
+use crate::{
+    config::Arm,
+    judge::knee::{knee, steps, Step},
+    results::trial::TrialRecord,
+};
+
+/// The sweep section of `engine` (empty without sweep trials).
+pub fn section(engine: Engine, trials: &[TrialRecord]) -> String {
+    let steps = steps(trials, engine);
+    if steps.is_empty() {
+        return String::new();
+    }
+    let mut s = format!("<h3>{engine}: saturation sweep</h3>\n<p>");
+    for arm in [Arm::Baseline, Arm::Experiment] {
+        if steps.iter().any(|st| st.arm == arm) {
+            let k = knee(&steps, arm).map_or("below the first step".into(), |k| format!("{k} TPS"));
+            let _ = write!(s, "{arm} knee: {} &nbsp; ", esc(&k));
+        }
+    }
+    s.push_str("(the highest target followed: within 10%, no retries)</p>\n");
+    s.push_str(&table(&steps));
+    s.push_str(&chart(
+        engine,
+        &steps,
+        "measured TPS against the target (diagonal: followed)",
+        "target TPS",
+        |st| Some((st.target_tps as f64, st.tps?)),
+        true,
+    ));
+    s.push_str(&chart(
+        engine,
+        &steps,
+        "p98 transaction latency (ms) against the measured TPS",
+        "measured TPS",
+        |st| Some((st.tps?, st.p98_ms?)),
+        false,
+    ));
+    s
+}
+
+fn table(steps: &[Step]) -> String {
+    let mut s = String::from(
+        "<table><tr><th>target TPS</th><th>arm</th><th>trials</th><th>measured TPS</th>\
+         <th>txn p50 ms</th><th>txn p98 ms</th><th>retries</th><th>followed</th></tr>\n",
+    );
+    let opt = |v: Option<f64>, d: usize| v.map(|v| format!("{v:.d$}")).unwrap_or_default();
+    for st in steps {
+        let _ = writeln!(
+            s,
+            "<tr><td>{}</td><td>{}</td><td>{} ({} measured)</td><td>{}</td><td>{}</td>\
+             <td>{}</td><td>{}</td><td>{}</td></tr>",
+            st.target_tps,
+            st.arm,
+            st.trials,
+            st.measured,
+            opt(st.tps, 1),
+            opt(st.p50_ms, 3),
+            opt(st.p98_ms, 3),
+            st.retries,
+            if st.followed { "yes" } else { "no" }
+        );
+    }
+    s.push_str("</table>\n");
+    s
+}
+
+/// One line per arm through its steps' `(x, y)`; with `diagonal`, the line y = x.
+fn chart(
+    engine: Engine,
+    steps: &[Step],
+    title: &str,
+    x_desc: &str,
+    point: impl Fn(&Step) -> Option<(f64, f64)>,
+    diagonal: bool,
+) -> String {
+    let series: Vec<(Arm, Vec<(f64, f64)>)> = [Arm::Baseline, Arm::Experiment]
+        .into_iter()
+        .map(|arm| {
+            let pts = steps
+                .iter()
+                .filter(|st| st.arm == arm)
+                .filter_map(&point)
+                .filter(|(x, y)| drawable(*x) && drawable(*y))
+                .collect::<Vec<_>>();
+            (arm, pts)
+        })
+        .filter(|(_, p)| !p.is_empty())
+        .collect();
+    if series.is_empty() {
+        return String::new();
+    }
+    let (x_lo, x_hi) = bounds(series.iter().flat_map(|(_, p)| p.iter().map(|q| q.0)));
+    let (y_lo, y_hi) = bounds(series.iter().flat_map(|(_, p)| p.iter().map(|q| q.1)));
+    let desc: Vec<String> = series
+        .iter()
+        .flat_map(|(arm, p)| p.iter().map(move |(x, y)| format!("{arm} {x:.0}: {y:.2}")))
+        .collect();
+    svg(&format!("{engine}: {title}"), &desc.join("; "), |root| {
+        let mut chart = ChartBuilder::on(&root)
+            .caption(format!("{engine}: {title}"), ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(60)
+            .build_cartesian_2d(x_lo..x_hi, y_lo..y_hi)?;
+        chart.configure_mesh().x_desc(x_desc).draw()?;
+        if diagonal {
+            let (lo, hi) = (x_lo.max(y_lo), x_hi.min(y_hi));
+            chart.draw_series(DashedLineSeries::new(
+                [(lo, lo), (hi, hi)],
+                5,
+                5,
+                BLACK.mix(0.4).into(),
+            ))?;
+        }
+        for (arm, pts) in &series {
+            let style = color(*arm).stroke_width(2);
+            chart.draw_series(LineSeries::new(pts.iter().copied(), style))?;
+            match arm {
+                Arm::Baseline => chart.draw_series(
+                    pts.iter()
+                        .map(|&p| Circle::new(p, 5, color(*arm).filled()).into_dyn()),
+                )?,
+                Arm::Experiment => chart.draw_series(
+                    pts.iter()
+                        .map(|&p| TriangleMarker::new(p, 7, color(*arm).filled()).into_dyn()),
+                )?,
+            };
+        }
+        Ok(())
+    })
+}
