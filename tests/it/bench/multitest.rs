@@ -135,7 +135,8 @@ fn a_slower_experiment_under_multitest_is_a_regression_with_the_reference_column
 #[test]
 fn retries_make_an_overdriven_trial_and_a_followed_target_is_not_saturation() {
     let s = Sandbox::new();
-    let a = s.tree("a", json!({"tps": 1000.0, "multitest_retries": 12}));
+    // 500 retries of about 7500 transactions (1000 TPS x 7.5 s): 6.7%, overdriven.
+    let a = s.tree("a", json!({"tps": 1000.0, "multitest_retries": 500}));
     let o = multitest(&s, &a, &a, &["--allow-same", "--trials", "1"]);
     assert_eq!(code(&o), 2, "{}", text(&o));
     for t in trials(&s) {
@@ -143,14 +144,25 @@ fn retries_make_an_overdriven_trial_and_a_followed_target_is_not_saturation() {
         assert_eq!(t["failed_phase"], "multitest");
         let e = t["error"].as_str().unwrap();
         assert!(
-            e.contains("overdriven, ReadWrite retried 12 transactions"),
+            e.contains("overdriven, ReadWrite retried 500 transactions in the window, 6.6")
+                && e.contains("above 1% the load is more"),
             "{e}"
         );
         assert_eq!(
-            t["multitest"]["result"]["retries"], 12.0,
+            t["multitest"]["result"]["retries"], 500.0,
             "the figures are kept"
         );
     }
+    // 12 retries (0.16%) are contention: measured, and said.
+    let c = s.tree("c", json!({"tps": 1000.0, "multitest_retries": 12}));
+    let o = multitest(&s, &c, &c, &["--allow-same", "--trials", "1"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(trials(&s).iter().all(|t| t["outcome"] == "measured"));
+    assert!(
+        text(&o).contains("12 retries, 0.16") && text(&o).contains("contention, below the 1%"),
+        "{}",
+        text(&o)
+    );
     let s = Sandbox::new();
     let a = s.tree("a", json!({"tps": 1000.0}));
     let o = multitest(
@@ -409,7 +421,7 @@ fn a_sweep_of_one_build_passes_and_a_ladder_below_or_above_the_knee_is_inconclus
     );
     assert_eq!(trials(&s).len(), 2, "one step past the knee: the first");
     // Retries past the knee are data in a sweep, not an error.
-    let r = s.tree("r", json!({"tps": 1000.0, "multitest_retries": 4}));
+    let r = s.tree("r", json!({"tps": 1000.0, "multitest_retries": 400}));
     let o = multitest(&s, &r, &r, &[&aa[..], &["500,900"]].concat());
     assert!(text(&o).contains("no arm followed 500 TPS"), "{}", text(&o));
     assert!(trials(&s).iter().all(|t| t["outcome"] == "measured"));
@@ -477,4 +489,32 @@ fn testers_are_the_client_and_get_no_arm_knob() {
         }
         assert_eq!(servers, 4, "3 servers and 1 tester in {}", dir.display());
     }
+}
+
+#[test]
+fn a_tree_without_mako_runs_the_multitest_driver_and_not_mako() {
+    let s = Sandbox::new();
+    let a = s.tree("a", json!({}));
+    std::fs::remove_file(a.join("bin/mako")).unwrap();
+    let cache = std::fs::read_to_string(a.join("CMakeCache.txt")).unwrap();
+    std::fs::write(
+        a.join("CMakeCache.txt"),
+        cache.replace("BUILD_MAKO:BOOL=ON", "BUILD_MAKO:BOOL=OFF"),
+    )
+    .unwrap();
+    let o = multitest(&s, &a, &a, &["--allow-same", "--trials", "1"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(!text(&o).contains("NOT A RELEASE BUILD"), "{}", text(&o));
+    let o = s
+        .bench_command_with(
+            &a,
+            &a,
+            &s.dir.path().join("m"),
+            &["--profile", "quick"],
+            &["--allow-same"],
+        )
+        .output()
+        .unwrap();
+    assert_ne!(code(&o), 0, "{}", text(&o));
+    assert!(text(&o).contains("bin/mako is missing"), "{}", text(&o));
 }

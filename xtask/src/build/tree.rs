@@ -31,17 +31,25 @@ pub struct FdbTree {
     pub fdbserver: PathBuf,
     #[serde(serialize_with = "crate::config::path_json::lossy")]
     pub fdbcli: PathBuf,
-    #[serde(serialize_with = "crate::config::path_json::lossy")]
-    pub mako: PathBuf,
+    /// `None` in a tree opened for the multitest driver that has no mako
+    /// ([`FdbTree::open_for`]).
+    #[serde(serialize_with = "crate::config::path_json::lossy_opt")]
+    pub mako: Option<PathBuf>,
     /// Directory holding `libfdb_c.so`: mako's `LD_LIBRARY_PATH` (mako has no rpath).
     #[serde(serialize_with = "crate::config::path_json::lossy")]
     pub lib_dir: PathBuf,
 }
 
 impl FdbTree {
-    /// Checks that `root` holds every file the gate runs. A missing file is an error that
-    /// names it and how to build it.
+    /// Checks that `root` holds every file the gate runs, mako included. A missing file is
+    /// an error that names it and how to build it.
     pub fn open(root: &Path) -> Result<FdbTree> {
+        FdbTree::open_for(root, true)
+    }
+
+    /// [`FdbTree::open`], with mako required only when `mako` (the multitest driver runs
+    /// fdbserver alone; a mako that is there is still checked).
+    pub fn open_for(root: &Path, mako: bool) -> Result<FdbTree> {
         if !root.is_dir() {
             let what = if root.exists() {
                 "is not a directory"
@@ -91,11 +99,15 @@ impl FdbTree {
         Ok(FdbTree {
             fdbserver: need("bin/fdbserver", "fdbserver", "")?,
             fdbcli: need("bin/fdbcli", "fdbcli", "")?,
-            mako: need(
-                "bin/mako",
-                "mako",
-                " after configuring with -DBUILD_MAKO=ON (mako is not built by default)",
-            )?,
+            mako: if mako || root.join("bin/mako").symlink_metadata().is_ok() {
+                Some(need(
+                    "bin/mako",
+                    "mako",
+                    " after configuring with -DBUILD_MAKO=ON (mako is not built by default)",
+                )?)
+            } else {
+                None
+            },
             lib_dir: need("lib/libfdb_c.so", "fdb_c", "")?
                 .parent()
                 .expect("lib/libfdb_c.so has a parent")
@@ -128,9 +140,13 @@ impl FdbTree {
         let release = Release::of(version).with_context(|| {
             format!("unexpected `{} --version` output", self.fdbserver.display())
         })?;
-        let mut cmd = std::process::Command::new(&self.mako);
+        // Without mako (the multitest driver), the release's own options: none of mako's.
+        let Some(mako) = &self.mako else {
+            return Ok(MakoCaps::read(release, ""));
+        };
+        let mut cmd = std::process::Command::new(mako);
         cmd.arg("--help").env("LD_LIBRARY_PATH", &self.lib_dir);
-        let what = format!("`{} --help`", self.mako.display());
+        let what = format!("`{} --help`", mako.display());
         let out = crate::process::run_bounded("mako --help", cmd, VERSION_BOUND)
             .with_context(|| format!("cannot run {what}"))?;
         if !out.status.success() {
@@ -182,18 +198,22 @@ pub fn compiler_file(root: &Path, lang: &str) -> Option<PathBuf> {
         .max_by_key(|f| f.metadata().and_then(|m| m.modified()).ok())
 }
 
-/// Whether two trees hold byte-identical `fdbserver`, `mako` and `libfdb_c.so` (the same
-/// tree twice, or a copy). Two trees built from the same commit with different uncommitted
-/// changes have the same source version but different binaries: a real A/B.
+/// Whether two trees hold byte-identical `fdbserver`, `mako` (where both have one) and
+/// `libfdb_c.so` (the same tree twice, or a copy). Two trees built from the same commit
+/// with different uncommitted changes have the same source version but different
+/// binaries: a real A/B.
 pub fn same_binaries(a: &FdbTree, b: &FdbTree) -> Result<bool> {
+    let makos = a.mako.as_ref().zip(b.mako.as_ref());
     for (x, y) in [
         (&a.fdbserver, &b.fdbserver),
-        (&a.mako, &b.mako),
         (
             &a.lib_dir.join("libfdb_c.so"),
             &b.lib_dir.join("libfdb_c.so"),
         ),
-    ] {
+    ]
+    .into_iter()
+    .chain(makos)
+    {
         if !same_file_contents(x, y)? {
             return Ok(false);
         }
@@ -239,6 +259,8 @@ mod tests {
         for f in ["bin/fdbserver", "bin/fdbcli", "lib/libfdb_c.so"] {
             make(f, 0o755);
         }
+        // The multitest driver needs no mako.
+        assert_eq!(FdbTree::open_for(dir.path(), false).unwrap().mako, None);
         let err = format!("{:#}", FdbTree::open(dir.path()).unwrap_err());
         assert!(err.contains("bin/mako is missing"), "{err}");
         assert!(err.contains("-DBUILD_MAKO=ON"), "{err}");
@@ -274,11 +296,11 @@ mod tests {
                 root: d.to_path_buf(),
                 fdbserver: d.join("fdbserver"),
                 fdbcli: d.join("fdbcli"),
-                mako: d.join("mako"),
+                mako: Some(d.join("mako")),
                 lib_dir: d.to_path_buf(),
             };
             std::fs::write(&t.fdbserver, server).unwrap();
-            std::fs::write(&t.mako, "mako").unwrap();
+            std::fs::write(d.join("mako"), "mako").unwrap();
             std::fs::write(d.join("libfdb_c.so"), "lib").unwrap();
             t
         };
@@ -286,6 +308,12 @@ mod tests {
         assert!(same_binaries(&a, &tree(dirs[1].path(), "server v1")).unwrap());
         assert!(!same_binaries(&a, &tree(dirs[1].path(), "server v2")).unwrap());
         assert!(!same_binaries(&a, &tree(dirs[1].path(), "server v1 longer")).unwrap());
+        // A tree without mako (the multitest driver's) compares what both have.
+        let mut b = tree(dirs[1].path(), "server v1");
+        std::fs::write(dirs[1].path().join("mako"), "another mako").unwrap();
+        assert!(!same_binaries(&a, &b).unwrap());
+        b.mako = None;
+        assert!(same_binaries(&a, &b).unwrap());
     }
 
     #[test]

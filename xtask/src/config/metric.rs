@@ -73,7 +73,7 @@ pub enum Metric {
     /// this reason).
     InstructionsPerTxn(CpuRole),
     /// A saturation sweep's knee (`--sweep`), TPS (higher is better): the highest target
-    /// an arm followed (measured within 10% of it, no retries). One value per arm and
+    /// an arm followed (measured within 10% of it, not overdriven). One value per arm and
     /// run, not per trial: judged by `judge::knee`, not by the paired statistics.
     KneeTps,
 }

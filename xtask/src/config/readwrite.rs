@@ -31,6 +31,14 @@ pub const MAX_TARGET_TPS: u64 = 100_000_000;
 /// tests under-report TPS (3 s gave 0.72x of a met target on FDB 8.0).
 pub const MIN_TEST_SECONDS: u64 = 10;
 
+/// A trial whose retries exceed this share of its transactions was overdriven: not a
+/// valid measurement. The reference report ruled a row with any retry invalid, but a
+/// load with writes over uniformly random keys conflicts now and then at any rate: the
+/// built-in `mixed` load on FDB 8.0 here retried 6 of about 78700 transactions (0.008%)
+/// at 3500 TPS, so "any retry" would fail about every other trial of it. Fewer retries are
+/// contention, reported with the trial.
+pub const OVERDRIVEN_RETRY_SHARE: f64 = 0.01;
+
 /// A trial whose measured TPS is below this share of the target did not follow it: the
 /// cluster (or the testers' actors) saturated, and the TPS is their capacity.
 pub const FOLLOWED_SHARE: f64 = 0.9;

@@ -30,7 +30,8 @@ pub struct Step {
     pub p98_ms: Option<f64>,
     /// Retries over the arm's trials at this step.
     pub retries: f64,
-    /// Every trial measured, within [`FOLLOWED_SHARE`] of the target, with no retries.
+    /// Every trial measured, within [`FOLLOWED_SHARE`] of the target, not overdriven
+    /// (`MultitestReport::overdriven`).
     pub followed: bool,
 }
 
@@ -59,19 +60,20 @@ pub fn steps(trials: &[TrialRecord], engine: Engine) -> Vec<Step> {
 }
 
 fn step(engine: Engine, arm: Arm, target: u64, of: &[&TrialRecord]) -> Step {
-    let results: Vec<_> = of
+    let reports: Vec<_> = of
         .iter()
         .filter(|t| t.outcome == Outcome::Measured)
-        .filter_map(|t| t.multitest.as_ref().map(|m| &m.result))
+        .filter_map(|t| t.multitest.as_ref())
         .collect();
+    let results: Vec<_> = reports.iter().map(|m| &m.result).collect();
     let mean = |f: &dyn Fn(&fdb::multitest::ReadWriteResult) -> f64| {
         (!results.is_empty())
             .then(|| results.iter().map(|r| f(r)).sum::<f64>() / results.len() as f64)
     };
     let followed = results.len() == of.len()
-        && results
+        && reports
             .iter()
-            .all(|r| r.retries == 0.0 && r.tps >= FOLLOWED_SHARE * target as f64);
+            .all(|m| !m.overdriven() && m.result.tps >= FOLLOWED_SHARE * target as f64);
     Step {
         engine,
         arm,
@@ -176,7 +178,8 @@ fn decide(
             .any(|s| s.arm == arm && s.target_tps == top && s.followed)
     };
     let rule = format!(
-        "the knee is the highest target followed: measured within {:.0}% of it, no retries",
+        "the knee is the highest target followed: measured within {:.0}% of it, not \
+         overdriven",
         (1.0 - FOLLOWED_SHARE) * 100.0
     );
     let knees = b.zip(e);

@@ -280,16 +280,20 @@ impl Plan {
 }
 
 /// Refuses a tree whose `CMakeCache.txt` shows a build whose numbers would be invalid
-/// (not Release, no mako, instrumented), unless `allow` (`--allow-non-release`: then each
-/// problem becomes a warning).
+/// (not Release, no mako where `needs_mako`, instrumented), unless `allow`
+/// (`--allow-non-release`: then each problem becomes a warning).
 pub fn check_build_config(
     tree: &FdbTree,
+    needs_mako: bool,
     allow: bool,
     warnings: &mut Vec<String>,
 ) -> Result<Option<BuildConfig>> {
     let (config, problems) = match read_build_config(&tree.root) {
         Ok(c) => {
-            let p = c.problems();
+            let mut p = c.problems();
+            if !needs_mako {
+                p.retain(|p| !p.starts_with("BUILD_MAKO"));
+            }
             (Some(c), p)
         }
         Err(e) => (

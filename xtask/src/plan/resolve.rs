@@ -334,7 +334,9 @@ fn arm_plan(
         (None, Some(p)) => p.build_dir.clone(),
         (None, None) => unreachable!("an arm without a tree is built first"),
     };
-    let tree = FdbTree::open(&dir).with_context(|| {
+    // The multitest driver runs fdbserver alone: its trees need no mako.
+    let needs_mako = config.workload.readwrite.is_none();
+    let tree = FdbTree::open_for(&dir, needs_mako).with_context(|| {
         format!(
             "the {}build tree {} is not usable",
             if one_tree {
@@ -347,7 +349,7 @@ fn arm_plan(
     })?;
     let version = tree.version()?;
     let mako = tree.mako_caps(&version)?;
-    let build_config = check_build_config(&tree, config.allow_non_release, warnings)?;
+    let build_config = check_build_config(&tree, needs_mako, config.allow_non_release, warnings)?;
     let plan = ArmPlan {
         arm,
         tree,

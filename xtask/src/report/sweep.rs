@@ -29,7 +29,9 @@ pub fn section(engine: Engine, trials: &[TrialRecord]) -> String {
             let _ = write!(s, "{arm} knee: {} &nbsp; ", esc(&k));
         }
     }
-    s.push_str("(the highest target followed: within 10%, no retries)</p>\n");
+    s.push_str(
+        "(the highest target followed: within 10%, retries at most 1% of transactions)</p>\n",
+    );
     s.push_str(&table(&steps));
     s.push_str(&chart(
         engine,

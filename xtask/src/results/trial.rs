@@ -7,7 +7,10 @@ use fdb::{mako::MakoReport, multitest::ReadWriteResult, Engine, Knob};
 use serde::{Deserialize, Serialize};
 
 pub use crate::config::CpuRole;
-use crate::config::{readwrite::FOLLOWED_SHARE, Arm};
+use crate::config::{
+    readwrite::{FOLLOWED_SHARE, OVERDRIVEN_RETRY_SHARE},
+    Arm,
+};
 
 /// Below this many cores over the measurement window, the storage server was not the
 /// bottleneck (the upstream practice checks for ~85% of a core), so the TPS measures
@@ -177,21 +180,58 @@ pub struct MultitestReport {
 }
 
 impl MultitestReport {
-    /// `Err(reason)` when the trial is not a valid measurement: retries in the window
-    /// (conflicts or too-old transactions: the load was overdriven, so the row is not
-    /// valid, as the reference report rules), or a TPS that is not positive.
+    /// `Err(reason)` when the trial is not a valid measurement: a TPS that is not
+    /// positive, or [`MultitestReport::overdriven`].
     pub fn validity(&self) -> Result<(), String> {
         let r = &self.result;
         self.measured()?;
-        if r.retries != 0.0 {
+        if self.overdriven() {
             return Err(format!(
                 "not a valid measurement: overdriven, ReadWrite retried {} transactions in \
-                 the window (conflicts or too-old reads; lower --target-tps or \
-                 --actors-per-tester, or spread writes over more --rows)",
-                r.retries
+                 the window, {:.2}% of its {:.0} (conflicts or too-old reads; above {}% the \
+                 load is more than the cluster takes without contention: lower --target-tps \
+                 or --actors-per-tester, or spread writes over more --rows)",
+                r.retries,
+                self.retry_share() * 100.0,
+                self.transactions(),
+                OVERDRIVEN_RETRY_SHARE * 100.0
             ));
         }
         Ok(())
+    }
+
+    /// Transactions completed in the window: TPS x the window.
+    pub fn transactions(&self) -> f64 {
+        self.result.tps * self.result.measured_s
+    }
+
+    /// Retries per transaction of the window (0 without transactions).
+    pub fn retry_share(&self) -> f64 {
+        let n = self.transactions();
+        if n > 0.0 {
+            self.result.retries / n
+        } else {
+            0.0
+        }
+    }
+
+    /// Whether the retries exceed [`OVERDRIVEN_RETRY_SHARE`] of the transactions: the
+    /// load was more than the cluster takes without contention.
+    pub fn overdriven(&self) -> bool {
+        self.retry_share() > OVERDRIVEN_RETRY_SHARE
+    }
+
+    /// A note when the trial retried transactions but not enough to be overdriven.
+    pub fn contention(&self) -> Option<String> {
+        (self.result.retries > 0.0 && !self.overdriven()).then(|| {
+            format!(
+                "{} retries, {:.3}% of the window's transactions: contention, below the {}% \
+                 that makes a trial overdriven",
+                self.result.retries,
+                self.retry_share() * 100.0,
+                OVERDRIVEN_RETRY_SHARE * 100.0
+            )
+        })
     }
 
     /// `Err(reason)` when the TPS is not positive. A sweep's step past the knee is

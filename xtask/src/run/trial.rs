@@ -243,7 +243,7 @@ fn run_phases(
             None => report.validity(),
         }
         .and_then(|()| record_cpu(ctx, record, role_cpu));
-        if let Some(note) = report.saturation() {
+        for note in report.saturation().into_iter().chain(report.contention()) {
             tracing::info!("trial {}: {note}", planned.index);
         }
         record.multitest = Some(report);
@@ -340,7 +340,11 @@ fn mako_command(
     mode: &str,
     w: &Workload,
 ) -> Command {
-    let mut cmd = Command::new(&tree.mako);
+    let mako = tree
+        .mako
+        .as_ref()
+        .expect("a mako workload's trees are opened with mako");
+    let mut cmd = Command::new(mako);
     env.apply(&mut cmd);
     cmd.env("LD_LIBRARY_PATH", &tree.lib_dir)
         .env("LD_BIND_NOW", "1")
