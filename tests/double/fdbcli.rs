@@ -1,5 +1,6 @@
-//! Test double of `fdbcli -C FILE --exec "..." --timeout N`: `configure new single
-//! <engine>` and `status json`, answered by the fake coordinator.
+//! Test double of `fdbcli -C FILE --exec "..." --timeout N`: `configure new
+//! single|double|triple <engine> [logs=N commit_proxies=N grv_proxies=N resolvers=N]` (the
+//! mode and counts checked, not kept) and `status json`, answered by the fake coordinator.
 
 mod common;
 
@@ -17,9 +18,27 @@ fn main() {
     let timeout: u64 = common::flag(&args, &["--timeout"])
         .and_then(|t| t.parse().ok())
         .unwrap_or(5);
+    // For tests: what was asked, appended to the tree's `double-fdbcli.log` (the real
+    // fdbcli's stderr and stdout stay as they are).
+    if let Ok(mut log) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(common::tree_root().join("double-fdbcli.log"))
+    {
+        use std::io::Write as _;
+        let _ = writeln!(log, "{exec}");
+    }
     let words: Vec<&str> = exec.split_whitespace().collect();
     match words.as_slice() {
-        ["configure", "new", "single", engine] | ["configure", "new", engine, "single"] => {
+        ["configure", "new", mode, engine, counts @ ..]
+            if ["single", "double", "triple"].contains(mode)
+                && counts.iter().all(|c| {
+                    c.split_once('=').is_some_and(|(k, v)| {
+                        ["logs", "commit_proxies", "grv_proxies", "resolvers"].contains(&k)
+                            && v.parse::<u32>().is_ok_and(|n| n > 0)
+                    })
+                }) =>
+        {
             if b.configure_hang {
                 // Like a rocksdb build on tmpfs without the direct-I/O knobs: no answer.
                 std::thread::sleep(Duration::from_secs(3600));

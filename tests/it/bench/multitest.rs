@@ -256,6 +256,17 @@ fn values_of_the_other_driver_are_usage_errors_naming_the_flag() {
             &["--profile", "point-read", "--gate", "latency"][..],
             "reports no p99 latency",
         ),
+        (
+            &[
+                "--profile",
+                "point-read",
+                "--hosts",
+                "2",
+                "--redundancy",
+                "triple",
+            ][..],
+            "--redundancy triple keeps 3 replicas on different zones",
+        ),
     ] {
         let o = run(args);
         assert_eq!(code(&o), 64, "{args:?}: {}", text(&o));
@@ -517,4 +528,75 @@ fn a_tree_without_mako_runs_the_multitest_driver_and_not_mako() {
         .unwrap();
     assert_ne!(code(&o), 0, "{}", text(&o));
     assert!(text(&o).contains("bin/mako is missing"), "{}", text(&o));
+}
+
+#[test]
+fn a_three_host_double_redundancy_cluster_places_each_host_apart() {
+    let s = Sandbox::new();
+    let a = s.tree("a", json!({}));
+    let o = multitest(
+        &s,
+        &a,
+        &a,
+        &[
+            "--allow-same",
+            "--trials",
+            "1",
+            "--hosts",
+            "3",
+            "--redundancy",
+            "double",
+            "--coordinators",
+            "3",
+            "--logs",
+            "2",
+            "--testers",
+            "2",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(
+        text(&o).contains("cluster    3 host(s) x (1 stateless, 1 log, 1 storage), double redundancy, 3 coordinator(s), logs=2"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(
+        s.read_json("meta.json")["plan"]["config"]["topology"]["hosts"],
+        3
+    );
+    for t in trials(&s) {
+        let dir = s.out().join(t["artifacts"].as_str().unwrap());
+        let asked = std::fs::read_to_string(a.join("double-fdbcli.log")).unwrap();
+        assert!(
+            asked.contains("configure new double ssd-redwood-1 logs=2\n"),
+            "{asked}"
+        );
+        let mut per_host = std::collections::BTreeMap::<String, Vec<String>>::new();
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !entry.path().is_dir() || name == "multitest" {
+                continue;
+            }
+            let trace: String = std::fs::read_dir(entry.path())
+                .unwrap()
+                .flatten()
+                .map(|f| std::fs::read_to_string(f.path()).unwrap())
+                .collect();
+            let host = (1..=3)
+                .find(|h| trace.contains(&format!("-p 127.0.0.{h}:")))
+                .unwrap_or_else(|| panic!("{name}: no 127.0.0.1-3 address: {trace}"));
+            assert!(
+                trace.contains(&format!("--locality-zoneid host{host}")),
+                "{name}: {trace}"
+            );
+            per_host
+                .entry(format!("host{host}"))
+                .or_default()
+                .push(name);
+        }
+        // 3 servers on each host, and the 2 testers on hosts 1 and 2.
+        let counts: Vec<usize> = per_host.values().map(Vec::len).collect();
+        assert_eq!(counts, [4, 4, 3], "{per_host:?}");
+    }
+    s.assert_no_leftover_processes();
 }

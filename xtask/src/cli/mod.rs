@@ -529,9 +529,63 @@ pub struct RunArgs {
     #[command(flatten)]
     pub timeouts: TimeoutArgs,
 
+    #[command(
+        flatten,
+        next_help_heading = "Cluster topology (default: 1 host, 1/1/1, single)"
+    )]
+    pub topology: TopologyArgs,
+
     // Last: clap's `next_help_heading` on a flatten also heads every later flag.
     #[command(flatten, next_help_heading = "Workload (defaults from --profile)")]
     pub workload: WorkloadArgs,
+}
+
+/// FDB's redundancy modes (`configure new <mode>`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RedundancyArg {
+    /// One replica.
+    Single,
+    /// Two replicas, on different zones (hosts).
+    Double,
+    /// Three replicas, on different zones (hosts).
+    Triple,
+}
+
+/// The cluster's shape (`config::topology::Topology`); unset values are the
+/// upstream loopback cluster's.
+#[derive(Debug, Args)]
+pub struct TopologyArgs {
+    /// "Hosts": loopback addresses 127.0.0.1 to 127.0.0.N, each its own machine and zone
+    /// locality, so redundancy places replicas on different ones.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub hosts: u32,
+    /// Stateless processes (`-c stateless`) per host.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub stateless_per_host: u32,
+    /// Log processes (`-c log`) per host.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub logs_per_host: u32,
+    /// Storage processes (`-c storage`) per host.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub storage_per_host: u32,
+    /// Redundancy mode of `configure new`.
+    #[arg(long, value_enum, default_value = "single")]
+    pub redundancy: RedundancyArg,
+    /// Coordinators: the first stateless process of each of the first N hosts.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub coordinators: u32,
+    /// `configure`'s `logs=N` (tlogs recruited) [default: FDB's].
+    #[arg(long, value_name = "N")]
+    pub logs: Option<u32>,
+    /// `configure`'s `commit_proxies=N` [default: FDB's].
+    #[arg(long, value_name = "N")]
+    pub commit_proxies: Option<u32>,
+    /// `configure`'s `grv_proxies=N` [default: FDB's].
+    #[arg(long, value_name = "N")]
+    pub grv_proxies: Option<u32>,
+    /// `configure`'s `resolvers=N` [default: FDB's].
+    #[arg(long, value_name = "N")]
+    pub resolvers: Option<u32>,
 }
 
 /// mako workload overrides; unset values come from the profile. A profile file

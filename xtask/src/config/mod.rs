@@ -16,6 +16,7 @@ pub mod path_json;
 pub mod readwrite;
 pub mod slo;
 pub mod source;
+pub mod topology;
 pub mod workload;
 
 use fdb::{Engine, Knob};
@@ -125,6 +126,9 @@ pub struct BenchConfig {
     /// recorded baseline runs the record's engine instead (`plan::Plan::engines`).
     pub engines: Vec<Engine>,
     pub workload: Workload,
+    /// The cluster every trial starts.
+    #[serde(default, skip_serializing_if = "topology::Topology::is_default")]
+    pub topology: topology::Topology,
     /// Set when the run's client processes were scaled to the host's cores
     /// ([`client_procs`]): what was changed and why, for the run's warnings.
     pub procs_scaled: Option<String>,
@@ -297,6 +301,7 @@ impl BenchConfig {
             },
             engines: expand_engines(&a.engines),
             workload,
+            topology: topology_of(&a.topology)?,
             procs_scaled,
             trials,
             time_budget,
@@ -406,6 +411,24 @@ fn trials_and_budget(
         }
         (TrialsArg::Auto, Some(b)) => (MIN_PAIRS, Some(b)),
     })
+}
+
+/// The cluster's shape from its flags, checked.
+fn topology_of(a: &crate::cli::TopologyArgs) -> Result<topology::Topology, UsageError> {
+    let t = topology::Topology {
+        hosts: a.hosts,
+        stateless_per_host: a.stateless_per_host,
+        logs_per_host: a.logs_per_host,
+        storage_per_host: a.storage_per_host,
+        redundancy: a.redundancy.into(),
+        coordinators: a.coordinators,
+        logs: a.logs,
+        commit_proxies: a.commit_proxies,
+        grv_proxies: a.grv_proxies,
+        resolvers: a.resolvers,
+    };
+    t.validate()?;
+    Ok(t)
 }
 
 /// Refuses a gate the workload's driver cannot measure: the multitest driver's ReadWrite

@@ -243,6 +243,7 @@ impl Plan {
             self.workdir.chosen_by
         );
         let _ = writeln!(s, "workload   {}", self.config.workload.summary());
+        let _ = writeln!(s, "cluster    {}", self.config.topology.summary());
         let _ = writeln!(s, "pinning    {}", self.pinning);
         let _ = writeln!(s, "environment {}", self.child_env.summary());
         if let Some(budget) = self.config.time_budget {

@@ -46,7 +46,7 @@ pub struct RoleCpu {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Phase {
-    /// Three fdbservers listening on their ports.
+    /// The cluster's fdbservers listening on their ports.
     ClusterStart,
     /// `configure new single <engine>`.
     Configure,

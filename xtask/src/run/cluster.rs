@@ -25,6 +25,7 @@ use fdb::{
 
 use crate::{
     build::tree::FdbTree,
+    config::topology::Topology,
     plan::env::ChildEnv,
     plan::pinning::Pinning,
     process::{
@@ -50,8 +51,6 @@ pub enum Role {
 }
 
 impl Role {
-    const ALL: [Role; 3] = [Role::Stateless, Role::Log, Role::Storage];
-
     /// The role this server's CPU is accounted to.
     fn cpu_role(self) -> CpuRole {
         match self {
@@ -76,6 +75,8 @@ impl Role {
 #[derive(Debug)]
 pub struct Server {
     pub role: Role,
+    /// Its "host", from 1: it listens on 127.0.0.<host>.
+    pub host: u32,
     pub port: u16,
     /// Data directory (`-d`), on the work dir.
     pub data_dir: PathBuf,
@@ -99,7 +100,12 @@ impl Server {
         Ok(trace)
     }
 
-    fn new(work: &Path, role: Role, port: u16) -> Result<Server> {
+    /// Its address, `127.0.0.<host>:<port>`.
+    pub fn address(&self) -> SocketAddrV4 {
+        SocketAddrV4::new(host_ip(self.host), self.port)
+    }
+
+    fn new(work: &Path, role: Role, host: u32, port: u16) -> Result<Server> {
         let dir = work.join(format!("{}-{port}", role.as_str()));
         let (data_dir, log_dir) = (dir.join("data"), dir.join("log"));
         for d in [&data_dir, &log_dir] {
@@ -107,6 +113,7 @@ impl Server {
         }
         Ok(Server {
             role,
+            host,
             port,
             data_dir,
             log_dir,
@@ -114,8 +121,10 @@ impl Server {
         })
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn spawn(
         &self,
+        multi_host: bool,
         tree: &FdbTree,
         cluster_file: &Path,
         artifacts: &Path,
@@ -126,7 +135,7 @@ impl Server {
         let mut cmd = Command::new(&tree.fdbserver);
         env.apply(&mut cmd);
         cmd.arg("-p")
-            .arg(format!("127.0.0.1:{}", self.port))
+            .arg(self.address().to_string())
             .args(["-c", self.role.as_str()])
             .arg("-d")
             .arg(&self.data_dir)
@@ -136,6 +145,11 @@ impl Server {
             .arg(cluster_file)
             .args(knobs.iter().map(Knob::arg))
             .current_dir(self.data_dir.parent().expect("server dir"));
+        if multi_host {
+            // One machine and zone per "host": redundancy places replicas apart.
+            let id = format!("host{}", self.host);
+            cmd.args(["--locality-machineid", &id, "--locality-zoneid", &id]);
+        }
         let stem = format!("fdbserver-{}-{}", self.role.as_str(), self.port);
         let cpus = pinning.map(|p| match self.role {
             Role::Storage => p.storage.as_slice(),
@@ -156,6 +170,8 @@ impl Server {
 pub struct Cluster {
     pub cluster_file: PathBuf,
     pub servers: Vec<Server>,
+    /// Its shape: hosts, processes, redundancy, coordinators, role counts.
+    topology: Topology,
     fdbcli: PathBuf,
     /// The environment of every server and fdbcli call.
     env: ChildEnv,
@@ -167,24 +183,54 @@ impl Cluster {
     /// Prepares a cluster under `work` (data and trace dirs) with ports chosen now and
     /// its cluster file; [`Cluster::start`] starts the servers. Kept apart so that a
     /// cluster that fails to start is still there to harvest and tear down.
-    pub fn new(tree: &FdbTree, work: &Path, artifacts: &Path, env: &ChildEnv) -> Result<Cluster> {
-        let ports = free_ports(Role::ALL.len())?;
-        let cluster_file = work.join("fdb.cluster");
-        // Description and ID are arbitrary; the coordinator is the stateless process.
-        let id = format!("{:08x}", std::process::id() ^ ports[0] as u32);
-        std::fs::write(
-            &cluster_file,
-            format!("perfgate:{id}@127.0.0.1:{}\n", ports[0]),
-        )
-        .with_context(|| format!("cannot write {}", cluster_file.display()))?;
-        let servers = Role::ALL
+    pub fn new(
+        tree: &FdbTree,
+        topology: &Topology,
+        work: &Path,
+        artifacts: &Path,
+        env: &ChildEnv,
+    ) -> Result<Cluster> {
+        let t = topology;
+        let per_host = [
+            (Role::Stateless, t.stateless_per_host),
+            (Role::Log, t.logs_per_host),
+            (Role::Storage, t.storage_per_host),
+        ];
+        let shape: Vec<(u32, Role)> = (1..=t.hosts)
+            .flat_map(|host| {
+                per_host
+                    .iter()
+                    .flat_map(move |&(role, n)| (0..n).map(move |_| (host, role)))
+            })
+            .collect();
+        // Distinct port numbers across hosts keep every server's files apart by name.
+        let ports = free_ports(shape.len())?;
+        let servers: Vec<Server> = shape
             .into_iter()
             .zip(ports)
-            .map(|(role, port)| Server::new(work, role, port))
+            .map(|((host, role), port)| Server::new(work, role, host, port))
             .collect::<Result<_>>()?;
+        // Coordinators: the first stateless process of each of the first N hosts.
+        let coordinators: Vec<String> = (1..=t.coordinators)
+            .filter_map(|h| {
+                servers
+                    .iter()
+                    .find(|s| s.host == h && s.role == Role::Stateless)
+                    .map(|s| s.address().to_string())
+            })
+            .collect();
+        let cluster_file = work.join("fdb.cluster");
+        // Description and ID are arbitrary.
+        let id = format!("{:08x}", std::process::id() ^ u32::from(servers[0].port));
+        std::fs::write(
+            &cluster_file,
+            format!("perfgate:{id}@{}\n", coordinators.join(",")),
+        )
+        .with_context(|| format!("cannot write {}", cluster_file.display()))?;
         Ok(Cluster {
             cluster_file,
             servers,
+            topology: topology.clone(),
             fdbcli: tree.fdbcli.clone(),
             env: env.clone(),
             artifacts: artifacts.to_path_buf(),
@@ -219,8 +265,12 @@ impl Cluster {
             .cluster_file
             .parent()
             .expect("cluster file in the work dir");
-        for port in free_ports(n as usize)? {
-            self.servers.push(Server::new(work, Role::Tester, port)?);
+        // Spread over the hosts, as testers on machines of their own would be.
+        let hosts = self.topology.hosts;
+        for (i, port) in free_ports(n as usize)?.into_iter().enumerate() {
+            let host = i as u32 % hosts + 1;
+            self.servers
+                .push(Server::new(work, Role::Tester, host, port)?);
         }
         self.spawn_from(first, tree, knobs, pinning, bound)
     }
@@ -235,8 +285,10 @@ impl Cluster {
         bound: Duration,
     ) -> Result<(), PhaseError> {
         let deadline = Instant::now() + bound;
+        let multi_host = self.topology.hosts > 1;
         for i in first..self.servers.len() {
             let child = self.servers[i].spawn(
+                multi_host,
                 tree,
                 &self.cluster_file,
                 &self.artifacts,
@@ -247,7 +299,7 @@ impl Cluster {
             self.servers[i].child = Some(child);
         }
         for server in &self.servers[first..] {
-            let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, server.port);
+            let addr = server.address();
             while TcpStream::connect_timeout(&addr.into(), Duration::from_millis(200)).is_err() {
                 self.check_alive()?;
                 if interrupted() {
@@ -262,8 +314,9 @@ impl Cluster {
         Ok(())
     }
 
-    /// `fdbcli --exec "configure new single <engine>"` with `release`'s name of the engine,
-    /// bounded. Output is kept as `fdbcli-configure.txt`, its stderr `.err`.
+    /// `fdbcli --exec "configure new <redundancy> <engine> [logs=N ...]"` with `release`'s
+    /// name of the engine and the topology's mode and counts, bounded. Output is kept as
+    /// `fdbcli-configure.txt`, its stderr `.err`.
     pub fn configure(
         &self,
         engine: Engine,
@@ -271,7 +324,7 @@ impl Cluster {
         bound: Duration,
     ) -> Result<(), PhaseError> {
         let name = release.engine_name(engine).map_err(|e| anyhow!(e))?;
-        let command = format!("configure new single {name}");
+        let command = format!("configure new {}", self.topology.configure_args(name));
         let out = self.artifacts.join("fdbcli-configure.txt");
         let status = self.fdbcli(&command, &out, bound)?;
         let text = read_output(&out)?;
@@ -450,6 +503,11 @@ impl Cluster {
         }
         Ok(())
     }
+}
+
+/// The loopback address of "host" `host` (from 1): 127.0.0.<host>.
+fn host_ip(host: u32) -> Ipv4Addr {
+    Ipv4Addr::new(127, 0, 0, host.clamp(1, 254) as u8)
 }
 
 /// `n` distinct loopback ports that were free a moment ago (bound to port 0 together, then

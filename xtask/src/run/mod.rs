@@ -139,6 +139,7 @@ impl<'a> Runner<'a> {
         let config = &self.plan.config;
         let ctx = TrialContext {
             workload: &config.workload,
+            topology: &config.topology,
             bounds: &config.bounds,
             run_workdir: &self.run_workdir,
             results_dir: self.out,

@@ -16,7 +16,7 @@ use fdb::mako::{last_sample_tps, MakoReport, TextSummary};
 use super::{cluster::Cluster, monitor::Monitor, reaper::remove_mako_leftovers};
 use crate::{
     build::tree::FdbTree,
-    config::{PhaseBounds, Workload},
+    config::{topology::Topology, PhaseBounds, Workload},
     plan::{env::ChildEnv, pinning::Pinning, ArmPlan, PlannedTrial},
     process::{excerpt, output_note, read_output, Child, PhaseError},
     results::trial::{
@@ -27,6 +27,8 @@ use crate::{
 /// What every trial of a run shares.
 pub struct TrialContext<'a> {
     pub workload: &'a Workload,
+    /// The cluster every trial starts.
+    pub topology: &'a Topology,
     pub bounds: &'a PhaseBounds,
     /// This run's directory on the work dir (RAM disk).
     pub run_workdir: &'a Path,
@@ -213,7 +215,7 @@ fn run_phases(
 ) -> Result<(), Failure> {
     let b = ctx.bounds;
     let tree = &arm.tree;
-    let c = Cluster::new(tree, work, artifacts, ctx.env).map_err(|e| Failure {
+    let c = Cluster::new(tree, ctx.topology, work, artifacts, ctx.env).map_err(|e| Failure {
         phase: Phase::ClusterStart,
         error: e.into(),
     })?;
