@@ -576,6 +576,22 @@ mod tests {
     }
 
     #[test]
+    fn a_real_fdb_7_3_run_reads_the_same() {
+        // FDB 7.3.79 through the gate (1 tester, 20 s): 7.3 prints no `Test complete` and
+        // one `test clients passed` line (tester.actor.cpp), the metrics as 8.0.
+        let text = data("pointread-7.3-stdout.txt");
+        assert!(!text.contains("Test complete"));
+        let r = read_run(&text, 1).unwrap();
+        assert!(close(r.tps, 36867.066667), "{r:?}");
+        assert_eq!((r.retries, r.measured_s), (0.0, 15.0));
+        assert!(
+            r.latency.p50_ms > 0.0 && r.latency.p50_ms < r.latency.p98_ms,
+            "{r:?}"
+        );
+        assert_eq!(r.commit_mean_ms, 0.0, "read-only");
+    }
+
+    #[test]
     fn a_result_survives_json_with_an_empty_statistic() {
         let mut r = read_run(&data("pointread-stdout.txt"), 2).unwrap();
         r.commit_p50_ms = f64::NAN;
