@@ -338,6 +338,11 @@ fn a_sweep_stops_one_step_past_the_knee_and_a_lower_knee_is_a_regression() {
         &["--sweep", "400,600,900,1200,2000", "--trials", "1"],
     );
     assert_eq!(code(&o), 1, "{}", text(&o));
+    assert!(
+        text(&o).contains("sweep      targets 400, 600, 900, 1200, 2000 TPS, 1 pair(s) each"),
+        "{}",
+        text(&o)
+    );
     let j = &s.read_json("summary.json")["judgements"];
     assert_eq!(j.as_array().unwrap().len(), 1, "the knee alone: {j}");
     assert_eq!(
@@ -398,6 +403,20 @@ fn a_sweep_stops_one_step_past_the_knee_and_a_lower_knee_is_a_regression() {
         serde_json::from_str(&std::fs::read_to_string(again.join("summary.json")).unwrap())
             .unwrap();
     assert_eq!(summary["judgements"][0]["reason"], j[0]["reason"]);
+    // The knees for scripts, and a sweep is no baseline.
+    assert_eq!(
+        j[0]["notes"],
+        json!(["baseline knee: 900 TPS", "experiment knee: 600 TPS"])
+    );
+    let o = std::process::Command::new(crate::support::xtask())
+        .args(["baseline", "record", "--from"])
+        .arg(s.out())
+        .arg("--baselines-dir")
+        .arg(s.dir.path().join("bl"))
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(text(&o).contains("is a saturation sweep"), "{}", text(&o));
     s.assert_no_leftover_processes();
 }
 
@@ -439,6 +458,10 @@ fn a_sweep_of_one_build_passes_and_a_ladder_below_or_above_the_knee_is_inconclus
     for (flags, want) in [
         (&["--sweep", "1,2", "--target-tps", "5"][..], "--target-tps"),
         (&["--sweep", "7"][..], "at least 2 targets"),
+        (
+            &["--sweep", "1,2", "--noise-from", "/nonexistent"][..],
+            "--sweep does not go with --noise-from",
+        ),
     ] {
         let o = multitest(&s, &a, &a, &[&["--allow-same"][..], flags].concat());
         assert_eq!(code(&o), 64, "{}", text(&o));
@@ -599,4 +622,17 @@ fn a_three_host_double_redundancy_cluster_places_each_host_apart() {
         assert_eq!(counts, [4, 4, 3], "{per_host:?}");
     }
     s.assert_no_leftover_processes();
+}
+
+#[test]
+fn the_multitest_driver_refuses_fdb_7_1() {
+    let s = Sandbox::new();
+    let a = s.tree("a", json!({"release": "7.1"}));
+    let o = multitest(&s, &a, &a, &["--allow-same", "--trials", "1"]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("the multitest driver runs FDB 7.2 and later"),
+        "{}",
+        text(&o)
+    );
 }

@@ -41,6 +41,15 @@ fn record(
         summary,
     } = SavedRun::read(from)?;
     check_finished(from, summary.as_ref())?;
+    if meta.plan.config.sweep.is_some() {
+        return Err(UsageError(format!(
+            "{} is a saturation sweep (--sweep): its trials ran at different targets, so their \
+             TPS is no baseline, and recording its knee is not there yet; record a run \
+             without --sweep",
+            from.display()
+        ))
+        .into());
+    }
     let plan = meta.plan;
     let recorded_arm = arm_of(&plan, arm)?;
     let build_tree = recorded_arm

@@ -473,6 +473,10 @@ fn check_sweep(c: &BenchConfig, a: &BenchArgs, ladder: &str) -> Result<Vec<u64>,
             a.no_control,
             "--no-control (a knee is judged against the baseline arm's)",
         ),
+        (
+            a.noise_from.is_some(),
+            "--noise-from (a knee is judged by the ladder, not by paired noise)",
+        ),
     ];
     if let Some((_, what)) = conflict.iter().find(|(on, _)| *on) {
         return Err(usage(format!("--sweep does not go with {what}")));

@@ -112,6 +112,16 @@ pub fn judge(
         .iter()
         .map(|&engine| {
             let (verdict, reason, knees) = decide(trials, engine, ladder, interrupted);
+            // The knees by arm, for scripts (summary.json), not only in the reason.
+            let steps = steps(trials, engine);
+            let notes = [Arm::Baseline, Arm::Experiment]
+                .into_iter()
+                .filter(|arm| steps.iter().any(|s| s.arm == *arm))
+                .map(|arm| match knee(&steps, arm) {
+                    Some(k) => format!("{arm} knee: {k} TPS"),
+                    None => format!("{arm} knee: below the first step, {} TPS", ladder[0]),
+                })
+                .collect();
             Judgement {
                 engine,
                 metric: Metric::KneeTps,
@@ -129,7 +139,7 @@ pub fn judge(
                 family_size: 1,
                 looks: 1,
                 criteria,
-                notes: Vec::new(),
+                notes,
                 noise_from: None,
             }
         })

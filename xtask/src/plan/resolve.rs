@@ -382,6 +382,14 @@ fn check_release(config: &BenchConfig, arm: &ArmPlan) -> Result<Option<String>, 
              cannot run its workloads; README, 'FDB releases')"
         )));
     }
+    // The multitest driver was read against the tester and ReadWrite code of 7.2 to 8.0
+    // (fdb::multitest) and run on 7.3 and 8.0; 7.1's is not known to match.
+    if w.readwrite.is_some() && caps.release < Release::new(7, 2) {
+        return Err(UsageError(format!(
+            "{what}: the multitest driver runs FDB 7.2 and later (its output was checked \
+             against 7.2 to 8.0's tester code); use a tree of FDB 7.2 or later"
+        )));
+    }
     if !caps.async_xacts && w.readwrite.is_none() {
         return Err(UsageError(format!(
             "{what}: its mako has no --async_xacts (it came with FDB 7.2), and every workload \

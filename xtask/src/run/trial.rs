@@ -248,6 +248,13 @@ fn run_phases(
         for note in report.saturation().into_iter().chain(report.contention()) {
             tracing::info!("trial {}: {note}", planned.index);
         }
+        if let (Some(_), Err(why)) = (planned.target_tps, report.validity()) {
+            // In a sweep this is data (the step is not followed), but it is said.
+            tracing::info!(
+                "trial {}: {why}; in a sweep, this step is not followed",
+                planned.index
+            );
+        }
         record.multitest = Some(report);
         return validity.map_err(|e| Failure {
             phase: Phase::Multitest,
