@@ -27,6 +27,24 @@ fn multitest(s: &Sandbox, a: &Path, b: &Path, extra: &[&str]) -> std::process::O
         .unwrap()
 }
 
+/// Each fdbserver's (tester's) trace dir in a trial's artifacts `dir`, `<role>-<port>`,
+/// with its trace files' text.
+fn server_traces(dir: &Path) -> Vec<(String, String)> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_dir() && e.file_name() != "multitest")
+        .map(|e| {
+            let trace = std::fs::read_dir(e.path())
+                .unwrap()
+                .flatten()
+                .map(|f| std::fs::read_to_string(f.path()).unwrap())
+                .collect();
+            (e.file_name().to_string_lossy().into_owned(), trace)
+        })
+        .collect()
+}
+
 fn trials(s: &Sandbox) -> Vec<Value> {
     s.read_json("trials.json").as_array().unwrap().clone()
 }
@@ -502,21 +520,10 @@ fn testers_are_the_client_and_get_no_arm_knob() {
     for t in trials(&s) {
         let dir = s.out().join(t["artifacts"].as_str().unwrap());
         let mut servers = 0;
-        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let Some(role) = ["storage-", "log-", "stateless-", "test-"]
-                .into_iter()
-                .find(|r| name.starts_with(r))
-            else {
-                continue;
-            };
-            let trace: String = std::fs::read_dir(entry.path())
-                .unwrap()
-                .flatten()
-                .map(|f| std::fs::read_to_string(f.path()).unwrap())
-                .collect();
+        for (name, trace) in server_traces(&dir) {
+            let role = name.split('-').next().unwrap();
             let has_knob = trace.contains("--knob_page_cache_4k=");
-            assert_eq!(has_knob, role != "test-", "{name}: {trace}");
+            assert_eq!(has_knob, role != "test", "{name}: {trace}");
             // The tmpfs knob the gate adds reaches the testers too.
             assert!(trace.contains("--knob_disable_posix_kernel_aio=1") || !s.workdir_is_tmpfs());
             servers += 1;
@@ -595,16 +602,7 @@ fn a_three_host_double_redundancy_cluster_places_each_host_apart() {
             "{asked}"
         );
         let mut per_host = std::collections::BTreeMap::<String, Vec<String>>::new();
-        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if !entry.path().is_dir() || name == "multitest" {
-                continue;
-            }
-            let trace: String = std::fs::read_dir(entry.path())
-                .unwrap()
-                .flatten()
-                .map(|f| std::fs::read_to_string(f.path()).unwrap())
-                .collect();
+        for (name, trace) in server_traces(&dir) {
             let host = (1..=3)
                 .find(|h| trace.contains(&format!("-p 127.0.0.{h}:")))
                 .unwrap_or_else(|| panic!("{name}: no 127.0.0.1-3 address: {trace}"));

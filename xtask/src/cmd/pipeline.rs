@@ -85,20 +85,12 @@ pub fn execute(plan: Plan) -> Result<Finished> {
         }
     }
     let judged = Judged {
-        trials: &trials,
-        judgements: &judgements,
-        warnings: &warnings,
+        trials,
+        judgements,
+        warnings,
         interrupted,
     };
-    write_results(&plan, &out, &judged, started)?;
-    let exit_code = exit_code(&judgements, interrupted);
-    Ok(Finished {
-        plan,
-        out,
-        trials,
-        interrupted,
-        exit_code,
-    })
+    finish(plan, out, judged, started)
 }
 
 /// A saturation sweep (`--sweep`): its steps up to one past the knee, the knee judged
@@ -112,22 +104,13 @@ fn finish_sweep(
     let trials = run_sweep(&plan, &out, ladder)?;
     let interrupted = interrupted();
     let criteria = criteria(&plan, plan.config.trials);
-    let judgements = knee::judge(&trials, &plan.engines, ladder, criteria, interrupted);
     let judged = Judged {
-        trials: &trials,
-        judgements: &judgements,
-        warnings: &plan.warnings,
+        judgements: knee::judge(&trials, &plan.engines, ladder, criteria, interrupted),
+        trials,
+        warnings: plan.warnings.clone(),
         interrupted,
     };
-    write_results(&plan, &out, &judged, started)?;
-    let exit_code = exit_code(&judgements, interrupted);
-    Ok(Finished {
-        plan,
-        out,
-        trials,
-        interrupted,
-        exit_code,
-    })
+    finish(plan, out, judged, started)
 }
 
 /// Runs each engine's steps in order, all of a step's pairs, and stops the engine one
@@ -164,41 +147,44 @@ fn run_sweep(plan: &Plan, out: &Path, ladder: &[u64]) -> Result<Vec<TrialRecord>
 }
 
 /// What a run's results are written from.
-struct Judged<'a> {
-    trials: &'a [TrialRecord],
-    judgements: &'a [Judgement],
+struct Judged {
+    trials: Vec<TrialRecord>,
+    judgements: Vec<Judgement>,
     /// The plan's warnings and any the run added.
-    warnings: &'a [String],
+    warnings: Vec<String>,
     interrupted: bool,
 }
 
-/// Writes the verdicts (summary, JUnit, Markdown, results.tsv) and report.html.
-fn write_results(
-    plan: &Plan,
-    out: &Path,
-    j: &Judged,
-    started: std::time::SystemTime,
-) -> Result<()> {
+/// Writes the verdicts (summary, JUnit, Markdown, results.tsv) and report.html, and
+/// returns the finished run with its exit status.
+fn finish(plan: Plan, out: PathBuf, j: Judged, started: std::time::SystemTime) -> Result<Finished> {
     let results = || write::Stage("results");
     write::verdicts(
-        out,
-        j.judgements,
+        &out,
+        &j.judgements,
         j.interrupted,
-        j.warnings,
+        &j.warnings,
         write::Copies {
             junit: plan.config.junit.as_deref(),
             markdown: plan.config.export_markdown.as_deref(),
         },
         plan.config.json,
         &crate::report::JunitRun::new(
-            j.trials,
+            &j.trials,
             started,
             &crate::results::host::Host::read().hostname,
             plan.config.junit.as_deref(),
         ),
     )
     .context(results())?;
-    write::html_report(out, plan, j.trials, j.judgements, started).context(results())
+    write::html_report(&out, &plan, &j.trials, &j.judgements, started).context(results())?;
+    Ok(Finished {
+        exit_code: exit_code(&j.judgements, j.interrupted),
+        plan,
+        out,
+        trials: j.trials,
+        interrupted: j.interrupted,
+    })
 }
 
 /// The judging criteria of the plan, for `trials` planned per arm.

@@ -491,18 +491,25 @@ impl Cluster {
             let dest = self
                 .artifacts
                 .join(format!("{}-{}", s.role.as_str(), s.port));
-            std::fs::create_dir_all(&dest)?;
-            let Ok(entries) = std::fs::read_dir(&s.log_dir) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                std::fs::copy(entry.path(), dest.join(entry.file_name())).with_context(|| {
-                    format!("cannot copy {} to the results", entry.path().display())
-                })?;
+            // A server that never started has no log dir to copy.
+            if s.log_dir.is_dir() {
+                copy_files(&s.log_dir, &dest)?;
             }
         }
         Ok(())
     }
+}
+
+/// Copies the files of `from` (a trace dir on the work dir) into `to`, made if needed.
+pub(super) fn copy_files(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to).with_context(|| format!("cannot create {}", to.display()))?;
+    let entries =
+        std::fs::read_dir(from).with_context(|| format!("cannot list {}", from.display()))?;
+    for entry in entries.flatten() {
+        std::fs::copy(entry.path(), to.join(entry.file_name()))
+            .with_context(|| format!("cannot copy {} to the results", entry.path().display()))?;
+    }
+    Ok(())
 }
 
 /// The loopback address of "host" `host` (from 1): 127.0.0.<host>.

@@ -24,7 +24,7 @@ use fdb::{
 };
 
 use super::{
-    cluster::Cluster,
+    cluster::{copy_files, Cluster},
     monitor::Monitor,
     trial::{Progress, TrialContext},
 };
@@ -106,9 +106,9 @@ pub fn run(
         started + bound,
         bound,
     );
-    let copied = copy_trace(&log, &artifacts.join("multitest"));
+    let copied = copy_files(&log, &artifacts.join("multitest"));
     let status = status?;
-    copied?;
+    copied.map_err(PhaseError::from)?;
     let text = read_output(&out)?;
     let result = read_run(&text, rw.testers as usize).map_err(|e| {
         anyhow!(
@@ -210,16 +210,4 @@ fn command(
         .arg(log)
         .current_dir(log);
     cmd
-}
-
-/// Copies the multitest's trace files from the work dir into `dest`.
-fn copy_trace(log: &Path, dest: &Path) -> Result<(), PhaseError> {
-    std::fs::create_dir_all(dest).with_context(|| format!("cannot create {}", dest.display()))?;
-    let entries =
-        std::fs::read_dir(log).with_context(|| format!("cannot list {}", log.display()))?;
-    for entry in entries.flatten() {
-        std::fs::copy(entry.path(), dest.join(entry.file_name()))
-            .with_context(|| format!("cannot copy {} to the results", entry.path().display()))?;
-    }
-    Ok(())
 }
