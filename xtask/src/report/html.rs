@@ -327,15 +327,23 @@ fn chart_trials(
             .build_cartesian_2d(0f64..x_max, lo..hi)?;
         chart.configure_mesh().x_desc("trial").draw()?;
         let of = |arm: Arm| points.iter().filter(move |p| p.2 == arm);
-        chart.draw_series(
-            of(Arm::Baseline).map(|&(x, y, arm)| Circle::new((x, y), 5, color(arm).filled())),
-        )?;
-        chart.draw_series(
-            of(Arm::Experiment)
-                .map(|&(x, y, arm)| TriangleMarker::new((x, y), 7, color(arm).filled())),
-        )?;
+        for arm in [Arm::Baseline, Arm::Experiment] {
+            chart.draw_series(of(arm).map(|&(x, y, arm)| marker(arm, (x, y))))?;
+        }
         Ok(())
     })
+}
+
+/// An arm's marker at `p`: a circle for the baseline, a triangle for the experiment, so
+/// the arms differ without their colours too.
+pub(super) fn marker<DB: DrawingBackend>(
+    arm: Arm,
+    p: (f64, f64),
+) -> DynElement<'static, DB, (f64, f64)> {
+    match arm {
+        Arm::Baseline => Circle::new(p, 5, color(arm).filled()).into_dyn(),
+        Arm::Experiment => TriangleMarker::new(p, 7, color(arm).filled()).into_dyn(),
+    }
 }
 
 /// mako's per-second TPS of each measured trial, warmup shaded.

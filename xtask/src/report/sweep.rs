@@ -9,7 +9,7 @@ use fdb::Engine;
 use html_escape::encode_text as esc;
 use plotters::prelude::*;
 
-use super::html::{bounds, color, drawable, svg};
+use super::html::{bounds, color, drawable, marker, svg};
 use crate::{
     config::Arm,
     judge::knee::{knee, steps, Step},
@@ -129,16 +129,7 @@ fn chart(
         for (arm, pts) in &series {
             let style = color(*arm).stroke_width(2);
             chart.draw_series(LineSeries::new(pts.iter().copied(), style))?;
-            match arm {
-                Arm::Baseline => chart.draw_series(
-                    pts.iter()
-                        .map(|&p| Circle::new(p, 5, color(*arm).filled()).into_dyn()),
-                )?,
-                Arm::Experiment => chart.draw_series(
-                    pts.iter()
-                        .map(|&p| TriangleMarker::new(p, 7, color(*arm).filled()).into_dyn()),
-                )?,
-            };
+            chart.draw_series(pts.iter().map(|&p| marker(*arm, p)))?;
         }
         Ok(())
     })
