@@ -361,6 +361,12 @@ fn a_sweep_stops_one_step_past_the_knee_and_a_lower_knee_is_a_regression() {
         "{}",
         text(&o)
     );
+    // The time left counts the whole ladder, which the sweep may not climb.
+    assert!(
+        text(&o).contains("trial 2 of 10: redwood") && text(&o).contains(", at most "),
+        "{}",
+        text(&o)
+    );
     let j = &s.read_json("summary.json")["judgements"];
     assert_eq!(j.as_array().unwrap().len(), 1, "the knee alone: {j}");
     assert_eq!(
@@ -421,20 +427,194 @@ fn a_sweep_stops_one_step_past_the_knee_and_a_lower_knee_is_a_regression() {
         serde_json::from_str(&std::fs::read_to_string(again.join("summary.json")).unwrap())
             .unwrap();
     assert_eq!(summary["judgements"][0]["reason"], j[0]["reason"]);
-    // The knees for scripts, and a sweep is no baseline.
+    // The knees for scripts, and in the verdict table's columns of the arms.
     assert_eq!(
         j[0]["notes"],
         json!(["baseline knee: 900 TPS", "experiment knee: 600 TPS"])
     );
-    let o = std::process::Command::new(crate::support::xtask())
+    assert_eq!(
+        j[0]["knees"],
+        json!({"baseline_tps": 900, "experiment_tps": 600, "first_step_tps": 400, "top_step_tps": 2000})
+    );
+    let md = std::fs::read_to_string(s.out().join("summary.md")).unwrap();
+    assert!(
+        md.contains("| redwood | knee TPS | 900 | 600 | -33.33% | - | **REGRESSION** |"),
+        "{md}"
+    );
+    s.assert_no_leftover_processes();
+}
+
+/// `baseline record` of the run in the sandbox's results dir into its baselines dir as
+/// `name`, with `extra` flags.
+fn record(s: &Sandbox, from: &Path, name: &str, extra: &[&str]) -> std::process::Output {
+    std::process::Command::new(crate::support::xtask())
         .args(["baseline", "record", "--from"])
-        .arg(s.out())
-        .arg("--baselines-dir")
-        .arg(s.dir.path().join("bl"))
+        .arg(from)
+        .args(["--name", name, "--baselines-dir"])
+        .arg(s.dir.path().join("baselines"))
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_sweeps_knee_is_recorded_and_a_candidate_is_gated_on_it() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"tps": 1000.0}), json!({"tps": 800.0}));
+    let ladder = "400,600,900,1200,2000";
+    let sweep = ["--sweep", ladder, "--trials", "1"];
+    // The release: an A/A sweep of tree a, knee 900 TPS.
+    let o = multitest(&s, &a, &a, &[&["--allow-same"][..], &sweep].concat());
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let day1 = s.dir.path().join("day1");
+    std::fs::rename(s.out(), &day1).unwrap();
+    let o = record(&s, &day1, "rel", &[]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let rec = s.dir.path().join("baselines/rel.json");
+    let b_json: Value = serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+    assert_eq!(
+        b_json["sweep"],
+        json!({"ladder": [400, 600, 900, 1200, 2000], "knee_tps": 900})
+    );
+    assert!(b_json["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|t| t["target_tps"].as_u64().is_some()));
+    let o = std::process::Command::new(crate::support::xtask())
+        .args(["baseline", "list", "--baselines-dir"])
+        .arg(s.dir.path().join("baselines"))
         .output()
         .unwrap();
+    assert!(
+        text(&o).contains("knee 900 TPS on the ladder 400,600,900,1200,2000"),
+        "{}",
+        text(&o)
+    );
+    // The candidate b (knee 600) against the record, with tree a as today's control.
+    let against = [&["--against-recorded", "rel"][..], &sweep].concat();
+    let o = multitest(&s, &a, &b, &against);
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    let j = &s.read_json("summary.json")["judgements"][0];
+    assert_eq!(
+        (&j["metric"], &j["verdict"]),
+        (&json!("knee_tps"), &json!("REGRESSION"))
+    );
+    assert!(
+        text(&o).contains(
+            "host check (redwood): today's control (the recorded build) reached a knee of 900 TPS"
+        ),
+        "{}",
+        text(&o)
+    );
+    // A control slower today than on the recording day: the verdict stands, the host is
+    // said to have changed.
+    let slow = s.tree("slow", json!({"tps": 700.0}));
+    let o = multitest(&s, &slow, &b, &against);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let summary = s.read_json("summary.json");
+    assert_eq!(summary["judgements"][0]["verdict"], "MEASURED");
+    assert!(
+        summary["warnings"]
+            .to_string()
+            .contains("HOST CHANGED (redwood)"),
+        "{summary}"
+    );
+    // Knees compare on one ladder, and a record of one target holds none.
+    for (flags, want) in [
+        (
+            &["--against-recorded", "rel", "--trials", "1"][..],
+            "pass --sweep 400,600,900,1200,2000",
+        ),
+        (
+            &[
+                "--against-recorded",
+                "rel",
+                "--trials",
+                "1",
+                "--sweep",
+                "400,900",
+            ][..],
+            "pass --sweep 400,600,900,1200,2000",
+        ),
+    ] {
+        let o = multitest(&s, &a, &b, flags);
+        assert_eq!(code(&o), 64, "{}", text(&o));
+        assert!(text(&o).contains(want), "{want}: {}", text(&o));
+    }
+    // Without a control arm, against the lowest of two days' knees.
+    let day2 = s.dir.path().join("day2");
+    let o = multitest(&s, &a, &a, &[&["--allow-same"][..], &sweep].concat());
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    std::fs::rename(s.out(), &day2).unwrap();
+    let meta_path = day2.join("meta.json");
+    let mut meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
+    meta["started_at"] = json!("2020-01-01T00:00:00Z");
+    std::fs::write(&meta_path, meta.to_string()).unwrap();
+    let o = record(&s, &day2, "rel", &["--add-run"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let o = std::process::Command::new(crate::support::xtask())
+        .args(["bench", "--no-control", "--experiment-build"])
+        .arg(&b)
+        .arg("--out")
+        .arg(s.out())
+        .args(SMALL)
+        .args(&against)
+        .arg("--baselines-dir")
+        .arg(s.dir.path().join("baselines"))
+        .env("WORKDIR", s.workdir.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    let j = &s.read_json("summary.json")["judgements"][0];
+    assert_eq!(j["verdict"], "REGRESSION", "{j}");
+    assert!(
+        j["reason"]
+            .as_str()
+            .unwrap()
+            .contains("the knee fell from 900 TPS (the lowest of the record's days) to 600 TPS"),
+        "{j}"
+    );
+    assert_eq!(
+        j["notes"],
+        json!([
+            "experiment knee: 600 TPS",
+            "rel: recorded knees 900, 900 TPS over 2 days"
+        ])
+    );
+    // A record edited in the saved run is not judged again.
+    let meta_path = s.out().join("meta.json");
+    let mut meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
+    meta["plan"]["recorded"]["sweep"]["knee_tps"] = json!(2000);
+    std::fs::write(&meta_path, meta.to_string()).unwrap();
+    let o = std::process::Command::new(crate::support::xtask())
+        .arg("compare")
+        .arg(s.out())
+        .arg("--out")
+        .arg(s.dir.path().join("again"))
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(
+        text(&o).contains(
+            "its recorded baseline: baseline in meta.json: field `sweep.knee_tps` is 2000"
+        ),
+        "{}",
+        text(&o)
+    );
+    // A knee the ladder does not bracket is not recorded.
+    let o = multitest(
+        &s,
+        &a,
+        &a,
+        &["--allow-same", "--sweep", "100,200", "--trials", "1"],
+    );
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let o = record(&s, &s.out(), "above", &[]);
     assert_eq!(code(&o), 64, "{}", text(&o));
-    assert!(text(&o).contains("is a saturation sweep"), "{}", text(&o));
+    assert!(text(&o).contains("raise the top"), "{}", text(&o));
     s.assert_no_leftover_processes();
 }
 
@@ -467,6 +647,8 @@ fn a_sweep_of_one_build_passes_and_a_ladder_below_or_above_the_knee_is_inconclus
         j["reason"].as_str().unwrap().contains("lower its start"),
         "{j}"
     );
+    let md = std::fs::read_to_string(s.out().join("summary.md")).unwrap();
+    assert!(md.contains("| knee TPS | < 5000 | < 5000 |"), "{md}");
     assert_eq!(trials(&s).len(), 2, "one step past the knee: the first");
     // Retries past the knee are data in a sweep, not an error.
     let r = s.tree("r", json!({"tps": 1000.0, "multitest_retries": 400}));

@@ -262,7 +262,8 @@ pub struct BenchArgs {
     /// else the tree the record was made from if it is still there, else built from
     /// --fdb-src at the record's source version) runs paired with the
     /// experiment and gives the verdict; the record checks the host (today's control
-    /// against the recorded trials: HOST CHANGED when they differ).
+    /// against the recorded trials, or a sweep's recorded knee: HOST CHANGED when they
+    /// differ).
     #[arg(long, value_name = "NAME")]
     pub against_recorded: Option<String>,
 
@@ -309,7 +310,9 @@ pub struct BenchArgs {
     /// A/B pairs per step, and stop one step past the knee, where no arm follows its
     /// target any more (below 90% of it, or retries). The knee of each arm is the highest
     /// target it followed; a lower knee of the experiment is a REGRESSION. A list
-    /// (2000,4000,8000) or a geometric ladder START..MAXxFACTOR (2000..64000x2).
+    /// (2000,4000,8000) or a geometric ladder START..MAXxFACTOR (2000..64000x2). With
+    /// --against-recorded of a sweep's record: its ladder, and the knee is judged against
+    /// the control arm's (or, with --no-control, the lowest recorded day's).
     #[arg(long, value_name = "LADDER")]
     pub sweep: Option<String>,
 

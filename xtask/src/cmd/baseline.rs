@@ -13,8 +13,9 @@ use crate::{
     cli::{ArmArg, BaselineCommand},
     config::Arm,
     error::UsageError,
+    judge::knee,
     results::{
-        baseline::{dir, find, Baseline, RecordedTrial, SCHEMA_VERSION},
+        baseline::{dir, find, Baseline, RecordedSweep, RecordedTrial, SCHEMA_VERSION},
         fs::{json, write},
         saved::{SavedArm, SavedPlan, SavedRun, SavedSummary},
         trial::{Outcome, TrialRecord},
@@ -35,90 +36,146 @@ fn record(
     if let Some(n) = name {
         check_name(n)?;
     }
-    let SavedRun {
-        meta,
-        trials,
-        summary,
-    } = SavedRun::read(from)?;
-    check_finished(from, summary.as_ref())?;
-    if meta.plan.config.sweep.is_some() {
-        return Err(UsageError(format!(
-            "{} is a saturation sweep (--sweep): its trials ran at different targets, so their \
-             TPS is no baseline, and recording its knee is not there yet; record a run \
-             without --sweep",
-            from.display()
-        ))
-        .into());
-    }
-    let plan = meta.plan;
-    let recorded_arm = arm_of(&plan, arm)?;
-    let build_tree = recorded_arm
-        .tree
-        .as_ref()
-        .map(|t| t.root.display().to_string());
+    let run = SavedRun::read(from)?;
+    check_finished(from, run.summary.as_ref())?;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    // Every engine's record is made and placed before any is written: a run that cannot
+    // be recorded whole leaves nothing behind.
+    let mut placed = Vec::new();
+    for &engine in run.meta.plan.engines() {
+        let b = engine_record(from, &run, engine, arm, name)?;
+        placed.push(place(dir, b, existing)?);
+    }
     let mut written = Vec::new();
-    for &engine in plan.engines() {
-        let measured: Vec<&TrialRecord> = trials
-            .iter()
-            .filter(|t| t.engine == engine && t.arm == arm && t.outcome == Outcome::Measured)
-            .collect();
-        if measured.len() < 2 {
-            bail!(
-                "the run has {} measured {arm} trials of {engine}; a baseline needs at least 2",
-                measured.len()
-            );
-        }
-        let base = match name {
-            Some(n) if plan.engines().len() == 1 => n.to_string(),
-            Some(n) => format!("{n}-{engine}"),
-            None => slug(&format!(
-                "{}-{}-{engine}",
-                meta.host.class(),
-                plan.config.workload.profile
-            )),
-        };
-        let b = Baseline {
-            schema_version: SCHEMA_VERSION,
-            name: base,
-            recorded_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
-            gate_version: env!("CARGO_PKG_VERSION").to_string(),
-            engine,
-            workload: plan.config.workload.clone(),
-            knobs: measured[0].knobs.clone(),
-            host_class: meta.host.class(),
-            host: meta.host.clone(),
-            workdir_tmpfs: plan.workdir.tmpfs,
-            build: recorded_arm.version.clone(),
-            build_config: recorded_arm.build_config.clone(),
-            // Absolute: a record outlives the directory it was made in.
-            from_results: std::path::absolute(from)
-                .unwrap_or_else(|_| from.to_path_buf())
-                .display()
-                .to_string(),
-            build_tree: build_tree.clone(),
-            started_at: meta.started_at.clone(),
-            trials: measured.iter().filter_map(|t| recorded(t)).collect(),
-            more_runs: Vec::new(),
-        };
-        written.push(store(dir, b, existing)?);
+    for (path, b) in placed {
+        write(&path, &json(&b))?;
+        written.push(path);
     }
     Ok(written)
 }
 
-/// Writes the new record `b` into `dir` as `existing` says: a new file, a replaced one, or
-/// another run added to the record of its name. Returns the file written.
-fn store(dir: &Path, b: Baseline, existing: Existing) -> Result<PathBuf> {
-    let (path, b) = match existing {
+/// The record of `engine`'s `arm` trials of `run` (from `from`), named as [`record`] says.
+/// Errors: a sweep whose knee was not measured, fewer than 2 measured trials, a run
+/// without that arm.
+fn engine_record(
+    from: &Path,
+    run: &SavedRun,
+    engine: fdb::Engine,
+    arm: Arm,
+    name: Option<&str>,
+) -> Result<Baseline> {
+    let (meta, plan, trials) = (&run.meta, &run.meta.plan, &run.trials);
+    let recorded_arm = arm_of(plan, arm)?;
+    // A sweep that stopped says why before its trial count does.
+    let sweep = match &plan.config.sweep {
+        Some(ladder) => Some(recorded_sweep(from, trials, engine, arm, ladder)?),
+        None => None,
+    };
+    let measured: Vec<&TrialRecord> = trials
+        .iter()
+        .filter(|t| t.engine == engine && t.arm == arm && t.outcome == Outcome::Measured)
+        .collect();
+    if measured.len() < 2 {
+        bail!(
+            "the run has {} measured {arm} trials of {engine}; a baseline needs at least 2",
+            measured.len()
+        );
+    }
+    let base = match name {
+        Some(n) if plan.engines().len() == 1 => n.to_string(),
+        Some(n) => format!("{n}-{engine}"),
+        None => slug(&format!(
+            "{}-{}-{engine}",
+            meta.host.class(),
+            plan.config.workload.profile
+        )),
+    };
+    Ok(Baseline {
+        schema_version: SCHEMA_VERSION,
+        name: base,
+        recorded_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+        gate_version: env!("CARGO_PKG_VERSION").to_string(),
+        engine,
+        workload: plan.config.workload.clone(),
+        topology: plan.config.topology.clone(),
+        sweep,
+        knobs: measured[0].knobs.clone(),
+        host_class: meta.host.class(),
+        host: meta.host.clone(),
+        workdir_tmpfs: plan.workdir.tmpfs,
+        build: recorded_arm.version.clone(),
+        build_config: recorded_arm.build_config.clone(),
+        // Absolute: a record outlives the directory it was made in.
+        from_results: std::path::absolute(from)
+            .unwrap_or_else(|_| from.to_path_buf())
+            .display()
+            .to_string(),
+        build_tree: recorded_arm
+            .tree
+            .as_ref()
+            .map(|t| t.root.display().to_string()),
+        started_at: meta.started_at.clone(),
+        trials: measured.iter().filter_map(|t| recorded(t)).collect(),
+        more_runs: Vec::new(),
+    })
+}
+
+/// The knee `arm` of `engine` reached on the sweep over `ladder` whose trials are
+/// `trials` (of the run in `from`). Errors ([`UsageError`]): a trial of the engine that
+/// failed (the sweep stopped before its knee showed), or a knee the ladder does not
+/// bracket: the arm followed no step, or followed its top (the knee is above it).
+fn recorded_sweep(
+    from: &Path,
+    trials: &[TrialRecord],
+    engine: fdb::Engine,
+    arm: Arm,
+    ladder: &[u64],
+) -> Result<RecordedSweep> {
+    let refuse = |why: String| -> anyhow::Error {
+        UsageError(format!(
+            "{} is a saturation sweep whose {arm} knee of {engine} is not measured: {why}",
+            from.display()
+        ))
+        .into()
+    };
+    if let Some(t) = trials
+        .iter()
+        .find(|t| t.engine == engine && t.outcome != Outcome::Measured)
+    {
+        return Err(refuse(format!(
+            "trial {} was not measured, and the sweep stopped there; run it again",
+            t.index
+        )));
+    }
+    let steps = knee::steps(trials, engine);
+    let top = ladder[ladder.len() - 1];
+    match knee::knee(&steps, arm) {
+        None => Err(refuse(format!(
+            "it followed no step, not even {} TPS; lower the ladder's start and run it again",
+            ladder[0]
+        ))),
+        Some(k) if k >= top => Err(refuse(format!(
+            "it followed the ladder's top, {top} TPS, so the knee is above it; raise the \
+             top and run it again"
+        ))),
+        Some(k) => Ok(RecordedSweep {
+            ladder: ladder.to_vec(),
+            knee_tps: k,
+        }),
+    }
+}
+
+/// Where the new record `b` goes in `dir` as `existing` says, and what is written there: a
+/// new file, a replaced one, or the record of its name with the run added.
+fn place(dir: &Path, b: Baseline, existing: Existing) -> Result<(PathBuf, Baseline)> {
+    Ok(match existing {
         Existing::AddRun => {
             let (path, mut old) = find(dir, &b.name)?;
             old.add_run(b)?;
             (path, old)
         }
         _ => (free_path(dir, &b.name, existing == Existing::Replace)?, b),
-    };
-    write(&path, &json(&b))?;
-    Ok(path)
+    })
 }
 
 /// The saved run's `arm`. Errors: a run judged against a record has no baseline arm.
@@ -209,6 +266,7 @@ fn recorded(t: &TrialRecord) -> Option<RecordedTrial> {
         tps: t.tps()?,
         txn_latency_us_p99: t.txn_latency_us_p99().filter(|p| p.is_finite()),
         storage_cpu_cores: t.storage_cpu_cores,
+        target_tps: t.target_tps,
     })
 }
 
@@ -246,14 +304,26 @@ fn list(dir: &Path) -> Result<String> {
                     1 => String::new(),
                     n => format!("{n} runs, "),
                 };
+                // A sweep's trials ran at different targets: its figure is the knee.
+                let figure = match &b.sweep {
+                    Some(sw) => format!(
+                        "knee {} TPS on the ladder {}",
+                        b.knees()
+                            .iter()
+                            .map(u64::to_string)
+                            .collect::<Vec<_>>()
+                            .join("/"),
+                        crate::config::readwrite::ladder_text(&sw.ladder)
+                    ),
+                    None => format!("{mean:.1} TPS"),
+                };
                 let _ = writeln!(
                     s,
-                    "{}  {} {}  {runs}{} trials, {:.1} TPS  source {}  host '{}'  recorded {}",
+                    "{}  {} {}  {runs}{} trials, {figure}  source {}  host '{}'  recorded {}",
                     b.name,
                     b.engine,
                     b.workload.profile,
                     tps.len(),
-                    mean,
                     &b.build.source_version[..b.build.source_version.len().min(12)],
                     b.host_class,
                     b.recorded_at

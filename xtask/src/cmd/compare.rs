@@ -23,6 +23,7 @@ use crate::{
             dir_stamp, resolved,
         },
         saved::{SavedPlan, SavedRun, SavedSummary},
+        trial::TrialRecord,
     },
 };
 
@@ -51,19 +52,7 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
     let interrupted = summary.as_ref().is_none_or(|s| s.interrupted);
     let unpaired_record = plan.recorded.as_ref().filter(|_| plan.baseline.is_none());
     let samples = Sample::of_run(unpaired_record, &trials);
-    let mut judgements = match &plan.config.sweep {
-        // A sweep's verdict is its knee (SavedRun::read checked its ladder).
-        Some(ladder) => knee::judge(&trials, plan.engines(), ladder, criteria, interrupted),
-        None => judge_looks(
-            &samples,
-            plan.engines(),
-            criteria,
-            interrupted,
-            &looks,
-            None,
-            plan.noise_prior.as_ref(),
-        ),
-    };
+    let mut judgements = judge_saved(plan, &trials, &samples, criteria, interrupted, &looks);
     if !finished {
         for j in &mut judgements {
             j.reason = j.reason.replacen(
@@ -74,7 +63,7 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         }
     }
     let out = results_dir(args)?;
-    let mut warnings = warnings_of(plan, &samples);
+    let mut warnings = warnings_of(plan, &samples, &trials);
     if let Some(original) = &meta.results_dir {
         // The run's messages name its files where it was written; name them from here.
         let to_run = path_to_run(&out, &args.dir);
@@ -101,6 +90,42 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         ),
     )?;
     Ok(exit_code(&judgements, interrupted))
+}
+
+/// The saved run's judgements: a sweep's knee (`SavedRun::read` checked its ladder), or
+/// its trials judged at the looks it took.
+fn judge_saved(
+    plan: &SavedPlan,
+    trials: &[TrialRecord],
+    samples: &[Sample],
+    criteria: Criteria,
+    interrupted: bool,
+    looks: &std::collections::BTreeMap<fdb::Engine, u32>,
+) -> Vec<crate::judge::Judgement> {
+    let against = match (&plan.recorded, &plan.baseline) {
+        (Some(record), None) => knee::Against::Record(record),
+        (Some(record), Some(_)) => knee::Against::Control(record),
+        (None, _) => knee::Against::Arm,
+    };
+    match &plan.config.sweep {
+        Some(ladder) => knee::judge(
+            trials,
+            plan.engines(),
+            ladder,
+            criteria,
+            interrupted,
+            against,
+        ),
+        None => judge_looks(
+            samples,
+            plan.engines(),
+            criteria,
+            interrupted,
+            looks,
+            None,
+            plan.noise_prior.as_ref(),
+        ),
+    }
 }
 
 /// compare's results dir (`--out`, else `<run>/compare-<UTC time>-<pid>`), created once
@@ -142,11 +167,16 @@ fn path_to_run(out: &Path, run: &Path) -> String {
 
 /// The plan's warnings, and for a judgement against a record with a fresh control arm,
 /// the lines on which this host differs from the record's.
-fn warnings_of(plan: &SavedPlan, samples: &[Sample]) -> Vec<String> {
+fn warnings_of(plan: &SavedPlan, samples: &[Sample], trials: &[TrialRecord]) -> Vec<String> {
     let mut warnings = plan.warnings.clone();
     if let (Some(record), Some(_)) = (&plan.recorded, &plan.baseline) {
+        // A sweep's host check is by knee, a run of one target's by TPS.
+        let lines = match plan.config.sweep {
+            Some(_) => knee::host_lines(record, trials, plan.engines()),
+            None => host_lines(record, samples, plan.engines()),
+        };
         warnings.extend(
-            host_lines(record, samples, plan.engines())
+            lines
                 .into_iter()
                 .filter_map(|(changed, line)| changed.then_some(line)),
         );

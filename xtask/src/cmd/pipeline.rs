@@ -75,14 +75,7 @@ pub fn execute(plan: Plan) -> Result<Finished> {
     );
     let mut warnings = plan.warnings.clone();
     if let (Some(record), Some(_)) = (&plan.recorded, &plan.baseline) {
-        for (changed, line) in host_lines(record, &samples, &plan.engines) {
-            if changed {
-                tracing::warn!("{line}");
-                warnings.push(line);
-            } else {
-                tracing::info!("{line}");
-            }
-        }
+        log_host_lines(host_lines(record, &samples, &plan.engines), &mut warnings);
     }
     let judged = Judged {
         trials,
@@ -104,10 +97,30 @@ fn finish_sweep(
     let trials = run_sweep(&plan, &out, ladder)?;
     let interrupted = interrupted();
     let criteria = criteria(&plan, plan.config.trials);
+    // Against a record without a control arm, the record's knee is the baseline's.
+    let against = match (&plan.recorded, &plan.baseline) {
+        (Some(record), None) => knee::Against::Record(record),
+        (Some(record), Some(_)) => knee::Against::Control(record),
+        (None, _) => knee::Against::Arm,
+    };
+    let mut warnings = plan.warnings.clone();
+    if let (Some(record), Some(_)) = (&plan.recorded, &plan.baseline) {
+        log_host_lines(
+            knee::host_lines(record, &trials, &plan.engines),
+            &mut warnings,
+        );
+    }
     let judged = Judged {
-        judgements: knee::judge(&trials, &plan.engines, ladder, criteria, interrupted),
+        judgements: knee::judge(
+            &trials,
+            &plan.engines,
+            ladder,
+            criteria,
+            interrupted,
+            against,
+        ),
         trials,
-        warnings: plan.warnings.clone(),
+        warnings,
         interrupted,
     };
     finish(plan, out, judged, started)
@@ -144,6 +157,19 @@ fn run_sweep(plan: &Plan, out: &Path, ladder: &[u64]) -> Result<Vec<TrialRecord>
         }
     }
     Ok(runner.finish())
+}
+
+/// Logs the host check's `(changed, line)`s; a changed host's line is also a warning of
+/// the run's report.
+fn log_host_lines(lines: Vec<(bool, String)>, warnings: &mut Vec<String>) {
+    for (changed, line) in lines {
+        if changed {
+            tracing::warn!("{line}");
+            warnings.push(line);
+        } else {
+            tracing::info!("{line}");
+        }
+    }
 }
 
 /// What a run's results are written from.

@@ -466,14 +466,6 @@ fn check_sweep(c: &BenchConfig, a: &BenchArgs, ladder: &str) -> Result<Vec<u64>,
             "--target-tps (the ladder sets each step's)",
         ),
         (
-            a.against_recorded.is_some(),
-            "--against-recorded (a record holds no knee yet)",
-        ),
-        (
-            a.no_control,
-            "--no-control (a knee is judged against the baseline arm's)",
-        ),
-        (
             a.noise_from.is_some(),
             "--noise-from (a knee is judged by the ladder, not by paired noise)",
         ),

@@ -132,6 +132,12 @@ pub fn parse_ladder(s: &str) -> Result<Vec<u64>, String> {
     Ok(steps)
 }
 
+/// A ladder as `--sweep` takes it back: its steps joined by commas.
+pub fn ladder_text(ladder: &[u64]) -> String {
+    let steps: Vec<String> = ladder.iter().map(u64::to_string).collect();
+    steps.join(",")
+}
+
 /// The built-in loads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Load {

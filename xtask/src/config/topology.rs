@@ -61,6 +61,7 @@ impl Redundancy {
 /// The cluster of a trial: processes per class on each host, the redundancy mode, the
 /// coordinators, and the roles' counts `configure` asks for (`None`: FDB's default).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Topology {
     /// Hosts: loopback addresses 127.0.0.1 to 127.0.0.N, one zone each.
     pub hosts: u32,
@@ -135,6 +136,48 @@ impl Topology {
             s += &format!(", {}", counts.join(" "));
         }
         s
+    }
+
+    /// The bench flags that give this shape, e.g. `--hosts 3 --redundancy double
+    /// --coordinators 3`; "" for the default cluster.
+    pub fn flags(&self) -> String {
+        let d = Topology::default();
+        let mut f = Vec::new();
+        for (flag, v, dv) in [
+            ("--hosts", self.hosts, d.hosts),
+            (
+                "--stateless-per-host",
+                self.stateless_per_host,
+                d.stateless_per_host,
+            ),
+            ("--logs-per-host", self.logs_per_host, d.logs_per_host),
+            (
+                "--storage-per-host",
+                self.storage_per_host,
+                d.storage_per_host,
+            ),
+        ] {
+            if v != dv {
+                f.push(format!("{flag} {v}"));
+            }
+        }
+        if self.redundancy != d.redundancy {
+            f.push(format!("--redundancy {}", self.redundancy.as_str()));
+        }
+        if self.coordinators != d.coordinators {
+            f.push(format!("--coordinators {}", self.coordinators));
+        }
+        for (flag, v) in [
+            ("--logs", self.logs),
+            ("--commit-proxies", self.commit_proxies),
+            ("--grv-proxies", self.grv_proxies),
+            ("--resolvers", self.resolvers),
+        ] {
+            if let Some(v) = v {
+                f.push(format!("{flag} {v}"));
+            }
+        }
+        f.join(" ")
     }
 
     /// Errors, naming the flag: a count out of range, a redundancy mode that needs more
@@ -230,6 +273,12 @@ mod tests {
             "double memory logs=2 commit_proxies=1 grv_proxies=1 resolvers=1"
         );
         three_double().validate().unwrap();
+        assert_eq!(Topology::default().flags(), "");
+        assert_eq!(
+            three_double().flags(),
+            "--hosts 3 --redundancy double --coordinators 3 --logs 2 --commit-proxies 1 \
+             --grv-proxies 1 --resolvers 1"
+        );
         assert!(three_double()
             .summary()
             .contains("double redundancy, 3 coordinator(s), logs=2"));

@@ -275,6 +275,9 @@ pub struct Judgement {
     /// calibration, its pairs, sd and age. `None`: the run's pairs alone.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub noise_from: Option<String>,
+    /// A sweep's knees, in the columns of the arms' means (`judge::knee`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub knees: Option<knee::Knees>,
 }
 
 /// [`judge_looks`] with one look per engine (a fixed number of trials), on trial records.
@@ -432,6 +435,7 @@ fn judge_engine(
         criteria,
         notes,
         noise_from: None,
+        knees: None,
     };
     let all_measured: Vec<&Sample> = measured(&base).into_iter().chain(measured(&exp)).collect();
     let others = other_metrics(&tps, &all_measured, &compare);

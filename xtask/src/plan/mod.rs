@@ -245,12 +245,11 @@ impl Plan {
         let _ = writeln!(s, "workload   {}", self.config.workload.summary());
         let _ = writeln!(s, "cluster    {}", self.config.topology.summary());
         if let Some(ladder) = &self.config.sweep {
-            let steps: Vec<String> = ladder.iter().map(u64::to_string).collect();
             let _ = writeln!(
                 s,
                 "sweep      targets {} TPS, {} pair(s) each, over the workload's target; it \
                  stops one step past the knee, so fewer trials than listed may run",
-                steps.join(", "),
+                crate::config::readwrite::ladder_text(ladder).replace(',', ", "),
                 self.config.trials
             );
         }

@@ -111,6 +111,8 @@ pub fn prepare(config: &BenchConfig) -> Result<Prepared> {
                 workload: &config.workload,
                 workdir_tmpfs: workdir.tmpfs,
                 knobs: &knobs,
+                topology: &config.topology,
+                sweep: config.sweep.as_deref(),
             };
             let allowed = baseline::Allowed {
                 host: config.allow_host_mismatch,

@@ -392,7 +392,7 @@ fn table_row(j: &Judgement) -> [String; 7] {
     let change = j.change_pct().map_or_else(
         || {
             j.tps_delta_pct
-                .filter(|_| j.metric == Metric::Tps)
+                .filter(|_| matches!(j.metric, Metric::Tps | Metric::KneeTps))
                 .map(|d| format!("{d:+.2}%"))
                 .unwrap_or_else(|| "-".into())
         },
@@ -402,11 +402,24 @@ fn table_row(j: &Judgement) -> [String; 7] {
         || "-".into(),
         |c| format!("{:.3} / {:.2}% / {}", c.p_value, c.mde_pct, c.n_experiment),
     );
+    // A sweep's knees stand where the arms' means do.
+    let knee = |k: Option<u64>, ks: &crate::judge::knee::Knees| match k {
+        None => format!("< {}", ks.first_step_tps),
+        Some(k) if k >= ks.top_step_tps => format!("≥ {k}"),
+        Some(k) => k.to_string(),
+    };
+    let (baseline, experiment) = match &j.knees {
+        Some(k) => (knee(k.baseline_tps, k), knee(k.experiment_tps, k)),
+        None => (
+            fmt_mean(&j.baseline, j.metric),
+            fmt_mean(&j.experiment, j.metric),
+        ),
+    };
     [
         j.engine.to_string(),
         j.metric.unit_label().to_string(),
-        fmt_mean(&j.baseline, j.metric),
-        fmt_mean(&j.experiment, j.metric),
+        baseline,
+        experiment,
         change,
         p_mde,
         if j.gating {

@@ -16,7 +16,7 @@ use fdb::{cmake::BuildConfig, knob::KnobSource, Engine, FdbVersion, Knob};
 
 use super::host::{class_identifies_cpu, Host, UNKNOWN_CPU};
 use crate::{
-    config::{Workload, MAX_TRIALS},
+    config::{readwrite, topology::Topology, Workload, MAX_TRIALS},
     error::UsageError,
 };
 
@@ -42,6 +42,14 @@ pub struct Baseline {
     pub gate_version: String,
     pub engine: Engine,
     pub workload: Workload,
+    /// The recorded cluster's shape; absent (the default 1/1/1 cluster) in records made
+    /// before it was kept.
+    #[serde(default, skip_serializing_if = "Topology::is_default")]
+    pub topology: Topology,
+    /// The recorded run's saturation sweep and knee (`bench --sweep`); absent for a run of
+    /// one target, whose trials' TPS is the record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<RecordedSweep>,
     /// fdbserver knobs of the recorded trials.
     pub knobs: Vec<Knob>,
     pub host: Host,
@@ -84,6 +92,23 @@ pub struct RecordedRun {
     pub from_results: String,
     /// Its measured trials.
     pub trials: Vec<RecordedTrial>,
+    /// Its knee, TPS, when the record is a sweep's ([`RecordedSweep::knee_tps`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knee_tps: Option<u64>,
+}
+
+/// A recorded saturation sweep ([`Baseline::sweep`]): the ladder its run stepped and the
+/// knee the recorded arm reached on it. Knees compare only on one ladder (its steps are
+/// the knee's resolution), so a run judged against the record steps the same ladder.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordedSweep {
+    /// The targets, TPS, strictly rising, 2 steps or more.
+    pub ladder: Vec<u64>,
+    /// The recorded arm's knee on the first run, TPS (`judge::knee`): a step of the ladder
+    /// below its top (a knee at or above the top, or below the first step, is not
+    /// measured, and not recorded).
+    pub knee_tps: u64,
 }
 
 /// Runs a record may hold: the first and up to this many more.
@@ -102,6 +127,9 @@ pub struct RecordedTrial {
     pub txn_latency_us_p99: Option<f64>,
     /// Storage server CPU over the measurement window, cores.
     pub storage_cpu_cores: Option<f64>,
+    /// The sweep step's target the trial ran at, TPS (a sweep's record only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_tps: Option<u64>,
 }
 
 impl Baseline {
@@ -155,10 +183,20 @@ impl Baseline {
         // JSON value keeps the last silently.
         let b: Baseline = serde_json::from_str(text)
             .with_context(|| format!("baseline {origin} does not match the format"))?;
-        b.check_trials(origin)?;
-        b.check_provenance(origin)?;
-        b.check_host(origin)?;
+        b.check(origin)?;
         Ok(b)
+    }
+
+    /// Everything [`Baseline::parse`] checks beyond the format, for a record read from
+    /// elsewhere (a saved run's `meta.json`); `origin` names it in errors.
+    pub fn check(&self, origin: &str) -> Result<()> {
+        self.check_trials(origin)?;
+        self.check_sweep(origin)?;
+        self.topology
+            .validate()
+            .map_err(|e| anyhow::anyhow!("baseline {origin}: field `topology`: {}", e.0))?;
+        self.check_provenance(origin)?;
+        self.check_host(origin)
     }
 
     /// The host class is the recorded host's ([`Host::class`]): an edited one would let a
@@ -204,6 +242,121 @@ impl Baseline {
                     .map(|(k, r)| (format!("more_runs[{k}].trials"), r.trials.as_slice())),
             )
             .collect()
+    }
+
+    /// The knee of every recorded run, TPS, the first run's first; empty unless the record
+    /// is a sweep's.
+    pub fn knees(&self) -> Vec<u64> {
+        match &self.sweep {
+            Some(sw) => std::iter::once(sw.knee_tps)
+                .chain(self.more_runs.iter().filter_map(|r| r.knee_tps))
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// A sweep's record ([`RecordedSweep`]) holds a ladder of 2 or more rising targets, a
+    /// knee per run on a step below its top, and trials at the ladder's steps; a record of
+    /// one target holds no knee and no trial target. Errors: the first field that breaks
+    /// this.
+    fn check_sweep(&self, origin: &str) -> Result<()> {
+        let Some(sw) = &self.sweep else {
+            if let Some(k) = self.more_runs.iter().position(|r| r.knee_tps.is_some()) {
+                bail!(
+                    "baseline {origin}: field `more_runs[{k}].knee_tps` is set, but the record \
+                     has no `sweep`: a knee belongs to a sweep's record"
+                );
+            }
+            for (field, trials) in self.runs() {
+                if let Some(i) = trials.iter().position(|t| t.target_tps.is_some()) {
+                    bail!(
+                        "baseline {origin}: field `{field}[{i}].target_tps` is set, but the \
+                         record has no `sweep`: trials at a target belong to a sweep's record"
+                    );
+                }
+            }
+            return Ok(());
+        };
+        // What `--sweep` accepts (`config::readwrite::parse_ladder`): the run judged
+        // against the record must be able to give the same ladder.
+        let rising = sw.ladder.windows(2).all(|w| w[0] < w[1]);
+        let steps = 2..=readwrite::MAX_SWEEP_STEPS;
+        let in_range = |t: &u64| (1..=readwrite::MAX_TARGET_TPS).contains(t);
+        if !steps.contains(&sw.ladder.len()) || !rising || !sw.ladder.iter().all(in_range) {
+            bail!(
+                "baseline {origin}: field `sweep.ladder` is {:?}, not 2 to {} targets of 1 to \
+                 {} TPS rising step by step (what --sweep takes)",
+                sw.ladder,
+                readwrite::MAX_SWEEP_STEPS,
+                readwrite::MAX_TARGET_TPS
+            );
+        }
+        let top = sw.ladder[sw.ladder.len() - 1];
+        let knees = std::iter::once(("sweep.knee_tps".to_string(), Some(sw.knee_tps))).chain(
+            self.more_runs
+                .iter()
+                .enumerate()
+                .map(|(k, r)| (format!("more_runs[{k}].knee_tps"), r.knee_tps)),
+        );
+        for (field, knee) in knees {
+            match knee {
+                None => bail!(
+                    "baseline {origin}: field `{field}` is missing: every run of a sweep's \
+                     record has its knee"
+                ),
+                Some(k) if k >= top || !sw.ladder.contains(&k) => bail!(
+                    "baseline {origin}: field `{field}` is {k}, not a step of `sweep.ladder` \
+                     below its top ({top} TPS)"
+                ),
+                Some(_) => {}
+            }
+        }
+        for (field, trials) in self.runs() {
+            for (i, t) in trials.iter().enumerate() {
+                if !t.target_tps.is_some_and(|x| sw.ladder.contains(&x)) {
+                    bail!(
+                        "baseline {origin}: field `{field}[{i}].target_tps` is {}, not a step \
+                         of `sweep.ladder`",
+                        t.target_tps
+                            .map_or("missing".to_string(), |x| x.to_string())
+                    );
+                }
+            }
+        }
+        self.check_knees_followed(origin)
+    }
+
+    /// Each run's knee is a step its trials followed: it has trials there, each at least
+    /// [`readwrite::FOLLOWED_SHARE`] of the target (a record keeps no retries, so a knee
+    /// set lower than the trials followed is not caught here). Errors: the first run whose
+    /// trials contradict its knee.
+    fn check_knees_followed(&self, origin: &str) -> Result<()> {
+        let runs = self.runs();
+        for ((field, trials), knee) in runs.iter().zip(self.knees()) {
+            let at: Vec<f64> = trials
+                .iter()
+                .filter(|t| t.target_tps == Some(knee))
+                .map(|t| t.tps)
+                .collect();
+            let short = at
+                .iter()
+                .find(|tps| **tps < readwrite::FOLLOWED_SHARE * knee as f64);
+            if at.is_empty() || short.is_some() {
+                bail!(
+                    "baseline {origin}: the knee of `{field}` is {knee} TPS, but {}: the \
+                     record was edited",
+                    match short {
+                        Some(tps) => format!(
+                            "a trial at that target measured {tps} TPS, below the {:.0}% that \
+                             follows it",
+                            readwrite::FOLLOWED_SHARE * 100.0
+                        ),
+                        None => "no trial ran at that target".to_string(),
+                    }
+                );
+            }
+        }
+        Ok(())
     }
 
     /// When the first recorded run started: `started_at`, else `recorded_at`.
@@ -337,12 +490,14 @@ impl Baseline {
             started_at: start,
             from_results: other.from_results,
             trials: other.trials,
+            knee_tps: other.sweep.map(|sw| sw.knee_tps),
         });
         // Everything a reader of the file checks, before it is written: a copied run dir
         // (another path, the same trials) would otherwise make the record unreadable.
         let origin = format!("{} with the run added", self.name);
         added
             .check_trials(&origin)
+            .and_then(|()| added.check_sweep(&origin))
             .and_then(|()| added.check_provenance(&origin))
             .map_err(|e| refuse(format!("{e:#}")))?;
         *self = added;
@@ -371,6 +526,22 @@ impl Baseline {
             (
                 self.workload != other.workload,
                 "the run has another workload".to_string(),
+            ),
+            (
+                self.topology != other.topology,
+                format!(
+                    "the run's cluster is {}, the record's {}",
+                    other.topology.summary(),
+                    self.topology.summary()
+                ),
+            ),
+            (
+                self.sweep.as_ref().map(|s| &s.ladder) != other.sweep.as_ref().map(|s| &s.ladder),
+                format!(
+                    "the run stepped {}, the record {}",
+                    ladder_text(other.sweep.as_ref()),
+                    ladder_text(self.sweep.as_ref())
+                ),
             ),
             (
                 !knobs.is_empty(),
@@ -521,6 +692,7 @@ impl Baseline {
             ))
             .into());
         }
+        self.check_shape(run)?;
         let mut warnings = Vec::new();
         let kind = |tmpfs: bool| {
             if tmpfs {
@@ -586,6 +758,50 @@ impl Baseline {
         }
         Ok(warnings)
     }
+
+    /// Refuses a run whose cluster shape or sweep ladder is not the record's: neither
+    /// TPS nor knees compare across them. Errors: a [`UsageError`] with the remedy.
+    fn check_shape(&self, run: &RunSetup) -> Result<(), UsageError> {
+        if &self.topology != run.topology {
+            return Err(UsageError(format!(
+                "baseline {} was recorded on a cluster of {}, this run's is {}: TPS of \
+                 different cluster shapes do not compare; give the record's topology flags \
+                 ({})",
+                self.name,
+                self.topology.summary(),
+                run.topology.summary(),
+                match self.topology.flags() {
+                    f if f.is_empty() => "none: the default cluster".to_string(),
+                    f => f,
+                }
+            )));
+        }
+        let ladder = self.sweep.as_ref().map(|sw| sw.ladder.as_slice());
+        if ladder != run.sweep {
+            let fix = match ladder {
+                Some(l) => format!(
+                    "its knee compares with one found on its ladder: pass --sweep {}",
+                    crate::config::readwrite::ladder_text(l)
+                ),
+                None => "it holds trials at one target, not a knee: run without --sweep, or \
+                         record a sweep"
+                    .to_string(),
+            };
+            return Err(UsageError(format!(
+                "baseline {} stepped {}, this run {}: {fix}",
+                self.name,
+                ladder_text(self.sweep.as_ref()),
+                match run.sweep {
+                    Some(l) => format!(
+                        "the ladder {} TPS",
+                        crate::config::readwrite::ladder_text(l)
+                    ),
+                    None => "one target (no --sweep)".to_string(),
+                }
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// Where the knobs fdbserver gets differ, one phrase per knob name, e.g. `page_cache_4k:
@@ -626,6 +842,21 @@ pub struct RunSetup<'a> {
     pub workdir_tmpfs: bool,
     /// The knobs its fdbservers get (the experiment arm's, as planned).
     pub knobs: &'a [Knob],
+    /// Its cluster's shape.
+    pub topology: &'a Topology,
+    /// Its `--sweep` ladder, TPS.
+    pub sweep: Option<&'a [u64]>,
+}
+
+/// A record's ladder for people: "the ladder 1000,2000 TPS" or "one target".
+fn ladder_text(sweep: Option<&RecordedSweep>) -> String {
+    match sweep {
+        Some(sw) => format!(
+            "the ladder {} TPS",
+            crate::config::readwrite::ladder_text(&sw.ladder)
+        ),
+        None => "one target (no sweep)".to_string(),
+    }
 }
 
 /// Differences from a record the user accepted (`--allow-host-mismatch`,
@@ -801,6 +1032,144 @@ mod tests {
         assert!(Baseline::load(&dir.path().join("session2-aa.json")).is_ok());
     }
 
+    #[test]
+    fn a_sweeps_record_holds_a_bracketed_knee_per_run_and_trials_at_its_steps() {
+        let text = include_str!("../../testdata/baseline-real.json");
+        let mut v: serde_json::Value = serde_json::from_str(text).unwrap();
+        v["sweep"] = serde_json::json!({"ladder": [400, 600, 900], "knee_tps": 400});
+        v["trials"][0]["target_tps"] = 400.into();
+        v["trials"][1]["target_tps"] = 900.into();
+        let good = Baseline::parse(&v.to_string(), "x.json").unwrap();
+        assert_eq!(good.knees(), [400]);
+        let edit = |f: &dyn Fn(&mut serde_json::Value)| {
+            let mut bad = v.clone();
+            f(&mut bad);
+            bad.to_string()
+        };
+        let plain: serde_json::Value = serde_json::from_str(text).unwrap();
+        for (bad, says) in [
+            (
+                edit(&|b| b["sweep"]["knee_tps"] = 900.into()),
+                "`sweep.knee_tps` is 900, not a step of `sweep.ladder` below its top (900 TPS)",
+            ),
+            (
+                edit(&|b| b["sweep"]["knee_tps"] = 500.into()),
+                "`sweep.knee_tps` is 500, not a step",
+            ),
+            (
+                edit(&|b| b["sweep"]["ladder"] = serde_json::json!([400, 400, 900])),
+                "not 2 to 32 targets of 1 to 100000000 TPS rising step by step",
+            ),
+            (
+                edit(&|b| b["sweep"]["ladder"] = serde_json::json!([400, 900, 200_000_000u64])),
+                "not 2 to 32 targets",
+            ),
+            (
+                // The trial at 900 measured 699.67 TPS: not followed.
+                edit(&|b| {
+                    b["sweep"] = serde_json::json!({"ladder": [400, 900, 1200], "knee_tps": 900})
+                }),
+                "a trial at that target measured 699.67 TPS, below the 90%",
+            ),
+            (
+                edit(&|b| b["sweep"]["knee_tps"] = 600.into()),
+                "no trial ran at that target",
+            ),
+            (
+                edit(&|b| {
+                    let none = Topology {
+                        hosts: 0,
+                        ..Topology::default()
+                    };
+                    b["topology"] = serde_json::to_value(none).unwrap();
+                }),
+                "field `topology`: --hosts 0 must be between 1",
+            ),
+            (
+                edit(&|b| {
+                    let mut t = serde_json::to_value(Topology::default()).unwrap();
+                    t["zones"] = 3.into();
+                    b["topology"] = t;
+                }),
+                "unknown field `zones`",
+            ),
+            (
+                edit(&|b| b["trials"][1]["target_tps"] = 700.into()),
+                "`trials[1].target_tps` is 700, not a step of `sweep.ladder`",
+            ),
+            (
+                edit(&|b| {
+                    b["trials"][1].as_object_mut().unwrap().remove("target_tps");
+                }),
+                "`trials[1].target_tps` is missing",
+            ),
+            (
+                {
+                    let mut b = plain.clone();
+                    b["trials"][0]["target_tps"] = 400.into();
+                    b.to_string()
+                },
+                "`trials[0].target_tps` is set, but the record has no `sweep`",
+            ),
+        ] {
+            let err = format!("{:#}", Baseline::parse(&bad, "x.json").unwrap_err());
+            assert!(err.contains(says), "{says}: {err}");
+        }
+        // A run set up otherwise than the record is refused before any trial.
+        let host = Host::read();
+        let setup = |sweep: Option<&'static [u64]>, topology: &Topology| {
+            let run = RunSetup {
+                host: &host,
+                workload: &good.workload,
+                workdir_tmpfs: good.workdir_tmpfs,
+                knobs: &good.knobs,
+                topology,
+                sweep,
+            };
+            let allowed = Allowed {
+                host: true,
+                knobs: false,
+            };
+            good.check_compatible(&run, allowed)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        };
+        let one = Topology::default();
+        assert_eq!(setup(Some(&[400, 600, 900]), &one), Ok(()));
+        for (sweep, says) in [
+            (None, "pass --sweep 400,600,900"),
+            (Some(&[400, 900][..]), "this run the ladder 400,900 TPS"),
+        ] {
+            let e = setup(sweep, &one).unwrap_err();
+            assert!(e.contains(says), "{says}: {e}");
+        }
+        let three = Topology {
+            hosts: 3,
+            ..Topology::default()
+        };
+        let e = setup(Some(&[400, 600, 900]), &three).unwrap_err();
+        assert!(e.contains("different cluster shapes do not compare"), "{e}");
+        let e = Baseline::parse(&plain.to_string(), "x.json")
+            .unwrap()
+            .check_compatible(
+                &RunSetup {
+                    host: &host,
+                    workload: &good.workload,
+                    workdir_tmpfs: good.workdir_tmpfs,
+                    knobs: &good.knobs,
+                    topology: &one,
+                    sweep: Some(&[400, 600, 900]),
+                },
+                Allowed {
+                    host: true,
+                    knobs: false,
+                },
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("holds trials at one target, not a knee"), "{e}");
+    }
+
     /// `text` with the first trial's p99 replaced by `value`.
     /// Another run of the real record's build: its trials scaled by `f`, started at `at`,
     /// from results dir `from`.
@@ -966,6 +1335,8 @@ mod tests {
                 workload: &b.workload,
                 workdir_tmpfs: b.workdir_tmpfs,
                 knobs: &b.knobs,
+                topology: &b.topology,
+                sweep: None,
             };
             b.check_compatible(&run, allowed)
         };

@@ -115,6 +115,9 @@ pub struct SavedConfig {
     /// A saturation sweep's ladder, TPS (`--sweep`).
     #[serde(default)]
     pub sweep: Option<Vec<u64>>,
+    /// The cluster's shape (absent: the default 1/1/1 cluster).
+    #[serde(default)]
+    pub topology: crate::config::topology::Topology,
     /// `--max-regression`, percent.
     pub max_regression_pct: f64,
     /// `--slo-tps`, TPS.
@@ -344,6 +347,21 @@ fn check_meta(meta: &SavedMeta, trials: &[TrialRecord]) -> Result<(), String> {
         return Err(format!(
             "its sweep ladder {l:?} is not 2 or more increasing targets (a gate refuses one)"
         ));
+    }
+    if let Some(record) = &meta.plan.recorded {
+        // The record a run was judged against, as `baseline` files are checked; a sweep
+        // judged against it stepped its ladder (`Baseline::check_compatible`).
+        record
+            .check("in meta.json")
+            .map_err(|e| format!("its recorded baseline: {e:#}"))?;
+        let ladder = record.sweep.as_ref().map(|sw| &sw.ladder);
+        if ladder != c.sweep.as_ref() {
+            return Err(format!(
+                "its recorded baseline stepped the ladder {ladder:?} and the run {:?} (a gate \
+                 refuses that)",
+                c.sweep
+            ));
+        }
     }
     let slo = meta.plan.slo();
     for (what, floor) in [

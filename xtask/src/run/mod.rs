@@ -134,7 +134,11 @@ impl<'a> Runner<'a> {
                 .target_tps
                 .map(|t| format!(", target {t} TPS"))
                 .unwrap_or_default(),
-            eta(&self.trials, planned_total + 1 - planned.index)
+            eta(
+                &self.trials,
+                planned_total + 1 - planned.index,
+                planned.target_tps.is_some()
+            )
         );
         let config = &self.plan.config;
         let ctx = TrialContext {
@@ -220,8 +224,9 @@ impl<'a> Runner<'a> {
 }
 
 /// ", about N min left" for `remaining` trials at the mean wall time of the trials so far
-/// (their phases'), or "" before the first has finished.
-fn eta(done: &[TrialRecord], remaining: usize) -> String {
+/// (their phases'), or "" before the first has finished; "at most" in a sweep, which
+/// stops one step past the knee, before its last planned trial.
+fn eta(done: &[TrialRecord], remaining: usize, sweep: bool) -> String {
     if done.is_empty() {
         return String::new();
     }
@@ -232,10 +237,11 @@ fn eta(done: &[TrialRecord], remaining: usize) -> String {
         .sum::<f64>()
         / done.len() as f64
         * remaining as f64;
+    let about = if sweep { "at most" } else { "about" };
     if seconds < 90.0 {
-        format!(", about {seconds:.0} s left")
+        format!(", {about} {seconds:.0} s left")
     } else {
-        format!(", about {:.0} min left", seconds / 60.0)
+        format!(", {about} {:.0} min left", seconds / 60.0)
     }
 }
 
