@@ -191,6 +191,11 @@ pub fn parse_stdout(text: &str) -> Result<MultitestStdout> {
     })
 }
 
+/// Tester indices a `Metric` line may name: far more testers than any cluster runs (the
+/// gate starts at most 64, a qualification cluster's remote ones are tens). A larger
+/// index is refused before it sizes the per-tester table.
+pub const MAX_TESTER_INDEX: usize = 9_999;
+
 /// `Metric (0, 14): ReadWrite.Median Latency (ms, averaged), 0.761967, 0.762` ->
 /// (tester 0, name, value); the value may be `-inf` (an empty sample's maximum).
 fn metric_line(line: &str) -> Result<(usize, String, f64)> {
@@ -201,6 +206,11 @@ fn metric_line(line: &str) -> Result<(usize, String, f64)> {
         .next()
         .and_then(|t| t.trim().parse().ok())
         .context("no tester index")?;
+    if tester > MAX_TESTER_INDEX {
+        bail!(
+            "tester index {tester} is beyond any multitest's testers (at most {MAX_TESTER_INDEX})"
+        );
+    }
     let mut fields = rest.rsplitn(3, ", ");
     let _formatted = fields.next().context("no formatted value")?;
     let value = fields.next().context("no value")?;
@@ -513,6 +523,22 @@ mod tests {
         let out = parse_stdout(&data("overdriven-stdout.txt")).unwrap();
         let r = ReadWriteResult::from_metrics(&combine(&out.tests[0].testers)).unwrap();
         assert!(r.tps < 0.5 * 200_000.0 && r.retries == 0.0, "{r:?}");
+    }
+
+    #[test]
+    fn a_tester_index_no_cluster_has_is_refused_not_allocated() {
+        // Found by the fuzzer (ci/fuzz.sh, multitest_results): index 777777777777777770
+        // sized the per-tester table and aborted on capacity overflow.
+        let line = "Metric (777777777777777770, 21): ReadWrite.Transactions/sec, 5.0, 5.0";
+        let text = format!("fetching metrics (PointReadA)...\n{line}\n");
+        let e = format!("{:#}", parse_stdout(&text).unwrap_err());
+        assert!(
+            e.contains("tester index 777777777777777770 is beyond any multitest's testers"),
+            "{e}"
+        );
+        let last = line.replace("777777777777777770", &MAX_TESTER_INDEX.to_string());
+        let out = parse_stdout(&format!("fetching metrics (PointReadA)...\n{last}\n")).unwrap();
+        assert_eq!(out.tests[0].testers.len(), MAX_TESTER_INDEX + 1);
     }
 
     #[test]
