@@ -102,11 +102,7 @@ fn judge_saved(
     interrupted: bool,
     looks: &std::collections::BTreeMap<fdb::Engine, u32>,
 ) -> Vec<crate::judge::Judgement> {
-    let against = match (&plan.recorded, &plan.baseline) {
-        (Some(record), None) => knee::Against::Record(record),
-        (Some(record), Some(_)) => knee::Against::Control(record),
-        (None, _) => knee::Against::Arm,
-    };
+    let against = knee::Against::of(plan.recorded.as_ref(), plan.baseline.is_some());
     match &plan.config.sweep {
         Some(ladder) => knee::judge(
             trials,

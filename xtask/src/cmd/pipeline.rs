@@ -98,11 +98,7 @@ fn finish_sweep(
     let interrupted = interrupted();
     let criteria = criteria(&plan, plan.config.trials);
     // Against a record without a control arm, the record's knee is the baseline's.
-    let against = match (&plan.recorded, &plan.baseline) {
-        (Some(record), None) => knee::Against::Record(record),
-        (Some(record), Some(_)) => knee::Against::Control(record),
-        (None, _) => knee::Against::Arm,
-    };
+    let against = knee::Against::of(plan.recorded.as_ref(), plan.baseline.is_some());
     let mut warnings = plan.warnings.clone();
     if let (Some(record), Some(_)) = (&plan.recorded, &plan.baseline) {
         log_host_lines(

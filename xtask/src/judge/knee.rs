@@ -31,6 +31,27 @@ pub enum Against<'a> {
     Record(&'a Baseline),
 }
 
+impl<'a> Against<'a> {
+    /// What a sweep judged against `record` (if any) compares with: the record's days
+    /// without a control arm (`control` false), else the run's baseline arm.
+    pub fn of(record: Option<&'a Baseline>, control: bool) -> Against<'a> {
+        match (record, control) {
+            (Some(r), false) => Against::Record(r),
+            (Some(r), true) => Against::Control(r),
+            (None, _) => Against::Arm,
+        }
+    }
+
+    /// The knee the experiment's is judged against, TPS, among `steps`: the baseline
+    /// arm's, or the lowest of the record's days; `None` below the ladder's first step.
+    fn baseline_knee(self, steps: &[Step]) -> Option<u64> {
+        match self {
+            Against::Record(r) => r.knees().into_iter().min(),
+            _ => knee(steps, Arm::Baseline),
+        }
+    }
+}
+
 /// One arm at one step: what the reference report's row holds, as means over the arm's
 /// trials at that step (one trial per step with `--trials 1`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -145,10 +166,7 @@ pub fn judge(
             let (verdict, reason, knees) = decide(trials, engine, ladder, interrupted, against);
             let steps = steps(trials, engine);
             let shown = Knees {
-                baseline_tps: match against {
-                    Against::Record(r) => r.knees().into_iter().min(),
-                    _ => knee(&steps, Arm::Baseline),
-                },
+                baseline_tps: against.baseline_knee(&steps),
                 experiment_tps: knee(&steps, Arm::Experiment),
                 first_step_tps: ladder[0],
                 top_step_tps: ladder[ladder.len() - 1],
@@ -315,12 +333,10 @@ fn decide(
     };
     let e = knee(&steps, Arm::Experiment);
     // A record's knee lies below the ladder's top (results::baseline checks it).
-    let (b, b_name) = match against {
-        Against::Record(r) => (
-            r.knees().into_iter().min(),
-            " (the lowest of the record's days)",
-        ),
-        _ => (knee(&steps, Arm::Baseline), ""),
+    let b = against.baseline_knee(&steps);
+    let b_name = match against {
+        Against::Record(_) => " (the lowest of the record's days)",
+        _ => "",
     };
     let rule = rule();
     // A knee at the top is a lower bound: no change in percent.
