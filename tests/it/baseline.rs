@@ -47,12 +47,7 @@ fn recorded(s: &Sandbox) -> std::path::PathBuf {
 fn add_another_day(s: &Sandbox, dir: &std::path::Path) {
     let run = s.dir.path().join("release-run-day2");
     s.calibrate(&s.dir.path().join("release"), &run, 2);
-    let meta_path = run.join("meta.json");
-    let mut meta: Value =
-        serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
-    meta["started_at"] = json!("2020-01-01T00:00:00Z");
-    meta["started_at_unix_s"] = json!(1_577_836_800u64);
-    std::fs::write(&meta_path, meta.to_string()).unwrap();
+    crate::support::date_to_another_day(&run);
     let add = || {
         xtask_in(
             s,

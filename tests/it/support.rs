@@ -283,3 +283,23 @@ pub fn assert_valid_junit(path: &std::path::Path) {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// Dates the saved run in `run` to 2020-01-01 (its `meta.json` start): another day than
+/// any run a test makes, as `baseline record --add-run` needs.
+pub fn date_to_another_day(run: &Path) {
+    let meta_path = run.join("meta.json");
+    let mut meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
+    meta["started_at"] = json!("2020-01-01T00:00:00Z");
+    meta["started_at_unix_s"] = json!(1_577_836_800u64);
+    std::fs::write(&meta_path, meta.to_string()).unwrap();
+}
+
+/// `cargo xtask compare DIR` with no other flag (its --out beside the run).
+pub fn compare_only(dir: &Path) -> Output {
+    Command::new(xtask())
+        .arg("compare")
+        .arg(dir)
+        .output()
+        .unwrap()
+}

@@ -547,11 +547,7 @@ fn a_sweeps_knee_is_recorded_and_a_candidate_is_gated_on_it() {
     let o = multitest(&s, &a, &a, &[&["--allow-same"][..], &sweep].concat());
     assert_eq!(code(&o), 0, "{}", text(&o));
     std::fs::rename(s.out(), &day2).unwrap();
-    let meta_path = day2.join("meta.json");
-    let mut meta: Value =
-        serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
-    meta["started_at"] = json!("2020-01-01T00:00:00Z");
-    std::fs::write(&meta_path, meta.to_string()).unwrap();
+    crate::support::date_to_another_day(&day2);
     let o = record(&s, &day2, "rel", &["--add-run"]);
     assert_eq!(code(&o), 0, "{}", text(&o));
     let o = std::process::Command::new(crate::support::xtask())
@@ -589,13 +585,7 @@ fn a_sweeps_knee_is_recorded_and_a_candidate_is_gated_on_it() {
         serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
     meta["plan"]["recorded"]["sweep"]["knee_tps"] = json!(2000);
     std::fs::write(&meta_path, meta.to_string()).unwrap();
-    let o = std::process::Command::new(crate::support::xtask())
-        .arg("compare")
-        .arg(s.out())
-        .arg("--out")
-        .arg(s.dir.path().join("again"))
-        .output()
-        .unwrap();
+    let o = crate::support::compare_only(&s.out());
     assert_eq!(code(&o), 2, "{}", text(&o));
     assert!(
         text(&o).contains(

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::support::{code, read_junit, text, Sandbox, TINY};
+use crate::support::{code, compare_only, read_junit, text, Sandbox, TINY};
 
 #[test]
 fn slower_experiment_is_a_regression_with_exit_1_and_a_junit_failure() {
@@ -533,13 +533,4 @@ fn a_gated_metric_that_was_not_measured_is_an_error() {
     } else {
         assert!(!text(&o).contains("needs a hardware PMU"), "{}", text(&o));
     }
-}
-
-/// `cargo xtask compare DIR` with no other flag (its --out beside the run).
-fn compare_only(dir: &Path) -> std::process::Output {
-    std::process::Command::new(crate::support::xtask())
-        .arg("compare")
-        .arg(dir)
-        .output()
-        .unwrap()
 }

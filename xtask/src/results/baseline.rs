@@ -244,6 +244,11 @@ impl Baseline {
             .collect()
     }
 
+    /// The recorded sweep's ladder, TPS; `None` for a record of one target.
+    pub fn ladder(&self) -> Option<&[u64]> {
+        self.sweep.as_ref().map(|sw| sw.ladder.as_slice())
+    }
+
     /// The knee of every recorded run, TPS, the first run's first; empty unless the record
     /// is a sweep's.
     pub fn knees(&self) -> Vec<u64> {
@@ -536,11 +541,11 @@ impl Baseline {
                 ),
             ),
             (
-                self.sweep.as_ref().map(|s| &s.ladder) != other.sweep.as_ref().map(|s| &s.ladder),
+                self.ladder() != other.ladder(),
                 format!(
                     "the run stepped {}, the record {}",
-                    ladder_text(other.sweep.as_ref()),
-                    ladder_text(self.sweep.as_ref())
+                    stepped(other.ladder()),
+                    stepped(self.ladder())
                 ),
             ),
             (
@@ -776,12 +781,12 @@ impl Baseline {
                 }
             )));
         }
-        let ladder = self.sweep.as_ref().map(|sw| sw.ladder.as_slice());
+        let ladder = self.ladder();
         if ladder != run.sweep {
             let fix = match ladder {
                 Some(l) => format!(
                     "its knee compares with one found on its ladder: pass --sweep {}",
-                    crate::config::readwrite::ladder_text(l)
+                    readwrite::ladder_text(l)
                 ),
                 None => "it holds trials at one target, not a knee: run without --sweep, or \
                          record a sweep"
@@ -790,14 +795,8 @@ impl Baseline {
             return Err(UsageError(format!(
                 "baseline {} stepped {}, this run {}: {fix}",
                 self.name,
-                ladder_text(self.sweep.as_ref()),
-                match run.sweep {
-                    Some(l) => format!(
-                        "the ladder {} TPS",
-                        crate::config::readwrite::ladder_text(l)
-                    ),
-                    None => "one target (no --sweep)".to_string(),
-                }
+                stepped(ladder),
+                stepped(run.sweep)
             )));
         }
         Ok(())
@@ -848,14 +847,12 @@ pub struct RunSetup<'a> {
     pub sweep: Option<&'a [u64]>,
 }
 
-/// A record's ladder for people: "the ladder 1000,2000 TPS" or "one target".
-fn ladder_text(sweep: Option<&RecordedSweep>) -> String {
-    match sweep {
-        Some(sw) => format!(
-            "the ladder {} TPS",
-            crate::config::readwrite::ladder_text(&sw.ladder)
-        ),
-        None => "one target (no sweep)".to_string(),
+/// What a record or run stepped, for people: "the ladder 1000,2000 TPS" or "one target
+/// (no --sweep)".
+fn stepped(ladder: Option<&[u64]>) -> String {
+    match ladder {
+        Some(l) => format!("the ladder {} TPS", readwrite::ladder_text(l)),
+        None => "one target (no --sweep)".to_string(),
     }
 }
 

@@ -354,8 +354,8 @@ fn check_meta(meta: &SavedMeta, trials: &[TrialRecord]) -> Result<(), String> {
         record
             .check("in meta.json")
             .map_err(|e| format!("its recorded baseline: {e:#}"))?;
-        let ladder = record.sweep.as_ref().map(|sw| &sw.ladder);
-        if ladder != c.sweep.as_ref() {
+        let ladder = record.ladder();
+        if ladder != c.sweep.as_deref() {
             return Err(format!(
                 "its recorded baseline stepped the ladder {ladder:?} and the run {:?} (a gate \
                  refuses that)",
