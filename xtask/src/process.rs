@@ -89,6 +89,72 @@ pub fn interrupted() -> bool {
     INTERRUPTED.get().is_some_and(|f| f.load(Ordering::SeqCst))
 }
 
+/// A gap this long between two ticks of [`watch_stalls`]' thread means the gate itself did
+/// not run: it was stopped (SIGSTOP, a debugger, a frozen cgroup) or starved of CPU. Its
+/// bounded waits then see a child's exit or a deadline only late, so phase timings across
+/// the gap are not the phase's.
+pub const STALL: Duration = Duration::from_secs(5);
+
+/// How often the stall watch ticks.
+const STALL_TICK: Duration = Duration::from_millis(500);
+
+/// The stall watch's last tick and the stalls seen since the last [`take_stalls`] (each
+/// gap's length beyond one tick).
+static STALLS: std::sync::Mutex<Option<(Instant, Vec<Duration>)>> = std::sync::Mutex::new(None);
+
+/// Ticks the stall watch at `now`: a gap since the last tick longer than [`STALL`] (beyond
+/// one tick) is recorded. Both the watch thread and [`take_stalls`] tick, so a stall that
+/// just ended is counted once, by whichever sees it first.
+fn tick_stalls(now: Instant) {
+    if let Ok(mut guard) = STALLS.lock() {
+        if let Some((last, stalls)) = guard.as_mut() {
+            let gap = now
+                .saturating_duration_since(*last)
+                .saturating_sub(STALL_TICK);
+            if gap >= STALL {
+                stalls.push(gap);
+            }
+            *last = now;
+        }
+    }
+}
+
+/// Starts (once per process) a thread that ticks every half second on the monotonic clock
+/// and records every gap longer than [`STALL`] for [`take_stalls`]. A gate that was stopped
+/// for ten minutes in a trial's configure phase otherwise took the child's exit, seen on
+/// waking, as success within the phase's bound.
+pub fn watch_stalls() {
+    static STARTED: OnceLock<()> = OnceLock::new();
+    STARTED.get_or_init(|| {
+        if let Ok(mut guard) = STALLS.lock() {
+            *guard = Some((Instant::now(), Vec::new()));
+        }
+        let spawned = thread::Builder::new()
+            .name("stall-watch".into())
+            .spawn(|| loop {
+                thread::sleep(STALL_TICK);
+                tick_stalls(Instant::now());
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(
+                "cannot start the stall watch thread: {e}; a stopped gate goes unnoticed"
+            );
+        }
+    });
+}
+
+/// The stalls [`watch_stalls`] recorded since the last call, oldest first, including one
+/// that is ending now (the watch thread may not have woken yet); empty before
+/// [`watch_stalls`].
+pub fn take_stalls() -> Vec<Duration> {
+    tick_stalls(Instant::now());
+    STALLS
+        .lock()
+        .ok()
+        .and_then(|mut g| g.as_mut().map(|(_, s)| std::mem::take(s)))
+        .unwrap_or_default()
+}
+
 /// A CPU set of the given CPU numbers (as `sched_getaffinity` lists them); numbers beyond
 /// what a set holds are left out.
 pub fn cpu_set(cpus: &[usize]) -> nix::sched::CpuSet {
@@ -617,6 +683,19 @@ fn one_line(line: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_gap_in_the_gates_ticks_is_a_stall_counted_once() {
+        watch_stalls();
+        let _ = take_stalls();
+        // As if the gate had not run for 7 s past the watch's last tick.
+        tick_stalls(Instant::now() + Duration::from_secs(7) + STALL_TICK);
+        let stalls = take_stalls();
+        assert_eq!(stalls.len(), 1, "{stalls:?}");
+        assert!(stalls[0] >= Duration::from_secs(7) - POLL, "{stalls:?}");
+        // Taken once; the clock now behind the last tick is no gap.
+        assert!(take_stalls().is_empty());
+    }
 
     /// Runs a short command to completion within `bound`, stdout and stderr to files.
     /// Returns the exit status; the caller reads the files.

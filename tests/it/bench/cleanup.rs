@@ -83,6 +83,37 @@ fn assert_ended_in_order(s: &Sandbox, mut child: std::process::Child) {
 }
 
 #[test]
+fn a_gate_stopped_mid_trial_is_said_not_taken_for_a_quick_phase() {
+    // Before: a gate stopped for 10 min in a configure phase bounded at 120 s saw fdbcli's
+    // exit on waking, took it as success, and said nothing of the 642 s.
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    let mut cmd = s.bench_command(&a, &b, &[]);
+    cmd.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let child = s.spawn_until_mako_runs_of(cmd, &a);
+    signal(&child, nix::sys::signal::Signal::SIGSTOP);
+    std::thread::sleep(Duration::from_secs(7));
+    signal(&child, nix::sys::signal::Signal::SIGCONT);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let trials = s.read_json("trials.json");
+    let stalled: Vec<f64> = trials
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["gate_stalls_s"].as_array().cloned().unwrap_or_default())
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert_eq!(stalled.len(), 1, "{trials:#}");
+    assert!((6.0..60.0).contains(&stalled[0]), "{stalled:?}");
+    let err = text(&o);
+    assert!(err.contains("the gate itself was stalled for"), "{err}");
+    let notes = s.read_json("summary.json").to_string();
+    assert!(notes.contains("the gate itself was stalled"), "{notes}");
+}
+
+#[test]
 fn a_sigterm_delivered_twice_at_once_is_one_interrupt() {
     // GNU `timeout` sends SIGTERM to the gate and then to its process group: both arrive
     // within microseconds. Before, the second one exited at once and lost the results.

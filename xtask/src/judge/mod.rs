@@ -490,7 +490,7 @@ fn other_metrics(
 }
 
 /// Things that make an engine's numbers less trustworthy without deciding its verdict:
-/// trials not CPU-bound and TPS drifting within the window.
+/// trials not CPU-bound, TPS drifting within the window, and a stalled gate.
 fn notes(base: &[&Sample], exp: &[&Sample], stats: [&Option<ArmStats>; 2]) -> Vec<String> {
     let mut notes = Vec::new();
     for (arm, s) in [Arm::Baseline, Arm::Experiment].into_iter().zip(stats) {
@@ -518,6 +518,23 @@ fn notes(base: &[&Sample], exp: &[&Sample], stats: [&Option<ArmStats>; 2]) -> Ve
             "TPS drifted within the measurement window (no steady state; a longer warmup may \
              help): {}",
             unsteady.join(", ")
+        ));
+    }
+    let stalled: Vec<String> = base
+        .iter()
+        .chain(exp)
+        .filter(|t| !t.gate_stalls_s.is_empty())
+        .map(|t| {
+            let s: f64 = t.gate_stalls_s.iter().sum();
+            format!("trial {} {s:.0} s", t.index)
+        })
+        .collect();
+    if !stalled.is_empty() {
+        notes.push(format!(
+            "the gate itself was stalled (stopped, or starved of CPU) during {}: phase \
+             timings and bounds there include the stall; TPS comes from the driver's own \
+             clock, so look for a dip in its per-second TPS if the whole host stalled",
+            stalled.join(", ")
         ));
     }
     notes
@@ -929,6 +946,7 @@ pub(crate) mod tests {
             cpu_bound: Some(true),
             cpu: None,
             workdir_peak_bytes: Some(1 << 20),
+            gate_stalls_s: Vec::new(),
             artifacts: PathBuf::from(format!("trials/{index:02}")),
         }
     }

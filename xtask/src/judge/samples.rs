@@ -52,6 +52,9 @@ pub struct Sample {
     pub workdir_peak_bytes: Option<u64>,
     /// The trend of TPS within the measurement window, when there were enough samples.
     pub drift: Option<Drift>,
+    /// Stalls of the gate itself during the trial, seconds each (empty for a recorded
+    /// trial).
+    pub gate_stalls_s: Vec<f64>,
     /// mako's per-second TPS from the run's start, warmup included (empty for a recorded
     /// trial).
     pub per_second_tps: Vec<f64>,
@@ -123,6 +126,7 @@ impl Sample {
                 .and_then(|c| c.instructions_unavailable.clone()),
             cpu_bound: t.cpu_bound,
             workdir_peak_bytes: t.workdir_peak_bytes,
+            gate_stalls_s: t.gate_stalls_s.clone(),
             drift: r.and_then(|r| drift(&r.samples_tps, r.warmup_duration_s)),
             per_second_tps: r.map(|r| r.samples_tps.clone()).unwrap_or_default(),
             warmup_s: r.map_or(0.0, |r| r.warmup_duration_s),
@@ -210,6 +214,7 @@ impl Sample {
                 instructions_unavailable: None,
                 cpu_bound: None,
                 workdir_peak_bytes: None,
+                gate_stalls_s: Vec::new(),
                 drift: None,
                 per_second_tps: Vec::new(),
                 warmup_s: 0.0,

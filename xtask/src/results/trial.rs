@@ -131,6 +131,10 @@ pub struct TrialRecord {
     pub cpu: Option<RoleCpu>,
     /// Peak growth of the work dir filesystem's used bytes during mako build and run.
     pub workdir_peak_bytes: Option<u64>,
+    /// Stalls of the gate itself during the trial, seconds each ([`crate::process::STALL`]
+    /// or longer): its phase timings include them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gate_stalls_s: Vec<f64>,
     /// Artifacts of this trial, relative to the results dir.
     #[serde(serialize_with = "crate::config::path_json::lossy")]
     pub artifacts: PathBuf,

@@ -20,7 +20,7 @@ use fdb::Engine;
 
 use crate::{
     plan::{Plan, PlannedTrial},
-    process::{interrupted, on_cpus},
+    process::{interrupted, on_cpus, take_stalls},
     results::trial::{Outcome, TrialRecord},
 };
 use reaper::{clean_stale_runs, live_runs, Reaper, RunDir};
@@ -80,6 +80,7 @@ impl<'a> Runner<'a> {
         // What escapes a trial's process groups and loses its parent comes to the gate,
         // which ends it after the trial.
         crate::process::adopt_orphans()?;
+        crate::process::watch_stalls();
         Ok(Runner {
             plan,
             out,
@@ -153,9 +154,16 @@ impl<'a> Runner<'a> {
             env: &self.plan.child_env,
         };
         let others = ctx.pinning.map(|p| p.others.as_slice());
-        let record = on_cpus(others, || {
+        for stall in take_stalls() {
+            tracing::warn!(
+                "the gate was stalled for {:.0} s between trials (stopped, or starved of CPU)",
+                stall.as_secs_f64()
+            );
+        }
+        let mut record = on_cpus(others, || {
             run_trial(&ctx, self.plan.arm(planned.arm), &planned)
         });
+        record.gate_stalls_s = take_stalls().iter().map(|d| d.as_secs_f64()).collect();
         self.log(&record);
         // Left running, it would take CPU from the next trials' servers.
         let keep: Vec<u32> = std::iter::once(self.reaper.pid())
@@ -179,6 +187,26 @@ impl<'a> Runner<'a> {
     }
 
     fn log(&self, record: &TrialRecord) {
+        if !record.gate_stalls_s.is_empty() {
+            let phases: Vec<String> = record
+                .phases
+                .iter()
+                .map(|p| format!("{} {:.0} s", p.phase, p.duration_s))
+                .collect();
+            tracing::warn!(
+                "trial {}: the gate itself was stalled for {} s during it (stopped, or \
+                 starved of CPU): its phase timings include the stall ({}), and a phase \
+                 bound could not fire while it lasted",
+                record.index,
+                record
+                    .gate_stalls_s
+                    .iter()
+                    .map(|s| format!("{s:.0}"))
+                    .collect::<Vec<_>>()
+                    .join(" + "),
+                phases.join(", ")
+            );
+        }
         match (&record.outcome, record.tps()) {
             (Outcome::Measured, Some(tps)) => tracing::info!(
                 "trial {}: {:.1} TPS, CPU {}",

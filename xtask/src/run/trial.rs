@@ -82,6 +82,7 @@ pub fn run_trial(ctx: &TrialContext, arm: &ArmPlan, planned: &PlannedTrial) -> T
         cpu_bound: None,
         cpu: None,
         workdir_peak_bytes: None,
+        gate_stalls_s: Vec::new(),
         artifacts: artifacts_rel,
     };
     let mut cluster = None;
