@@ -86,6 +86,9 @@ pub struct Behaviour {
     pub multitest_test_fails: bool,
     /// Testers beyond those that joined report metrics (a stray tester of the cluster).
     pub multitest_extra_testers: u32,
+    /// The tree's multitest runs (counted from 0, as mako's) that measure half their TPS:
+    /// slow trials, as a busy host gives one now and then.
+    pub multitest_slow_runs: Vec<u64>,
 }
 
 impl Behaviour {
@@ -128,6 +131,7 @@ impl Default for Behaviour {
             multitest_retries: 0,
             multitest_test_fails: false,
             multitest_extra_testers: 0,
+            multitest_slow_runs: Vec::new(),
         }
     }
 }

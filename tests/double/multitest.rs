@@ -63,7 +63,12 @@ pub fn main(args: &[String], b: &common::Behaviour) {
     );
     std::thread::sleep(Duration::from_secs_f64(duration * b.time_scale));
     let k = common::next_run();
-    let capacity = b.tps * common::noise_factor(b.noise_pct, k, common::stream(b));
+    let slow = if b.multitest_slow_runs.contains(&k) {
+        0.5
+    } else {
+        1.0
+    };
+    let capacity = slow * b.tps * common::noise_factor(b.noise_pct, k, common::stream(b));
     // A target met is met within a little noise too (999.4 of 1000 in the capture).
     let met = target * common::noise_factor(b.noise_pct, k, !common::stream(b));
     let tps = capacity.min(met) / f64::from(testers);

@@ -378,12 +378,18 @@ fn a_sweep_stops_one_step_past_the_knee_and_a_lower_knee_is_a_regression() {
         reason.contains("the knee fell from 900 TPS to 600 TPS"),
         "{reason}"
     );
-    // 1200 TPS was followed by no arm: the sweep stopped there, not at 2000.
+    // 1200 TPS was followed by no arm: the sweep stopped there, not at 2000. The arms
+    // split on 900: it ran to 3 pairs.
     let targets: Vec<u64> = trials(&s)
         .iter()
         .map(|t| t["target_tps"].as_u64().unwrap())
         .collect();
-    assert_eq!(targets.len(), 8, "{targets:?}");
+    assert_eq!(targets.len(), 12, "{targets:?}");
+    assert_eq!(
+        targets.iter().filter(|t| **t == 900).count(),
+        6,
+        "{targets:?}"
+    );
     assert!(
         targets.iter().all(|t| *t <= 1200) && targets.contains(&1200),
         "{targets:?}"
@@ -446,6 +452,71 @@ fn a_sweep_stops_one_step_past_the_knee_and_a_lower_knee_is_a_regression() {
 
 /// `baseline record` of the run in the sandbox's results dir into its baselines dir as
 /// `name`, with `extra` flags.
+#[test]
+fn one_slow_trial_at_the_knee_runs_the_step_again_and_moves_no_knee() {
+    // Before: an arm followed a step only if every trial there did, so one slow trial at
+    // the knee gave an A/A sweep a false REGRESSION of one step (real FDB 8.0: 16000 vs
+    // 8000 TPS). Now the step the arms split on runs to 3 trials per arm, a majority
+    // decides.
+    let s = Sandbox::new();
+    // The experiment tree's third run (at 900 TPS) measures half.
+    let (a, b) = s.ab(json!({}), json!({"multitest_slow_runs": [2]}));
+    let o = multitest(
+        &s,
+        &a,
+        &b,
+        &["--sweep", "400,600,900,1200", "--trials", "1"],
+    );
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(
+        text(&o).contains("redwood: the arms split on 900 TPS: 2 more trial(s) per arm there"),
+        "{}",
+        text(&o)
+    );
+    let t = trials(&s);
+    let at = |target: u64| {
+        t.iter()
+            .filter(|t| t["target_tps"] == json!(target))
+            .count()
+    };
+    assert_eq!(
+        (at(400), at(600), at(900), at(1200)),
+        (2, 2, 6, 2),
+        "{t:#?}"
+    );
+    // Confirmations are repetitions of their own, past every planned one.
+    let mut pairs: Vec<(String, u64)> = t
+        .iter()
+        .map(|t| (t["arm"].to_string(), t["repetition"].as_u64().unwrap()))
+        .collect();
+    pairs.sort();
+    pairs.dedup();
+    assert_eq!(pairs.len(), t.len(), "{pairs:?}");
+    let j = &s.read_json("summary.json")["judgements"][0];
+    assert_eq!(j["verdict"], "MEASURED", "{j}");
+    assert_eq!(
+        j["notes"],
+        json!(["baseline knee: 900 TPS", "experiment knee: 900 TPS"])
+    );
+    let html = std::fs::read_to_string(s.out().join("report.html")).unwrap();
+    assert!(html.contains("yes (2 of 3)"), "the split step's count");
+    // A slow majority still loses the step: the same sweep with two slow runs there.
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({"multitest_slow_runs": [2, 3]}));
+    let o = multitest(
+        &s,
+        &a,
+        &b,
+        &["--sweep", "400,600,900,1200", "--trials", "1"],
+    );
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    assert!(
+        text(&o).contains("the knee fell from 900 TPS to 600 TPS"),
+        "{}",
+        text(&o)
+    );
+}
+
 fn record(s: &Sandbox, from: &Path, name: &str, extra: &[&str]) -> std::process::Output {
     std::process::Command::new(crate::support::xtask())
         .args(["baseline", "record", "--from"])

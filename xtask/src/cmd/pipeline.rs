@@ -16,7 +16,7 @@ use crate::{
         exit_code, host::host_lines, judge_looks, knee, planned_trials, samples::Sample,
         sequential::Sequential, Criteria, Judgement, Verdict,
     },
-    plan::Plan,
+    plan::{Plan, PlannedTrial},
     process::interrupted,
     report::write,
     results::{fs::results_dir, trial::TrialRecord},
@@ -122,25 +122,44 @@ fn finish_sweep(
     finish(plan, out, judged, started)
 }
 
-/// Runs each engine's steps in order, all of a step's pairs, and stops the engine one
-/// step past its knee: after the first step that no arm followed, or a failed trial.
+/// Runs each engine's steps in order, all of a step's pairs and its confirmations
+/// ([`knee::confirmations`]), and stops the engine one step past its knee: after the first
+/// step that no arm followed, or a failed trial.
 fn run_sweep(plan: &Plan, out: &Path, ladder: &[u64]) -> Result<Vec<TrialRecord>> {
     let mut runner = Runner::start(plan, out, |trials| {
         write::trials(out, trials).context(write::Stage("results"))
     })?;
+    let against = knee::Against::of(plan.recorded.as_ref(), plan.baseline.is_some());
+    let mut next_repetition = plan.trials.iter().map(|t| t.repetition).max().unwrap_or(0);
     'engines: for &engine in &plan.engines {
         for &target in ladder {
-            let step = plan
+            let step: Vec<&PlannedTrial> = plan
                 .trials
                 .iter()
-                .filter(|t| t.engine == engine && t.target_tps == Some(target));
-            for planned in step {
-                if !runner.run(planned.clone())? {
+                .filter(|t| t.engine == engine && t.target_tps == Some(target))
+                .collect();
+            for planned in &step {
+                if !runner.run((*planned).clone())? {
                     break 'engines;
                 }
             }
             if runner.failed(engine) {
                 break;
+            }
+            let extra = knee::confirmations(&knee::steps(&runner.trials, engine), target, against);
+            if extra > 0 {
+                tracing::info!(
+                    "{engine}: the arms split on {target} TPS: {extra} more trial(s) per arm \
+                     there, so that a majority decides the step"
+                );
+            }
+            for planned in confirming(&step, extra, &mut next_repetition) {
+                if !runner.run(planned)? {
+                    break 'engines;
+                }
+                if runner.failed(engine) {
+                    break 'engines;
+                }
             }
             let steps = knee::steps(&runner.trials, engine);
             if !steps.iter().any(|s| s.target_tps == target && s.followed) {
@@ -153,6 +172,23 @@ fn run_sweep(plan: &Plan, out: &Path, ladder: &[u64]) -> Result<Vec<TrialRecord>
         }
     }
     Ok(runner.finish())
+}
+
+/// `extra` more rounds of a sweep's step: its last repetition's trials (one per arm, in
+/// its arm order), each round numbered `*next + 1` on (past every planned repetition, which
+/// the steps after it hold).
+fn confirming(step: &[&PlannedTrial], extra: usize, next: &mut u32) -> Vec<PlannedTrial> {
+    let last = step.iter().map(|t| t.repetition).max().unwrap_or(0);
+    let round: Vec<&&PlannedTrial> = step.iter().filter(|t| t.repetition == last).collect();
+    let mut out = Vec::new();
+    for _ in 0..extra {
+        *next += 1;
+        out.extend(round.iter().map(|t| PlannedTrial {
+            repetition: *next,
+            ..(***t).clone()
+        }));
+    }
+    out
 }
 
 /// Logs the host check's `(changed, line)`s; a changed host's line is also a warning of

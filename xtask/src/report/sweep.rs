@@ -11,8 +11,9 @@ use plotters::prelude::*;
 
 use super::html::{bounds, color, drawable, marker, svg};
 use crate::{
+    config::readwrite::FOLLOWED_SHARE,
     config::Arm,
-    judge::knee::{knee, steps, Step},
+    judge::knee::{knee, steps, Step, CONFIRM_TRIALS},
     results::trial::TrialRecord,
 };
 
@@ -29,8 +30,12 @@ pub fn section(engine: Engine, trials: &[TrialRecord]) -> String {
             let _ = write!(s, "{arm} knee: {} &nbsp; ", esc(&k));
         }
     }
-    s.push_str(
-        "(the highest target followed: within 10%, retries at most 1% of transactions)</p>\n",
+    let _ = writeln!(
+        s,
+        "(the highest target followed: a majority of the arm's trials within {:.0}%, retries \
+         at most 1% of transactions; a step the arms split on ran to {CONFIRM_TRIALS} trials \
+         per arm)</p>",
+        (1.0 - FOLLOWED_SHARE) * 100.0
     );
     s.push_str(&table(&steps));
     s.push_str(&chart(
@@ -71,7 +76,15 @@ fn table(steps: &[Step]) -> String {
             opt(st.p50_ms, 3),
             opt(st.p98_ms, 3),
             st.retries,
-            if st.followed { "yes" } else { "no" }
+            match (st.followed, st.trials) {
+                (true, 1) => "yes".to_string(),
+                (false, 1) => "no".to_string(),
+                (f, n) => format!(
+                    "{} ({} of {n})",
+                    if f { "yes" } else { "no" },
+                    st.followed_trials
+                ),
+            }
         );
     }
     s.push_str("</table>\n");

@@ -331,10 +331,11 @@ impl Baseline {
         self.check_knees_followed(origin)
     }
 
-    /// Each run's knee is a step its trials followed: it has trials there, each at least
-    /// [`readwrite::FOLLOWED_SHARE`] of the target (a record keeps no retries, so a knee
-    /// set lower than the trials followed is not caught here). Errors: the first run whose
-    /// trials contradict its knee.
+    /// Each run's knee is a step its trials followed: it has trials there, a strict
+    /// majority of them at least [`readwrite::FOLLOWED_SHARE`] of the target, as
+    /// `judge::knee` follows a step (a record keeps no retries, so a knee set lower than
+    /// the trials followed is not caught here). Errors: the first run whose trials
+    /// contradict its knee.
     fn check_knees_followed(&self, origin: &str) -> Result<()> {
         let runs = self.runs();
         for ((field, trials), knee) in runs.iter().zip(self.knees()) {
@@ -343,17 +344,22 @@ impl Baseline {
                 .filter(|t| t.target_tps == Some(knee))
                 .map(|t| t.tps)
                 .collect();
-            let short = at
+            let short: Vec<f64> = at
                 .iter()
-                .find(|tps| **tps < readwrite::FOLLOWED_SHARE * knee as f64);
-            if at.is_empty() || short.is_some() {
+                .copied()
+                .filter(|tps| *tps < readwrite::FOLLOWED_SHARE * knee as f64)
+                .collect();
+            if at.is_empty() || 2 * short.len() >= at.len() {
                 bail!(
                     "baseline {origin}: the knee of `{field}` is {knee} TPS, but {}: the \
                      record was edited",
-                    match short {
+                    match short.first() {
                         Some(tps) => format!(
-                            "a trial at that target measured {tps} TPS, below the {:.0}% that \
-                             follows it",
+                            "{} of its {} trials at that target measured below the {:.0}% \
+                             that follows it (one measured {tps} TPS), and a step is followed \
+                             by a majority",
+                            short.len(),
+                            at.len(),
                             readwrite::FOLLOWED_SHARE * 100.0
                         ),
                         None => "no trial ran at that target".to_string(),
@@ -1066,7 +1072,8 @@ mod tests {
                 edit(&|b| {
                     b["sweep"] = serde_json::json!({"ladder": [400, 900, 1200], "knee_tps": 900})
                 }),
-                "a trial at that target measured 699.67 TPS, below the 90%",
+                "1 of its 1 trials at that target measured below the 90% that follows it (one \
+                 measured 699.67 TPS)",
             ),
             (
                 edit(&|b| b["sweep"]["knee_tps"] = 600.into()),
