@@ -5,6 +5,7 @@
 //!
 //! Each module names the FDB source file its format comes from.
 
+pub mod cluster_file;
 pub mod cmake;
 pub mod engine;
 pub mod knob;

@@ -89,6 +89,12 @@ pub struct Behaviour {
     /// The tree's multitest runs (counted from 0, as mako's) that measure half their TPS:
     /// slow trials, as a busy host gives one now and then.
     pub multitest_slow_runs: Vec<u64>,
+    /// Keys the database holds, as `fdbcli getrangekeys` prints them (a cluster with a
+    /// user's data).
+    pub database_keys: Vec<String>,
+    /// How long the coordinator keeps listing a tester that stopped listening, ms (the
+    /// real cluster controller's failure detection takes seconds).
+    pub tester_linger_ms: u64,
 }
 
 impl Behaviour {
@@ -132,6 +138,8 @@ impl Default for Behaviour {
             multitest_test_fails: false,
             multitest_extra_testers: 0,
             multitest_slow_runs: Vec::new(),
+            database_keys: Vec::new(),
+            tester_linger_ms: 0,
         }
     }
 }

@@ -50,7 +50,10 @@ fn main() {
                 _ => true,
             };
             if !known {
-                eprintln!("double fdbcli: FDB {} has no storage engine {engine}", b.release);
+                eprintln!(
+                    "double fdbcli: FDB {} has no storage engine {engine}",
+                    b.release
+                );
                 std::process::exit(1);
             }
             if b.configure_says_exists {
@@ -69,13 +72,44 @@ fn main() {
             }
         }
         ["status", "json"] => match common::ask(&cluster, "status") {
-            Some(engine) if engine != "unconfigured" => println!(
-                "{{\"client\": {{\"database_status\": {{\"available\": true, \"healthy\": false}}}}, \
-                 \"cluster\": {{\"configuration\": {{\"storage_engine\": \"{engine}\"}}}}}}"
-            ),
+            Some(engine) if engine != "unconfigured" => {
+                // The fields `fdb::status::ClusterStatus` reads, as a real 8.0 answer has
+                // them (fdb/testdata/status-json-available.json).
+                // The servers' release, not this fdbcli's: they may differ.
+                let release = common::ask(&cluster, "release").unwrap_or(b.release.clone());
+                let (major, minor) = release.split_once('.').expect("a release like 8.0");
+                // Testers are processes of the cluster too, class `test`.
+                let testers: u32 = common::ask(&cluster, "testers")
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0);
+                let testers: String = (0..testers)
+                    .map(|i| format!(", \"t{i}\": {{\"address\": \"127.0.0.1:{}\", \"class_type\": \"test\", \"version\": \"{major}.{minor}.0\"}}", 5000 + i))
+                    .collect();
+                println!(
+                    "{{\"client\": {{\"database_status\": {{\"available\": true, \"healthy\": false}}}}, \
+                     \"cluster\": {{\"protocol_version\": \"fdb00b0{major}{minor}000000\", \
+                     \"configuration\": {{\"storage_engine\": \"{engine}\", \"redundancy_mode\": \"single\", \"logs\": 1}}, \
+                     \"processes\": {{\"p1\": {{\"address\": \"127.0.0.1:4500\", \"class_type\": \"unset\", \"version\": \"{major}.{minor}.0\"}}{testers}}}}}}}"
+                )
+            }
             // The real fdbcli prints nothing before the database exists (fixture
             // status-json-unconfigured.json).
             _ => std::process::exit(1),
+        },
+        ["getrangekeys", "\"\"", "\\xff", "1"] => match common::ask(&cluster, "status") {
+            Some(_) => {
+                // As `fdbcli/fdbcli.cpp` prints a range's keys.
+                println!("\nRange limited to 1 keys");
+                for key in b.database_keys.iter().take(1) {
+                    println!("`{key}'");
+                }
+                println!();
+            }
+            None => {
+                std::thread::sleep(Duration::from_secs(timeout));
+                println!("ERROR: Timed out");
+                std::process::exit(1);
+            }
         },
         _ => {
             eprintln!("double fdbcli: unsupported command {exec:?}");

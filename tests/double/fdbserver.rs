@@ -28,7 +28,7 @@ fn main() {
     let role = common::flag(&args, &["-c", "--class"]).unwrap_or_else(|| "unset".into());
     let data = PathBuf::from(common::flag(&args, &["-d", "--datadir"]).expect("-d DIR"));
     let logdir = PathBuf::from(common::flag(&args, &["-L", "--logdir"]).expect("-L DIR"));
-    let port = listen.rsplit(':').next().unwrap();
+    let port = listen.rsplit(':').next().unwrap().to_string();
     let trace = logdir.join(format!("trace.127.0.0.1.{port}.1.double.0.1.xml"));
     // Like ServerKnobs.cpp: an unknown knob or a bad value is only a warning.
     let mut events = String::new();
@@ -100,6 +100,11 @@ fn main() {
         std::process::exit(1);
     }
     std::thread::sleep(Duration::from_millis(b.server_start_delay_ms));
+    // `auto:PORT`: the address on the route to the coordinators, loopback here.
+    let listen = match listen.strip_prefix("auto:") {
+        Some(port) => format!("127.0.0.1:{port}"),
+        None => listen,
+    };
     let listener = TcpListener::bind(&listen).unwrap_or_else(|e| {
         eprintln!("ERROR: cannot listen on {listen}: {e}");
         std::process::exit(1)
@@ -120,16 +125,23 @@ fn main() {
     if role == "test" {
         // A tester joins the cluster: the coordinator counts it for the multitest.
         let cluster = PathBuf::from(common::flag(&args, &["-C", "--cluster-file"]).expect("-C"));
+        let listen = listen.clone();
         std::thread::spawn(move || {
-            while common::ask(&cluster, "tester-join").as_deref() != Some("ok") {
+            while common::ask(&cluster, &format!("tester-join {listen}")).as_deref() != Some("ok") {
                 std::thread::sleep(Duration::from_millis(20));
             }
         });
     }
-    let testers: Arc<Mutex<u32>> = Arc::default();
+    // Testers by port; like the cluster controller's failure monitor, a tester that no
+    // longer listens is gone (a cluster outlives its testers when the gate did not start
+    // it).
+    let testers: Arc<Mutex<Vec<Tester>>> = Arc::default();
+    let linger = Duration::from_millis(b.tester_linger_ms);
     let configured: Arc<Mutex<Option<String>>> = Arc::default();
     let exit_on_configure = b.coordinator_exits_on_configure;
+    let release = b.release.clone();
     for stream in listener.incoming().flatten() {
+        let release = release.clone();
         let configured = Arc::clone(&configured);
         let testers = Arc::clone(&testers);
         std::thread::spawn(move || {
@@ -148,14 +160,27 @@ fn main() {
                     *state = Some(engine.to_string());
                     "ok".to_string()
                 }
+                _ if line.trim() == "release" => release.clone(),
                 _ if line.trim() == "status" => {
                     state.clone().unwrap_or_else(|| "unconfigured".into())
                 }
-                _ if line.trim() == "tester-join" => {
-                    *testers.lock().unwrap() += 1;
+                Some(("tester-join", address)) => {
+                    testers
+                        .lock()
+                        .unwrap()
+                        .push((address.parse().expect("an address"), None));
                     "ok".to_string()
                 }
-                _ if line.trim() == "testers" => testers.lock().unwrap().to_string(),
+                _ if line.trim() == "testers" => {
+                    let mut t = testers.lock().unwrap();
+                    for (address, gone) in t.iter_mut() {
+                        if gone.is_none() && std::net::TcpStream::connect(*address).is_err() {
+                            *gone = Some(std::time::Instant::now());
+                        }
+                    }
+                    t.retain(|(_, gone)| gone.is_none_or(|g| g.elapsed() < linger));
+                    t.len().to_string()
+                }
                 _ => "unknown request".into(),
             };
             let _ = writeln!(&stream, "{answer}");
@@ -168,3 +193,6 @@ fn is_tmpfs(path: &std::path::Path) -> bool {
         .map(|s| s.filesystem_type() == nix::sys::statfs::TMPFS_MAGIC)
         .unwrap_or(false)
 }
+
+/// A tester that joined: its address, and since when it no longer listens.
+type Tester = (std::net::SocketAddr, Option<std::time::Instant>);

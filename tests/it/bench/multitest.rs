@@ -877,3 +877,274 @@ fn the_multitest_driver_refuses_fdb_7_1() {
         text(&o)
     );
 }
+
+/// A cluster started by hand, as an operator's would be: one double fdbserver of `tree`
+/// on a free loopback port, configured `single ssd-redwood-1` with the tree's fdbcli.
+/// Returns its cluster file and the process (killed when the test drops it).
+fn hand_started_cluster(s: &Sandbox, tree: &Path) -> (std::path::PathBuf, KillOnDrop) {
+    use std::process::{Command, Stdio};
+    let dir = s.dir.path().join("hand-cluster");
+    for d in ["data", "log"] {
+        std::fs::create_dir_all(dir.join(d)).unwrap();
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let file = dir.join("fdb.cluster");
+    std::fs::write(&file, format!("# by hand\nhand:abc123@127.0.0.1:{port}\n")).unwrap();
+    let server = Command::new(tree.join("bin/fdbserver"))
+        .args(["-p", &format!("127.0.0.1:{port}"), "-c", "stateless", "-C"])
+        .arg(&file)
+        .arg("-d")
+        .arg(dir.join("data"))
+        .arg("-L")
+        .arg(dir.join("log"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let server = KillOnDrop(server);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the hand-started server never listened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = Command::new(tree.join("bin/fdbcli"))
+        .arg("-C")
+        .arg(&file)
+        .args(["--exec", "configure new single ssd-redwood-1"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    (file, server)
+}
+
+/// A child process killed (and reaped) when dropped.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `bench` of one tree against the cluster file `file`, with `extra` flags.
+fn against_existing(s: &Sandbox, tree: &Path, file: &Path, extra: &[&str]) -> std::process::Output {
+    against_existing_with(s, tree, file, &SMALL, extra)
+}
+
+/// [`against_existing`] with `workload` flags instead of [`SMALL`].
+fn against_existing_with(
+    s: &Sandbox,
+    tree: &Path,
+    file: &Path,
+    workload: &[&str],
+    extra: &[&str],
+) -> std::process::Output {
+    let _ = std::fs::remove_dir_all(s.out());
+    std::process::Command::new(crate::support::xtask())
+        .arg("bench")
+        .arg("--experiment-build")
+        .arg(tree)
+        .arg("--cluster-file")
+        .arg(file)
+        .arg("--out")
+        .arg(s.out())
+        .args(workload)
+        .args(["--seed", "3", "--baselines-dir"])
+        .arg(s.dir.path().join("baselines"))
+        .args(extra)
+        .env("WORKDIR", s.workdir.path())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn an_existing_cluster_gets_testers_only_and_its_status_is_recorded() {
+    let s = Sandbox::new();
+    // The last trial's testers stay listed for a while after they end, as on real FDB
+    // (about 8 s): before, the next trial's multitest took a gone one and never ended.
+    let (a, _) = s.ab(json!({"tester_linger_ms": 1500}), json!({}));
+    let (file, _server) = hand_started_cluster(&s, &a);
+    let before = std::fs::read_to_string(&file).unwrap();
+    let o = against_existing(&s, &a, &file, &["--trials", "2", "--testers", "2"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let out = text(&o);
+    assert!(
+        out.contains("EXISTING CLUSTER (hand, coordinators 127.0.0.1:"),
+        "{out}"
+    );
+    assert!(
+        out.contains("cluster FDB 8.0.0, single ssd-redwood-1"),
+        "{out}"
+    );
+    let t = trials(&s);
+    assert_eq!(t.len(), 2, "one arm: {t:#?}");
+    for trial in &t {
+        assert_eq!(trial["arm"], "experiment");
+        assert_eq!(trial["outcome"], "measured", "{trial:#}");
+        assert_eq!(trial["cluster"]["storage_engine"], "ssd-redwood-1");
+        assert_eq!(trial["cluster"]["protocol_version"], "fdb00b080000000");
+        // No server of the gate's: no cluster start, no configure.
+        let phases: Vec<&str> = trial["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["phase"].as_str().unwrap())
+            .collect();
+        assert_eq!(phases, ["available", "multitest", "teardown"], "{phases:?}");
+        let dir = s.out().join(trial["artifacts"].as_str().unwrap());
+        let servers: Vec<String> = server_traces(&dir).into_iter().map(|(d, _)| d).collect();
+        assert!(
+            servers.len() == 2 && servers.iter().all(|d| d.starts_with("test-")),
+            "{servers:?}"
+        );
+        // The testers took the address FDB picks for a cluster on other hosts.
+        let args = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .find(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with("fdbserver-test-")
+            })
+            .map(|e| e.path());
+        assert!(args.is_some(), "a tester's output is kept");
+    }
+    // Only the first trial looked for data; both read status json.
+    assert!(s
+        .out()
+        .join("trials/01-redwood-experiment-1/fdbcli-getrange.txt")
+        .is_file());
+    assert!(!s
+        .out()
+        .join("trials/02-redwood-experiment-2/fdbcli-getrange.txt")
+        .exists());
+    let j = &s.read_json("summary.json")["judgements"][0];
+    assert_eq!(j["verdict"], "MEASURED", "{j}");
+    // The user's cluster file is read, never written.
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), before);
+    // A tester on another "host", started by hand with the README's command line: the
+    // multitest waits for it beside the gate's own, and counts its metrics.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let remote = s.dir.path().join("hand-cluster/remote-tester");
+    std::fs::create_dir_all(&remote).unwrap();
+    let _tester = KillOnDrop(
+        std::process::Command::new(a.join("bin/fdbserver"))
+            .args(["-c", "test", "-p", &format!("auto:{port}"), "-C"])
+            .arg(&file)
+            .arg("-d")
+            .arg(&remote)
+            .arg("-L")
+            .arg(&remote)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let o = against_existing(&s, &a, &file, &["--trials", "1", "--remote-testers", "1"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(
+        text(&o).contains("1 tester(s) here and 1 on other hosts"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(trials(&s)[0]["multitest"]["testers"], 2);
+    assert_only_the_hand_cluster_is_left(&s);
+}
+
+/// Nothing the gate started is left: only the hand-started cluster runs.
+fn assert_only_the_hand_cluster_is_left(s: &Sandbox) {
+    let left: Vec<String> = s
+        .leftover_processes()
+        .into_iter()
+        .filter(|p| !p.contains("hand-cluster"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn an_existing_cluster_with_data_or_of_another_release_is_refused_before_any_test() {
+    let s = Sandbox::new();
+    // The user's data: ReadWrite's clearAfterTest would wipe it.
+    let (a, b) = s.ab(
+        json!({"database_keys": ["users/1"]}),
+        json!({"release": "7.3"}),
+    );
+    let (file, _server) = hand_started_cluster(&s, &a);
+    let o = against_existing(&s, &a, &file, &["--trials", "1"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(
+        text(&o).contains("the database is not empty (it holds the key `users/1')"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        !s.out()
+            .join("trials/01-redwood-experiment-1/multitest.toml")
+            .exists(),
+        "no test ran"
+    );
+    // Testers of 7.3 against an 8.0 cluster.
+    let o = against_existing(&s, &b, &file, &["--trials", "1"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(
+        text(&o).contains(
+            "the cluster speaks protocol fdb00b080000000 (FDB 8.0.0), the testers' fdbserver \
+             fdb00b073000000"
+        ),
+        "{}",
+        text(&o)
+    );
+    // Flags that configure servers the gate does not start, or a second arm.
+    for (extra, says) in [
+        (
+            vec!["--knob", "page_cache_4k=1000"],
+            "--knob, --baseline-knob and --experiment-knob does not go with --cluster-file",
+        ),
+        (
+            vec!["--engine", "rocksdb"],
+            "--engine does not go with --cluster-file",
+        ),
+        (vec!["--pin"], "--pin does not go with --cluster-file"),
+        (
+            vec!["--hosts", "3"],
+            "the cluster topology flags does not go with --cluster-file",
+        ),
+        (
+            vec!["--trials", "auto", "--time-budget", "1h"],
+            "--trials auto does not go with --cluster-file",
+        ),
+    ] {
+        let o = against_existing(&s, &a, &file, &extra);
+        assert_eq!(code(&o), 64, "{extra:?}: {}", text(&o));
+        assert!(text(&o).contains(says), "{extra:?}: {}", text(&o));
+    }
+    let o = against_existing_with(&s, &a, &file, &["--profile", "quick"], &[]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("a mako profile does not go with --cluster-file"),
+        "{}",
+        text(&o)
+    );
+    let bad = s.dir.path().join("bad.cluster");
+    std::fs::write(&bad, "not a cluster file").unwrap();
+    let o = against_existing(&s, &a, &bad, &[]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("not a cluster file FDB takes: its connection string has no `@`"),
+        "{}",
+        text(&o)
+    );
+    assert_only_the_hand_cluster_is_left(&s);
+}

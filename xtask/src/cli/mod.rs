@@ -316,6 +316,22 @@ pub struct BenchArgs {
     #[arg(long, value_name = "LADDER")]
     pub sweep: Option<String>,
 
+    /// Run the multitest workload against a cluster the gate did not start (a
+    /// qualification cluster): its cluster file, read once and copied, never written. No
+    /// build of servers, no `configure new`, one arm: --experiment-build gives the
+    /// testers' fdbserver and fdbcli, of the cluster's version. The database must be
+    /// empty (ReadWrite's test clears every normal key when it ends). The cluster's
+    /// version, shape and health are read from `status json` and recorded; the verdict is
+    /// MEASURED, or SLO-VIOLATION below --slo-tps.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["baseline_build", "against_recorded", "noise_from"])]
+    pub cluster_file: Option<PathBuf>,
+
+    /// With --cluster-file: testers started on other hosts (`fdbserver -c test -C <the
+    /// cluster file> -p auto:<port>`), which the multitest waits for beside the gate's own
+    /// --testers, within --timeout-mako-build.
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "cluster_file")]
+    pub remote_testers: u32,
+
     /// FDB build tree of the experiment arm (B); may be the same tree as the baseline for a
     /// knob A/B (then give --baseline-knob/--experiment-knob) or an A/A (--allow-same).
     /// Without it the arm is built from --fdb-src at --experiment.

@@ -36,7 +36,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         let prepared = prepare(&config)?;
         control_from_record(&mut config, &prepared);
         let mut wanted = Vec::new();
-        if config.baseline.build_dir.is_none() && !config.no_control {
+        if config.baseline.build_dir.is_none() && !config.no_control && config.existing.is_none() {
             wanted.push(Arm::Baseline);
         }
         if config.experiment.build_dir.is_none() {

@@ -62,7 +62,7 @@ pub fn execute(plan: Plan) -> Result<Finished> {
     );
     // Against a record without a control arm, its trials are the baseline arm: unpaired.
     let unpaired_record = plan.recorded.as_ref().filter(|_| plan.baseline.is_none());
-    criteria.unpaired = unpaired_record.is_some();
+    criteria.unpaired = unpaired_record.is_some() || plan.config.existing.is_some();
     let samples = Sample::of_run(unpaired_record, &trials);
     let judgements = judge_looks(
         &samples,

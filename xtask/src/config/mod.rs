@@ -11,6 +11,7 @@ use std::{
 
 use serde::{Deserialize, Serialize};
 
+pub mod existing;
 pub mod metric;
 pub mod path_json;
 pub mod readwrite;
@@ -129,6 +130,10 @@ pub struct BenchConfig {
     /// The cluster every trial starts.
     #[serde(default, skip_serializing_if = "topology::Topology::is_default")]
     pub topology: topology::Topology,
+    /// A cluster the gate did not start (`--cluster-file`): trials run only testers
+    /// against it, one arm.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub existing: Option<existing::ExistingCluster>,
     /// Set when the run's client processes were scaled to the host's cores
     /// ([`client_procs`]): what was changed and why, for the run's warnings.
     pub procs_scaled: Option<String>,
@@ -259,6 +264,7 @@ impl TryFrom<&BenchArgs> for BenchConfig {
         c.baselines_dir = a.baselines_dir.clone();
         c.noise_from = a.noise_from.clone();
         c.noise_max_age_s = a.noise_max_age.as_secs();
+        c.existing = existing::ExistingCluster::resolve(a, &c)?;
         Ok(c)
     }
 }
@@ -302,6 +308,7 @@ impl BenchConfig {
             engines: expand_engines(&a.engines),
             workload,
             topology: topology_of(&a.topology)?,
+            existing: None,
             procs_scaled,
             trials,
             time_budget,

@@ -760,11 +760,36 @@ fn decide_family(judgements: &mut [Judgement], gating: bool, family: Option<usiz
 /// quick run's TPS).
 const NO_NOISE_SE: f64 = 1e-9;
 
+/// Decides a judgement of one arm with nothing to compare it with (a cluster the gate did
+/// not start, no record): MEASURED, the numbers as the reason. Returns false for any other.
+fn one_arm(j: &mut Judgement) -> bool {
+    let (None, Some(e)) = (&j.baseline, &j.experiment) else {
+        return false;
+    };
+    j.verdict = Verdict::Measured;
+    j.reason = match e.mean(j.metric) {
+        Some(mean) => format!(
+            "{}: {mean:.1} (mean of {} trials{}); one arm, no baseline to compare with",
+            j.metric.label(),
+            e.tps.len(),
+            e.tps_cv_pct
+                .filter(|_| j.metric == Metric::Tps)
+                .map(|cv| format!(", CV {cv:.1}%"))
+                .unwrap_or_default()
+        ),
+        None => format!("{}: not measured; one arm, no baseline", j.metric.label()),
+    };
+    true
+}
+
 /// Decides one open judgement from its comparison and adjusted p-values (set by
 /// `decide_family`): MEASURED, REGRESSION or INCONCLUSIVE, with the sentence why.
 fn decide(j: &mut Judgement) {
     let tol = j.criteria.max_regression_pct;
     let Some(c) = &j.comparison else {
+        if one_arm(j) {
+            return;
+        }
         j.verdict = Verdict::Inconclusive;
         // The metric's own plain means, not TPS's.
         let plain = match (&j.baseline, &j.experiment) {
@@ -946,6 +971,7 @@ pub(crate) mod tests {
             cpu_bound: Some(true),
             cpu: None,
             workdir_peak_bytes: Some(1 << 20),
+            cluster: None,
             gate_stalls_s: Vec::new(),
             artifacts: PathBuf::from(format!("trials/{index:02}")),
         }

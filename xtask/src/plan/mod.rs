@@ -243,7 +243,7 @@ impl Plan {
             self.workdir.chosen_by
         );
         let _ = writeln!(s, "workload   {}", self.config.workload.summary());
-        let _ = writeln!(s, "cluster    {}", self.config.topology.summary());
+        let _ = writeln!(s, "cluster    {}", self.cluster_line());
         if let Some(ladder) = &self.config.sweep {
             let _ = writeln!(
                 s,
@@ -286,6 +286,29 @@ impl Plan {
             );
         }
         s
+    }
+
+    /// The plan's `cluster` line: the shape of the cluster each trial starts, or the
+    /// cluster the gate did not start and the testers it waits for.
+    fn cluster_line(&self) -> String {
+        match &self.config.existing {
+            Some(e) => format!(
+                "existing, not started by the gate: {} (coordinators {}), its shape from \
+                 status json at each trial; {} tester(s) here{}",
+                e.path.display(),
+                e.connection.coordinators.join(","),
+                self.config
+                    .workload
+                    .readwrite
+                    .as_ref()
+                    .map_or(0, |rw| rw.testers),
+                match e.remote_testers {
+                    0 => String::new(),
+                    n => format!(" and {n} on other hosts"),
+                }
+            ),
+            None => self.config.topology.summary(),
+        }
     }
 }
 

@@ -22,6 +22,7 @@ use crate::{
         tree::{same_binaries, FdbTree},
         Provenance,
     },
+    config::existing::ExistingCluster,
     config::{slo, Arm, BenchConfig, Metric, HARDWARE_PMU},
     error::UsageError,
     results::{
@@ -210,6 +211,7 @@ pub fn plan(
         Err(e) => return Err(e),
     };
     let mut plan = match recorded {
+        None if config.existing.is_some() => existing_plan(config, engines, workdir, experiment)?,
         Some((b, warnings)) if config.no_control => {
             let days = days_without_control(&b)?;
             let mut plan = Plan::new(config, engines, workdir, None, experiment, false)?;
@@ -439,4 +441,30 @@ fn arms_configured_differently(baseline: &ArmPlan, experiment: &ArmPlan) -> Opti
             differences.join("; ")
         )
     })
+}
+
+/// The plan of a run against a cluster the gate did not start: the experiment arm alone,
+/// with a warning that says what it measures.
+fn existing_plan(
+    config: BenchConfig,
+    engines: Vec<Engine>,
+    workdir: Workdir,
+    experiment: ArmPlan,
+) -> Result<Plan> {
+    let warning = config.existing.as_ref().map(existing_warning);
+    let mut plan = Plan::new(config, engines, workdir, None, experiment, false)?;
+    plan.warnings.extend(warning);
+    Ok(plan)
+}
+
+/// What a run against a cluster the gate did not start measures, for the plan's warnings.
+fn existing_warning(e: &ExistingCluster) -> String {
+    format!(
+        "EXISTING CLUSTER ({}, coordinators {}): one arm, no baseline; the verdict is \
+         MEASURED (or SLO-VIOLATION below the TPS SLO), the numbers are the cluster's and \
+         this host's testers' together, and the cluster's shape is read from status json \
+         at each trial",
+        e.connection.description,
+        e.connection.coordinators.join(",")
+    )
 }

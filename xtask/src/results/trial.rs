@@ -131,6 +131,10 @@ pub struct TrialRecord {
     pub cpu: Option<RoleCpu>,
     /// Peak growth of the work dir filesystem's used bytes during mako build and run.
     pub workdir_peak_bytes: Option<u64>,
+    /// What `status json` said of a cluster the gate did not start (`--cluster-file`)
+    /// when the trial began: its versions, shape and health.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<fdb::status::ClusterStatus>,
     /// Stalls of the gate itself during the trial, seconds each ([`crate::process::STALL`]
     /// or longer): its phase timings include them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -18,21 +18,24 @@ use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
 
 use fdb::{
-    status::parse_database_status,
+    status::{parse_database_status, ClusterStatus},
     trace::{knob_problems, trace_errors},
     Engine, Knob, Release,
 };
 
 use crate::{
     build::tree::FdbTree,
-    config::topology::Topology,
+    config::{existing::ExistingCluster, topology::Topology},
     plan::env::ChildEnv,
     plan::pinning::Pinning,
     process::{
         excerpt, exit_of, interrupted, output_note, process_running, read_output, Child,
         PhaseError, Signal, POLL,
     },
-    results::trial::{Availability, CpuRole},
+    results::{
+        fs::create_new,
+        trial::{Availability, CpuRole},
+    },
 };
 
 /// Process class of a server (`fdbserver -c`).
@@ -84,6 +87,10 @@ pub struct Server {
     pub log_dir: PathBuf,
     /// The process, once started.
     pub child: Option<Child>,
+    /// Listens on `auto:<port>` (the address FDB picks on the route to the
+    /// coordinators), as a tester of a cluster the gate did not start must: that cluster
+    /// may be on other hosts.
+    auto_address: bool,
 }
 
 impl Server {
@@ -118,6 +125,7 @@ impl Server {
             data_dir,
             log_dir,
             child: None,
+            auto_address: false,
         })
     }
 
@@ -134,8 +142,13 @@ impl Server {
     ) -> Result<Child> {
         let mut cmd = Command::new(&tree.fdbserver);
         env.apply(&mut cmd);
+        let public = if self.auto_address {
+            format!("auto:{}", self.port)
+        } else {
+            self.address().to_string()
+        };
         cmd.arg("-p")
-            .arg(self.address().to_string())
+            .arg(public)
             .args(["-c", self.role.as_str()])
             .arg("-d")
             .arg(&self.data_dir)
@@ -177,6 +190,9 @@ pub struct Cluster {
     env: ChildEnv,
     /// Where fdbcli outputs and server stdout/stderr go (the trial's results dir).
     artifacts: PathBuf,
+    /// A cluster the gate did not start (`--cluster-file`): its only processes here are
+    /// the gate's testers.
+    existing: bool,
 }
 
 impl Cluster {
@@ -234,7 +250,134 @@ impl Cluster {
             fdbcli: tree.fdbcli.clone(),
             env: env.clone(),
             artifacts: artifacts.to_path_buf(),
+            existing: false,
         })
+    }
+
+    /// A cluster the gate did not start, through a copy of its cluster file in `work`
+    /// (FDB rewrites a cluster file when the coordinators change; the user's is never
+    /// written). It has no server of the gate's until [`Cluster::start_testers`].
+    pub fn existing(
+        tree: &FdbTree,
+        e: &ExistingCluster,
+        work: &Path,
+        artifacts: &Path,
+        env: &ChildEnv,
+    ) -> Result<Cluster> {
+        let cluster_file = work.join("fdb.cluster");
+        create_new(&cluster_file, &e.text)?;
+        Ok(Cluster {
+            cluster_file,
+            servers: Vec::new(),
+            topology: Topology::default(),
+            fdbcli: tree.fdbcli.clone(),
+            env: env.clone(),
+            artifacts: artifacts.to_path_buf(),
+            existing: true,
+        })
+    }
+
+    /// What `status json` (from the last answer [`Cluster::wait_available`] kept) says of
+    /// a cluster the gate did not start, checked: its protocol is the testers' `protocol`
+    /// (FDB's `fdbserver --version`; testers of another release cannot join), and, when
+    /// `must_be_empty`, the database holds no normal key (ReadWrite's test clears every
+    /// normal key when it ends: `clearAfterTest`, `fdbserver/tester/test.cpp`). First it
+    /// waits, within `bound`, until at most `remote` tester-class processes are registered:
+    /// the last trial's testers stay listed for some seconds after they end (about 8 s on
+    /// FDB 8.0 here), and a multitest started meanwhile takes a gone tester for one and
+    /// waits on it without end. Errors name what differs and what to give instead.
+    pub fn existing_status(
+        &self,
+        protocol: &str,
+        must_be_empty: bool,
+        remote: u32,
+        bound: Duration,
+    ) -> Result<ClusterStatus, PhaseError> {
+        let status = self.without_stray_testers(remote, bound)?;
+        if let Some(theirs) = status
+            .protocol_version
+            .as_deref()
+            .filter(|p| *p != protocol)
+        {
+            return Err(anyhow!(
+                "the cluster speaks protocol {theirs} (FDB {}), the testers' fdbserver \
+                 {protocol}: testers of another release cannot join it; give \
+                 --experiment-build a tree of the cluster's release",
+                status.versions.join(", ")
+            )
+            .into());
+        }
+        if must_be_empty {
+            self.check_empty(bound)?;
+        }
+        Ok(status)
+    }
+
+    /// The cluster's `status json` once it lists at most `remote` tester-class processes,
+    /// polled within `bound`; the last answer is kept as `status.json`.
+    fn without_stray_testers(
+        &self,
+        remote: u32,
+        bound: Duration,
+    ) -> Result<ClusterStatus, PhaseError> {
+        let deadline = Instant::now() + bound;
+        let answer = self.artifacts.join("status.json");
+        loop {
+            let status = ClusterStatus::parse(&read_output(&answer)?)
+                .map_err(|e| anyhow!("{e}; see {}", answer.display()))?;
+            let testers = status.processes_by_class.get("test").copied().unwrap_or(0);
+            if testers <= u64::from(remote) {
+                return Ok(status);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(anyhow!(
+                    "{testers} tester-class processes are registered with the cluster, more \
+                     than the {remote} --remote-testers: a multitest takes every tester it \
+                     finds, so stray ones (of another run, or ended and not yet gone) would \
+                     join the test; end them, or give --remote-testers their number; see {}",
+                    answer.display()
+                )
+                .into());
+            }
+            if interrupted() {
+                return Err(PhaseError::Interrupted);
+            }
+            thread::sleep(Duration::from_secs(1));
+            match self.fdbcli("status json", &answer, left.min(Duration::from_secs(10))) {
+                Ok(_) | Err(PhaseError::Timeout(..)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Errors when the database holds a normal key: `fdbcli getrangekeys "" \xff 1` printed
+    /// one (`fdbcli/fdbcli.cpp`: each key as `` `key' `` on a line of its own). Its output
+    /// is kept as `fdbcli-getrange.txt`.
+    fn check_empty(&self, bound: Duration) -> Result<(), PhaseError> {
+        let out = self.artifacts.join("fdbcli-getrange.txt");
+        let status = self.fdbcli("getrangekeys \"\" \\xff 1", &out, bound)?;
+        let text = read_output(&out)?;
+        if !status.success() || !text.contains("Range limited to") {
+            return Err(anyhow!(
+                "cannot tell whether the database is empty: `fdbcli getrangekeys` failed \
+                 ({status}); {}; {}",
+                output_note("stderr", &out.with_extension("err"), 5),
+                output_note("stdout", &out, 5)
+            )
+            .into());
+        }
+        if let Some(key) = text.lines().find(|l| l.starts_with('`')) {
+            return Err(anyhow!(
+                "the database is not empty (it holds the key {}): ReadWrite's test clears \
+                 every normal key when it ends, so the gate runs it only on an empty \
+                 database; give --cluster-file a cluster whose data may go, after clearing \
+                 it yourself (fdbcli: writemode on; clearrange \"\" \\xff)",
+                excerpt(key, 1)
+            )
+            .into());
+        }
+        Ok(())
     }
 
     /// Starts the three servers with `knobs` (on their CPUs, with `pinning`) and waits
@@ -269,8 +412,9 @@ impl Cluster {
         let hosts = self.topology.hosts;
         for (i, port) in free_ports(n as usize)?.into_iter().enumerate() {
             let host = i as u32 % hosts + 1;
-            self.servers
-                .push(Server::new(work, Role::Tester, host, port)?);
+            let mut tester = Server::new(work, Role::Tester, host, port)?;
+            tester.auto_address = self.existing;
+            self.servers.push(tester);
         }
         self.spawn_from(first, tree, knobs, pinning, bound)
     }
@@ -298,7 +442,9 @@ impl Cluster {
             )?;
             self.servers[i].child = Some(child);
         }
-        for server in &self.servers[first..] {
+        // A tester on `auto:<port>` listens where FDB chose; the multitest's own wait for
+        // its testers (bounded by the caller) stands for this one.
+        for server in self.servers[first..].iter().filter(|s| !s.auto_address) {
             let addr = server.address();
             while TcpStream::connect_timeout(&addr.into(), Duration::from_millis(200)).is_err() {
                 self.check_alive()?;

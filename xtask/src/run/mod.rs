@@ -151,6 +151,7 @@ impl<'a> Runner<'a> {
             require_cpu_bound: config.require_cpu_bound,
             progress: !config.quiet,
             pinning: self.plan.pinning.pinned(),
+            existing: config.existing.as_ref(),
             env: &self.plan.child_env,
         };
         let others = ctx.pinning.map(|p| p.others.as_slice());

@@ -91,7 +91,10 @@ pub fn run(
     cluster.start_testers(&arm.tree, rw.testers, &knobs, ctx.pinning, bound)?;
     let log = work.join("multitest");
     std::fs::create_dir_all(&log).with_context(|| format!("cannot create {}", log.display()))?;
-    let cmd = command(ctx, arm, cluster, &spec_file, rw.testers, &log);
+    // Testers on other hosts join a cluster the gate did not start.
+    let remote = ctx.existing.map_or(0, |e| e.remote_testers);
+    let testers = rw.testers + remote;
+    let cmd = command(ctx, arm, cluster, &spec_file, testers, &log);
     let (out, err) = (
         artifacts.join("multitest.txt"),
         artifacts.join("multitest.err"),
@@ -110,7 +113,7 @@ pub fn run(
     let status = status?;
     copied.map_err(PhaseError::from)?;
     let text = read_output(&out)?;
-    let result = read_run(&text, rw.testers as usize).map_err(|e| {
+    let result = read_run(&text, testers as usize).map_err(|e| {
         anyhow!(
             "fdbserver -r multitest ended ({status}) without a usable result: {}; see {}; {}; \
              a refused workload option is named only in the testers' stderr \
@@ -123,7 +126,7 @@ pub fn run(
     Ok((
         MultitestReport {
             target_tps: target_tps as f64,
-            testers: rw.testers,
+            testers,
             actors_per_tester: rw.actors_per_tester,
             result,
         },

@@ -16,7 +16,7 @@ use fdb::mako::{last_sample_tps, MakoReport, TextSummary};
 use super::{cluster::Cluster, monitor::Monitor, reaper::remove_mako_leftovers};
 use crate::{
     build::tree::FdbTree,
-    config::{topology::Topology, PhaseBounds, Workload},
+    config::{existing::ExistingCluster, topology::Topology, PhaseBounds, Workload},
     plan::{env::ChildEnv, pinning::Pinning, ArmPlan, PlannedTrial},
     process::{excerpt, output_note, read_output, Child, PhaseError},
     results::trial::{
@@ -37,6 +37,8 @@ pub struct TrialContext<'a> {
     pub require_cpu_bound: bool,
     /// Show a progress bar during mako's run (hidden anyway when stderr is no terminal).
     pub progress: bool,
+    /// A cluster the gate did not start (`--cluster-file`): no servers, no configure.
+    pub existing: Option<&'a ExistingCluster>,
     /// CPUs of the storage server and of everything else, when pinned.
     pub pinning: Option<&'a Pinning>,
     /// The environment of every server, fdbcli and mako ([`ChildEnv`]).
@@ -82,6 +84,7 @@ pub fn run_trial(ctx: &TrialContext, arm: &ArmPlan, planned: &PlannedTrial) -> T
         cpu_bound: None,
         cpu: None,
         workdir_peak_bytes: None,
+        cluster: None,
         gate_stalls_s: Vec::new(),
         artifacts: artifacts_rel,
     };
@@ -164,6 +167,45 @@ fn timeout_note(phase: Phase, artifacts: &Path) -> String {
     format!(" (raise {flag} if it needs longer){output}")
 }
 
+/// Starts and configures the trial's cluster, or for a cluster the gate did not start
+/// only reads and checks its `status json`, and waits until the database is available.
+fn bring_up(
+    ctx: &TrialContext,
+    arm: &ArmPlan,
+    planned: &PlannedTrial,
+    c: &mut Cluster,
+    record: &mut TrialRecord,
+) -> Result<(), Failure> {
+    let b = ctx.bounds;
+    if ctx.existing.is_none() {
+        timed(record, Phase::ClusterStart, || {
+            c.start(&arm.tree, &planned.knobs, ctx.pinning, b.cluster_start)?;
+            check_knobs(c)
+        })?;
+        timed(record, Phase::Configure, || {
+            c.configure(planned.engine, arm.mako.release, b.configure)
+        })?;
+    }
+    let mut existing = None;
+    record.availability = Some(timed(record, Phase::Available, || {
+        let available = c.wait_available(b.available)?;
+        if ctx.existing.is_some() {
+            // Only the first trial finds the database as the user left it; later ones
+            // find it as the last test's clearAfterTest did.
+            let remote = ctx.existing.map_or(0, |e| e.remote_testers);
+            let first = planned.index == 1;
+            let status = c.existing_status(&arm.version.protocol, first, remote, b.available)?;
+            existing = Some(status);
+        }
+        Ok(available)
+    })?);
+    if let Some(status) = &existing {
+        tracing::info!("trial {}: cluster {}", planned.index, status.class());
+    }
+    record.cluster = existing;
+    Ok(())
+}
+
 /// Stops the trial's cluster (the teardown phase, bounded), looks for refused knobs once
 /// more (trace files are complete only now), keeps its trace files, and returns the
 /// trial's result with a teardown failure added when it was a success so far.
@@ -214,25 +256,19 @@ fn run_phases(
     cluster: &mut Option<Cluster>,
     record: &mut TrialRecord,
 ) -> Result<(), Failure> {
-    let b = ctx.bounds;
     let tree = &arm.tree;
-    let c = Cluster::new(tree, ctx.topology, work, artifacts, ctx.env).map_err(|e| Failure {
+    let c = match ctx.existing {
+        Some(e) => Cluster::existing(tree, e, work, artifacts, ctx.env),
+        None => Cluster::new(tree, ctx.topology, work, artifacts, ctx.env),
+    }
+    .map_err(|e| Failure {
         phase: Phase::ClusterStart,
         error: e.into(),
     })?;
     // Stored before it starts, so that a cluster that fails to start is still harvested
     // and torn down.
     let c = cluster.insert(c);
-    timed(record, Phase::ClusterStart, || {
-        c.start(tree, &planned.knobs, ctx.pinning, b.cluster_start)?;
-        check_knobs(c)
-    })?;
-    timed(record, Phase::Configure, || {
-        c.configure(planned.engine, arm.mako.release, b.configure)
-    })?;
-    record.availability = Some(timed(record, Phase::Available, || {
-        c.wait_available(b.available)
-    })?);
+    bring_up(ctx, arm, planned, c, record)?;
     let mut monitor = Monitor::new(work);
     if ctx.workload.readwrite.is_some() {
         let ran = timed(record, Phase::Multitest, || {

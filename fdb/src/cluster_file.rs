@@ -1,0 +1,142 @@
+//! FDB's cluster file: `description:ID@address:port[,address:port...]`, the one
+//! connection string a client and a tester need (`fdbclient/MonitorLeader.cpp`,
+//! `ClusterConnectionString`). Read here to refuse a file FDB would refuse before any
+//! process is started with it, and to name the cluster in messages.
+
+/// A cluster file's connection string, checked as FDB checks it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ConnectionString {
+    /// Letters, digits and `_`.
+    pub description: String,
+    /// Letters and digits.
+    pub id: String,
+    /// Coordinators as written: `IP:PORT`, `[IPv6]:PORT` or `hostname:PORT`, each with an
+    /// optional `:tls`; at least one, no two the same.
+    pub coordinators: Vec<String>,
+}
+
+impl ConnectionString {
+    /// Reads a cluster file's text: its one connection string, around which blank lines
+    /// and `#` comment lines may stand. Errors: what is wrong, with the offending part.
+    pub fn parse(text: &str) -> Result<ConnectionString, String> {
+        let lines: Vec<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .collect();
+        let line = match lines.as_slice() {
+            [one] => *one,
+            [] => return Err("it holds no connection string".into()),
+            _ => {
+                return Err(format!(
+                    "it holds {} lines that are not comments; a cluster file holds one \
+                     connection string",
+                    lines.len()
+                ))
+            }
+        };
+        let shape = "description:ID@address:port[,address:port...]";
+        let (key, addrs) = line
+            .split_once('@')
+            .ok_or_else(|| format!("its connection string has no `@`: not {shape}"))?;
+        let (description, id) = key
+            .split_once(':')
+            .ok_or_else(|| format!("its connection string has no `:` before `@`: not {shape}"))?;
+        if !description
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
+            return Err(format!(
+                "its description {description:?} holds a character other than letters, \
+                 digits and `_`"
+            ));
+        }
+        if !id.chars().all(|c| c.is_ascii_alphanumeric()) {
+            return Err(format!(
+                "its ID {id:?} holds a character other than letters and digits"
+            ));
+        }
+        let mut coordinators: Vec<String> = Vec::new();
+        for addr in addrs.split(',') {
+            check_address(addr)?;
+            if coordinators.iter().any(|c| c == addr) {
+                return Err(format!("it names the coordinator {addr} twice"));
+            }
+            coordinators.push(addr.to_string());
+        }
+        Ok(ConnectionString {
+            description: description.to_string(),
+            id: id.to_string(),
+            coordinators,
+        })
+    }
+}
+
+/// `host:port[:tls]`, host an IPv4 address, `[IPv6]` or a hostname, port 1-65535.
+fn check_address(addr: &str) -> Result<(), String> {
+    let bad = |why: &str| Err(format!("its coordinator {addr:?} is not host:port: {why}"));
+    let plain = addr.strip_suffix(":tls").unwrap_or(addr);
+    let (host, port) = match plain.strip_prefix('[') {
+        Some(rest) => match rest.split_once("]:") {
+            Some((ip, port)) if ip.parse::<std::net::Ipv6Addr>().is_ok() => (ip, port),
+            _ => return bad("an IPv6 address goes in brackets, [::1]:4500"),
+        },
+        None => match plain.rsplit_once(':') {
+            Some(hp) => hp,
+            None => return bad("no port"),
+        },
+    };
+    if host.is_empty()
+        || !host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':'))
+    {
+        return bad("no host, or a character no address or hostname has");
+    }
+    match port.parse::<u16>() {
+        Ok(p) if p > 0 => Ok(()),
+        _ => bad("the port is not a number from 1 to 65535"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gates_own_and_a_real_multi_host_cluster_file_are_read() {
+        let c = ConnectionString::parse("perfgate:1a2b3c4d@127.0.0.1:4500\n").unwrap();
+        assert_eq!(c.description, "perfgate");
+        assert_eq!(c.coordinators, ["127.0.0.1:4500"]);
+        // As FDB's own tests write them (`MonitorLeader.cpp`), with a comment line.
+        let c = ConnectionString::parse(
+            "# qualification cluster\nTestCluster:0@10.0.0.1:4500:tls,[::1]:4501,host-2.example:4500\n",
+        )
+        .unwrap();
+        assert_eq!(c.id, "0");
+        assert_eq!(c.coordinators.len(), 3);
+    }
+
+    #[test]
+    fn what_fdb_refuses_is_refused_naming_the_part() {
+        for (text, says) in [
+            ("", "no connection string"),
+            ("# only a comment\n", "no connection string"),
+            ("a:b@1.2.3.4:1\na:c@1.2.3.4:1\n", "holds 2 lines"),
+            ("ab@1.2.3.4:4500", "no `:` before `@`"),
+            ("a:b", "no `@`"),
+            ("a-b:c@1.2.3.4:4500", "description \"a-b\""),
+            ("a:b_c@1.2.3.4:4500", "ID \"b_c\""),
+            ("a:b@1.2.3.4", "no port"),
+            ("a:b@1.2.3.4:0", "1 to 65535"),
+            ("a:b@1.2.3.4:99999", "1 to 65535"),
+            ("a:b@1.2.3.4:4500,1.2.3.4:4500", "twice"),
+            ("a:b@[zz]:4500", "IPv6"),
+            ("a:b@:4500", "no host"),
+            ("a:b@1.2.3.4:4500,", "no port"),
+        ] {
+            let e = ConnectionString::parse(text).unwrap_err();
+            assert!(e.contains(says), "{text:?}: {e}");
+        }
+    }
+}

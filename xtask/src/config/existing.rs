@@ -1,0 +1,96 @@
+//! Config stage: a cluster the gate did not start (`--cluster-file`), such as a multi-host
+//! qualification cluster. The gate starts only tester processes (`fdbserver -c test`) and
+//! the multitest coordinator against it; its servers, knobs, engine and shape are the
+//! cluster's own, read from `status json` at each trial (`fdb::status::ClusterStatus`).
+
+use std::path::{Path, PathBuf};
+
+use fdb::cluster_file::ConnectionString;
+use serde::Serialize;
+
+use super::{usage, BenchConfig};
+use crate::{cli::BenchArgs, error::UsageError};
+
+/// Upper bound of `--remote-testers`.
+pub const MAX_REMOTE_TESTERS: u32 = 1000;
+
+/// A cluster the gate did not start.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExistingCluster {
+    /// The user's cluster file as given: read once here, never written (each trial's
+    /// processes get a copy, which FDB may rewrite when coordinators change).
+    #[serde(serialize_with = "crate::config::path_json::lossy")]
+    pub path: PathBuf,
+    /// Its text as read, and the connection string in it.
+    pub text: String,
+    pub connection: ConnectionString,
+    /// Testers started on other hosts that the multitest waits for beside the gate's own.
+    pub remote_testers: u32,
+}
+
+impl ExistingCluster {
+    /// The existing cluster `--cluster-file` names, if any, checked against the rest of
+    /// the run `c`: a multitest workload, one arm, and none of the flags that configure
+    /// servers the gate does not start. Errors: a [`UsageError`] naming the flag or what
+    /// is wrong with the file.
+    pub fn resolve(a: &BenchArgs, c: &BenchConfig) -> Result<Option<ExistingCluster>, UsageError> {
+        let Some(path) = &a.cluster_file else {
+            return Ok(None);
+        };
+        refuse_server_flags(a, c)?;
+        if a.remote_testers > MAX_REMOTE_TESTERS {
+            return Err(usage(format!(
+                "--remote-testers {} is more than {MAX_REMOTE_TESTERS}",
+                a.remote_testers
+            )));
+        }
+        let (text, connection) = read(path)?;
+        Ok(Some(ExistingCluster {
+            path: path.clone(),
+            text,
+            connection,
+            remote_testers: a.remote_testers,
+        }))
+    }
+}
+
+/// The file's text and connection string. Errors: unreadable (a link is not followed), or
+/// not a connection string FDB takes.
+fn read(path: &Path) -> Result<(String, ConnectionString), UsageError> {
+    let text = crate::input::read_text(path).map_err(|e| {
+        usage(format!(
+            "--cluster-file {}: cannot read it: {e}; give the cluster file of a running \
+             cluster (e.g. /etc/foundationdb/fdb.cluster)",
+            path.display()
+        ))
+    })?;
+    let connection = ConnectionString::parse(&text).map_err(|e| {
+        usage(format!(
+            "--cluster-file {}: not a cluster file FDB takes: {e}",
+            path.display()
+        ))
+    })?;
+    Ok((text, connection))
+}
+
+/// Refuses what configures servers or a second arm: against a cluster the gate did not
+/// start, those are the cluster's (or there is none).
+fn refuse_server_flags(a: &BenchArgs, c: &BenchConfig) -> Result<(), UsageError> {
+    let r = &a.run;
+    let refused = [
+        (c.workload.readwrite.is_none(), "a mako profile", "mako's build phase clears and loads the key space from one client; use a multitest profile (point-read, write, mixed)"),
+        (a.source.baseline.is_some(), "--baseline", "one arm runs: the cluster is the baseline's and the experiment's alike"),
+        (!r.knobs.is_empty() || !r.baseline_knobs.is_empty() || !r.experiment_knobs.is_empty(), "--knob, --baseline-knob and --experiment-knob", "server knobs are the cluster's own configuration (the testers are clients)"),
+        (!r.engines.is_empty(), "--engine", "the storage engine is the one the cluster was configured with; status json records it"),
+        (r.pin, "--pin", "the storage servers are not the gate's to pin"),
+        (r.require_cpu_bound, "--require-cpu-bound", "the storage servers' CPU is not the gate's to measure"),
+        (!c.topology.is_default(), "the cluster topology flags", "the cluster's shape is its own; status json records it"),
+        (c.time_budget.is_some(), "--trials auto", "one arm has no pairs to look at; give --trials N"),
+    ];
+    match refused.iter().find(|(given, ..)| *given) {
+        Some((_, flag, why)) => Err(usage(format!(
+            "{flag} does not go with --cluster-file: {why}"
+        ))),
+        None => Ok(()),
+    }
+}
