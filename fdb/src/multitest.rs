@@ -62,6 +62,10 @@ pub struct ReadWriteSpec {
     pub writes_b: u32,
     /// `alpha`: the probability of a type B transaction, 0 to 1.
     pub alpha: f64,
+    /// `clearAfterTest`: clear every normal key when the test ends. FDB's default is
+    /// true only in simulation (`g_network->isSimulated()`, `WorkloadUtils.h` of 8.0,
+    /// `workloads.actor.h` of 7.3), so on a real cluster the rows stay unless asked.
+    pub clear_after_test: bool,
 }
 
 impl ReadWriteSpec {
@@ -72,12 +76,13 @@ impl ReadWriteSpec {
         self.check()?;
         Ok(format!(
             "[[test]]\ntestTitle = '{}'\nwaitForQuiescence = false\nrunConsistencyCheck = false\n\
-             runFailureWorkloads = false\n\n    [[test.workload]]\n    testName = 'ReadWrite'\n\
+             runFailureWorkloads = false\nclearAfterTest = {}\n\n    [[test.workload]]\n    testName = 'ReadWrite'\n\
              \x20   testDuration = {:?}\n    transactionsPerSecond = {:?}\n\
              \x20   actorCountPerTester = {}\n    nodeCount = {}\n    keyBytes = {}\n\
              \x20   valueBytes = {}\n    readsPerTransactionA = {}\n    writesPerTransactionA = {}\n\
              \x20   readsPerTransactionB = {}\n    writesPerTransactionB = {}\n    alpha = {:?}\n",
             self.title,
+            self.clear_after_test,
             self.duration_s,
             self.target_tps,
             self.actors_per_tester,
@@ -641,8 +646,10 @@ mod tests {
             reads_b: 1,
             writes_b: 9,
             alpha: 0.0,
+            clear_after_test: false,
         };
         let toml = spec.to_toml().unwrap();
+        assert!(toml.contains("clearAfterTest = false\n"), "{toml}");
         // Every line of the spec of the real run (testdata) is in ours; ours adds the
         // type B mix, which alpha 0 never runs, and writes rates as floats.
         for line in data("pointread.toml").lines() {

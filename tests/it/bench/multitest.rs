@@ -991,6 +991,15 @@ fn an_existing_cluster_gets_testers_only_and_its_status_is_recorded() {
         assert_eq!(trial["outcome"], "measured", "{trial:#}");
         assert_eq!(trial["cluster"]["storage_engine"], "ssd-redwood-1");
         assert_eq!(trial["cluster"]["protocol_version"], "fdb00b080000000");
+        // FDB clears after a test only in simulation: asked, so the next trial finds the
+        // database empty as a fresh cluster is.
+        let spec = std::fs::read_to_string(
+            s.out()
+                .join(trial["artifacts"].as_str().unwrap())
+                .join("multitest.toml"),
+        )
+        .unwrap();
+        assert!(spec.contains("clearAfterTest = true\n"), "{spec}");
         // No server of the gate's: no cluster start, no configure.
         let phases: Vec<&str> = trial["phases"]
             .as_array()
@@ -1110,7 +1119,7 @@ fn an_existing_cluster_with_data_or_of_another_release_is_refused_before_any_tes
     for (extra, says) in [
         (
             vec!["--knob", "page_cache_4k=1000"],
-            "--knob, --baseline-knob and --experiment-knob does not go with --cluster-file",
+            "--knob, --baseline-knob and --experiment-knob do not go with --cluster-file",
         ),
         (
             vec!["--engine", "rocksdb"],
@@ -1119,7 +1128,7 @@ fn an_existing_cluster_with_data_or_of_another_release_is_refused_before_any_tes
         (vec!["--pin"], "--pin does not go with --cluster-file"),
         (
             vec!["--hosts", "3"],
-            "the cluster topology flags does not go with --cluster-file",
+            "the cluster topology flags do not go with --cluster-file",
         ),
         (
             vec!["--trials", "auto", "--time-budget", "1h"],

@@ -88,9 +88,16 @@ fn refuse_server_flags(a: &BenchArgs, c: &BenchConfig) -> Result<(), UsageError>
         (c.time_budget.is_some(), "--trials auto", "one arm has no pairs to look at; give --trials N"),
     ];
     match refused.iter().find(|(given, ..)| *given) {
-        Some((_, flag, why)) => Err(usage(format!(
-            "{flag} does not go with --cluster-file: {why}"
-        ))),
+        Some((_, flag, why)) => {
+            let verb = if flag.contains(" and ") || flag.ends_with("flags") {
+                "do"
+            } else {
+                "does"
+            };
+            Err(usage(format!(
+                "{flag} {verb} not go with --cluster-file: {why}"
+            )))
+        }
         None => Ok(()),
     }
 }

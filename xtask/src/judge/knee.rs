@@ -361,6 +361,28 @@ fn stopped(trials: &[TrialRecord], engine: Engine, interrupted: bool) -> Option<
     })
 }
 
+/// What to change when the knee is outside the ladder: `ours` for an A/B; against a record
+/// the ladder is the record's, so a new record on a ladder with `change`.
+fn remedy(against: Against, ours: &str, change: &str) -> String {
+    match against {
+        Against::Arm => ours.to_string(),
+        _ => format!(
+            "record the release again on a ladder with {change} (a record's knee compares \
+             only on its own ladder)"
+        ),
+    }
+}
+
+/// A knee for the verdict's reason: at the ladder's top it is a lower bound, `None` is
+/// below the first step.
+fn show_knee(k: Option<u64>, ladder: &[u64]) -> String {
+    match k {
+        Some(k) if Some(&k) == ladder.last() => format!("{k} TPS or more (the ladder's top)"),
+        Some(k) => format!("{k} TPS"),
+        None => format!("below the first step ({} TPS)", ladder[0]),
+    }
+}
+
 /// The verdict, its reason, and the two knees when both arms have one.
 fn decide(
     trials: &[TrialRecord],
@@ -374,11 +396,7 @@ fn decide(
     }
     let steps = steps(trials, engine);
     let top = *ladder.last().expect("a ladder has 2 steps or more");
-    let show = |k: Option<u64>| match k {
-        Some(k) if k == top => format!("{k} TPS or more (the ladder's top)"),
-        Some(k) => format!("{k} TPS"),
-        None => format!("below the first step ({} TPS)", ladder[0]),
-    };
+    let show = |k: Option<u64>| show_knee(k, ladder);
     let e = knee(&steps, Arm::Experiment);
     // A record's knee lies below the ladder's top (results::baseline checks it).
     let b = against.baseline_knee(&steps);
@@ -389,14 +407,18 @@ fn decide(
     let rule = rule();
     // A knee at the top is a lower bound: no change in percent.
     let knees = b.zip(e).filter(|(b, e)| *b < top && *e < top);
-    // Against a record the ladder is the record's: the remedy is a new record.
-    let remedy = |ours: &str, change: &str| match against {
-        Against::Arm => ours.to_string(),
-        _ => format!(
-            "record the release again on a ladder with {change} (a record's knee compares \
-             only on its own ladder)"
-        ),
-    };
+    let remedy = |ours: &str, change: &str| remedy(against, ours, change);
+    // One arm (a cluster the gate did not start): its knee is the result.
+    if matches!(against, Against::Arm) && !steps.iter().any(|s| s.arm == Arm::Baseline) {
+        return (
+            Verdict::Measured,
+            format!(
+                "knee {}; one arm, no baseline to compare with ({rule})",
+                show(e)
+            ),
+            None,
+        );
+    }
     if b == Some(top) && e == Some(top) {
         return (
             Verdict::Inconclusive,

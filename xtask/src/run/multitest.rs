@@ -43,8 +43,9 @@ use crate::{
 const RUNNING: &str = "running test (";
 
 /// The ReadWrite spec of a trial: the workload's rows, sizes, duration and load, at
-/// `target_tps`.
-pub fn spec(w: &Workload, rw: &ReadWriteLoad, target_tps: u64) -> ReadWriteSpec {
+/// `target_tps`; `clear` the rows when the test ends (a cluster the gate did not start,
+/// which the next trial must find empty as a fresh one is).
+pub fn spec(w: &Workload, rw: &ReadWriteLoad, target_tps: u64, clear: bool) -> ReadWriteSpec {
     ReadWriteSpec {
         title: format!("perfgate-{}", w.profile),
         duration_s: w.seconds as f64,
@@ -58,6 +59,7 @@ pub fn spec(w: &Workload, rw: &ReadWriteLoad, target_tps: u64) -> ReadWriteSpec 
         reads_b: rw.reads_b,
         writes_b: rw.writes_b,
         alpha: rw.alpha,
+        clear_after_test: clear,
     }
 }
 
@@ -82,7 +84,8 @@ pub fn run(
     // A sweep's step sets the target.
     let target_tps = planned.target_tps.unwrap_or(rw.target_tps);
     let spec_file = artifacts.join("multitest.toml");
-    create_new(&spec_file, &spec(w, rw, target_tps).to_toml()?)?;
+    let clear = ctx.existing.is_some();
+    create_new(&spec_file, &spec(w, rw, target_tps, clear).to_toml()?)?;
     let started = Instant::now();
     // Testers joining and the rows loading are the load phase (mako's build), then the
     // test runs its --seconds.
