@@ -320,17 +320,15 @@ impl Cluster {
         remote: u32,
         bound: Duration,
     ) -> Result<ClusterStatus, PhaseError> {
-        let deadline = Instant::now() + bound;
         let answer = self.artifacts.join("status.json");
-        loop {
-            let status = ClusterStatus::parse(&read_output(&answer)?)
-                .map_err(|e| anyhow!("{e}; see {}", answer.display()))?;
+        self.poll_status(bound, Duration::from_secs(1), |text, late| {
+            let status =
+                ClusterStatus::parse(text).map_err(|e| anyhow!("{e}; see {}", answer.display()))?;
             let testers = status.processes_by_class.get("test").copied().unwrap_or(0);
             if testers <= u64::from(remote) {
-                return Ok(status);
+                return Ok(Some(status));
             }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
+            if late {
                 return Err(anyhow!(
                     "{testers} tester-class processes are registered with the cluster, more \
                      than the {remote} --remote-testers: a multitest takes every tester it \
@@ -340,15 +338,8 @@ impl Cluster {
                 )
                 .into());
             }
-            if interrupted() {
-                return Err(PhaseError::Interrupted);
-            }
-            thread::sleep(Duration::from_secs(1));
-            match self.fdbcli("status json", &answer, left.min(Duration::from_secs(10))) {
-                Ok(_) | Err(PhaseError::Timeout(..)) => {}
-                Err(e) => return Err(e),
-            }
-        }
+            Ok(None)
+        })
     }
 
     /// Errors when the database holds a normal key: `fdbcli getrangekeys "" \xff 1` printed
@@ -489,32 +480,52 @@ impl Cluster {
     /// Polls `status json` until `client.database_status.available` is true. The last
     /// answer is kept as `status.json`.
     pub fn wait_available(&self, bound: Duration) -> Result<Availability, PhaseError> {
+        let mut polls = 0;
+        self.poll_status(bound, Duration::from_millis(200), |text, _| {
+            polls += 1;
+            Ok(parse_database_status(text)
+                .filter(|s| s.available)
+                .map(|s| Availability {
+                    healthy: s.healthy,
+                    polls,
+                }))
+        })
+    }
+
+    /// Calls `fdbcli status json` every `pause` until `done` (given the answer, kept as
+    /// `status.json`, and whether `bound` has passed) returns a value or an error, checking
+    /// the gate's servers and interrupts between calls. A call that times out (fdbcli
+    /// prints nothing before the database is up) is not an error: `done` or the bound
+    /// decides. Errors: [`PhaseError::Timeout`] once `bound` passed and `done` still
+    /// returned `None`.
+    fn poll_status<T>(
+        &self,
+        bound: Duration,
+        pause: Duration,
+        mut done: impl FnMut(&str, bool) -> Result<Option<T>, PhaseError>,
+    ) -> Result<T, PhaseError> {
         let deadline = Instant::now() + bound;
         let out = self.artifacts.join("status.json");
-        let mut polls = 0;
         loop {
             self.check_alive()?;
+            if interrupted() {
+                return Err(PhaseError::Interrupted);
+            }
             let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(PhaseError::Timeout(bound, String::new()));
-            }
-            polls += 1;
-            // A poll that times out (fdbcli prints nothing before the database is up) is
-            // not an error of the phase; the phase's own bound decides.
-            match self.fdbcli("status json", &out, left.min(Duration::from_secs(10))) {
-                Ok(_) | Err(PhaseError::Timeout(..)) => {}
-                Err(e) => return Err(e),
-            }
-            let text = read_output(&out)?;
-            if let Some(status) = parse_database_status(&text) {
-                if status.available {
-                    return Ok(Availability {
-                        healthy: status.healthy,
-                        polls,
-                    });
+            if !left.is_zero() {
+                match self.fdbcli("status json", &out, left.min(Duration::from_secs(10))) {
+                    Ok(_) | Err(PhaseError::Timeout(..)) => {}
+                    Err(e) => return Err(e),
                 }
             }
-            thread::sleep(Duration::from_millis(200));
+            let late = Instant::now() >= deadline;
+            if let Some(value) = done(&read_output(&out)?, late)? {
+                return Ok(value);
+            }
+            if late {
+                return Err(PhaseError::Timeout(bound, String::new()));
+            }
+            thread::sleep(pause);
         }
     }
 
