@@ -143,23 +143,25 @@ fn run_sweep(plan: &Plan, out: &Path, ladder: &[u64]) -> Result<Vec<TrialRecord>
                     break 'engines;
                 }
             }
-            if runner.failed(engine) {
-                break;
-            }
-            let extra = knee::confirmations(&knee::steps(&runner.trials, engine), target, against);
+            let extra = if runner.failed(engine) {
+                0
+            } else {
+                knee::confirmations(&knee::steps(&runner.trials, engine), target, against)
+            };
             if extra > 0 {
                 tracing::info!(
                     "{engine}: the arms split on {target} TPS: {extra} more trial(s) per arm \
                      there, so that a majority decides the step"
                 );
             }
+            // After a failed trial the runner skips the engine's others.
             for planned in confirming(&step, extra, &mut next_repetition) {
                 if !runner.run(planned)? {
                     break 'engines;
                 }
-                if runner.failed(engine) {
-                    break 'engines;
-                }
+            }
+            if runner.failed(engine) {
+                break;
             }
             let steps = knee::steps(&runner.trials, engine);
             if !steps.iter().any(|s| s.target_tps == target && s.followed) {
