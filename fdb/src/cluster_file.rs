@@ -16,25 +16,27 @@ pub struct ConnectionString {
 }
 
 impl ConnectionString {
-    /// Reads a cluster file's text: its one connection string, around which blank lines
-    /// and `#` comment lines may stand. Errors: what is wrong, with the offending part.
+    /// Reads a cluster file's text as FDB does (`trim` in `MonitorLeader.cpp`): a `#`
+    /// starts a comment that runs to the end of its line, and spaces, tabs and line breaks
+    /// anywhere are dropped, so a comment may follow the connection string on its line.
+    /// Errors: what is wrong, with the offending part.
     pub fn parse(text: &str) -> Result<ConnectionString, String> {
-        let lines: Vec<&str> = text
+        let trimmed: String = text
             .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(|l| l.split_once('#').map_or(l, |(before, _)| before))
+            .flat_map(str::chars)
+            .filter(|c| !matches!(c, ' ' | '\t' | '\r' | '\n'))
             .collect();
-        let line = match lines.as_slice() {
-            [one] => *one,
-            [] => return Err("it holds no connection string".into()),
-            _ => {
+        let line = trimmed.as_str();
+        match line.matches('@').count() {
+            _ if line.is_empty() => return Err("it holds no connection string".into()),
+            n if n > 1 => {
                 return Err(format!(
-                    "it holds {} lines that are not comments; a cluster file holds one \
-                     connection string",
-                    lines.len()
+                    "it holds {n} `@`: a cluster file holds one connection string"
                 ))
             }
-        };
+            _ => {}
+        }
         let shape = "description:ID@address:port[,address:port...]";
         let (key, addrs) = line
             .split_once('@')
@@ -115,6 +117,12 @@ mod tests {
         .unwrap();
         assert_eq!(c.id, "0");
         assert_eq!(c.coordinators.len(), 3);
+        // A comment after the connection string, and blanks anywhere, as FDB's `trim`
+        // drops them (fdbcli 8.0 takes this file).
+        let c = ConnectionString::parse("hand:abc@127.0.0.1:4500 # main\r\n").unwrap();
+        assert_eq!(c.coordinators, ["127.0.0.1:4500"]);
+        let c = ConnectionString::parse("hand:abc@127.0.0.1:4500,\n\t127.0.0.2:4500\n").unwrap();
+        assert_eq!(c.coordinators, ["127.0.0.1:4500", "127.0.0.2:4500"]);
     }
 
     #[test]
@@ -122,7 +130,7 @@ mod tests {
         for (text, says) in [
             ("", "no connection string"),
             ("# only a comment\n", "no connection string"),
-            ("a:b@1.2.3.4:1\na:c@1.2.3.4:1\n", "holds 2 lines"),
+            ("a:b@1.2.3.4:1\na:c@1.2.3.4:1\n", "holds 2 `@`"),
             ("ab@1.2.3.4:4500", "no `:` before `@`"),
             ("a:b", "no `@`"),
             ("a-b:c@1.2.3.4:4500", "description \"a-b\""),

@@ -43,12 +43,18 @@ pub struct ClusterStatus {
     pub coordinators: Option<u64>,
     /// Processes per `class_type` (storage, log, stateless, transaction, unset, test, ...).
     pub processes_by_class: std::collections::BTreeMap<String, u64>,
-    /// Distinct machines: a process's `locality.machineid`, else its address's IP.
+    /// Distinct machines of the cluster's servers (testers not counted): a process's
+    /// `locality.machineid`, else its address's IP.
     pub machines: u64,
     /// `client.database_status`.
     pub database: DatabaseStatus,
     /// `cluster.recovery_state.name`, e.g. "fully_recovered".
     pub recovery_state: Option<String>,
+    /// `cluster.generation`, the recovery count (`fdbserver/clustercontroller/Status.cpp`):
+    /// it grows at every recovery (2 right after `configure new`; 4
+    /// after the one server of a cluster was killed and restarted, on 8.0 here), so two
+    /// answers with different generations span a recovery.
+    pub generation: Option<u64>,
 }
 
 impl ClusterStatus {
@@ -90,7 +96,11 @@ impl ClusterStatus {
         let mut machines = std::collections::BTreeSet::new();
         for p in &processes {
             let class = field(p, &["class_type"]).unwrap_or_else(|| "unset".into());
+            let tester = class == "test";
             *processes_by_class.entry(class).or_insert(0) += 1;
+            if tester {
+                continue;
+            }
             let ip = field(p, &["address"]).map(|a| {
                 a.rsplit_once(':')
                     .map_or(a.clone(), |(ip, _)| ip.to_string())
@@ -116,16 +126,22 @@ impl ClusterStatus {
             machines: machines.len() as u64,
             database,
             recovery_state: field(cluster, &["recovery_state", "name"]),
+            generation: cluster
+                .get("generation")
+                .and_then(serde_json::Value::as_u64),
         })
     }
 
     /// The cluster's class for people and records: its versions, redundancy, engine,
     /// machines and processes per class, e.g. "FDB 8.0.0, double ssd-redwood-1, 3
-    /// machines: 3 log, 3 stateless, 3 storage".
+    /// machines: 3 log, 3 stateless, 3 storage". Tester-class processes are not the
+    /// cluster's: they come and go with each test (`machines` counts their hosts only
+    /// where a server runs too).
     pub fn class(&self) -> String {
         let classes: Vec<String> = self
             .processes_by_class
             .iter()
+            .filter(|(c, _)| c.as_str() != "test")
             .map(|(c, n)| format!("{n} {c}"))
             .collect();
         format!(
@@ -136,6 +152,99 @@ impl ClusterStatus {
             self.machines,
             classes.join(", ")
         )
+    }
+}
+
+/// fdbcli's stderr when a process of the cluster speaks another protocol
+/// (`fdbcli/StatusCommand.cpp`); its `status json` then finds
+/// no coordinator reachable (`testdata/fdbcli-incompatible-stderr.txt`, a 7.3 fdbcli against
+/// an 8.0 cluster).
+pub const INCOMPATIBLE_WARNING: &str = "is incompatible with this version of fdbcli";
+
+/// What the client saw when `status json` shows no available database: its messages and
+/// its coordinators (`client.messages`, `client.coordinators` of
+/// `fdbclient/StatusClient.actor.cpp`), read from real answers: an unreachable quorum
+/// (`testdata/status-json-quorum-not-reachable-7.3-cli.json`) and a coordinator that leads
+/// to no cluster controller, as with a wrong ID (`testdata/status-json-no-cluster-controller.json`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientView {
+    /// `client.messages`: (name, description), e.g. ("quorum_not_reachable", "Unable to
+    /// reach a quorum of coordinators.").
+    pub messages: Vec<(String, String)>,
+    /// Coordinators the client could not reach, as `IP:PORT`.
+    pub unreachable: Vec<String>,
+    /// Coordinators that answered, with the protocol they gave (hex), if any.
+    pub reachable: Vec<(String, Option<String>)>,
+    /// fdbcli warned on stderr that a process speaks another protocol
+    /// ([`INCOMPATIBLE_WARNING`]).
+    pub incompatible: bool,
+}
+
+impl ClientView {
+    /// Reads `client.messages` and `client.coordinators` from a `status json` answer and
+    /// fdbcli's `stderr`; empty fields where the answer is not JSON or lacks them.
+    pub fn parse(text: &str, stderr: &str) -> ClientView {
+        let v: serde_json::Value = serde_json::from_str(text).unwrap_or_default();
+        let client = &v["client"];
+        let text_of = |x: &serde_json::Value, k: &str| x[k].as_str().unwrap_or("").to_string();
+        let messages = client["messages"]
+            .as_array()
+            .map(|m| {
+                m.iter()
+                    .map(|m| (text_of(m, "name"), text_of(m, "description")))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut view = ClientView {
+            messages,
+            incompatible: stderr.contains(INCOMPATIBLE_WARNING),
+            ..ClientView::default()
+        };
+        let coordinators = client["coordinators"]["coordinators"].as_array();
+        for c in coordinators.into_iter().flatten() {
+            let address = text_of(c, "address");
+            match c["reachable"].as_bool() {
+                Some(true) => view
+                    .reachable
+                    .push((address, c["protocol"].as_str().map(str::to_string))),
+                _ => view.unreachable.push(address),
+            }
+        }
+        view
+    }
+
+    /// One line for people: the messages, which coordinators were (not) reachable, and the
+    /// incompatibility warning; empty when there is nothing to say.
+    pub fn describe(&self) -> String {
+        let mut parts: Vec<String> = self
+            .messages
+            .iter()
+            .map(|(name, description)| format!("{} ({name})", description.trim()))
+            .collect();
+        if !self.unreachable.is_empty() {
+            parts.push(format!(
+                "coordinator(s) not reachable: {}",
+                self.unreachable.join(", ")
+            ));
+        }
+        if !self.reachable.is_empty() {
+            let answered: Vec<String> = self
+                .reachable
+                .iter()
+                .map(|(a, p)| match p {
+                    Some(p) => format!("{a} (protocol {p})"),
+                    None => a.clone(),
+                })
+                .collect();
+            parts.push(format!("coordinator(s) reachable: {}", answered.join(", ")));
+        }
+        if self.incompatible {
+            parts.push(
+                "fdbcli warns that a process of the cluster is incompatible with its release"
+                    .into(),
+            );
+        }
+        parts.join("; ")
     }
 }
 
@@ -161,6 +270,7 @@ mod tests {
         );
         assert!(s.database.available && !s.database.healthy);
         assert_eq!(s.recovery_state.as_deref(), Some("fully_recovered"));
+        assert_eq!(s.generation, Some(2));
         // 7.3.79, the default 1/1/1 cluster; 7.3 names its proxies' counts too.
         let s = ClusterStatus::parse(include_str!("../testdata/status-json-7.3.json")).unwrap();
         assert_eq!(
@@ -171,6 +281,20 @@ mod tests {
             (s.commit_proxies, s.grv_proxies, s.resolvers),
             (Some(3), Some(1), Some(1))
         );
+    }
+
+    #[test]
+    fn testers_are_not_part_of_the_clusters_class() {
+        let text = include_str!("../testdata/status-json-available.json");
+        let before = ClusterStatus::parse(text).unwrap();
+        let mut v: serde_json::Value = serde_json::from_str(text).unwrap();
+        v["cluster"]["processes"]["t1"] = serde_json::json!({
+            "address": "10.9.9.9:4600", "class_type": "test", "version": "8.0.0"
+        });
+        let with_tester = ClusterStatus::parse(&v.to_string()).unwrap();
+        assert_eq!(with_tester.processes_by_class["test"], 1);
+        assert_eq!(with_tester.class(), before.class());
+        assert_eq!(with_tester.machines, before.machines);
     }
 
     #[test]
@@ -211,5 +335,38 @@ mod tests {
         // fdbcli printed nothing before configure (fixture status-json-unconfigured.json).
         assert_eq!(parse_database_status(""), None);
         assert_eq!(parse_database_status("{\"client\": {}}"), None);
+    }
+
+    #[test]
+    fn why_a_cluster_is_not_available_is_read_from_what_the_client_saw() {
+        // A 7.3 fdbcli against an 8.0 cluster: no coordinator answers it, and it warns.
+        let v = ClientView::parse(
+            include_str!("../testdata/status-json-quorum-not-reachable-7.3-cli.json"),
+            include_str!("../testdata/fdbcli-incompatible-stderr.txt"),
+        );
+        assert!(v.incompatible);
+        assert_eq!(v.unreachable, ["127.0.0.1:4711"]);
+        assert_eq!(
+            v.describe(),
+            "Unable to reach a quorum of coordinators. (quorum_not_reachable); coordinator(s) \
+             not reachable: 127.0.0.1:4711; fdbcli warns that a process of the cluster is \
+             incompatible with its release"
+        );
+        // A wrong ID: the coordinator answers, and leads to no cluster controller.
+        let v = ClientView::parse(
+            include_str!("../testdata/status-json-no-cluster-controller.json"),
+            "",
+        );
+        assert!(!v.incompatible && v.unreachable.is_empty());
+        assert_eq!(
+            v.reachable,
+            [(
+                "127.0.0.1:4711".to_string(),
+                Some("0fdb00b080000000".to_string())
+            )]
+        );
+        assert_eq!(v.messages[0].0, "no_cluster_controller");
+        // Nothing to say of an empty answer (fdbcli printed nothing).
+        assert_eq!(ClientView::parse("", "").describe(), "");
     }
 }

@@ -95,6 +95,10 @@ pub struct Behaviour {
     /// How long the coordinator keeps listing a tester that stopped listening, ms (the
     /// real cluster controller's failure detection takes seconds).
     pub tester_linger_ms: u64,
+    /// The multitest's runs (counted from 0) during which the cluster recovers: its
+    /// generation (`status json` `cluster.generation`) grows by 2, as a killed and
+    /// restarted server's did on real 8.0.
+    pub multitest_recovery_runs: Vec<u64>,
 }
 
 impl Behaviour {
@@ -140,6 +144,7 @@ impl Default for Behaviour {
             multitest_slow_runs: Vec::new(),
             database_keys: Vec::new(),
             tester_linger_ms: 0,
+            multitest_recovery_runs: Vec::new(),
         }
     }
 }

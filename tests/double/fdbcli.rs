@@ -72,6 +72,12 @@ fn main() {
             }
         }
         ["status", "json"] => match common::ask(&cluster, "status") {
+            // Servers of another release: as a real 7.3 fdbcli against an 8.0 cluster, it
+            // reaches no coordinator and warns (fdb/testdata/fdbcli-incompatible-stderr.txt).
+            Some(_) if common::ask(&cluster, "release").is_some_and(|r| r != b.release) => {
+                eprint!("WARNING: One or more of the processes in the cluster is incompatible with this version of fdbcli.\n\n");
+                print_unreachable(&cluster);
+            }
             Some(engine) if engine != "unconfigured" => {
                 // The fields `fdb::status::ClusterStatus` reads, as a real 8.0 answer has
                 // them (fdb/testdata/status-json-available.json).
@@ -82,19 +88,23 @@ fn main() {
                 let testers: u32 = common::ask(&cluster, "testers")
                     .and_then(|n| n.parse().ok())
                     .unwrap_or(0);
+                let generation = common::ask(&cluster, "generation").unwrap_or("2".into());
                 let testers: String = (0..testers)
                     .map(|i| format!(", \"t{i}\": {{\"address\": \"127.0.0.1:{}\", \"class_type\": \"test\", \"version\": \"{major}.{minor}.0\"}}", 5000 + i))
                     .collect();
                 println!(
                     "{{\"client\": {{\"database_status\": {{\"available\": true, \"healthy\": false}}}}, \
-                     \"cluster\": {{\"protocol_version\": \"fdb00b0{major}{minor}000000\", \
+                     \"cluster\": {{\"protocol_version\": \"fdb00b0{major}{minor}000000\", \"generation\": {generation}, \
                      \"configuration\": {{\"storage_engine\": \"{engine}\", \"redundancy_mode\": \"single\", \"logs\": 1}}, \
                      \"processes\": {{\"p1\": {{\"address\": \"127.0.0.1:4500\", \"class_type\": \"unset\", \"version\": \"{major}.{minor}.0\"}}{testers}}}}}}}"
                 )
             }
             // The real fdbcli prints nothing before the database exists (fixture
             // status-json-unconfigured.json).
-            _ => std::process::exit(1),
+            Some(_) => std::process::exit(1),
+            // No coordinator answers: what the client saw, as a real one says it
+            // (fdb/testdata/status-json-quorum-not-reachable-7.3-cli.json).
+            None => print_unreachable(&cluster),
         },
         ["getrangekeys", "\"\"", "\\xff", "1"] => match common::ask(&cluster, "status") {
             Some(_) => {
@@ -116,4 +126,16 @@ fn main() {
             std::process::exit(1);
         }
     }
+}
+
+/// `status json` of a client that reached no coordinator, as a real one prints it
+/// (fdb/testdata/status-json-quorum-not-reachable-7.3-cli.json).
+fn print_unreachable(cluster: &std::path::Path) {
+    let address = common::coordinator(cluster).unwrap_or_default();
+    println!(
+        "{{\"client\": {{\"coordinators\": {{\"coordinators\": [{{\"address\": \"{address}\", \"reachable\": false}}], \"quorum_reachable\": false}}, \
+         \"database_status\": {{\"available\": false, \"healthy\": false}}, \
+         \"messages\": [{{\"description\": \"Unable to reach a quorum of coordinators.\", \"name\": \"quorum_not_reachable\"}}]}}, \
+         \"cluster\": {{\"layers\": {{\"_valid\": false}}}}}}"
+    );
 }

@@ -140,8 +140,11 @@ fn main() {
     let configured: Arc<Mutex<Option<String>>> = Arc::default();
     let exit_on_configure = b.coordinator_exits_on_configure;
     let release = b.release.clone();
+    // `cluster.generation`: 2 right after configure, as on real FDB.
+    let generation = Arc::new(std::sync::atomic::AtomicU64::new(2));
     for stream in listener.incoming().flatten() {
         let release = release.clone();
+        let generation = Arc::clone(&generation);
         let configured = Arc::clone(&configured);
         let testers = Arc::clone(&testers);
         std::thread::spawn(move || {
@@ -161,6 +164,13 @@ fn main() {
                     "ok".to_string()
                 }
                 _ if line.trim() == "release" => release.clone(),
+                _ if line.trim() == "generation" => generation
+                    .load(std::sync::atomic::Ordering::SeqCst)
+                    .to_string(),
+                _ if line.trim() == "recover" => {
+                    generation.fetch_add(2, std::sync::atomic::Ordering::SeqCst);
+                    "ok".to_string()
+                }
                 _ if line.trim() == "status" => {
                     state.clone().unwrap_or_else(|| "unconfigured".into())
                 }

@@ -61,8 +61,15 @@ pub fn main(args: &[String], b: &common::Behaviour) {
         "startingConfiguration: start\nuseDB: true\nRun test:{title} start\n\
          setting up test ({title})...\nrunning test ({title})..."
     );
-    std::thread::sleep(Duration::from_secs_f64(duration * b.time_scale));
     let k = common::next_run();
+    if b.multitest_recovery_runs.contains(&k) {
+        // Mid-test, as a server killed and restarted under it.
+        std::thread::sleep(Duration::from_secs_f64(duration * b.time_scale / 2.0));
+        common::ask(&cluster, "recover");
+        std::thread::sleep(Duration::from_secs_f64(duration * b.time_scale / 2.0));
+    } else {
+        std::thread::sleep(Duration::from_secs_f64(duration * b.time_scale));
+    }
     let slow = if b.multitest_slow_runs.contains(&k) {
         0.5
     } else {

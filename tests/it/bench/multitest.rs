@@ -440,7 +440,8 @@ fn a_sweep_stops_one_step_past_the_knee_and_a_lower_knee_is_a_regression() {
     );
     assert_eq!(
         j[0]["knees"],
-        json!({"baseline_tps": 900, "experiment_tps": 600, "first_step_tps": 400, "top_step_tps": 2000})
+        json!({"baseline_tps": 900, "experiment_tps": 600, "first_step_tps": 400,
+               "top_step_tps": 2000, "has_baseline": true})
     );
     let md = std::fs::read_to_string(s.out().join("summary.md")).unwrap();
     assert!(
@@ -984,6 +985,11 @@ fn an_existing_cluster_gets_testers_only_and_its_status_is_recorded() {
         out.contains("cluster FDB 8.0.0, single ssd-redwood-1"),
         "{out}"
     );
+    // Trial 2 waited for trial 1's lingering tester to leave, and said so.
+    assert!(
+        out.contains("more than the 0 --remote-testers: waiting"),
+        "{out}"
+    );
     let t = trials(&s);
     assert_eq!(t.len(), 2, "one arm: {t:#?}");
     for trial in &t {
@@ -1068,7 +1074,166 @@ fn an_existing_cluster_gets_testers_only_and_its_status_is_recorded() {
         "{}",
         text(&o)
     );
-    assert_eq!(trials(&s)[0]["multitest"]["testers"], 2);
+    let t = &trials(&s)[0];
+    assert_eq!(t["multitest"]["testers"], 2);
+    // Client CPU is the gate's testers' only: not set against every tester's TPS.
+    assert!(t["cpu"]["cores"].get("client").is_none(), "{t:#}");
+    assert!(
+        text(&o).contains(
+            "plus 1 tester(s) on other hosts (--remote-testers): the target is split over 2 \
+             testers"
+        ),
+        "{}",
+        text(&o)
+    );
+    drop(_tester);
+    // The remote tester gone: the multitest waits for it, and the gate says so.
+    let o = against_existing(
+        &s,
+        &a,
+        &file,
+        &[
+            "--trials",
+            "1",
+            "--remote-testers",
+            "1",
+            "--timeout-mako-build",
+            "1",
+            "--timeout-mako-run-grace",
+            "1",
+        ],
+    );
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(
+        text(&o).contains(
+            "the 2 tester(s) it waits for (1 started here, 1 --remote-testers on other hosts) \
+             never all joined the cluster"
+        ),
+        "{}",
+        text(&o)
+    );
+    assert_only_the_hand_cluster_is_left(&s);
+}
+
+#[test]
+fn a_recovery_of_an_existing_cluster_during_a_test_fails_that_trial() {
+    let s = Sandbox::new();
+    // The second test (run 1) spans a recovery: FDB's multitest still passes it.
+    let (a, _) = s.ab(json!({"multitest_recovery_runs": [1]}), json!({}));
+    let (file, _server) = hand_started_cluster(&s, &a);
+    let o = against_existing(&s, &a, &file, &["--trials", "2"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let t = trials(&s);
+    assert_eq!(t[0]["outcome"], "measured", "{:#}", t[0]);
+    assert_eq!(t[0]["cluster"]["generation"], 2, "{:#}", t[0]);
+    assert!(s
+        .out()
+        .join("trials/01-redwood-experiment-1/status-after.json")
+        .is_file());
+    assert_ne!(t[1]["outcome"], "measured", "{:#}", t[1]);
+    let said = t[1].to_string();
+    assert!(
+        said.contains(
+            "the cluster recovered during the test (status json generation 2 before, 4 after"
+        ),
+        "{said}"
+    );
+    assert!(
+        text(&o).contains("the cluster recovered during the test"),
+        "{}",
+        text(&o)
+    );
+    assert_only_the_hand_cluster_is_left(&s);
+}
+
+#[test]
+fn a_sweep_of_an_existing_cluster_shows_one_arms_knee() {
+    let s = Sandbox::new();
+    let (a, _) = s.ab(json!({"tester_linger_ms": 200}), json!({}));
+    let (file, _server) = hand_started_cluster(&s, &a);
+    let o = against_existing(&s, &a, &file, &["--sweep", "600,900,1200", "--trials", "1"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let j = &s.read_json("summary.json")["judgements"][0];
+    assert_eq!(j["verdict"], "MEASURED", "{j}");
+    assert_eq!(j["knees"]["has_baseline"], false, "{j}");
+    // The baseline column holds no knee: there is no baseline, not one below the ladder.
+    let row = text(&o)
+        .lines()
+        .find(|l| l.starts_with("redwood") && l.contains("MEASURED"))
+        .unwrap_or_default()
+        .to_string();
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert!(!row.contains("< 600"), "{row}");
+    assert!(cells.contains(&"900"), "{row}");
+    assert_only_the_hand_cluster_is_left(&s);
+}
+
+#[test]
+fn an_existing_cluster_is_judged_against_a_record_of_its_class_only() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"tester_linger_ms": 200}), json!({}));
+    let (file, _server) = hand_started_cluster(&s, &a);
+    // Two days' runs of the cluster make the record: there is no control arm to run.
+    for (day, extra) in [("day1", &[][..]), ("day2", &["--add-run"][..])] {
+        let o = against_existing(&s, &a, &file, &["--trials", "2"]);
+        assert_eq!(code(&o), 0, "{}", text(&o));
+        let dir = s.dir.path().join(day);
+        std::fs::rename(s.out(), &dir).unwrap();
+        if day == "day2" {
+            crate::support::date_to_another_day(&dir);
+        }
+        let o = record(&s, &dir, "qual", extra);
+        assert_eq!(code(&o), 0, "{}", text(&o));
+    }
+    let path = s.dir.path().join("baselines/qual.json");
+    let mut saved: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(
+        saved["cluster"], "FDB 8.0.0, single ssd-redwood-1, 1 machine(s): 1 unset",
+        "the testers are not the cluster's: {saved:#}"
+    );
+    let against = ["--trials", "2", "--against-recorded", "qual"];
+    let o = against_existing(&s, &a, &file, &against);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(
+        text(&o)
+            .contains("one arm, judged against the record's runs of a cluster of the same class"),
+        "{}",
+        text(&o)
+    );
+    let j = &s.read_json("summary.json")["judgements"][0];
+    assert_eq!(j["verdict"], "MEASURED", "{j}");
+    assert!(
+        j["reason"]
+            .as_str()
+            .unwrap()
+            .contains("over 2 recorded days vs 2 trials"),
+        "{j}"
+    );
+    // A cluster of another class: refused at its first trial, before any test.
+    saved["cluster"] = json!("FDB 8.0.0, double ssd-redwood-1, 3 machine(s): 3 storage");
+    std::fs::write(&path, saved.to_string()).unwrap();
+    let o = against_existing(&s, &a, &file, &against);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(
+        text(&o).contains(
+            "the cluster is FDB 8.0.0, single ssd-redwood-1, 1 machine(s): 1 unset, baseline \
+             qual was recorded on FDB 8.0.0, double ssd-redwood-1"
+        ),
+        "{}",
+        text(&o)
+    );
+    assert!(!s
+        .out()
+        .join("trials/01-redwood-experiment-1/multitest.toml")
+        .exists());
+    // The gate's own cluster does not compare with it.
+    let o = multitest(&s, &a, &b, &["--against-recorded", "qual", "--trials", "1"]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("baseline qual was recorded on a cluster the gate did not start"),
+        "{}",
+        text(&o)
+    );
     assert_only_the_hand_cluster_is_left(&s);
 }
 
@@ -1104,14 +1269,43 @@ fn an_existing_cluster_with_data_or_of_another_release_is_refused_before_any_tes
             .exists(),
         "no test ran"
     );
-    // Testers of 7.3 against an 8.0 cluster.
-    let o = against_existing(&s, &b, &file, &["--trials", "1"]);
+    // Testers of 7.3 against an 8.0 cluster: its fdbcli reaches no coordinator and warns,
+    // as a real 7.3 fdbcli does; said at once, not after --timeout-available.
+    let o = against_existing(
+        &s,
+        &b,
+        &file,
+        &["--trials", "1", "--timeout-available", "600"],
+    );
     assert_eq!(code(&o), 2, "{}", text(&o));
     assert!(
         text(&o).contains(
-            "the cluster speaks protocol fdb00b080000000 (FDB 8.0.0), the testers' fdbserver \
-             fdb00b073000000"
-        ),
+            "fdbcli warns that a process of the cluster is incompatible with its release): \
+             testers of another release cannot join it"
+        ) && text(&o).contains("give --experiment-build a tree of the cluster's release"),
+        "{}",
+        text(&o)
+    );
+    // No coordinator listening where the cluster file says: what the client saw.
+    let gone = s.dir.path().join("gone.cluster");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    std::fs::write(&gone, format!("gone:abc@127.0.0.1:{port}\n")).unwrap();
+    let o = against_existing(
+        &s,
+        &a,
+        &gone,
+        &["--trials", "1", "--timeout-available", "2"],
+    );
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!(
+            "Unable to reach a quorum of coordinators. (quorum_not_reachable); coordinator(s) \
+             not reachable: 127.0.0.1:{port}; check that the cluster runs"
+        )),
         "{}",
         text(&o)
     );
@@ -1128,8 +1322,15 @@ fn an_existing_cluster_with_data_or_of_another_release_is_refused_before_any_tes
         (vec!["--pin"], "--pin does not go with --cluster-file"),
         (
             vec!["--hosts", "3"],
-            "the cluster topology flags do not go with --cluster-file",
+            "the cluster topology flags (--hosts, --redundancy, --logs and the like) do not go \
+             with --cluster-file",
         ),
+        // Refused as topology, not checked against the default --hosts 1.
+        (
+            vec!["--redundancy", "double"],
+            "the cluster topology flags (--hosts",
+        ),
+        (vec!["--logs", "3"], "the cluster topology flags (--hosts"),
         (
             vec!["--trials", "auto", "--time-budget", "1h"],
             "--trials auto does not go with --cluster-file",

@@ -322,8 +322,10 @@ pub struct BenchArgs {
     /// testers' fdbserver and fdbcli, of the cluster's version. The database must be
     /// empty (ReadWrite's test clears every normal key when it ends). The cluster's
     /// version, shape and health are read from `status json` and recorded; the verdict is
-    /// MEASURED, or SLO-VIOLATION below --slo-tps.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["baseline_build", "against_recorded", "noise_from"])]
+    /// MEASURED, or SLO-VIOLATION below --slo-tps. With --against-recorded, it is judged
+    /// against a record of a cluster of the same class, without a control arm (as
+    /// --no-control: the record needs runs of 2 or more days).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["baseline_build", "noise_from"])]
     pub cluster_file: Option<PathBuf>,
 
     /// With --cluster-file: testers started on other hosts (`fdbserver -c test -C <the

@@ -81,6 +81,7 @@ fn engine_record(
             measured.len()
         );
     }
+    let cluster = cluster_class(&measured)?;
     let base = match name {
         Some(n) if plan.engines().len() == 1 => n.to_string(),
         Some(n) => format!("{n}-{engine}"),
@@ -98,6 +99,7 @@ fn engine_record(
         engine,
         workload: plan.config.workload.clone(),
         topology: plan.config.topology.clone(),
+        cluster,
         sweep,
         knobs: measured[0].knobs.clone(),
         host_class: meta.host.class(),
@@ -118,6 +120,28 @@ fn engine_record(
         trials: measured.iter().filter_map(|t| recorded(t)).collect(),
         more_runs: Vec::new(),
     })
+}
+
+/// The class of the cluster the gate did not start that `measured` ran on (each trial
+/// read it from `status json`), or `None` for the gate's own clusters. Errors: trials that
+/// saw different classes (the cluster changed during the run).
+fn cluster_class(measured: &[&TrialRecord]) -> Result<Option<String>> {
+    let mut classes: Vec<String> = measured
+        .iter()
+        .filter_map(|t| t.cluster.as_ref().map(|c| c.class()))
+        .collect();
+    classes.dedup();
+    match classes.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some(one.clone())),
+        many => Err(UsageError(format!(
+            "the run's trials saw the cluster as {}: it changed during the run, so its \
+             trials are not one cluster's record; record a run whose trials all saw one \
+             class",
+            many.join(" / then / ")
+        ))
+        .into()),
+    }
 }
 
 /// The knee `arm` of `engine` reached on the sweep over `ladder` whose trials are

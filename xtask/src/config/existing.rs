@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use fdb::cluster_file::ConnectionString;
 use serde::Serialize;
 
-use super::{usage, BenchConfig};
+use super::{topology::Topology, usage, BenchConfig};
 use crate::{cli::BenchArgs, error::UsageError};
 
 /// Upper bound of `--remote-testers`.
@@ -73,6 +73,19 @@ fn read(path: &Path) -> Result<(String, ConnectionString), UsageError> {
     Ok((text, connection))
 }
 
+/// Refuses the topology flags (`topology` as they give it, unchecked) with --cluster-file:
+/// the cluster's shape is its own. Called before the topology is checked, whose errors
+/// would name --hosts.
+pub fn refuse_topology(a: &BenchArgs, topology: &Topology) -> Result<(), UsageError> {
+    if a.cluster_file.is_some() && !topology.is_default() {
+        return Err(usage(
+            "the cluster topology flags (--hosts, --redundancy, --logs and the like) do not \
+             go with --cluster-file: the cluster's shape is its own; status json records it",
+        ));
+    }
+    Ok(())
+}
+
 /// Refuses what configures servers or a second arm: against a cluster the gate did not
 /// start, those are the cluster's (or there is none).
 fn refuse_server_flags(a: &BenchArgs, c: &BenchConfig) -> Result<(), UsageError> {
@@ -84,7 +97,6 @@ fn refuse_server_flags(a: &BenchArgs, c: &BenchConfig) -> Result<(), UsageError>
         (!r.engines.is_empty(), "--engine", "the storage engine is the one the cluster was configured with; status json records it"),
         (r.pin, "--pin", "the storage servers are not the gate's to pin"),
         (r.require_cpu_bound, "--require-cpu-bound", "the storage servers' CPU is not the gate's to measure"),
-        (!c.topology.is_default(), "the cluster topology flags", "the cluster's shape is its own; status json records it"),
         (c.time_budget.is_some(), "--trials auto", "one arm has no pairs to look at; give --trials N"),
     ];
     match refused.iter().find(|(given, ..)| *given) {

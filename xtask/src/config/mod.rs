@@ -227,6 +227,8 @@ impl TryFrom<&BenchArgs> for BenchConfig {
     type Error = UsageError;
 
     fn try_from(a: &BenchArgs) -> Result<BenchConfig, UsageError> {
+        // Before the topology is checked, which names --hosts and the like.
+        existing::refuse_topology(a, &topology_fields(&a.run.topology))?;
         // Arms without a tree are built from source later (`build::build_arms`) and get
         // their tree then; with --against-recorded there is no baseline tree at all.
         let mut c = BenchConfig::new(
@@ -258,7 +260,8 @@ impl TryFrom<&BenchArgs> for BenchConfig {
             c.sweep = Some(check_sweep(&c, a, ladder)?);
         }
         c.against_recorded = a.against_recorded.clone();
-        c.no_control = a.no_control;
+        // A cluster the gate did not start has no control arm: it is the one cluster.
+        c.no_control = a.no_control || a.cluster_file.is_some();
         c.allow_host_mismatch = a.allow_host_mismatch;
         c.allow_knob_mismatch = a.allow_knob_mismatch;
         c.baselines_dir = a.baselines_dir.clone();
@@ -422,7 +425,14 @@ fn trials_and_budget(
 
 /// The cluster's shape from its flags, checked.
 fn topology_of(a: &crate::cli::TopologyArgs) -> Result<topology::Topology, UsageError> {
-    let t = topology::Topology {
+    let t = topology_fields(a);
+    t.validate()?;
+    Ok(t)
+}
+
+/// The topology the flags give, not checked.
+fn topology_fields(a: &crate::cli::TopologyArgs) -> topology::Topology {
+    topology::Topology {
         hosts: a.hosts,
         stateless_per_host: a.stateless_per_host,
         logs_per_host: a.logs_per_host,
@@ -433,9 +443,7 @@ fn topology_of(a: &crate::cli::TopologyArgs) -> Result<topology::Topology, Usage
         commit_proxies: a.commit_proxies,
         grv_proxies: a.grv_proxies,
         resolvers: a.resolvers,
-    };
-    t.validate()?;
-    Ok(t)
+    }
 }
 
 /// Refuses a gate the workload's driver cannot measure: the multitest driver's ReadWrite

@@ -183,6 +183,9 @@ pub struct Knees {
     /// "< first", one at the top as "≥ top": the knee is at least that).
     pub first_step_tps: u64,
     pub top_step_tps: u64,
+    /// Whether a baseline knee exists at all: false for a sweep of one arm (a cluster the
+    /// gate did not start), whose `baseline_tps` is then no knee, not one below the ladder.
+    pub has_baseline: bool,
 }
 
 /// The highest target `arm` followed among `steps`; `None` when it followed none.
@@ -216,6 +219,8 @@ pub fn judge(
                 experiment_tps: knee(&steps, Arm::Experiment),
                 first_step_tps: ladder[0],
                 top_step_tps: ladder[ladder.len() - 1],
+                has_baseline: matches!(against, Against::Record(_))
+                    || steps.iter().any(|s| s.arm == Arm::Baseline),
             };
             // A sweep that stopped early has no knees to show, only steps so far.
             let finished = stopped(trials, engine, interrupted).is_none();

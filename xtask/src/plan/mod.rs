@@ -242,7 +242,7 @@ impl Plan {
             human_bytes(self.workdir.free_bytes),
             self.workdir.chosen_by
         );
-        let _ = writeln!(s, "workload   {}", self.config.workload.summary());
+        let _ = writeln!(s, "workload   {}", self.workload_line());
         let _ = writeln!(s, "cluster    {}", self.cluster_line());
         if let Some(ladder) = &self.config.sweep {
             let _ = writeln!(
@@ -286,6 +286,31 @@ impl Plan {
             );
         }
         s
+    }
+
+    /// The plan's `workload` line: the workload, and the testers on other hosts that
+    /// share its target.
+    fn workload_line(&self) -> String {
+        let summary = self.config.workload.summary();
+        let remote = self
+            .config
+            .existing
+            .as_ref()
+            .map_or(0, |e| e.remote_testers);
+        let here = self
+            .config
+            .workload
+            .readwrite
+            .as_ref()
+            .map_or(0, |rw| rw.testers);
+        match remote {
+            0 => summary,
+            n => format!(
+                "{summary}; plus {n} tester(s) on other hosts (--remote-testers): the target \
+                 is split over {} testers",
+                here + n
+            ),
+        }
     }
 
     /// The plan's `cluster` line: the shape of the cluster each trial starts, or the

@@ -114,6 +114,7 @@ pub fn prepare(config: &BenchConfig) -> Result<Prepared> {
                 knobs: &knobs,
                 topology: &config.topology,
                 sweep: config.sweep.as_deref(),
+                existing: config.existing.is_some(),
             };
             let allowed = baseline::Allowed {
                 host: config.allow_host_mismatch,
@@ -140,19 +141,56 @@ pub fn prepare(config: &BenchConfig) -> Result<Prepared> {
     })
 }
 
+/// The plan of a run judged against record `b` without a control arm: `--no-control`,
+/// or a cluster the gate did not start, which is the one cluster there is.
+fn no_control_plan(
+    config: BenchConfig,
+    engines: Vec<Engine>,
+    workdir: Workdir,
+    experiment: ArmPlan,
+    b: &Baseline,
+) -> Result<Plan> {
+    let days = days_without_control(b, config.existing.is_some())?;
+    let (why, instead) = match config.existing {
+        Some(_) => ("the cluster is not the gate's", ""),
+        None => (
+            "--no-control",
+            "; a control arm of the recorded build gives a verdict on the build alone, \
+             with more power",
+        ),
+    };
+    let mut plan = match config.existing {
+        Some(_) => existing_plan(config, engines, workdir, experiment)?,
+        None => Plan::new(config, engines, workdir, None, experiment, false)?,
+    };
+    plan.warnings.push(format!(
+        "NO CONTROL ARM ({why}): the experiment is compared unpaired with the record's runs \
+         from {days} days, the day-to-day variance in the error{instead}"
+    ));
+    Ok(plan)
+}
+
 /// The days of runs `b` holds, for a judgement without a control arm: at least 2, or a
-/// [`UsageError`] saying why one is not enough and what to do.
-fn days_without_control(b: &Baseline) -> Result<usize, UsageError> {
+/// [`UsageError`] saying why one is not enough and what to do (on a cluster the gate did
+/// not start, `existing`, a control arm is no remedy: there is one cluster).
+fn days_without_control(b: &Baseline, existing: bool) -> Result<usize, UsageError> {
     let days = b.runs().len();
     if days >= 2 {
         return Ok(days);
     }
+    let (flag, remedy) = if existing {
+        ("--cluster-file with --against-recorded", "")
+    } else {
+        (
+            "--no-control",
+            "run a control arm of the recorded build (drop --no-control), or ",
+        )
+    };
     Err(UsageError(format!(
-        "--no-control: baseline {} holds one run, so nothing tells the build's speed from \
-         the host's speed that day (judged so, the same build on a host 3% slower was a \
-         REGRESSION; README, \"Recorded baselines\"); run a control arm of the recorded \
-         build (drop --no-control), or add runs of it from other days with `cargo xtask \
-         baseline record --from DIR --name {} --add-run`",
+        "{flag}: baseline {} holds one run, so nothing tells the build's speed from the \
+         speed of the day (judged so, the same build on a host 3% slower was a REGRESSION; \
+         README, \"Recorded baselines\"); {remedy}add runs of it from other days with \
+         `cargo xtask baseline record --from DIR --name {} --add-run`",
         b.name, b.name
     )))
 }
@@ -213,15 +251,8 @@ pub fn plan(
     let mut plan = match recorded {
         None if config.existing.is_some() => existing_plan(config, engines, workdir, experiment)?,
         Some((b, warnings)) if config.no_control => {
-            let days = days_without_control(&b)?;
-            let mut plan = Plan::new(config, engines, workdir, None, experiment, false)?;
+            let mut plan = no_control_plan(config, engines, workdir, experiment, &b)?;
             plan.warnings.extend(warnings);
-            plan.warnings.push(format!(
-                "NO CONTROL ARM (--no-control): the experiment is compared unpaired with \
-                 the record's runs from {days} days, the host's day-to-day variance in the \
-                 error; a control arm of the recorded build gives a verdict on the build \
-                 alone, with more power"
-            ));
             plan.recorded = Some(b);
             plan
         }
@@ -451,19 +482,28 @@ fn existing_plan(
     workdir: Workdir,
     experiment: ArmPlan,
 ) -> Result<Plan> {
-    let warning = config.existing.as_ref().map(existing_warning);
+    let recorded = config.against_recorded.is_some();
+    let warning = config
+        .existing
+        .as_ref()
+        .map(|e| existing_warning(e, recorded));
     let mut plan = Plan::new(config, engines, workdir, None, experiment, false)?;
     plan.warnings.extend(warning);
     Ok(plan)
 }
 
 /// What a run against a cluster the gate did not start measures, for the plan's warnings.
-fn existing_warning(e: &ExistingCluster) -> String {
+fn existing_warning(e: &ExistingCluster, recorded: bool) -> String {
+    let verdict = if recorded {
+        "one arm, judged against the record's runs of a cluster of the same class (checked \
+         at each trial)"
+    } else {
+        "one arm, no baseline; the verdict is MEASURED (or SLO-VIOLATION below the TPS SLO)"
+    };
     format!(
-        "EXISTING CLUSTER ({}, coordinators {}): one arm, no baseline; the verdict is \
-         MEASURED (or SLO-VIOLATION below the TPS SLO), the numbers are the cluster's and \
-         this host's testers' together, and the cluster's shape is read from status json \
-         at each trial",
+        "EXISTING CLUSTER ({}, coordinators {}): {verdict}; the numbers are the cluster's \
+         and this host's testers' together, and the cluster's shape is read from status \
+         json at each trial",
         e.connection.description,
         e.connection.coordinators.join(",")
     )

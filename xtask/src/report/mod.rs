@@ -409,6 +409,7 @@ fn table_row(j: &Judgement) -> [String; 7] {
         Some(k) => k.to_string(),
     };
     let (baseline, experiment) = match &j.knees {
+        Some(k) if !k.has_baseline => ("-".into(), knee(k.experiment_tps, k)),
         Some(k) => (knee(k.baseline_tps, k), knee(k.experiment_tps, k)),
         None => (
             fmt_mean(&j.baseline, j.metric),

@@ -46,6 +46,12 @@ pub struct Baseline {
     /// before it was kept.
     #[serde(default, skip_serializing_if = "Topology::is_default")]
     pub topology: Topology,
+    /// For a run on a cluster the gate did not start (`bench --cluster-file`): the
+    /// cluster's class as `status json` gave it (`fdb::status::ClusterStatus::class`:
+    /// versions, redundancy, engine, machines, processes per class). Only a run on a
+    /// cluster of the same class compares with it. Absent for the gate's own clusters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
     /// The recorded run's saturation sweep and knee (`bench --sweep`); absent for a run of
     /// one target, whose trials' TPS is the record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -539,6 +545,14 @@ impl Baseline {
                 "the run has another workload".to_string(),
             ),
             (
+                self.cluster != other.cluster,
+                format!(
+                    "the run is of a cluster of class {}, the record of {}",
+                    other.cluster.as_deref().unwrap_or("the gate's own"),
+                    self.cluster.as_deref().unwrap_or("the gate's own")
+                ),
+            ),
+            (
                 self.topology != other.topology,
                 format!(
                     "the run's cluster is {}, the record's {}",
@@ -773,6 +787,25 @@ impl Baseline {
     /// Refuses a run whose cluster shape or sweep ladder is not the record's: neither
     /// TPS nor knees compare across them. Errors: a [`UsageError`] with the remedy.
     fn check_shape(&self, run: &RunSetup) -> Result<(), UsageError> {
+        match (&self.cluster, run.existing) {
+            (Some(class), false) => {
+                return Err(UsageError(format!(
+                    "baseline {} was recorded on a cluster the gate did not start ({class}); \
+                     this run starts its own: give --cluster-file of that cluster",
+                    self.name
+                )))
+            }
+            (None, true) => {
+                return Err(UsageError(format!(
+                    "baseline {} was recorded on a cluster the gate started, this run is on \
+                     one it did not (--cluster-file): TPS of the gate's one-host cluster and \
+                     of another cluster do not compare; record runs of this cluster (`cargo \
+                     xtask baseline record --from DIR`)",
+                    self.name
+                )))
+            }
+            _ => {}
+        }
         if &self.topology != run.topology {
             return Err(UsageError(format!(
                 "baseline {} was recorded on a cluster of {}, this run's is {}: TPS of \
@@ -851,6 +884,9 @@ pub struct RunSetup<'a> {
     pub topology: &'a Topology,
     /// Its `--sweep` ladder, TPS.
     pub sweep: Option<&'a [u64]>,
+    /// Whether it runs on a cluster the gate did not start (`--cluster-file`); its class
+    /// is checked against the record's at each trial, once `status json` gives it.
+    pub existing: bool,
 }
 
 /// What a record or run stepped, for people: "the ladder 1000,2000 TPS" or "one target
@@ -1129,6 +1165,7 @@ mod tests {
                 knobs: &good.knobs,
                 topology,
                 sweep,
+                existing: false,
             };
             let allowed = Allowed {
                 host: true,
@@ -1163,6 +1200,7 @@ mod tests {
                     knobs: &good.knobs,
                     topology: &one,
                     sweep: Some(&[400, 600, 900]),
+                    existing: false,
                 },
                 Allowed {
                     host: true,
@@ -1341,6 +1379,7 @@ mod tests {
                 knobs: &b.knobs,
                 topology: &b.topology,
                 sweep: None,
+                existing: false,
             };
             b.check_compatible(&run, allowed)
         };

@@ -18,7 +18,7 @@ use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
 
 use fdb::{
-    status::{parse_database_status, ClusterStatus},
+    status::{parse_database_status, ClientView, ClusterStatus},
     trace::{knob_problems, trace_errors},
     Engine, Knob, Release,
 };
@@ -313,6 +313,45 @@ impl Cluster {
         Ok(status)
     }
 
+    /// Errors when the cluster recovered since `before` was read: its `status json`
+    /// generation (the recovery count) grew, so a test between the two answers ran across
+    /// a recovery (a server killed or restarted, a tlog lost) and its TPS is not the
+    /// cluster's steady throughput; FDB's multitest still reports it as passed. Polled
+    /// within `bound` until the cluster answers; the answer is kept as `status-after.json`.
+    pub fn check_no_recovery(
+        &self,
+        before: &ClusterStatus,
+        bound: Duration,
+    ) -> Result<(), PhaseError> {
+        let answer = self.artifacts.join("status-after.json");
+        let after = self.poll_status_into(
+            "status-after.json",
+            bound,
+            Duration::from_secs(1),
+            |text, late| match ClusterStatus::parse(text) {
+                Ok(status) => Ok(Some(status)),
+                Err(_) if !late => Ok(None),
+                Err(e) => Err(anyhow!(
+                    "the cluster gave no status after the test, so whether it stayed up \
+                         cannot be told: {e}; see {}",
+                    answer.display()
+                )
+                .into()),
+            },
+        )?;
+        match (before.generation, after.generation) {
+            (Some(b), Some(a)) if a != b => Err(anyhow!(
+                "the cluster recovered during the test (status json generation {b} before, \
+                 {a} after; recovery state now {}): its TPS spans a recovery, not the \
+                 cluster's steady throughput, so the trial is not measured; see {}",
+                after.recovery_state.as_deref().unwrap_or("not given"),
+                answer.display()
+            )
+            .into()),
+            _ => Ok(()),
+        }
+    }
+
     /// The cluster's `status json` once it lists at most `remote` tester-class processes,
     /// polled within `bound`; the last answer is kept as `status.json`.
     fn without_stray_testers(
@@ -321,12 +360,21 @@ impl Cluster {
         bound: Duration,
     ) -> Result<ClusterStatus, PhaseError> {
         let answer = self.artifacts.join("status.json");
+        let mut said = false;
         self.poll_status(bound, Duration::from_secs(1), |text, late| {
             let status =
                 ClusterStatus::parse(text).map_err(|e| anyhow!("{e}; see {}", answer.display()))?;
             let testers = status.processes_by_class.get("test").copied().unwrap_or(0);
             if testers <= u64::from(remote) {
                 return Ok(Some(status));
+            }
+            if !said {
+                said = true;
+                tracing::info!(
+                    "the cluster lists {testers} tester-class processes, more than the \
+                     {remote} --remote-testers: waiting (within --timeout-available) for \
+                     ended ones to leave before the multitest takes every tester it finds"
+                );
             }
             if late {
                 return Err(anyhow!(
@@ -479,17 +527,58 @@ impl Cluster {
 
     /// Polls `status json` until `client.database_status.available` is true. The last
     /// answer is kept as `status.json`.
+    /// Errors: at the bound, a timeout that says what the client saw (its messages and
+    /// coordinators, [`ClientView`]); for a cluster the gate did not start, at once when
+    /// fdbcli warns that the cluster speaks another protocol.
     pub fn wait_available(&self, bound: Duration) -> Result<Availability, PhaseError> {
         let mut polls = 0;
-        self.poll_status(bound, Duration::from_millis(200), |text, _| {
+        let stderr = self.artifacts.join("status.err");
+        self.poll_status(bound, Duration::from_millis(200), |text, late| {
             polls += 1;
-            Ok(parse_database_status(text)
-                .filter(|s| s.available)
-                .map(|s| Availability {
+            if let Some(s) = parse_database_status(text).filter(|s| s.available) {
+                return Ok(Some(Availability {
                     healthy: s.healthy,
                     polls,
-                }))
+                }));
+            }
+            let view = ClientView::parse(text, &read_output(&stderr).unwrap_or_default());
+            if self.existing && view.incompatible {
+                return Err(anyhow!(
+                    "fdbcli of --experiment-build cannot use the cluster ({}): testers of \
+                     another release cannot join it; give --experiment-build a tree of the \
+                     cluster's release",
+                    view.describe()
+                )
+                .into());
+            }
+            if late {
+                return Err(PhaseError::Timeout(bound, self.unavailable_hint(&view)));
+            }
+            Ok(None)
         })
+    }
+
+    /// What a timeout in `available` says: what the client saw, and for a cluster the gate
+    /// did not start, what to check in its cluster file.
+    fn unavailable_hint(&self, view: &ClientView) -> String {
+        let seen = view.describe();
+        let seen = if seen.is_empty() {
+            "fdbcli printed no status".to_string()
+        } else {
+            format!("status json says: {seen}")
+        };
+        if !self.existing {
+            return seen;
+        }
+        let check = if view.reachable.is_empty() {
+            "check that the cluster runs and that --cluster-file lists its coordinators, \
+             reachable from this host"
+        } else {
+            "a coordinator answers but leads to no database: check that --cluster-file's \
+             description:ID is the cluster's own (compare with a server's cluster file) \
+             and that its servers run"
+        };
+        format!("{seen}; {check}")
     }
 
     /// Calls `fdbcli status json` every `pause` until `done` (given the answer, kept as
@@ -504,8 +593,21 @@ impl Cluster {
         pause: Duration,
         mut done: impl FnMut(&str, bool) -> Result<Option<T>, PhaseError>,
     ) -> Result<T, PhaseError> {
+        self.poll_status_into("status.json", bound, pause, |text, late| done(text, late))
+    }
+
+    /// [`Cluster::poll_status`] with the answer kept in the artifacts as `name` (its
+    /// stderr beside it, `.err`).
+    fn poll_status_into<T>(
+        &self,
+        name: &str,
+        bound: Duration,
+        pause: Duration,
+        mut done: impl FnMut(&str, bool) -> Result<Option<T>, PhaseError>,
+    ) -> Result<T, PhaseError> {
         let deadline = Instant::now() + bound;
-        let out = self.artifacts.join("status.json");
+        let out = self.artifacts.join(name);
+        let mut last = String::new();
         loop {
             self.check_alive()?;
             if interrupted() {
@@ -519,12 +621,22 @@ impl Cluster {
                 }
             }
             let late = Instant::now() >= deadline;
-            if let Some(value) = done(&read_output(&out)?, late)? {
+            // A call cut short (fdbcli takes about 5 s to give up on unreachable
+            // coordinators) prints nothing: the last answer, which says why the cluster is
+            // not up, stays the one kept and read.
+            let mut text = read_output(&out)?;
+            if text.trim().is_empty() && !last.is_empty() {
+                std::fs::write(&out, &last)
+                    .with_context(|| format!("cannot write {}", out.display()))?;
+                text = last.clone();
+            }
+            if let Some(value) = done(&text, late)? {
                 return Ok(value);
             }
             if late {
                 return Err(PhaseError::Timeout(bound, String::new()));
             }
+            last = text;
             thread::sleep(pause);
         }
     }

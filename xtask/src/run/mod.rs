@@ -152,6 +152,11 @@ impl<'a> Runner<'a> {
             progress: !config.quiet,
             pinning: self.plan.pinning.pinned(),
             existing: config.existing.as_ref(),
+            recorded_cluster: self
+                .plan
+                .recorded
+                .as_ref()
+                .and_then(|b| Some((b.name.as_str(), b.cluster.as_deref()?))),
             env: &self.plan.child_env,
         };
         let others = ctx.pinning.map(|p| p.others.as_slice());

@@ -34,13 +34,17 @@ use crate::{
     process::{excerpt, output_note, read_output, Child, PhaseError},
     results::{
         fs::create_new,
-        trial::{MultitestReport, RoleCpu},
+        trial::{CpuRole, MultitestReport, RoleCpu},
     },
 };
 
 /// The line multitest prints when the test's load starts, after its setup loaded the
 /// rows (`fdbserver/tester/test.cpp`, `runTest`: `running test (TITLE)...`).
 const RUNNING: &str = "running test (";
+
+/// The multitest's first line, printed once the testers it waits for have joined (runTests
+/// in `fdbserver/tester/test.cpp`, after its wait for `minTestersExpected` testers).
+const JOINED: &str = "startingConfiguration:";
 
 /// The ReadWrite spec of a trial: the workload's rows, sizes, duration and load, at
 /// `target_tps`; `clear` the rows when the test ends (a cluster the gate did not start,
@@ -111,21 +115,21 @@ pub fn run(
         &out,
         started + bound,
         bound,
-    );
+    )
+    .map_err(|e| match e {
+        // The multitest prints nothing until its testers have joined.
+        PhaseError::Timeout(bound, _) if !joined(&out) => {
+            PhaseError::Timeout(bound, not_joined(rw.testers, remote))
+        }
+        e => e,
+    });
     let copied = copy_files(&log, &artifacts.join("multitest"));
     let status = status?;
     copied.map_err(PhaseError::from)?;
-    let text = read_output(&out)?;
-    let result = read_run(&text, testers as usize).map_err(|e| {
-        anyhow!(
-            "fdbserver -r multitest ended ({status}) without a usable result: {}; see {}; {}; \
-             a refused workload option is named only in the testers' stderr \
-             (fdbserver-test-<port>.err)",
-            excerpt(&format!("{e:#}"), 10),
-            out.display(),
-            output_note("stderr", &err, 5)
-        )
-    })?;
+    let result = read_result(&out, &err, status, testers, rw.testers, remote)?;
+    let cpu = monitor
+        .role_cpu()
+        .map(|cpu| without_client_cpu(cpu, remote > 0));
     Ok((
         MultitestReport {
             target_tps: target_tps as f64,
@@ -133,8 +137,70 @@ pub fn run(
             actors_per_tester: rw.actors_per_tester,
             result,
         },
-        monitor.role_cpu(),
+        cpu,
     ))
+}
+
+/// The multitest's result from its stdout `out` (stderr `err`), which ended with `status`
+/// and waited for `testers` (`here` started by the gate, `remote` elsewhere). Errors: no
+/// usable result, saying whether the testers never joined.
+fn read_result(
+    out: &Path,
+    err: &Path,
+    status: std::process::ExitStatus,
+    testers: u32,
+    here: u32,
+    remote: u32,
+) -> Result<fdb::multitest::ReadWriteResult, PhaseError> {
+    let text = read_output(out)?;
+    read_run(&text, testers as usize).map_err(|e| {
+        if !joined(out) {
+            return anyhow!(
+                "fdbserver -r multitest ended ({status}): {}; {}",
+                not_joined(here, remote),
+                output_note("stderr", err, 5)
+            )
+            .into();
+        }
+        anyhow!(
+            "fdbserver -r multitest ended ({status}) without a usable result: {}; see {}; {}; \
+             a refused workload option is named only in the testers' stderr \
+             (fdbserver-test-<port>.err)",
+            excerpt(&format!("{e:#}"), 10),
+            out.display(),
+            output_note("stderr", err, 5)
+        )
+        .into()
+    })
+}
+
+/// `cpu` without the client's when testers run on other hosts (`remote`): the gate sees
+/// only its own testers' CPU, against every tester's transactions, so client CPU per
+/// transaction would be too low by the remote testers' share.
+fn without_client_cpu(mut cpu: RoleCpu, remote: bool) -> RoleCpu {
+    if remote {
+        cpu.cores.remove(&CpuRole::Client);
+        cpu.per_second.remove(&CpuRole::Client);
+        cpu.instructions_per_s.remove(&CpuRole::Client);
+    }
+    cpu
+}
+
+/// Whether the multitest's stdout `out` says its testers joined.
+fn joined(out: &Path) -> bool {
+    read_output(out).unwrap_or_default().contains(JOINED)
+}
+
+/// What to say when the multitest's testers (`here` started by the gate, `remote` on
+/// other hosts) never all joined.
+fn not_joined(here: u32, remote: u32) -> String {
+    format!(
+        "the {} tester(s) it waits for ({here} started here, {remote} --remote-testers on \
+         other hosts) never all joined the cluster: the multitest starts its test only once \
+         they have (`fdbserver/tester/test.cpp`); check that each remote tester runs, with \
+         this cluster file and the cluster's release",
+        here + remote
+    )
 }
 
 /// The testers are the client, as mako is: an arm's knobs are the servers'. They get only

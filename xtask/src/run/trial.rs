@@ -39,6 +39,9 @@ pub struct TrialContext<'a> {
     pub progress: bool,
     /// A cluster the gate did not start (`--cluster-file`): no servers, no configure.
     pub existing: Option<&'a ExistingCluster>,
+    /// The record the run is judged against, when it holds a cluster class
+    /// (`Baseline::cluster`): each trial's cluster must be of that class.
+    pub recorded_cluster: Option<(&'a str, &'a str)>,
     /// CPUs of the storage server and of everything else, when pinned.
     pub pinning: Option<&'a Pinning>,
     /// The environment of every server, fdbcli and mako ([`ChildEnv`]).
@@ -146,7 +149,10 @@ fn timeout_note(phase: Phase, artifacts: &Path) -> String {
         Phase::Available => ("--timeout-available", Some("status")),
         Phase::MakoBuild => ("--timeout-mako-build", Some("mako-build")),
         Phase::MakoRun => ("--timeout-mako-run-grace", Some("mako-run")),
-        Phase::Multitest => ("--timeout-mako-run-grace", Some("multitest")),
+        Phase::Multitest => (
+            "--timeout-mako-build (testers joining, rows loading) or --timeout-mako-run-grace",
+            Some("multitest"),
+        ),
         Phase::Teardown => ("--timeout-teardown", None),
     };
     let output = match child {
@@ -201,6 +207,10 @@ fn bring_up(
     })?);
     if let Some(status) = &existing {
         tracing::info!("trial {}: cluster {}", planned.index, status.class());
+        check_class(ctx, status).map_err(|error| Failure {
+            phase: Phase::Available,
+            error,
+        })?;
     }
     record.cluster = existing;
     Ok(())
@@ -276,6 +286,13 @@ fn run_phases(
         });
         record.workdir_peak_bytes = Some(monitor.peak_growth_bytes);
         let (report, role_cpu) = ran?;
+        if let Err(error) = check_steady(ctx, c, record) {
+            record.multitest = Some(report);
+            return Err(Failure {
+                phase: Phase::Multitest,
+                error,
+            });
+        }
         // A sweep overdrives past its knee on purpose: retries there are data.
         let validity = match planned.target_tps {
             Some(_) => report.measured(),
@@ -318,6 +335,30 @@ fn run_phases(
         phase: Phase::MakoRun,
         error: anyhow!(e).into(),
     })
+}
+
+/// Errors when the cluster's class (`status`) is not the one of the record the run is
+/// judged against: TPS of other clusters do not compare.
+fn check_class(ctx: &TrialContext, status: &fdb::status::ClusterStatus) -> Result<(), PhaseError> {
+    match ctx.recorded_cluster {
+        Some((name, class)) if status.class() != class => Err(anyhow!(
+            "the cluster is {}, baseline {name} was recorded on {class}: TPS of clusters of \
+             other classes do not compare; judge it against a record of this cluster (`cargo \
+             xtask baseline record --from DIR` of a run on it)",
+            status.class()
+        )
+        .into()),
+        _ => Ok(()),
+    }
+}
+
+/// For a cluster the gate did not start: errors when it recovered during the test
+/// ([`Cluster::check_no_recovery`] against the status the trial read before it).
+fn check_steady(ctx: &TrialContext, c: &Cluster, record: &TrialRecord) -> Result<(), PhaseError> {
+    match (ctx.existing, &record.cluster) {
+        (Some(_), Some(before)) => c.check_no_recovery(before, ctx.bounds.available),
+        _ => Ok(()),
+    }
 }
 
 /// Records every role's CPU over the measurement window and whether the storage server
