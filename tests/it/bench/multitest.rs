@@ -888,11 +888,7 @@ fn hand_started_cluster(s: &Sandbox, tree: &Path) -> (std::path::PathBuf, KillOn
     for d in ["data", "log"] {
         std::fs::create_dir_all(dir.join(d)).unwrap();
     }
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = unused_port();
     let file = dir.join("fdb.cluster");
     std::fs::write(&file, format!("# by hand\nhand:abc123@127.0.0.1:{port}\n")).unwrap();
     let server = Command::new(tree.join("bin/fdbserver"))
@@ -1047,11 +1043,7 @@ fn an_existing_cluster_gets_testers_only_and_its_status_is_recorded() {
     assert_eq!(std::fs::read_to_string(&file).unwrap(), before);
     // A tester on another "host", started by hand with the README's command line: the
     // multitest waits for it beside the gate's own, and counts its metrics.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = unused_port();
     let remote = s.dir.path().join("hand-cluster/remote-tester");
     std::fs::create_dir_all(&remote).unwrap();
     let _tester = KillOnDrop(
@@ -1237,6 +1229,15 @@ fn an_existing_cluster_is_judged_against_a_record_of_its_class_only() {
     assert_only_the_hand_cluster_is_left(&s);
 }
 
+/// A loopback port nothing listens on now, chosen by the OS.
+fn unused_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// Nothing the gate started is left: only the hand-started cluster runs.
 fn assert_only_the_hand_cluster_is_left(s: &Sandbox) {
     let left: Vec<String> = s
@@ -1288,11 +1289,7 @@ fn an_existing_cluster_with_data_or_of_another_release_is_refused_before_any_tes
     );
     // No coordinator listening where the cluster file says: what the client saw.
     let gone = s.dir.path().join("gone.cluster");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = unused_port();
     std::fs::write(&gone, format!("gone:abc@127.0.0.1:{port}\n")).unwrap();
     let o = against_existing(
         &s,

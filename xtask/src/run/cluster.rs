@@ -591,9 +591,9 @@ impl Cluster {
         &self,
         bound: Duration,
         pause: Duration,
-        mut done: impl FnMut(&str, bool) -> Result<Option<T>, PhaseError>,
+        done: impl FnMut(&str, bool) -> Result<Option<T>, PhaseError>,
     ) -> Result<T, PhaseError> {
-        self.poll_status_into("status.json", bound, pause, |text, late| done(text, late))
+        self.poll_status_into("status.json", bound, pause, done)
     }
 
     /// [`Cluster::poll_status`] with the answer kept in the artifacts as `name` (its
