@@ -21,8 +21,9 @@ impl ConnectionString {
     /// anywhere are dropped, so a comment may follow the connection string on its line.
     /// Errors: what is wrong, with the offending part.
     pub fn parse(text: &str) -> Result<ConnectionString, String> {
+        // A comment ends at `\n` or `\r`, as in FDB's `trim`.
         let trimmed: String = text
-            .lines()
+            .split(['\n', '\r'])
             .map(|l| l.split_once('#').map_or(l, |(before, _)| before))
             .flat_map(str::chars)
             .filter(|c| !matches!(c, ' ' | '\t' | '\r' | '\n'))
@@ -120,6 +121,9 @@ mod tests {
         // A comment after the connection string, and blanks anywhere, as FDB's `trim`
         // drops them (fdbcli 8.0 takes this file).
         let c = ConnectionString::parse("hand:abc@127.0.0.1:4500 # main\r\n").unwrap();
+        assert_eq!(c.coordinators, ["127.0.0.1:4500"]);
+        // A comment ended by a lone CR (fdbcli 8.0 takes it).
+        let c = ConnectionString::parse("# old mac\rhand:abc@127.0.0.1:4500\r").unwrap();
         assert_eq!(c.coordinators, ["127.0.0.1:4500"]);
         let c = ConnectionString::parse("hand:abc@127.0.0.1:4500,\n\t127.0.0.2:4500\n").unwrap();
         assert_eq!(c.coordinators, ["127.0.0.1:4500", "127.0.0.2:4500"]);

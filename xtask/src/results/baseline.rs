@@ -544,14 +544,17 @@ impl Baseline {
                 self.workload != other.workload,
                 "the run has another workload".to_string(),
             ),
-            (
-                self.cluster != other.cluster,
+            (self.cluster != other.cluster, {
+                let of = |c: &Option<String>| match c {
+                    Some(class) => format!("a cluster of class {class}"),
+                    None => "the gate's own cluster".to_string(),
+                };
                 format!(
-                    "the run is of a cluster of class {}, the record of {}",
-                    other.cluster.as_deref().unwrap_or("the gate's own"),
-                    self.cluster.as_deref().unwrap_or("the gate's own")
-                ),
-            ),
+                    "the run is of {}, the record of {}",
+                    of(&other.cluster),
+                    of(&self.cluster)
+                )
+            }),
             (
                 self.topology != other.topology,
                 format!(

@@ -279,9 +279,11 @@ impl Cluster {
 
     /// What `status json` (from the last answer [`Cluster::wait_available`] kept) says of
     /// a cluster the gate did not start, checked: its protocol is the testers' `protocol`
-    /// (FDB's `fdbserver --version`; testers of another release cannot join), and, when
-    /// `must_be_empty`, the database holds no normal key (ReadWrite's test clears every
-    /// normal key when it ends: `clearAfterTest`, `fdbserver/tester/test.cpp`). First it
+    /// (FDB's `fdbserver --version`; testers of another release cannot join), and the
+    /// database holds no normal key (ReadWrite's test clears every normal key when it
+    /// ends: `clearAfterTest`, `fdbserver/tester/test.cpp`). Checked before every trial,
+    /// not only the first: keys another client wrote since the last test would be
+    /// cleared with the test's own. First it
     /// waits, within `bound`, until at most `remote` tester-class processes are registered:
     /// the last trial's testers stay listed for some seconds after they end (about 8 s on
     /// FDB 8.0 here), and a multitest started meanwhile takes a gone tester for one and
@@ -289,7 +291,6 @@ impl Cluster {
     pub fn existing_status(
         &self,
         protocol: &str,
-        must_be_empty: bool,
         remote: u32,
         bound: Duration,
     ) -> Result<ClusterStatus, PhaseError> {
@@ -307,9 +308,7 @@ impl Cluster {
             )
             .into());
         }
-        if must_be_empty {
-            self.check_empty(bound)?;
-        }
+        self.check_empty(bound)?;
         Ok(status)
     }
 

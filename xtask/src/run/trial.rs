@@ -196,11 +196,8 @@ fn bring_up(
     record.availability = Some(timed(record, Phase::Available, || {
         let available = c.wait_available(b.available)?;
         if ctx.existing.is_some() {
-            // Only the first trial finds the database as the user left it; later ones
-            // find it as the last test's clearAfterTest did.
             let remote = ctx.existing.map_or(0, |e| e.remote_testers);
-            let first = planned.index == 1;
-            let status = c.existing_status(&arm.version.protocol, first, remote, b.available)?;
+            let status = c.existing_status(&arm.version.protocol, remote, b.available)?;
             existing = Some(status);
         }
         Ok(available)
