@@ -284,6 +284,17 @@ pub fn assert_valid_junit(path: &std::path::Path) {
     );
 }
 
+/// The phases a trial of `trials.json` timed, in order, e.g. `["available", "multitest",
+/// "teardown"]`.
+pub fn phase_names(trial: &Value) -> Vec<&str> {
+    trial["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["phase"].as_str().unwrap())
+        .collect()
+}
+
 /// Dates the saved run in `run` to 2020-01-01 (its `meta.json` start): another day than
 /// any run a test makes, as `baseline record --add-run` needs.
 pub fn date_to_another_day(run: &Path) {

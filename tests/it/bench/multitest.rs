@@ -73,12 +73,7 @@ fn a_slower_experiment_under_multitest_is_a_regression_with_the_reference_column
             (Some(1), Some(64), Some(100000.0))
         );
         assert!(trial["report"].is_null(), "no mako report: {trial}");
-        let phases: Vec<&str> = trial["phases"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| p["phase"].as_str().unwrap())
-            .collect();
+        let phases = crate::support::phase_names(trial);
         assert_eq!(
             phases,
             [
@@ -1003,12 +998,7 @@ fn an_existing_cluster_gets_testers_only_and_its_status_is_recorded() {
         .unwrap();
         assert!(spec.contains("clearAfterTest = true\n"), "{spec}");
         // No server of the gate's: no cluster start, no configure.
-        let phases: Vec<&str> = trial["phases"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| p["phase"].as_str().unwrap())
-            .collect();
+        let phases = crate::support::phase_names(trial);
         assert_eq!(phases, ["available", "multitest", "teardown"], "{phases:?}");
         let dir = s.out().join(trial["artifacts"].as_str().unwrap());
         let servers: Vec<String> = server_traces(&dir).into_iter().map(|(d, _)| d).collect();

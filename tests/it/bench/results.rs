@@ -41,12 +41,7 @@ fn equal_arms_are_measured_and_every_result_file_is_written() {
     assert_eq!(arms, ["baseline", "experiment", "experiment", "baseline"]);
     let t0 = &trials[0];
     assert_eq!(t0["outcome"], "measured");
-    let phases: Vec<&str> = t0["phases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["phase"].as_str().unwrap())
-        .collect();
+    let phases = crate::support::phase_names(t0);
     assert_eq!(
         phases,
         [

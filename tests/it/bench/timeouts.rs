@@ -17,12 +17,7 @@ fn configure_hang_is_a_timeout_of_that_phase_and_leaves_no_process() {
     assert_eq!(trials[1]["outcome"], "timeout");
     assert_eq!(trials[1]["failed_phase"], "configure");
     // The phases before it and the teardown are still timed.
-    let phases: Vec<&str> = trials[1]["phases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["phase"].as_str().unwrap())
-        .collect();
+    let phases = crate::support::phase_names(&trials[1]);
     assert_eq!(phases, ["cluster-start", "configure", "teardown"]);
     let junit = std::fs::read_to_string(s.out().join("junit.xml")).unwrap();
     assert!(
