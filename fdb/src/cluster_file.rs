@@ -3,6 +3,10 @@
 //! `ClusterConnectionString`). Read here to refuse a file FDB would refuse before any
 //! process is started with it, and to name the cluster in messages.
 
+/// The most a cluster file may hold, in bytes: FDB refuses a longer one ("File too
+/// large"; `MAX_CLUSTER_FILE_BYTES`, `fdbclient/include/fdbclient/CoordinationInterface.h`).
+pub const MAX_BYTES: usize = 60000;
+
 /// A cluster file's connection string, checked as FDB checks it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ConnectionString {
@@ -16,6 +20,28 @@ pub struct ConnectionString {
 }
 
 impl ConnectionString {
+    /// Reads a cluster file's bytes as FDB does (`ClusterConnectionFile.cpp` reads bytes,
+    /// not text): at most [`MAX_BYTES`], and a byte that is not UTF-8 is refused only where
+    /// FDB looks, outside a comment. Errors: as [`ConnectionString::parse`], or too long.
+    pub fn parse_bytes(bytes: &[u8]) -> Result<ConnectionString, String> {
+        if bytes.len() > MAX_BYTES {
+            return Err(format!(
+                "it holds {} bytes, more than the {MAX_BYTES} FDB reads (fdbcli says \"File \
+                 too large\")",
+                bytes.len()
+            ));
+        }
+        // A byte that is not UTF-8 becomes U+FFFD, which no description, ID or address
+        // holds: refused there, dropped with a comment.
+        ConnectionString::parse(&String::from_utf8_lossy(bytes))
+    }
+
+    /// Whether a coordinator is reached over TLS (`:tls`): FDB's clients then need a
+    /// certificate (`flow/TLSConfig.cpp`).
+    pub fn tls(&self) -> bool {
+        self.coordinators.iter().any(|c| c.ends_with(":tls"))
+    }
+
     /// Reads a cluster file's text as FDB does (`trim` in `MonitorLeader.cpp`): a `#`
     /// starts a comment that runs to the end of its line, and spaces, tabs and line breaks
     /// anywhere are dropped, so a comment may follow the connection string on its line.
@@ -75,6 +101,19 @@ impl ConnectionString {
     }
 }
 
+/// The connection string as FDB writes it: `description:ID@address,address`.
+impl std::fmt::Display for ConnectionString {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}:{}@{}",
+            self.description,
+            self.id,
+            self.coordinators.join(",")
+        )
+    }
+}
+
 /// `host:port[:tls]`, host an IPv4 address, `[IPv6]` or a hostname, port 1-65535.
 fn check_address(addr: &str) -> Result<(), String> {
     let bad = |why: &str| Err(format!("its coordinator {addr:?} is not host:port: {why}"));
@@ -127,6 +166,28 @@ mod tests {
         assert_eq!(c.coordinators, ["127.0.0.1:4500"]);
         let c = ConnectionString::parse("hand:abc@127.0.0.1:4500,\n\t127.0.0.2:4500\n").unwrap();
         assert_eq!(c.coordinators, ["127.0.0.1:4500", "127.0.0.2:4500"]);
+    }
+
+    #[test]
+    fn bytes_are_read_as_fdb_reads_them() {
+        // Latin-1 in a comment: FDB drops the comment, bytes and all.
+        let c =
+            ConnectionString::parse_bytes(b"# caf\xe9 cluster\nhand:abc@127.0.0.1:4500\n").unwrap();
+        assert_eq!(c.to_string(), "hand:abc@127.0.0.1:4500");
+        assert!(!c.tls());
+        let e = ConnectionString::parse_bytes(b"caf\xe9:abc@127.0.0.1:4500").unwrap_err();
+        assert!(e.contains("description"), "{e}");
+        // At FDB's limit it is read; one byte more is refused, as fdbcli refuses it.
+        let mut text = b"hand:abc@127.0.0.1:4500:tls\n".to_vec();
+        text.resize(MAX_BYTES, b'\n');
+        assert!(ConnectionString::parse_bytes(&text).unwrap().tls());
+        text.push(b'\n');
+        let e = ConnectionString::parse_bytes(&text).unwrap_err();
+        assert_eq!(
+            e,
+            "it holds 60001 bytes, more than the 60000 FDB reads (fdbcli says \"File too \
+             large\")"
+        );
     }
 
     #[test]

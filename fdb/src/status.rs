@@ -19,6 +19,33 @@ pub fn parse_database_status(text: &str) -> Option<DatabaseStatus> {
     })
 }
 
+/// `cluster.recovery_state.name` of a `status json` answer, e.g. "fully_recovered", or
+/// "all_logs_recruited" while a recovery is still under way (`RecoveryState` names,
+/// `fdbserver/clustercontroller/Status.cpp`); `None` when the answer has none.
+pub fn parse_recovery_state(text: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    let name = v.get("cluster")?.get("recovery_state")?.get("name")?;
+    Some(name.as_str()?.to_string())
+}
+
+/// Addresses (`IP:PORT`) of the tester-class processes (`class_type` "test") a `status
+/// json` answer lists, sorted; empty when it lists none or is not JSON.
+pub fn tester_addresses(text: &str) -> Vec<String> {
+    let v: serde_json::Value = serde_json::from_str(text).unwrap_or_default();
+    let mut found: Vec<String> = v["cluster"]["processes"]
+        .as_object()
+        .into_iter()
+        .flat_map(|p| p.values())
+        .filter(|p| p["class_type"] == "test")
+        .filter_map(|p| p["address"].as_str().map(str::to_string))
+        .collect();
+    found.sort();
+    found
+}
+
+/// The recovery state of a cluster that has finished recovering.
+pub const FULLY_RECOVERED: &str = "fully_recovered";
+
 /// What `status json` says of a cluster as a whole: its version, shape and health. The
 /// gate records it for a cluster it did not start (`--cluster-file`), whose numbers are
 /// only comparable with another run's on a cluster of the same [`ClusterStatus::class`].
@@ -213,6 +240,23 @@ impl ClientView {
         view
     }
 
+    /// The messages alone, for people: "description (name)", joined by "; ".
+    pub fn messages_described(&self) -> String {
+        self.messages
+            .iter()
+            .map(|(name, description)| format!("{} ({name})", description.trim()))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    /// Whether fewer than a majority of the coordinators the client knows answered, some
+    /// did: FDB needs a majority (`fdbclient/MonitorLeader.cpp`), so the cluster is
+    /// unusable though a coordinator runs.
+    pub fn minority_reachable(&self) -> bool {
+        let total = self.reachable.len() + self.unreachable.len();
+        !self.reachable.is_empty() && self.reachable.len() * 2 <= total
+    }
+
     /// One line for people: the messages, which coordinators were (not) reachable, and the
     /// incompatibility warning; empty when there is nothing to say.
     pub fn describe(&self) -> String {
@@ -271,6 +315,19 @@ mod tests {
         assert!(s.database.available && !s.database.healthy);
         assert_eq!(s.recovery_state.as_deref(), Some("fully_recovered"));
         assert_eq!(s.generation, Some(2));
+        // A single-server 8.0 cluster a few seconds after its server was killed and
+        // restarted: available, but still recovering (about 3 s more here).
+        let recovering = include_str!("../testdata/status-json-recovering-8.0.json");
+        assert_eq!(
+            parse_recovery_state(recovering).as_deref(),
+            Some("all_logs_recruited")
+        );
+        assert!(parse_database_status(recovering).unwrap().available);
+        assert_eq!(
+            ClusterStatus::parse(recovering).unwrap().generation,
+            Some(4)
+        );
+        assert_eq!(parse_recovery_state("{}"), None);
         // 7.3.79, the default 1/1/1 cluster; 7.3 names its proxies' counts too.
         let s = ClusterStatus::parse(include_str!("../testdata/status-json-7.3.json")).unwrap();
         assert_eq!(
@@ -295,6 +352,8 @@ mod tests {
         assert_eq!(with_tester.processes_by_class["test"], 1);
         assert_eq!(with_tester.class(), before.class());
         assert_eq!(with_tester.machines, before.machines);
+        assert_eq!(tester_addresses(&v.to_string()), ["10.9.9.9:4600"]);
+        assert!(tester_addresses(text).is_empty());
     }
 
     #[test]
@@ -344,7 +403,7 @@ mod tests {
             include_str!("../testdata/status-json-quorum-not-reachable-7.3-cli.json"),
             include_str!("../testdata/fdbcli-incompatible-stderr.txt"),
         );
-        assert!(v.incompatible);
+        assert!(v.incompatible && !v.minority_reachable());
         assert_eq!(v.unreachable, ["127.0.0.1:4711"]);
         assert_eq!(
             v.describe(),
@@ -366,6 +425,18 @@ mod tests {
             )]
         );
         assert_eq!(v.messages[0].0, "no_cluster_controller");
+        assert!(!v.minority_reachable());
+        // 1 of 3 coordinators running (8.0): it answers, but a majority is needed.
+        let v = ClientView::parse(
+            include_str!("../testdata/status-json-1-of-3-coordinators-8.0.json"),
+            "",
+        );
+        assert!(v.minority_reachable());
+        assert_eq!((v.reachable.len(), v.unreachable.len()), (1, 2), "{v:?}");
+        assert_eq!(
+            v.messages_described(),
+            "Unable to reach a quorum of coordinators. (quorum_not_reachable)"
+        );
         // Nothing to say of an empty answer (fdbcli printed nothing).
         assert_eq!(ClientView::parse("", "").describe(), "");
     }

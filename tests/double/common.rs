@@ -99,6 +99,10 @@ pub struct Behaviour {
     /// generation (`status json` `cluster.generation`) grows by 2, as a killed and
     /// restarted server's did on real 8.0.
     pub multitest_recovery_runs: Vec<u64>,
+    /// How many `status json` answers, from the start, say the cluster is available but
+    /// still recovering (`recovery_state` "all_logs_recruited", as a real 8.0 cluster's
+    /// did for about 3 s after a restart); the rest say "fully_recovered".
+    pub recovering_status_answers: u64,
 }
 
 impl Behaviour {
@@ -145,6 +149,7 @@ impl Default for Behaviour {
             database_keys: Vec::new(),
             tester_linger_ms: 0,
             multitest_recovery_runs: Vec::new(),
+            recovering_status_answers: 0,
         }
     }
 }
@@ -209,9 +214,10 @@ pub fn flag(args: &[String], names: &[&str]) -> Option<String> {
     None
 }
 
-/// The coordinator address from a cluster file `desc:id@127.0.0.1:PORT`.
+/// The coordinator address from a cluster file `desc:id@127.0.0.1:PORT`, read as bytes
+/// as FDB reads it (a comment may hold any).
 pub fn coordinator(cluster_file: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(cluster_file).ok()?;
+    let text = String::from_utf8_lossy(&std::fs::read(cluster_file).ok()?).into_owned();
     Some(
         text.trim()
             .split_once('@')?

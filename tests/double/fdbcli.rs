@@ -85,16 +85,24 @@ fn main() {
                 let release = common::ask(&cluster, "release").unwrap_or(b.release.clone());
                 let (major, minor) = release.split_once('.').expect("a release like 8.0");
                 // Testers are processes of the cluster too, class `test`.
-                let testers: u32 = common::ask(&cluster, "testers")
-                    .and_then(|n| n.parse().ok())
-                    .unwrap_or(0);
+                let testers: Vec<String> = common::ask(&cluster, "tester-addresses")
+                    .unwrap_or_default()
+                    .split(',')
+                    .filter(|a| !a.is_empty())
+                    .map(str::to_string)
+                    .collect();
                 let generation = common::ask(&cluster, "generation").unwrap_or("2".into());
-                let testers: String = (0..testers)
-                    .map(|i| format!(", \"t{i}\": {{\"address\": \"127.0.0.1:{}\", \"class_type\": \"test\", \"version\": \"{major}.{minor}.0\"}}", 5000 + i))
+                let recovery =
+                    common::ask(&cluster, "recovery_state").unwrap_or("fully_recovered".into());
+                let testers: String = testers
+                    .iter()
+                    .enumerate()
+                    .map(|(i, a)| format!(", \"t{i}\": {{\"address\": \"{a}\", \"class_type\": \"test\", \"version\": \"{major}.{minor}.0\"}}"))
                     .collect();
                 println!(
                     "{{\"client\": {{\"database_status\": {{\"available\": true, \"healthy\": false}}}}, \
                      \"cluster\": {{\"protocol_version\": \"fdb00b0{major}{minor}000000\", \"generation\": {generation}, \
+                     \"recovery_state\": {{\"name\": \"{recovery}\"}}, \
                      \"configuration\": {{\"storage_engine\": \"{engine}\", \"redundancy_mode\": \"single\", \"logs\": 1}}, \
                      \"processes\": {{\"p1\": {{\"address\": \"127.0.0.1:4500\", \"class_type\": \"unset\", \"version\": \"{major}.{minor}.0\"}}{testers}}}}}}}"
                 )

@@ -142,9 +142,13 @@ fn main() {
     let release = b.release.clone();
     // `cluster.generation`: 2 right after configure, as on real FDB.
     let generation = Arc::new(std::sync::atomic::AtomicU64::new(2));
+    let recovering = Arc::new(std::sync::atomic::AtomicU64::new(
+        b.recovering_status_answers,
+    ));
     for stream in listener.incoming().flatten() {
         let release = release.clone();
         let generation = Arc::clone(&generation);
+        let recovering = Arc::clone(&recovering);
         let configured = Arc::clone(&configured);
         let testers = Arc::clone(&testers);
         std::thread::spawn(move || {
@@ -167,6 +171,17 @@ fn main() {
                 _ if line.trim() == "generation" => generation
                     .load(std::sync::atomic::Ordering::SeqCst)
                     .to_string(),
+                _ if line.trim() == "recovery_state" => {
+                    use std::sync::atomic::Ordering::SeqCst;
+                    let left = recovering.load(SeqCst);
+                    recovering.store(left.saturating_sub(1), SeqCst);
+                    if left > 0 {
+                        "all_logs_recruited"
+                    } else {
+                        "fully_recovered"
+                    }
+                    .to_string()
+                }
                 _ if line.trim() == "recover" => {
                     generation.fetch_add(2, std::sync::atomic::Ordering::SeqCst);
                     "ok".to_string()
@@ -181,7 +196,8 @@ fn main() {
                         .push((address.parse().expect("an address"), None));
                     "ok".to_string()
                 }
-                _ if line.trim() == "testers" => {
+                // The testers listed: their count, or their addresses, comma-separated.
+                _ if matches!(line.trim(), "testers" | "tester-addresses") => {
                     let mut t = testers.lock().unwrap();
                     for (address, gone) in t.iter_mut() {
                         if gone.is_none() && std::net::TcpStream::connect(*address).is_err() {
@@ -189,7 +205,14 @@ fn main() {
                         }
                     }
                     t.retain(|(_, gone)| gone.is_none_or(|g| g.elapsed() < linger));
-                    t.len().to_string()
+                    match line.trim() {
+                        "testers" => t.len().to_string(),
+                        _ => t
+                            .iter()
+                            .map(|(a, _)| a.to_string())
+                            .collect::<Vec<_>>()
+                            .join(","),
+                    }
                 }
                 _ => "unknown request".into(),
             };

@@ -70,6 +70,10 @@ pub fn main(args: &[String], b: &common::Behaviour) {
     } else {
         std::thread::sleep(Duration::from_secs_f64(duration * b.time_scale));
     }
+    // A cluster gone meanwhile: the real multitest waits for it, as long as it takes.
+    while common::ask(&cluster, "status").is_none() {
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let slow = if b.multitest_slow_runs.contains(&k) {
         0.5
     } else {

@@ -3,6 +3,7 @@
 
 mod arms;
 mod cleanup;
+mod existing;
 mod failures;
 mod knobs;
 mod multitest;

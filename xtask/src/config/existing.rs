@@ -18,11 +18,11 @@ pub const MAX_REMOTE_TESTERS: u32 = 1000;
 #[derive(Debug, Clone, Serialize)]
 pub struct ExistingCluster {
     /// The user's cluster file as given: read once here, never written (each trial's
-    /// processes get a copy, which FDB may rewrite when coordinators change).
+    /// processes get a copy of its connection string, which FDB may rewrite when
+    /// coordinators change).
     #[serde(serialize_with = "crate::config::path_json::lossy")]
     pub path: PathBuf,
-    /// Its text as read, and the connection string in it.
-    pub text: String,
+    /// The connection string in it.
     pub connection: ConnectionString,
     /// Testers started on other hosts that the multitest waits for beside the gate's own.
     pub remote_testers: u32,
@@ -44,33 +44,79 @@ impl ExistingCluster {
                 a.remote_testers
             )));
         }
-        let (text, connection) = read(path)?;
+        let connection = read(path)?;
+        if connection.tls() {
+            check_tls(
+                path,
+                &|name| std::env::var_os(name),
+                Path::new(TLS_DEFAULT_DIR),
+            )?;
+        }
         Ok(Some(ExistingCluster {
             path: path.clone(),
-            text,
             connection,
             remote_testers: a.remote_testers,
         }))
     }
 }
 
-/// The file's text and connection string. Errors: unreadable (a link is not followed), or
-/// not a connection string FDB takes.
-fn read(path: &Path) -> Result<(String, ConnectionString), UsageError> {
-    let text = crate::input::read_text(path).map_err(|e| {
+/// The file's connection string, read as FDB reads it (bytes; a comment may hold any).
+/// Errors: unreadable (a link is not followed), or not a connection string FDB takes.
+fn read(path: &Path) -> Result<ConnectionString, UsageError> {
+    let bytes = crate::input::read(path).map_err(|e| {
         usage(format!(
             "--cluster-file {}: cannot read it: {e}; give the cluster file of a running \
              cluster (e.g. /etc/foundationdb/fdb.cluster)",
             path.display()
         ))
     })?;
-    let connection = ConnectionString::parse(&text).map_err(|e| {
+    ConnectionString::parse_bytes(&bytes).map_err(|e| {
         usage(format!(
             "--cluster-file {}: not a cluster file FDB takes: {e}",
             path.display()
         ))
-    })?;
-    Ok((text, connection))
+    })
+}
+
+/// Where FDB looks for `cert.pem` and `key.pem` when no variable names them
+/// (`platform::getDefaultConfigPath`, `flow/Platform.cpp`).
+const TLS_DEFAULT_DIR: &str = "/etc/foundationdb";
+
+/// A cluster reached over TLS needs the client's certificate and key, from
+/// `FDB_TLS_CERTIFICATE_FILE` and `FDB_TLS_KEY_FILE` or `cert.pem` and `key.pem` in
+/// `default_dir` (`TLSConfig::getCertificatePathSync`, `flow/TLSConfig.cpp`); `var` reads
+/// the gate's environment. Without them every connection fails and `available` would only
+/// time out. Errors: a [`UsageError`] naming what is missing and the variables.
+fn check_tls(
+    path: &Path,
+    var: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+    default_dir: &Path,
+) -> Result<(), UsageError> {
+    let missing: Vec<&str> = [
+        ("FDB_TLS_CERTIFICATE_FILE", "cert.pem"),
+        ("FDB_TLS_KEY_FILE", "key.pem"),
+    ]
+    .into_iter()
+    .filter(|(name, file)| var(name).is_none() && !default_dir.join(file).is_file())
+    .map(|(name, _)| name)
+    .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(usage(format!(
+        "--cluster-file {}: its coordinators are reached over TLS (`:tls`), and the testers \
+         and fdbcli have no {}: set {} (and FDB_TLS_CA_FILE, FDB_TLS_VERIFY_PEERS as the \
+         cluster needs; the gate passes FDB_TLS_* to them), or put cert.pem and key.pem in \
+         {}",
+        path.display(),
+        match missing.as_slice() {
+            [_, _] => "certificate or key",
+            ["FDB_TLS_KEY_FILE"] => "key",
+            _ => "certificate",
+        },
+        missing.join(" and "),
+        default_dir.display()
+    )))
 }
 
 /// Refuses the topology flags (`topology` as they give it, unchecked) with --cluster-file:
@@ -111,5 +157,34 @@ fn refuse_server_flags(a: &BenchArgs, c: &BenchConfig) -> Result<(), UsageError>
             )))
         }
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tls_coordinators_need_a_certificate_and_key_from_the_environment_or_fdbs_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = Path::new("qual.cluster");
+        let none = |_: &str| None;
+        let e = check_tls(file, &none, dir.path()).unwrap_err().to_string();
+        assert!(
+            e.contains(
+                "have no certificate or key: set FDB_TLS_CERTIFICATE_FILE and FDB_TLS_KEY_FILE"
+            ),
+            "{e}"
+        );
+        let cert_only = |n: &str| (n == "FDB_TLS_CERTIFICATE_FILE").then(|| "/c.pem".into());
+        let e = check_tls(file, &cert_only, dir.path())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("have no key: set FDB_TLS_KEY_FILE ("), "{e}");
+        // FDB's default files stand in for the variables.
+        std::fs::write(dir.path().join("key.pem"), "").unwrap();
+        check_tls(file, &cert_only, dir.path()).unwrap();
+        std::fs::write(dir.path().join("cert.pem"), "").unwrap();
+        check_tls(file, &none, dir.path()).unwrap();
     }
 }

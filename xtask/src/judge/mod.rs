@@ -799,9 +799,15 @@ fn decide(j: &mut Judgement) {
                 .map(|(a, b)| format!("{:+.2}%", 100.0 * (b / a - 1.0))),
             _ => None,
         };
+        // Against a record there are no pairs: each side needs 2 measured trials (2
+        // recorded days when the record holds several).
+        let too_few = if j.criteria.unpaired {
+            "fewer than 2 measured trials on a side (or 2 recorded days)"
+        } else {
+            "fewer than 2 complete pairs"
+        };
         j.reason = format!(
-            "{}: fewer than 2 complete pairs give no estimate of the noise: run more trials \
-             (plain means: {})",
+            "{}: {too_few} give no estimate of the noise: run more trials (plain means: {})",
             j.metric.label(),
             plain.unwrap_or_else(|| "-".to_string())
         );

@@ -29,21 +29,39 @@ pub struct ChildEnv {
     pub removed: Vec<String>,
 }
 
+/// Values as text, but a password's (`FDB_TLS_PASSWORD`), which the plan does not record.
 fn lossy_values<S: serde::Serializer>(
     values: &BTreeMap<String, OsString>,
     s: S,
 ) -> Result<S::Ok, S::Error> {
-    s.collect_map(values.iter().map(|(k, v)| (k, v.to_string_lossy())))
+    s.collect_map(values.iter().map(|(k, v)| {
+        let v = if k.contains("PASSWORD") {
+            "(not recorded)".into()
+        } else {
+            v.to_string_lossy()
+        };
+        (k, v)
+    }))
 }
 
+/// FDB's TLS variables' prefix (`flow/TLSConfig.cpp`: certificate, key, CA, password,
+/// peer verification): a client of a TLS cluster needs them, and they change nothing the
+/// servers measure.
+pub const TLS_PREFIX: &str = "FDB_TLS_";
+
 impl ChildEnv {
-    /// From the gate's variables (`std::env::vars_os()`): [`PASSED`] and `LC_*` pass,
-    /// every other name is removed. A name that is not UTF-8 is removed, shown lossily.
-    pub fn from_vars(vars: impl IntoIterator<Item = (OsString, OsString)>) -> ChildEnv {
+    /// From the gate's variables (`std::env::vars_os()`): [`PASSED`] and `LC_*` pass, and
+    /// [`TLS_PREFIX`]`*` when `tls` (a cluster reached over TLS); every other name is
+    /// removed. A name that is not UTF-8 is removed, shown lossily.
+    pub fn from_vars(vars: impl IntoIterator<Item = (OsString, OsString)>, tls: bool) -> ChildEnv {
         let mut env = ChildEnv::default();
         for (name, value) in vars {
             match name.into_string() {
-                Ok(n) if PASSED.contains(&n.as_str()) || n.starts_with("LC_") => {
+                Ok(n)
+                    if PASSED.contains(&n.as_str())
+                        || n.starts_with("LC_")
+                        || (tls && n.starts_with(TLS_PREFIX)) =>
+                {
                     env.passed.insert(n, value);
                 }
                 Ok(n) => env.removed.push(n),
@@ -114,15 +132,19 @@ mod tests {
 
     #[test]
     fn only_the_allow_list_passes_and_fdb_variables_are_named() {
-        let env = ChildEnv::from_vars(vars(&[
-            ("PATH", "/usr/bin"),
-            ("LC_ALL", "C.UTF-8"),
-            ("FDB_KNOB_page_cache_4k", "1048576"),
-            ("FDB_NETWORK_OPTION_TRACE_ENABLE", "/tmp"),
-            ("LD_PRELOAD", "/lib/libjemalloc.so"),
-            ("AWS_SECRET_ACCESS_KEY", "hunter2"),
-            ("FDB_SRC", "/src/foundationdb"),
-        ]));
+        let env = ChildEnv::from_vars(
+            vars(&[
+                ("PATH", "/usr/bin"),
+                ("LC_ALL", "C.UTF-8"),
+                ("FDB_KNOB_page_cache_4k", "1048576"),
+                ("FDB_NETWORK_OPTION_TRACE_ENABLE", "/tmp"),
+                ("LD_PRELOAD", "/lib/libjemalloc.so"),
+                ("AWS_SECRET_ACCESS_KEY", "hunter2"),
+                ("FDB_SRC", "/src/foundationdb"),
+                ("FDB_TLS_CERTIFICATE_FILE", "/etc/fdb/cert.pem"),
+            ]),
+            false,
+        );
         assert_eq!(
             env.passed.keys().collect::<Vec<_>>(),
             ["LC_ALL", "PATH"],
@@ -130,12 +152,17 @@ mod tests {
         );
         assert_eq!(
             env.fdb_removed().collect::<Vec<_>>(),
-            ["FDB_KNOB_page_cache_4k", "FDB_NETWORK_OPTION_TRACE_ENABLE"]
+            [
+                "FDB_KNOB_page_cache_4k",
+                "FDB_NETWORK_OPTION_TRACE_ENABLE",
+                "FDB_TLS_CERTIFICATE_FILE"
+            ]
         );
         assert_eq!(
             env.summary(),
             "children get LC_ALL, PATH only; not passed: FDB_KNOB_page_cache_4k, \
-             FDB_NETWORK_OPTION_TRACE_ENABLE, FDB_SRC, LD_PRELOAD, 1 other variable(s)"
+             FDB_NETWORK_OPTION_TRACE_ENABLE, FDB_SRC, FDB_TLS_CERTIFICATE_FILE, LD_PRELOAD, 1 \
+             other variable(s)"
         );
         // Names are recorded, values of removed variables are not.
         let json = serde_json::to_string(&env).unwrap();
@@ -153,5 +180,31 @@ mod tests {
             .collect();
         lines.sort();
         assert_eq!(lines, ["LC_ALL=C.UTF-8", "PATH=/usr/bin"]);
+    }
+
+    #[test]
+    fn a_tls_clusters_variables_pass_and_its_password_is_not_recorded() {
+        let env = ChildEnv::from_vars(
+            vars(&[
+                ("PATH", "/usr/bin"),
+                ("FDB_TLS_CERTIFICATE_FILE", "/etc/fdb/cert.pem"),
+                ("FDB_TLS_PASSWORD", "hunter2"),
+                ("FDB_KNOB_page_cache_4k", "1048576"),
+            ]),
+            true,
+        );
+        assert_eq!(
+            env.passed.keys().collect::<Vec<_>>(),
+            ["FDB_TLS_CERTIFICATE_FILE", "FDB_TLS_PASSWORD", "PATH"]
+        );
+        assert_eq!(
+            env.fdb_removed().collect::<Vec<_>>(),
+            ["FDB_KNOB_page_cache_4k"]
+        );
+        let json = serde_json::to_string(&env).unwrap();
+        assert!(
+            json.contains("/etc/fdb/cert.pem") && !json.contains("hunter2"),
+            "{json}"
+        );
     }
 }

@@ -276,7 +276,12 @@ pub fn plan(
     plan.warnings.extend(build_warnings);
     plan.warnings.extend(warmups_differ(&plan));
     plan.warnings.extend(plan.config.procs_scaled.clone());
-    let (child_env, env_warning) = child_env();
+    let tls = plan
+        .config
+        .existing
+        .as_ref()
+        .is_some_and(|e| e.connection.tls());
+    let (child_env, env_warning) = child_env(tls);
     plan.child_env = child_env;
     plan.warnings.extend(env_warning);
     plan.preflight = Some(preflight);
@@ -301,10 +306,11 @@ fn warmups_differ(plan: &Plan) -> Option<String> {
         })
 }
 
-/// The environment fdbserver, fdbcli and mako get, built from the gate's, and the warning
-/// naming the FDB_* variables left out, if any.
-fn child_env() -> (ChildEnv, Option<String>) {
-    let env = ChildEnv::from_vars(std::env::vars_os());
+/// The environment fdbserver, fdbcli and mako get, built from the gate's (with FDB's TLS
+/// variables when `tls`, a cluster reached over TLS), and the warning naming the FDB_*
+/// variables left out, if any.
+fn child_env(tls: bool) -> (ChildEnv, Option<String>) {
+    let env = ChildEnv::from_vars(std::env::vars_os(), tls);
     let fdb_vars: Vec<String> = env.fdb_removed().map(str::to_string).collect();
     let warning = (!fdb_vars.is_empty()).then(|| {
         format!(

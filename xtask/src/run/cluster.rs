@@ -18,7 +18,10 @@ use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
 
 use fdb::{
-    status::{parse_database_status, ClientView, ClusterStatus},
+    status::{
+        parse_database_status, parse_recovery_state, tester_addresses, ClientView, ClusterStatus,
+        FULLY_RECOVERED,
+    },
     trace::{knob_problems, trace_errors},
     Engine, Knob, Release,
 };
@@ -190,10 +193,29 @@ pub struct Cluster {
     env: ChildEnv,
     /// Where fdbcli outputs and server stdout/stderr go (the trial's results dir).
     artifacts: PathBuf,
-    /// A cluster the gate did not start (`--cluster-file`): its only processes here are
-    /// the gate's testers.
-    existing: bool,
+    /// A cluster the gate did not start (`--cluster-file`), whose only processes here are
+    /// the gate's testers; `None` for the gate's own cluster.
+    existing: Option<Existing>,
 }
+
+/// What the gate keeps of a cluster it did not start.
+#[derive(Debug)]
+struct Existing {
+    /// The FDB release of the gate's testers and fdbcli (the tree's), for messages.
+    release: Release,
+    /// Its coordinators, resolved when the trial began (one whose name did not resolve is
+    /// left out), as the cluster file lists them.
+    coordinators: Vec<(String, std::net::SocketAddr)>,
+    /// When a coordinator was last tried, and since when none has accepted a connection.
+    probed: std::cell::Cell<Option<Instant>>,
+    failing_since: std::cell::Cell<Option<Instant>>,
+}
+
+/// How often, during a test, the gate tries a TCP connection to an existing cluster's
+/// coordinators, and how long none may accept one before the cluster counts as gone: FDB's
+/// multitest waits for a gone cluster without end.
+const COORDINATOR_PROBE: Duration = Duration::from_secs(5);
+const COORDINATORS_GONE: Duration = Duration::from_secs(15);
 
 impl Cluster {
     /// Prepares a cluster under `work` (data and trace dirs) with ports chosen now and
@@ -250,22 +272,35 @@ impl Cluster {
             fdbcli: tree.fdbcli.clone(),
             env: env.clone(),
             artifacts: artifacts.to_path_buf(),
-            existing: false,
+            existing: None,
         })
     }
 
-    /// A cluster the gate did not start, through a copy of its cluster file in `work`
-    /// (FDB rewrites a cluster file when the coordinators change; the user's is never
-    /// written). It has no server of the gate's until [`Cluster::start_testers`].
+    /// A cluster the gate did not start, through a cluster file in `work` holding its
+    /// connection string (FDB rewrites a cluster file when the coordinators change; the
+    /// user's is never written). It has no server of the gate's until [`Cluster::start_testers`].
     pub fn existing(
         tree: &FdbTree,
+        release: Release,
         e: &ExistingCluster,
         work: &Path,
         artifacts: &Path,
         env: &ChildEnv,
     ) -> Result<Cluster> {
         let cluster_file = work.join("fdb.cluster");
-        create_new(&cluster_file, &e.text)?;
+        create_new(&cluster_file, &format!("{}\n", e.connection))?;
+        let coordinators = e
+            .connection
+            .coordinators
+            .iter()
+            .filter_map(|c| {
+                let plain = c.strip_suffix(":tls").unwrap_or(c);
+                let addr = std::net::ToSocketAddrs::to_socket_addrs(plain)
+                    .ok()?
+                    .next()?;
+                Some((c.clone(), addr))
+            })
+            .collect();
         Ok(Cluster {
             cluster_file,
             servers: Vec::new(),
@@ -273,7 +308,12 @@ impl Cluster {
             fdbcli: tree.fdbcli.clone(),
             env: env.clone(),
             artifacts: artifacts.to_path_buf(),
-            existing: true,
+            existing: Some(Existing {
+                release,
+                coordinators,
+                probed: Default::default(),
+                failing_since: Default::default(),
+            }),
         })
     }
 
@@ -377,10 +417,12 @@ impl Cluster {
             }
             if late {
                 return Err(anyhow!(
-                    "{testers} tester-class processes are registered with the cluster, more \
-                     than the {remote} --remote-testers: a multitest takes every tester it \
-                     finds, so stray ones (of another run, or ended and not yet gone) would \
-                     join the test; end them, or give --remote-testers their number; see {}",
+                    "{testers} tester-class processes are registered with the cluster ({}), \
+                     more than the {remote} --remote-testers: a multitest takes every tester \
+                     it finds, so stray ones (of another run, or ended and not yet gone) \
+                     would join the test; end them, or give --remote-testers their number; \
+                     see {}",
+                    tester_addresses(text).join(", "),
                     answer.display()
                 )
                 .into());
@@ -451,7 +493,7 @@ impl Cluster {
         for (i, port) in free_ports(n as usize)?.into_iter().enumerate() {
             let host = i as u32 % hosts + 1;
             let mut tester = Server::new(work, Role::Tester, host, port)?;
-            tester.auto_address = self.existing;
+            tester.auto_address = self.existing.is_some();
             self.servers.push(tester);
         }
         self.spawn_from(first, tree, knobs, pinning, bound)
@@ -535,18 +577,29 @@ impl Cluster {
         self.poll_status(bound, Duration::from_millis(200), |text, late| {
             polls += 1;
             if let Some(s) = parse_database_status(text).filter(|s| s.available) {
-                return Ok(Some(Availability {
-                    healthy: s.healthy,
-                    polls,
-                }));
+                match self.still_recovering(text) {
+                    None => {
+                        return Ok(Some(Availability {
+                            healthy: s.healthy,
+                            polls,
+                        }))
+                    }
+                    Some(why) if late => return Err(PhaseError::Timeout(bound, why)),
+                    Some(_) => return Ok(None),
+                }
             }
             let view = ClientView::parse(text, &read_output(&stderr).unwrap_or_default());
-            if self.existing && view.incompatible {
+            if let Some(Existing { release, .. }) =
+                self.existing.as_ref().filter(|_| view.incompatible)
+            {
                 return Err(anyhow!(
-                    "fdbcli of --experiment-build cannot use the cluster ({}): testers of \
-                     another release cannot join it; give --experiment-build a tree of the \
-                     cluster's release",
-                    view.describe()
+                    "fdbcli of --experiment-build (FDB {release}) cannot use the cluster: it \
+                     warns that a process of the cluster is incompatible with its release, \
+                     so the coordinators, though they may run, do not answer it ({}); \
+                     testers of FDB {release} cannot join a cluster of another release: give \
+                     --experiment-build a tree of the cluster's release (the servers' \
+                     `fdbserver --version`)",
+                    view.messages_described()
                 )
                 .into());
             }
@@ -554,6 +607,22 @@ impl Cluster {
                 return Err(PhaseError::Timeout(bound, self.unavailable_hint(&view)));
             }
             Ok(None)
+        })
+    }
+
+    /// Why a cluster the gate did not start, though available, is not ready for a test:
+    /// still recovering (`cluster.recovery_state.name` not "fully_recovered"; a real 8.0
+    /// cluster is available a few seconds before, `fdb/testdata/status-json-recovering-8.0.json`),
+    /// when a test would measure the recovery. `None` when ready, and always for the gate's
+    /// own cluster, which is new.
+    fn still_recovering(&self, text: &str) -> Option<String> {
+        let state = parse_recovery_state(text)?;
+        (self.existing.is_some() && state != FULLY_RECOVERED).then(|| {
+            format!(
+                "the cluster is available but still recovering (status json recovery state \
+                 {state}, not {FULLY_RECOVERED}); a test now would measure the recovery: \
+                 check the cluster's health (fdbcli status), or raise --timeout-available"
+            )
         })
     }
 
@@ -566,16 +635,25 @@ impl Cluster {
         } else {
             format!("status json says: {seen}")
         };
-        if !self.existing {
+        if self.existing.is_none() {
             return seen;
         }
         let check = if view.reachable.is_empty() {
             "check that the cluster runs and that --cluster-file lists its coordinators, \
              reachable from this host"
+                .to_string()
+        } else if view.minority_reachable() {
+            format!(
+                "{} of {} coordinators answer, and FDB needs a majority: check that the \
+                 others run and are reachable from this host",
+                view.reachable.len(),
+                view.reachable.len() + view.unreachable.len()
+            )
         } else {
-            "a coordinator answers but leads to no database: check that --cluster-file's \
-             description:ID is the cluster's own (compare with a server's cluster file) \
-             and that its servers run"
+            "a majority of the coordinators answer but lead to no database: check that \
+             --cluster-file's description:ID is the cluster's own (compare with a server's \
+             cluster file) and that its servers run"
+                .to_string()
         };
         format!("{seen}; {check}")
     }
@@ -659,6 +737,46 @@ impl Cluster {
         let err = out.with_extension("err");
         let mut child = Child::spawn("fdbcli", cmd, out, &err)?;
         child.wait_until(Instant::now() + bound, bound, || self.check_alive())
+    }
+
+    /// For a cluster the gate did not start, during a test: errors once none of its
+    /// coordinators has accepted a TCP connection for [`COORDINATORS_GONE`] (tried every
+    /// [`COORDINATOR_PROBE`], each within 1 s), naming them. Nothing to check for the
+    /// gate's own cluster, whose servers [`Cluster::check_alive`] watches.
+    pub fn check_coordinators(&self) -> Result<(), PhaseError> {
+        let Some(e) = self
+            .existing
+            .as_ref()
+            .filter(|e| !e.coordinators.is_empty())
+        else {
+            return Ok(());
+        };
+        let now = Instant::now();
+        if e.probed.get().is_some_and(|t| now - t < COORDINATOR_PROBE) {
+            return Ok(());
+        }
+        e.probed.set(Some(now));
+        let answers = |(_, a): &(String, std::net::SocketAddr)| {
+            TcpStream::connect_timeout(a, Duration::from_secs(1)).is_ok()
+        };
+        if e.coordinators.iter().any(answers) {
+            e.failing_since.set(None);
+            return Ok(());
+        }
+        let since = e.failing_since.get().unwrap_or(now);
+        e.failing_since.set(Some(since));
+        if now - since < COORDINATORS_GONE {
+            return Ok(());
+        }
+        let names: Vec<&str> = e.coordinators.iter().map(|(c, _)| c.as_str()).collect();
+        Err(anyhow!(
+            "none of the cluster's coordinators ({}) has accepted a connection for {} s \
+             during the test: the cluster stopped, or this host lost its way to it (FDB's \
+             multitest would wait for it without end)",
+            names.join(", "),
+            (now - since).as_secs()
+        )
+        .into())
     }
 
     /// Errors when a server has exited, naming it, the end of its stderr and the last

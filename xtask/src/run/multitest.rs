@@ -245,7 +245,8 @@ fn wait(
             }
         }
         progress.update(into.unwrap_or_default(), || phase_of(into, test_s));
-        cluster.check_alive()
+        cluster.check_alive()?;
+        cluster.check_coordinators()
     });
     progress.finish();
     monitor.close_cpu_window();

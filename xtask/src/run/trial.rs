@@ -123,20 +123,49 @@ pub fn run_trial(ctx: &TrialContext, arm: &ArmPlan, planned: &PlannedTrial) -> T
     if let Err(e) = std::fs::remove_dir_all(&work) {
         tracing::warn!("cannot wipe {}: {e}", work.display());
     }
-    if let Err(Failure { phase, error }) = result {
-        record.outcome = match error {
-            PhaseError::Timeout(..) => Outcome::Timeout,
-            PhaseError::Interrupted => Outcome::Interrupted,
-            PhaseError::Failed(_) => Outcome::Error,
-        };
-        record.failed_phase = Some(phase);
-        let note = match &error {
-            PhaseError::Timeout(..) => timeout_note(phase, &artifacts),
-            _ => String::new(),
-        };
-        record.error = Some(format!("{phase}: {error}{note}"));
+    if let Err(failure) = result {
+        record_failure(ctx, &mut record, failure, &artifacts);
     }
     record
+}
+
+/// Sets the trial's outcome, failed phase and error from `failure`, with what the user
+/// needs next: for a timeout, the flag to raise and the child's output (in `artifacts`);
+/// for a test cut short on a cluster the gate did not start, the rows it left.
+fn record_failure(
+    ctx: &TrialContext,
+    record: &mut TrialRecord,
+    Failure { phase, error }: Failure,
+    artifacts: &Path,
+) {
+    record.outcome = match error {
+        PhaseError::Timeout(..) => Outcome::Timeout,
+        PhaseError::Interrupted => Outcome::Interrupted,
+        PhaseError::Failed(_) => Outcome::Error,
+    };
+    record.failed_phase = Some(phase);
+    let note = match &error {
+        PhaseError::Timeout(..) => timeout_note(phase, artifacts),
+        _ => String::new(),
+    };
+    let rows = match (ctx.existing, phase, &record.multitest) {
+        (Some(e), Phase::Multitest, None) => rows_left_note(e),
+        _ => String::new(),
+    };
+    record.error = Some(format!("{phase}: {error}{note}{rows}"));
+}
+
+/// What a test cut short leaves in a cluster the gate did not start `e`: its rows, which
+/// ReadWrite clears only when the test ends (`clearAfterTest`), and how to clear them. The
+/// trial found the database empty, so every key in it is the test's or another client's.
+fn rows_left_note(e: &ExistingCluster) -> String {
+    format!(
+        "; the test's rows may be left in the database (ReadWrite clears them only when the \
+         test ends), and the next run will refuse the cluster as not empty: it was empty \
+         before this trial, so if nothing else writes to it, clear them with `fdbcli -C {} \
+         --exec 'writemode on; clearrange \"\" \\xff'`",
+        e.path.display()
+    )
 }
 
 /// What a phase that ran out of time was waiting for: the flag of its bound and the
@@ -265,7 +294,7 @@ fn run_phases(
 ) -> Result<(), Failure> {
     let tree = &arm.tree;
     let c = match ctx.existing {
-        Some(e) => Cluster::existing(tree, e, work, artifacts, ctx.env),
+        Some(e) => Cluster::existing(tree, arm.mako.release, e, work, artifacts, ctx.env),
         None => Cluster::new(tree, ctx.topology, work, artifacts, ctx.env),
     }
     .map_err(|e| Failure {
