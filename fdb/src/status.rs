@@ -43,6 +43,59 @@ pub fn tester_addresses(text: &str) -> Vec<String> {
     found
 }
 
+/// A `status json` answer with the value of every `--tls-password`/`--tls_password` in
+/// the processes' `command_line` (`cluster.processes.*.command_line`, where fdbmonitor
+/// puts a `tls_password` of foundationdb.conf) replaced by "(not recorded)"; `None` when
+/// there is none to mask. The gate keeps answers in its results, which are shared.
+pub fn mask_secrets(text: &str) -> Option<String> {
+    if !text.contains("tls-password") && !text.contains("tls_password") {
+        return None;
+    }
+    let mut v: serde_json::Value = serde_json::from_str(text).ok()?;
+    let processes = v
+        .get_mut("cluster")?
+        .get_mut("processes")?
+        .as_object_mut()?;
+    for p in processes.values_mut() {
+        if let Some(line) = p.get_mut("command_line") {
+            if let Some(masked) = line.as_str().map(mask_command_line) {
+                *line = serde_json::Value::String(masked);
+            }
+        }
+    }
+    Some(serde_json::to_string_pretty(&v).ok()? + "\n")
+}
+
+/// `line` with the value of `--tls-password` (or `--tls_password`, `=VALUE` or the next
+/// word) masked.
+fn mask_command_line(line: &str) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut mask_next = false;
+    for word in line.split(' ') {
+        let flag = word.trim_start_matches('-').replace('_', "-");
+        if mask_next {
+            out.push("(not recorded)".into());
+            mask_next = false;
+        } else if let Some((name, _)) = word
+            .split_once('=')
+            .filter(|_| flag.starts_with("tls-password="))
+        {
+            out.push(format!("{name}=(not recorded)"));
+        } else {
+            mask_next = flag == "tls-password";
+            out.push(word.to_string());
+        }
+    }
+    out.join(" ")
+}
+
+/// The first line of fdbcli's stderr that reports a TLS failure (a certificate, key or
+/// CA file it cannot read, a wrong password: "ERROR: TLS error (2107)", "Error reading TLS
+/// Certificate"), which no wait mends.
+pub fn tls_failure(stderr: &str) -> Option<&str> {
+    stderr.lines().find(|l| l.contains("TLS")).map(str::trim)
+}
+
 /// The recovery state of a cluster that has finished recovering.
 pub const FULLY_RECOVERED: &str = "fully_recovered";
 
@@ -338,6 +391,28 @@ mod tests {
             (s.commit_proxies, s.grv_proxies, s.resolvers),
             (Some(3), Some(1), Some(1))
         );
+    }
+
+    #[test]
+    fn a_tls_password_on_a_command_line_is_masked() {
+        let text = include_str!("../testdata/status-json-available.json");
+        assert_eq!(mask_secrets(text), None);
+        let mut v: serde_json::Value = serde_json::from_str(text).unwrap();
+        let p = v["cluster"]["processes"].as_object_mut().unwrap();
+        let first = p.values_mut().next().unwrap();
+        first["command_line"] = serde_json::json!(
+            "/usr/sbin/fdbserver --tls-password SEKRIT --public_address=auto:4500 --tls_password=SEKRIT2"
+        );
+        let masked = mask_secrets(&v.to_string()).unwrap();
+        assert!(!masked.contains("SEKRIT"), "{masked}");
+        assert!(masked.contains(
+            "--tls-password (not recorded) --public_address=auto:4500 --tls_password=(not recorded)"
+        ));
+        assert_eq!(
+            tls_failure("WARNING: x\nERROR: TLS error (2107)\n"),
+            Some("ERROR: TLS error (2107)")
+        );
+        assert_eq!(tls_failure("WARNING: x\n"), None);
     }
 
     #[test]

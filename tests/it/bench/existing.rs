@@ -284,6 +284,8 @@ fn an_existing_cluster_gets_testers_only_and_its_status_is_recorded() {
         "{}",
         text(&o)
     );
+    // No test began, so no rows were written: nothing to clear.
+    assert!(!text(&o).contains("rows may be left"), "{}", text(&o));
     assert_only_the_hand_cluster_is_left(&s);
 }
 

@@ -100,6 +100,22 @@ fn check_tls(
     .filter(|(name, file)| var(name).is_none() && !default_dir.join(file).is_file())
     .map(|(name, _)| name)
     .collect();
+    // A variable set must name a file: fdbcli aborts on every call otherwise.
+    for (name, what) in [
+        ("FDB_TLS_CERTIFICATE_FILE", "certificate"),
+        ("FDB_TLS_KEY_FILE", "key"),
+        ("FDB_TLS_CA_FILE", "CA bundle"),
+    ] {
+        if let Some(file) = var(name).filter(|f| !Path::new(f).is_file()) {
+            return Err(usage(format!(
+                "--cluster-file {}: its coordinators are reached over TLS, and {name}={} \
+                 names no file the testers and fdbcli can read: give the path of the \
+                 cluster's client {what}",
+                path.display(),
+                Path::new(&file).display(),
+            )));
+        }
+    }
     if missing.is_empty() {
         return Ok(());
     }
@@ -176,11 +192,26 @@ mod tests {
             ),
             "{e}"
         );
-        let cert_only = |n: &str| (n == "FDB_TLS_CERTIFICATE_FILE").then(|| "/c.pem".into());
+        let cert = dir.path().join("client-cert.pem");
+        std::fs::write(&cert, "").unwrap();
+        let cert_only =
+            |n: &str| (n == "FDB_TLS_CERTIFICATE_FILE").then(|| cert.clone().into_os_string());
         let e = check_tls(file, &cert_only, dir.path())
             .unwrap_err()
             .to_string();
         assert!(e.contains("have no key: set FDB_TLS_KEY_FILE ("), "{e}");
+        // A variable that names no file (or is empty) is refused, naming it.
+        let nowhere = |n: &str| (n == "FDB_TLS_KEY_FILE").then(|| "/nonexistent/k.pem".into());
+        let e = check_tls(file, &nowhere, dir.path())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("FDB_TLS_KEY_FILE=/nonexistent/k.pem names no file"),
+            "{e}"
+        );
+        let empty = |n: &str| (n == "FDB_TLS_CERTIFICATE_FILE").then(|| "".into());
+        let e = check_tls(file, &empty, dir.path()).unwrap_err().to_string();
+        assert!(e.contains("FDB_TLS_CERTIFICATE_FILE= names no file"), "{e}");
         // FDB's default files stand in for the variables.
         std::fs::write(dir.path().join("key.pem"), "").unwrap();
         check_tls(file, &cert_only, dir.path()).unwrap();

@@ -276,12 +276,9 @@ pub fn plan(
     plan.warnings.extend(build_warnings);
     plan.warnings.extend(warmups_differ(&plan));
     plan.warnings.extend(plan.config.procs_scaled.clone());
-    let tls = plan
-        .config
-        .existing
-        .as_ref()
-        .is_some_and(|e| e.connection.tls());
-    let (child_env, env_warning) = child_env(tls);
+    let existing = plan.config.existing.as_ref();
+    let tls = existing.is_some_and(|e| e.connection.tls());
+    let (child_env, env_warning) = child_env(tls, existing.is_some());
     plan.child_env = child_env;
     plan.warnings.extend(env_warning);
     plan.preflight = Some(preflight);
@@ -309,14 +306,22 @@ fn warmups_differ(plan: &Plan) -> Option<String> {
 /// The environment fdbserver, fdbcli and mako get, built from the gate's (with FDB's TLS
 /// variables when `tls`, a cluster reached over TLS), and the warning naming the FDB_*
 /// variables left out, if any.
-fn child_env(tls: bool) -> (ChildEnv, Option<String>) {
+/// `existing`: the run is against a cluster the gate did not start, whose knobs are its
+/// own.
+fn child_env(tls: bool, existing: bool) -> (ChildEnv, Option<String>) {
     let env = ChildEnv::from_vars(std::env::vars_os(), tls);
     let fdb_vars: Vec<String> = env.fdb_removed().map(str::to_string).collect();
+    let instead = if existing {
+        "the testers are clients, and the cluster's servers have their own knobs; FDB_TLS_* \
+         pass only with a cluster file of :tls coordinators"
+    } else {
+        "give knobs with --knob, --baseline-knob or --experiment-knob"
+    };
     let warning = (!fdb_vars.is_empty()).then(|| {
         format!(
             "{} set in the environment, not passed to fdbserver, fdbcli or mako (FDB 7.2+ \
              applies FDB_KNOB_* after the command line, which would override the arms' \
-             knobs): give knobs with --knob, --baseline-knob or --experiment-knob",
+             knobs): {instead}",
             fdb_vars.join(", ")
         )
     });

@@ -19,8 +19,8 @@ use serde::Serialize;
 
 use fdb::{
     status::{
-        parse_database_status, parse_recovery_state, tester_addresses, ClientView, ClusterStatus,
-        FULLY_RECOVERED,
+        mask_secrets, parse_database_status, parse_recovery_state, tester_addresses, tls_failure,
+        ClientView, ClusterStatus, FULLY_RECOVERED,
     },
     trace::{knob_problems, trace_errors},
     Engine, Knob, Release,
@@ -588,7 +588,17 @@ impl Cluster {
                     Some(_) => return Ok(None),
                 }
             }
-            let view = ClientView::parse(text, &read_output(&stderr).unwrap_or_default());
+            let err = read_output(&stderr).unwrap_or_default();
+            if let Some(line) = tls_failure(&err).filter(|_| self.existing.is_some()) {
+                return Err(anyhow!(
+                    "fdbcli cannot reach the cluster over TLS: {line:?} (stderr in {}): check \
+                     the files FDB_TLS_CERTIFICATE_FILE, FDB_TLS_KEY_FILE and FDB_TLS_CA_FILE \
+                     name and FDB_TLS_PASSWORD (`flow/TLSConfig.cpp`)",
+                    stderr.display()
+                )
+                .into());
+            }
+            let view = ClientView::parse(text, &err);
             if let Some(Existing { release, .. }) =
                 self.existing.as_ref().filter(|_| view.incompatible)
             {
@@ -702,6 +712,12 @@ impl Cluster {
             // coordinators) prints nothing: the last answer, which says why the cluster is
             // not up, stays the one kept and read.
             let mut text = read_output(&out)?;
+            // The results are shared: a TLS password on a command line is not kept.
+            if let Some(masked) = mask_secrets(&text) {
+                std::fs::write(&out, &masked)
+                    .with_context(|| format!("cannot write {}", out.display()))?;
+                text = masked;
+            }
             if text.trim().is_empty() && !last.is_empty() {
                 std::fs::write(&out, &last)
                     .with_context(|| format!("cannot write {}", out.display()))?;
@@ -739,6 +755,23 @@ impl Cluster {
         child.wait_until(Instant::now() + bound, bound, || self.check_alive())
     }
 
+    /// For a cluster the gate did not start: its coordinators as the cluster file names
+    /// them when none accepts a TCP connection now (each tried within 1 s), else `None`.
+    pub fn coordinators_gone(&self) -> Option<String> {
+        let e = self
+            .existing
+            .as_ref()
+            .filter(|e| !e.coordinators.is_empty())?;
+        let answers = |(_, a): &(String, std::net::SocketAddr)| {
+            TcpStream::connect_timeout(a, Duration::from_secs(1)).is_ok()
+        };
+        if e.coordinators.iter().any(answers) {
+            return None;
+        }
+        let names: Vec<&str> = e.coordinators.iter().map(|(c, _)| c.as_str()).collect();
+        Some(names.join(", "))
+    }
+
     /// For a cluster the gate did not start, during a test: errors once none of its
     /// coordinators has accepted a TCP connection for [`COORDINATORS_GONE`] (tried every
     /// [`COORDINATOR_PROBE`], each within 1 s), naming them. Nothing to check for the
@@ -756,24 +789,19 @@ impl Cluster {
             return Ok(());
         }
         e.probed.set(Some(now));
-        let answers = |(_, a): &(String, std::net::SocketAddr)| {
-            TcpStream::connect_timeout(a, Duration::from_secs(1)).is_ok()
-        };
-        if e.coordinators.iter().any(answers) {
+        let Some(names) = self.coordinators_gone() else {
             e.failing_since.set(None);
             return Ok(());
-        }
+        };
         let since = e.failing_since.get().unwrap_or(now);
         e.failing_since.set(Some(since));
         if now - since < COORDINATORS_GONE {
             return Ok(());
         }
-        let names: Vec<&str> = e.coordinators.iter().map(|(c, _)| c.as_str()).collect();
         Err(anyhow!(
-            "none of the cluster's coordinators ({}) has accepted a connection for {} s \
+            "none of the cluster's coordinators ({names}) has accepted a connection for {} s \
              during the test: the cluster stopped, or this host lost its way to it (FDB's \
              multitest would wait for it without end)",
-            names.join(", "),
             (now - since).as_secs()
         )
         .into())

@@ -221,6 +221,7 @@ impl<'a> Runner<'a> {
                 record
                     .cpu
                     .as_ref()
+                    .filter(|c| !c.cores.is_empty())
                     .map(|c| c
                         .cores
                         .iter()
@@ -231,7 +232,9 @@ impl<'a> Runner<'a> {
                         .collect::<Vec<_>>()
                         .join(", "))
                     .unwrap_or_else(|| {
-                        "not measured (the run ended before its measurement window)".into()
+                        "not measured (the run ended before its measurement window, or no \
+                         process of the gate's is one it accounts: testers on other hosts)"
+                            .into()
                     })
             ),
             _ => tracing::error!(

@@ -126,7 +126,8 @@ pub fn run(
     let copied = copy_files(&log, &artifacts.join("multitest"));
     let status = status?;
     copied.map_err(PhaseError::from)?;
-    let result = read_result(&out, &err, status, testers, rw.testers, remote)?;
+    let result = read_result(&out, &err, status, testers, rw.testers, remote)
+        .map_err(|e| cluster_gone_first(cluster, e))?;
     let cpu = monitor
         .role_cpu()
         .map(|cpu| without_client_cpu(cpu, remote > 0));
@@ -174,6 +175,22 @@ fn read_result(
     })
 }
 
+/// The multitest's failure `e`, said as the cluster's when none of the coordinators of a
+/// cluster the gate did not start accepts a connection now: a cluster gone while the rows
+/// load fails the multitest before the gate's watch ([`Cluster::check_coordinators`])
+/// would call it gone.
+fn cluster_gone_first(cluster: &Cluster, e: PhaseError) -> PhaseError {
+    match cluster.coordinators_gone() {
+        Some(names) => anyhow!(
+            "the multitest failed and none of the cluster's coordinators ({names}) accepts a \
+             connection now: the cluster stopped, or this host lost its way to it; the \
+             multitest's own error: {e}"
+        )
+        .into(),
+        None => e,
+    }
+}
+
 /// `cpu` without the client's when testers run on other hosts (`remote`): the gate sees
 /// only its own testers' CPU, against every tester's transactions, so client CPU per
 /// transaction would be too low by the remote testers' share.
@@ -184,6 +201,13 @@ fn without_client_cpu(mut cpu: RoleCpu, remote: bool) -> RoleCpu {
         cpu.instructions_per_s.remove(&CpuRole::Client);
     }
     cpu
+}
+
+/// Whether a trial's multitest (its stdout in the trial's `artifacts`) got as far as its
+/// test's setup, which writes the rows: before, a cluster the gate did not start holds
+/// none of them.
+pub fn wrote_rows(artifacts: &Path) -> bool {
+    joined(&artifacts.join("multitest.txt"))
 }
 
 /// Whether the multitest's stdout `out` says its testers joined.

@@ -149,7 +149,9 @@ fn record_failure(
         _ => String::new(),
     };
     let rows = match (ctx.existing, phase, &record.multitest) {
-        (Some(e), Phase::Multitest, None) => rows_left_note(e),
+        (Some(e), Phase::Multitest, None) if super::multitest::wrote_rows(artifacts) => {
+            rows_left_note(e)
+        }
         _ => String::new(),
     };
     record.error = Some(format!("{phase}: {error}{note}{rows}"));
@@ -164,8 +166,14 @@ fn rows_left_note(e: &ExistingCluster) -> String {
          test ends), and the next run will refuse the cluster as not empty: it was empty \
          before this trial, so if nothing else writes to it, clear them with `fdbcli -C {} \
          --exec 'writemode on; clearrange \"\" \\xff'`",
-        e.path.display()
+        shell_quoted(&e.path)
     )
+}
+
+/// `path` as a shell word to paste: quoted when it needs it (lossy where not UTF-8).
+fn shell_quoted(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    shlex::try_quote(&text).map_or_else(|_| format!("{text:?}"), |q| q.into_owned())
 }
 
 /// What a phase that ran out of time was waiting for: the flag of its bound and the
@@ -718,4 +726,21 @@ fn flag_path(flag: &str, path: &Path) -> std::ffi::OsString {
     let mut arg = std::ffi::OsString::from(flag);
     arg.push(path);
     arg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cluster_file_path_is_quoted_for_the_shell() {
+        assert_eq!(
+            shell_quoted(Path::new("/etc/fdb.cluster")),
+            "/etc/fdb.cluster"
+        );
+        assert_eq!(
+            shell_quoted(Path::new("/tmp/it's my dir/fdb.cluster")),
+            r#""/tmp/it's my dir/fdb.cluster""#
+        );
+    }
 }
