@@ -39,7 +39,7 @@ impl ConnectionString {
     /// Whether a coordinator is reached over TLS (`:tls`): FDB's clients then need a
     /// certificate (`flow/TLSConfig.cpp`).
     pub fn tls(&self) -> bool {
-        self.coordinators.iter().any(|c| c.ends_with(":tls"))
+        self.coordinators.iter().any(|c| host_port(c) != c)
     }
 
     /// Reads a cluster file's text as FDB does (`trim` in `MonitorLeader.cpp`): a `#`
@@ -114,10 +114,16 @@ impl std::fmt::Display for ConnectionString {
     }
 }
 
+/// A coordinator as written (`host:port[:tls]`) without its `:tls`: the address to
+/// connect to.
+pub fn host_port(coordinator: &str) -> &str {
+    coordinator.strip_suffix(":tls").unwrap_or(coordinator)
+}
+
 /// `host:port[:tls]`, host an IPv4 address, `[IPv6]` or a hostname, port 1-65535.
 fn check_address(addr: &str) -> Result<(), String> {
     let bad = |why: &str| Err(format!("its coordinator {addr:?} is not host:port: {why}"));
-    let plain = addr.strip_suffix(":tls").unwrap_or(addr);
+    let plain = host_port(addr);
     let (host, port) = match plain.strip_prefix('[') {
         Some(rest) => match rest.split_once("]:") {
             Some((ip, port)) if ip.parse::<std::net::Ipv6Addr>().is_ok() => (ip, port),

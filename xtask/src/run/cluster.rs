@@ -294,7 +294,7 @@ impl Cluster {
             .coordinators
             .iter()
             .filter_map(|c| {
-                let plain = c.strip_suffix(":tls").unwrap_or(c);
+                let plain = fdb::cluster_file::host_port(c);
                 let addr = std::net::ToSocketAddrs::to_socket_addrs(plain)
                     .ok()?
                     .next()?;
