@@ -93,6 +93,17 @@ pub fn effective_knobs(user: &[Knob], engine: Engine, tmpfs: bool) -> Vec<Knob> 
     knobs
 }
 
+/// The knobs a tester (`fdbserver -c test`) of a cluster the gate did not start gets: on
+/// tmpfs `disable_posix_kernel_aio=1`, as its data dir is on the work dir (see
+/// [`effective_knobs`]). The cluster's servers have their own knobs, the gate's none.
+pub fn tester_knobs(tmpfs: bool) -> Vec<Knob> {
+    if tmpfs {
+        vec![Knob::auto("disable_posix_kernel_aio", "1")]
+    } else {
+        Vec::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,6 +127,11 @@ mod tests {
             ]
         );
         assert!(effective_knobs(&[], Engine::Rocksdb, false).is_empty());
+        assert_eq!(
+            names(&tester_knobs(true)),
+            ["--knob_disable_posix_kernel_aio=1"]
+        );
+        assert!(tester_knobs(false).is_empty());
     }
 
     #[test]

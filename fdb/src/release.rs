@@ -71,6 +71,10 @@ impl Release {
                 "FDB {self} has no sharded-rocksdb storage engine (ssd-sharded-rocksdb came \
                  with FDB 7.2)"
             )),
+            other => Err(format!(
+                "the gate configures redwood, rocksdb and sharded-rocksdb; {other} is only \
+                 read from a cluster it did not start (--cluster-file)"
+            )),
         }
     }
 }

@@ -84,6 +84,9 @@ pub struct Behaviour {
     pub multitest_retries: u64,
     /// The multitest's test fails: `0 tests passed; 1 tests failed.`, exit 0.
     pub multitest_test_fails: bool,
+    /// The tree's multitest runs (counted from 0) whose test fails, as
+    /// `multitest_test_fails` makes every run's.
+    pub multitest_fail_runs: Vec<u64>,
     /// Testers beyond those that joined report metrics (a stray tester of the cluster).
     pub multitest_extra_testers: u32,
     /// The tree's multitest runs (counted from 0, as mako's) that measure half their TPS:
@@ -144,6 +147,7 @@ impl Default for Behaviour {
             release: "8.0".into(),
             multitest_retries: 0,
             multitest_test_fails: false,
+            multitest_fail_runs: Vec::new(),
             multitest_extra_testers: 0,
             multitest_slow_runs: Vec::new(),
             database_keys: Vec::new(),
@@ -273,28 +277,35 @@ pub fn noise_factor(noise_pct: f64, k: u64, stream: u64) -> f64 {
 }
 
 /// Starts a thread that burns `pct` percent of a core for as long as the process lives:
-/// in every 10 ms it spins until its own CPU time (CLOCK_THREAD_CPUTIME_ID) has grown by
-/// `pct`% of 10 ms, then sleeps the rest. The CPU used is counted in CPU time, so a busy
-/// host stretches the cycles but not the work per cycle.
+/// its own CPU time (CLOCK_THREAD_CPUTIME_ID) is kept at `pct`% of the wall time since it
+/// started, spinning to catch up every 10 ms. A busy host delays the spinning but not the
+/// CPU burnt per second, so the gate's CPU per transaction does not depend on the host's
+/// load (a debt above 100 ms, as after a SIGSTOP, is forgiven rather than burnt at once).
 pub fn burn_cpu(pct: f64) {
     if pct <= 0.0 {
         return;
     }
-    let busy = std::time::Duration::from_secs_f64(0.01 * pct.min(100.0) / 100.0);
+    let share = pct.min(100.0) / 100.0;
     std::thread::spawn(move || {
         use nix::time::{clock_gettime, ClockId};
-        let now = || -> std::time::Duration {
+        use std::time::{Duration, Instant};
+        let now = || -> Duration {
             clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID)
-                .map(std::time::Duration::from)
+                .map(Duration::from)
                 .unwrap_or_default()
         };
+        let max_debt = Duration::from_millis(100);
+        let (wall, start) = (Instant::now(), now());
+        let mut forgiven = Duration::ZERO;
         loop {
-            let (wall, cpu) = (std::time::Instant::now(), now());
-            while now() - cpu < busy {}
-            let period = std::time::Duration::from_millis(10);
-            if let Some(rest) = period.checked_sub(wall.elapsed()) {
-                std::thread::sleep(rest);
+            let owed = wall.elapsed().mul_f64(share).saturating_sub(forgiven);
+            let used = now().saturating_sub(start);
+            if owed > used + max_debt {
+                forgiven += owed - used - max_debt;
             }
+            let owed = owed.min(used + max_debt);
+            while now().saturating_sub(start) < owed {}
+            std::thread::sleep(Duration::from_millis(10));
         }
     });
 }

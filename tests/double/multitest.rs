@@ -110,7 +110,7 @@ pub fn main(args: &[String], b: &common::Behaviour) {
             let _ = writeln!(out, "Metric ({t}, {index}): {name}, {value:.6}, {value:.3}");
         }
     }
-    let (passed, failed) = if b.multitest_test_fails {
+    let (passed, failed) = if b.multitest_test_fails || b.multitest_fail_runs.contains(&k) {
         (0, 1)
     } else {
         (1, 0)

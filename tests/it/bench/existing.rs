@@ -13,6 +13,15 @@ use crate::support::{code, text, Sandbox};
 /// on a free loopback port, configured `single ssd-redwood-1` with the tree's fdbcli.
 /// Returns its cluster file and the process (killed when the test drops it).
 fn hand_started_cluster(s: &Sandbox, tree: &Path) -> (std::path::PathBuf, KillOnDrop) {
+    hand_started_cluster_of(s, tree, "ssd-redwood-1")
+}
+
+/// [`hand_started_cluster`] configured with storage engine `engine`.
+fn hand_started_cluster_of(
+    s: &Sandbox,
+    tree: &Path,
+    engine: &str,
+) -> (std::path::PathBuf, KillOnDrop) {
     use std::process::{Command, Stdio};
     let dir = s.dir.path().join("hand-cluster");
     for d in ["data", "log"] {
@@ -47,7 +56,7 @@ fn hand_started_cluster(s: &Sandbox, tree: &Path) -> (std::path::PathBuf, KillOn
     let o = Command::new(tree.join("bin/fdbcli"))
         .arg("-C")
         .arg(&file)
-        .args(["--exec", "configure new single ssd-redwood-1"])
+        .args(["--exec", &format!("configure new single {engine}")])
         .output()
         .unwrap();
     assert_eq!(code(&o), 0, "{}", text(&o));
@@ -330,7 +339,9 @@ fn a_trial_waits_for_an_existing_cluster_to_finish_recovering() {
     assert_eq!(code(&o), 0, "{}", text(&o));
     let t = &trials(&s)[0];
     assert_eq!(t["outcome"], "measured", "{t:#}");
-    assert_eq!(t["availability"]["polls"], 4, "{t:#}");
+    // The plan's read of the engine waited out the recovery (3 answers, then the 4th):
+    // the trial's first answer finds it recovered.
+    assert_eq!(t["availability"]["polls"], 1, "{t:#}");
     assert_eq!(t["cluster"]["recovery_state"], "fully_recovered", "{t:#}");
     drop(_server);
     // One that never finishes: a timeout that says so, not a test of the recovery.
@@ -523,6 +534,18 @@ fn an_existing_cluster_is_judged_against_a_record_of_its_class_only() {
         .out()
         .join("trials/01-redwood-experiment-1/multitest.toml")
         .exists());
+    // A record of another engine: refused when the plan reads the cluster's.
+    saved["engine"] = json!("memory");
+    std::fs::write(&path, saved.to_string()).unwrap();
+    let o = against_existing(&s, &a, &file, &against);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains(
+            "the cluster's storage engine is redwood, and baseline qual was recorded on memory"
+        ),
+        "{}",
+        text(&o)
+    );
     // The gate's own cluster does not compare with it.
     let o = multitest(&s, &a, &b, &["--against-recorded", "qual", "--trials", "1"]);
     assert_eq!(code(&o), 64, "{}", text(&o));
@@ -531,6 +554,84 @@ fn an_existing_cluster_is_judged_against_a_record_of_its_class_only() {
         "{}",
         text(&o)
     );
+    assert_only_the_hand_cluster_is_left(&s);
+}
+
+#[test]
+fn an_existing_clusters_engine_is_read_from_it_and_names_the_run() {
+    let s = Sandbox::new();
+    let (a, _) = s.ab(json!({}), json!({}));
+    let (file, _server) = hand_started_cluster_of(&s, &a, "memory");
+    // The plan reads the engine; the knobs it lists are the testers', not the servers'.
+    let o = against_existing(&s, &a, &file, &["--trials", "1", "--dry-run"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let plan = text(&o);
+    let line = plan
+        .lines()
+        .find(|l| l.contains("1. B"))
+        .unwrap_or_else(|| panic!("{plan}"));
+    assert!(line.contains("memory"), "{line}");
+    if s.workdir_is_tmpfs() {
+        assert!(
+            line.ends_with("testers --knob_disable_posix_kernel_aio=1"),
+            "{line}"
+        );
+    }
+    // A floor for memory applies to it: the run is labelled memory everywhere.
+    let mut cmd = existing_command(&s, &a, &file, &SMALL, &["--trials", "2"]);
+    let o = cmd
+        .env("PERFGATE_SLO_TPS_MEMORY", "1e12")
+        .env("PERFGATE_SLO_TPS_REDWOOD", "1")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    let t = trials(&s);
+    for trial in &t {
+        assert_eq!(trial["engine"], "memory", "{trial:#}");
+        assert_eq!(trial["cluster"]["storage_engine"], "memory");
+        let knobs = trial["knobs"].as_array().unwrap();
+        assert!(knobs.len() <= 1, "the testers' aio knob at most: {knobs:?}");
+    }
+    assert!(s.out().join("trials/01-memory-experiment-1").is_dir());
+    let j = &s.read_json("summary.json")["judgements"][0];
+    assert_eq!(j["engine"], "memory", "{j}");
+    assert_eq!(j["verdict"], "SLO-VIOLATION", "{j}");
+    let junit = std::fs::read_to_string(s.out().join("junit.xml")).unwrap();
+    assert!(junit.contains("classname=\"perfgate.memory\""), "{junit}");
+    assert!(!junit.contains("redwood"), "{junit}");
+    let meta = s.read_json("meta.json");
+    assert_eq!(
+        meta["plan"]["slo"]["memory"], 1e12,
+        "{:#}",
+        meta["plan"]["slo"]
+    );
+    assert_only_the_hand_cluster_is_left(&s);
+}
+
+#[test]
+fn an_existing_cluster_of_an_unknown_engine_is_refused_before_any_trial() {
+    let s = Sandbox::new();
+    let (a, _) = s.ab(json!({}), json!({}));
+    // As a newer FDB's engine, or a database whose storage servers differ ("custom").
+    let (file, _server) = hand_started_cluster_of(&s, &a, "ssd-future-9");
+    let o = against_existing(&s, &a, &file, &["--trials", "1"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let out = text(&o);
+    assert!(
+        out.contains("cannot read the storage engine of the cluster hand")
+            && out.contains("names storage engine \"ssd-future-9\", none the gate knows"),
+        "{out}"
+    );
+    let kept = out
+        .split("fdbcli's output is kept in ")
+        .nth(1)
+        .and_then(|r| r.split(':').next())
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        Path::new(kept.trim()).join("status.json").is_file(),
+        "{out}"
+    );
+    assert!(!s.out().join("trials").exists());
     assert_only_the_hand_cluster_is_left(&s);
 }
 

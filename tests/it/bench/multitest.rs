@@ -513,6 +513,75 @@ fn one_slow_trial_at_the_knee_runs_the_step_again_and_moves_no_knee() {
     );
 }
 
+#[test]
+fn a_failed_confirmation_ends_its_engines_sweep_and_the_next_engine_sweeps() {
+    let s = Sandbox::new();
+    // The experiment tree's third run (redwood at 900 TPS) is slow, so the arms split
+    // there; its fourth, the experiment's confirmation of that step, fails.
+    let (a, b) = s.ab(
+        json!({}),
+        json!({"multitest_slow_runs": [2], "multitest_fail_runs": [3]}),
+    );
+    let o = multitest(
+        &s,
+        &a,
+        &b,
+        &[
+            "--sweep",
+            "400,600,900,1200",
+            "--trials",
+            "1",
+            "--engine",
+            "redwood",
+            "--engine",
+            "rocksdb",
+        ],
+    );
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(
+        text(&o).contains("redwood: the arms split on 900 TPS: 2 more trial(s) per arm there"),
+        "{}",
+        text(&o)
+    );
+    let t = trials(&s);
+    let of = |engine: &str| -> Vec<&Value> { t.iter().filter(|t| t["engine"] == engine).collect() };
+    let redwood = of("redwood");
+    let failed: Vec<&&Value> = redwood.iter().filter(|t| t["outcome"] == "error").collect();
+    assert_eq!(failed.len(), 1, "{redwood:#?}");
+    assert_eq!(failed[0]["target_tps"], 900);
+    assert_eq!(failed[0]["arm"], "experiment");
+    // Nothing of redwood ran after its failed trial: not the rest of the confirmations,
+    // not the next step.
+    let last = redwood.iter().map(|t| t["index"].as_u64().unwrap()).max();
+    assert_eq!(last, failed[0]["index"].as_u64(), "{redwood:#?}");
+    // rocksdb swept its whole ladder as if nothing had happened.
+    let rocksdb = of("rocksdb");
+    assert!(
+        rocksdb.iter().all(|t| t["outcome"] == "measured"),
+        "{rocksdb:#?}"
+    );
+    assert!(
+        rocksdb.iter().any(|t| t["target_tps"] == 1200),
+        "{rocksdb:#?}"
+    );
+    let judgements = s.read_json("summary.json")["judgements"].clone();
+    let verdict = |engine: &str| {
+        judgements
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|j| j["engine"] == engine)
+            .map(|j| j["verdict"].clone())
+    };
+    assert_eq!(verdict("redwood"), Some(json!("ERROR")), "{judgements:#}");
+    assert_eq!(
+        verdict("rocksdb"),
+        Some(json!("MEASURED")),
+        "{judgements:#}"
+    );
+    s.assert_no_leftover_processes();
+}
+
 pub(super) fn record(s: &Sandbox, from: &Path, name: &str, extra: &[&str]) -> std::process::Output {
     std::process::Command::new(crate::support::xtask())
         .args(["baseline", "record", "--from"])

@@ -17,6 +17,7 @@ use crate::{
     },
     report::write,
     results::fs::{check_junit, check_markdown},
+    run::cluster::engine_of_existing,
 };
 
 /// Runs the gate; returns the exit status (0, 1 or 2). Errors before the first trial
@@ -60,7 +61,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
             refuse_unknown_knobs(&config, &source, &commits)?;
             build::build_arms(&source, &wanted)?
         };
-        let mut plan = plan(config, prepared, built)?;
+        let mut plan = plan(config, prepared, built, &engine_of_existing)?;
         if let Some(dir) = plan.config.noise_from.clone() {
             let prior = super::noise::load(
                 &dir,

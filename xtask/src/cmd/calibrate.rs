@@ -22,6 +22,7 @@ use crate::{
         fs::{check_junit, check_markdown, check_writable_file, create_new},
         trial::{Outcome, TrialRecord},
     },
+    run::cluster::engine_of_existing,
 };
 
 /// Runs the A/A trials and writes `calibration.json`. Exit status 0 when every trial was
@@ -40,7 +41,7 @@ pub fn run(args: &CalibrateArgs) -> Result<i32> {
         check_profile_path(p, &config, args.budget)?;
     }
     let prepared = prepare(&config)?;
-    let plan = plan(config, prepared, Vec::new())?;
+    let plan = plan(config, prepared, Vec::new(), &engine_of_existing)?;
     if plan.config.dry_run {
         let _ = write!(std::io::stdout(), "{}", plan.render());
         return Ok(0);

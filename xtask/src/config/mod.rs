@@ -124,7 +124,8 @@ pub struct BenchConfig {
     pub baseline: ArmConfig,
     pub experiment: ArmConfig,
     /// Engines asked for (`--engine`), in the order they run; no duplicates. A run against a
-    /// recorded baseline runs the record's engine instead (`plan::Plan::engines`).
+    /// recorded baseline runs the record's engine instead (`plan::Plan::engines`); against
+    /// a cluster the gate did not start it is empty: the plan reads the cluster's.
     pub engines: Vec<Engine>,
     pub workload: Workload,
     /// The cluster every trial starts.
@@ -268,6 +269,10 @@ impl TryFrom<&BenchArgs> for BenchConfig {
         c.noise_from = a.noise_from.clone();
         c.noise_max_age_s = a.noise_max_age.as_secs();
         c.existing = existing::ExistingCluster::resolve(a, &c)?;
+        if c.existing.is_some() {
+            // The cluster's own engine, read from its status json by the plan.
+            c.engines.clear();
+        }
         Ok(c)
     }
 }

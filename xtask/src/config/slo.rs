@@ -1,7 +1,9 @@
 //! Config stage, I/O shell: absolute TPS floors (SLOs) per engine and profile.
 //!
 //! Precedence, highest first: `--slo-tps` (all engines), `PERFGATE_SLO_TPS_<ENGINE>`
-//! (`REDWOOD`, `ROCKSDB`, `SHARDED_ROCKSDB`), then `baselines/slo.json`:
+//! (`REDWOOD`, `ROCKSDB`, `SHARDED_ROCKSDB`; for a cluster the gate did not start also
+//! `SSD_2`, `SSD_1`, `MEMORY`, `MEMORY_RADIXTREE`), then `baselines/slo.json` (engines
+//! named as `--engine` and the run's table name them: `redwood`, `ssd-2`, `memory`, ...):
 //!
 //! ```json
 //! { "schema_version": 1, "tps": { "quick": { "redwood": 1500.0 }, "standard": { ... } } }
@@ -22,23 +24,60 @@ pub struct SloTps {
     pub redwood: Option<f64>,
     pub rocksdb: Option<f64>,
     pub sharded_rocksdb: Option<f64>,
+    /// The engines only read from a cluster the gate did not start (`--cluster-file`);
+    /// absent from the `meta.json` of runs before them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssd_2: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssd_1: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_radixtree: Option<f64>,
 }
 
 impl SloTps {
+    /// No floor for any engine.
+    pub const NONE: SloTps = SloTps {
+        redwood: None,
+        rocksdb: None,
+        sharded_rocksdb: None,
+        ssd_2: None,
+        ssd_1: None,
+        memory: None,
+        memory_radixtree: None,
+    };
+
     pub fn get(&self, engine: Engine) -> Option<f64> {
-        match engine {
-            Engine::Redwood => self.redwood,
-            Engine::Rocksdb => self.rocksdb,
-            Engine::ShardedRocksdb => self.sharded_rocksdb,
-        }
+        *self.field(engine)
     }
 
     fn set(&mut self, engine: Engine, tps: f64) {
-        *match engine {
+        *self.field_mut(engine) = Some(tps);
+    }
+
+    fn field(&self, engine: Engine) -> &Option<f64> {
+        match engine {
+            Engine::Redwood => &self.redwood,
+            Engine::Rocksdb => &self.rocksdb,
+            Engine::ShardedRocksdb => &self.sharded_rocksdb,
+            Engine::Ssd2 => &self.ssd_2,
+            Engine::Ssd1 => &self.ssd_1,
+            Engine::Memory => &self.memory,
+            Engine::MemoryRadixtree => &self.memory_radixtree,
+        }
+    }
+
+    fn field_mut(&mut self, engine: Engine) -> &mut Option<f64> {
+        match engine {
             Engine::Redwood => &mut self.redwood,
             Engine::Rocksdb => &mut self.rocksdb,
             Engine::ShardedRocksdb => &mut self.sharded_rocksdb,
-        } = Some(tps);
+            Engine::Ssd2 => &mut self.ssd_2,
+            Engine::Ssd1 => &mut self.ssd_1,
+            Engine::Memory => &mut self.memory,
+            Engine::MemoryRadixtree => &mut self.memory_radixtree,
+        }
     }
 }
 
@@ -60,15 +99,24 @@ struct EngineFloors {
     redwood: Option<f64>,
     rocksdb: Option<f64>,
     sharded_rocksdb: Option<f64>,
+    ssd_2: Option<f64>,
+    ssd_1: Option<f64>,
+    memory: Option<f64>,
+    memory_radixtree: Option<f64>,
 }
 
 impl EngineFloors {
     fn get(&self, engine: Engine) -> Option<f64> {
-        match engine {
-            Engine::Redwood => self.redwood,
-            Engine::Rocksdb => self.rocksdb,
-            Engine::ShardedRocksdb => self.sharded_rocksdb,
-        }
+        let all = SloTps {
+            redwood: self.redwood,
+            rocksdb: self.rocksdb,
+            sharded_rocksdb: self.sharded_rocksdb,
+            ssd_2: self.ssd_2,
+            ssd_1: self.ssd_1,
+            memory: self.memory,
+            memory_radixtree: self.memory_radixtree,
+        };
+        all.get(engine)
     }
 }
 
@@ -162,7 +210,7 @@ fn read_floors(file: &Path, profile: &str) -> Result<(BTreeMap<Engine, f64>, Vec
         f.tps
             .get(profile)
             .map(|floors| {
-                Engine::ALL
+                Engine::KNOWN
                     .iter()
                     .filter_map(|&e| Some((e, floors.get(e)?)))
                     .collect::<BTreeMap<Engine, f64>>()
@@ -264,6 +312,27 @@ mod tests {
             env_var(Engine::ShardedRocksdb),
             "PERFGATE_SLO_TPS_SHARDED_ROCKSDB"
         );
+    }
+
+    #[test]
+    fn engines_read_from_an_existing_cluster_have_floors_by_their_fdb_names() {
+        let f = file(r#"{"schema_version": 1, "tps": {"quick": {"ssd-2": 700.0, "memory": 5.0}}}"#);
+        let env = |v: &str| (v == "PERFGATE_SLO_TPS_MEMORY").then(|| "600".to_string());
+        let engines = [Engine::Ssd2, Engine::Memory, Engine::MemoryRadixtree];
+        let floors = resolve(None, "quick", &engines, &env, f.path()).unwrap();
+        let got: Vec<_> = engines.iter().map(|&e| floors.tps.get(e)).collect();
+        assert_eq!(got, [Some(700.0), Some(600.0), None]);
+        assert_eq!(env_var(Engine::Ssd2), "PERFGATE_SLO_TPS_SSD_2");
+        assert_eq!(
+            env_var(Engine::MemoryRadixtree),
+            "PERFGATE_SLO_TPS_MEMORY_RADIXTREE"
+        );
+        // Absent from the meta.json of earlier runs, and not written when unset.
+        let old: SloTps =
+            serde_json::from_str(r#"{"redwood": 1.0, "rocksdb": null, "sharded_rocksdb": null}"#)
+                .unwrap();
+        assert_eq!(old.get(Engine::Memory), None);
+        assert!(!serde_json::to_string(&old).unwrap().contains("memory"));
     }
 
     #[test]

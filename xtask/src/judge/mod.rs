@@ -987,11 +987,7 @@ pub(crate) mod tests {
         trials: 3,
         max_regression_pct: 2.0,
         slo_tps: Some(500.0),
-        slo: SloTps {
-            redwood: None,
-            rocksdb: None,
-            sharded_rocksdb: None,
-        },
+        slo: SloTps::NONE,
         strict: false,
         unpaired: false,
         gates: crate::config::MetricSet::TPS,

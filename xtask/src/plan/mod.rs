@@ -13,7 +13,11 @@ pub mod preflight;
 pub mod resolve;
 pub mod workdir;
 
-use fdb::{cmake::BuildConfig, knob::effective_knobs, Engine, FdbVersion, Knob, MakoCaps};
+use fdb::{
+    cmake::BuildConfig,
+    knob::{effective_knobs, tester_knobs},
+    Engine, FdbVersion, Knob, MakoCaps,
+};
 
 use anyhow::Result;
 
@@ -121,7 +125,7 @@ impl Plan {
                         engine,
                         arm,
                         repetition: step as u32 * config.trials + repetition,
-                        knobs: effective_knobs(&config.arm(arm).knobs, engine, workdir.tmpfs),
+                        knobs: trial_knobs(&config, arm, engine, workdir.tmpfs),
                         target_tps,
                     });
                 }
@@ -177,7 +181,7 @@ impl Plan {
                 engine,
                 arm,
                 repetition,
-                knobs: effective_knobs(&self.config.arm(arm).knobs, engine, self.workdir.tmpfs),
+                knobs: trial_knobs(&self.config, arm, engine, self.workdir.tmpfs),
                 target_tps: None,
             })
             .collect()
@@ -269,23 +273,36 @@ impl Plan {
             self.config.seed
         );
         for t in &self.trials {
-            let knobs: Vec<String> = t.knobs.iter().map(Knob::arg).collect();
-            let target = t
-                .target_tps
-                .map(|t| format!("target {t} TPS  "))
-                .unwrap_or_default();
-            let _ = writeln!(
-                s,
-                "  {:>3}. {} {:<15} {:<10} #{}  {target}{}",
-                t.index,
-                t.arm.letter(),
-                t.engine.to_string(),
-                t.arm.to_string(),
-                t.repetition,
-                knobs.join(" ")
-            );
+            let _ = writeln!(s, "{}", self.trial_line(t));
         }
         s
+    }
+
+    /// One trial's line of the plan: index, arm, engine, repetition, sweep target, knobs.
+    fn trial_line(&self, t: &PlannedTrial) -> String {
+        // Against a cluster the gate did not start, the knobs are its testers' alone.
+        let whose = if self.config.existing.is_some() {
+            "testers "
+        } else {
+            ""
+        };
+        let knobs: Vec<String> = t.knobs.iter().map(Knob::arg).collect();
+        let knobs = match knobs.is_empty() {
+            true => String::new(),
+            false => format!("{whose}{}", knobs.join(" ")),
+        };
+        let target = t
+            .target_tps
+            .map(|t| format!("target {t} TPS  "))
+            .unwrap_or_default();
+        format!(
+            "  {:>3}. {} {:<15} {:<10} #{}  {target}{knobs}",
+            t.index,
+            t.arm.letter(),
+            t.engine.to_string(),
+            t.arm.to_string(),
+            t.repetition,
+        )
     }
 
     /// The plan's `workload` line: the workload, and the testers on other hosts that
@@ -378,13 +395,23 @@ pub fn check_build_config(
     Ok(config)
 }
 
+/// The knobs of a trial of `arm` and `engine` (`tmpfs`: the work dir is a RAM disk): the
+/// arm's with the automatic ones (`fdb::knob::effective_knobs`); against a cluster the gate
+/// did not start, the testers' alone (`fdb::knob::tester_knobs`): its servers have their own.
+pub fn trial_knobs(config: &BenchConfig, arm: Arm, engine: Engine, tmpfs: bool) -> Vec<Knob> {
+    match config.existing {
+        Some(_) => tester_knobs(tmpfs),
+        None => effective_knobs(&config.arm(arm).knobs, engine, tmpfs),
+    }
+}
+
 /// Whether both arms' fdbservers get the same knobs for every engine, compared as command
 /// lines (`tmpfs`: the work dir is a RAM disk): a user knob equal to an automatic one is no
 /// change.
 pub fn same_knobs(config: &BenchConfig, engines: &[Engine], tmpfs: bool) -> bool {
     engines.iter().all(|&e| {
         let args = |arm| -> Vec<String> {
-            effective_knobs(&config.arm(arm).knobs, e, tmpfs)
+            trial_knobs(config, arm, e, tmpfs)
                 .iter()
                 .map(Knob::arg)
                 .collect()

@@ -5,10 +5,7 @@
 use std::{collections::BTreeMap, path::Path};
 
 use anyhow::{Context, Result};
-use fdb::{
-    knob::{effective_knobs, KnobSource},
-    Engine, Release,
-};
+use fdb::{knob::KnobSource, Engine, Release};
 
 use super::{
     check_build_config,
@@ -106,7 +103,7 @@ pub fn prepare(config: &BenchConfig) -> Result<Prepared> {
     let workdir = workdir::choose(config.workdir.as_deref())?;
     let recorded = match record {
         Some(b) => {
-            let knobs = effective_knobs(&config.experiment.knobs, b.engine, workdir.tmpfs);
+            let knobs = super::trial_knobs(config, Arm::Experiment, b.engine, workdir.tmpfs);
             let run = baseline::RunSetup {
                 host: &Host::read(),
                 workload: &config.workload,
@@ -211,22 +208,26 @@ fn check_apart(workdir: &Path, out: &Path) -> Result<(), UsageError> {
     Ok(())
 }
 
+/// Reads the storage engine of a cluster the gate did not start, given the config, the
+/// experiment arm (whose fdbcli asks), the children's environment and the work dir (for
+/// scratch files). The command passes `run::cluster::Cluster::engine_of_existing`: the plan
+/// stage starts no process of FDB's.
+pub type EngineProbe<'a> =
+    &'a dyn Fn(&BenchConfig, &ArmPlan, &ChildEnv, &Workdir) -> Result<Engine>;
+
 /// The plan of a run: each arm's tree (given, or `built` from source) checked and read,
 /// the trials in order, and every warning the user must see before trusting the numbers.
+/// Against a cluster the gate did not start, its engine is read with `probe` and is the
+/// one engine of the plan.
 pub fn plan(
     config: BenchConfig,
     prepared: Prepared,
     built: Vec<(Arm, Provenance)>,
+    probe: EngineProbe,
 ) -> Result<Plan> {
     let mut config = config;
-    // The control arm runs the recorded build as it was recorded: with the record's knobs.
     if let (Some((b, _)), false) = (&prepared.recorded, config.no_control) {
-        config.baseline.knobs = b
-            .knobs
-            .iter()
-            .filter(|k| k.source == KnobSource::User)
-            .cloned()
-            .collect();
+        config.baseline.knobs = recorded_user_knobs(b);
     }
     let mut built: BTreeMap<Arm, Provenance> = built.into_iter().collect();
     let mut build_warnings = Vec::new();
@@ -247,6 +248,16 @@ pub fn plan(
             Ok(_) => return Err(e),
         },
         Err(e) => return Err(e),
+    };
+    let existing = config.existing.as_ref();
+    let tls = existing.is_some_and(|e| e.connection.tls());
+    let (child_env, env_warning) = child_env(tls, existing.is_some());
+    let (engines, slo) = match existing {
+        Some(_) => {
+            let record = recorded.as_ref().map(|(b, _)| b);
+            existing_engine(&config, &experiment, &child_env, &workdir, probe, record)?
+        }
+        None => (engines, slo),
     };
     let mut plan = match recorded {
         None if config.existing.is_some() => existing_plan(config, engines, workdir, experiment)?,
@@ -276,15 +287,22 @@ pub fn plan(
     plan.warnings.extend(build_warnings);
     plan.warnings.extend(warmups_differ(&plan));
     plan.warnings.extend(plan.config.procs_scaled.clone());
-    let existing = plan.config.existing.as_ref();
-    let tls = existing.is_some_and(|e| e.connection.tls());
-    let (child_env, env_warning) = child_env(tls, existing.is_some());
     plan.child_env = child_env;
     plan.warnings.extend(env_warning);
     plan.preflight = Some(preflight);
     plan.warnings.extend(slo.warnings);
     (plan.slo, plan.slo_sources) = (slo.tps, slo.sources);
     Ok(plan)
+}
+
+/// The user knobs record `b` ran with: the control arm runs the recorded build as it was
+/// recorded, with them.
+fn recorded_user_knobs(b: &Baseline) -> Vec<fdb::Knob> {
+    b.knobs
+        .iter()
+        .filter(|k| k.source == KnobSource::User)
+        .cloned()
+        .collect()
 }
 
 /// The warning for arms whose makos cut the warmup differently (one with
@@ -483,6 +501,37 @@ fn arms_configured_differently(baseline: &ArmPlan, experiment: &ArmPlan) -> Opti
             differences.join("; ")
         )
     })
+}
+
+/// The engine of a cluster the gate did not start (read with `probe`) and its TPS floors.
+/// Errors: the probe's, or a record (`--against-recorded`) of another engine.
+fn existing_engine(
+    config: &BenchConfig,
+    experiment: &ArmPlan,
+    env: &ChildEnv,
+    workdir: &Workdir,
+    probe: EngineProbe,
+    record: Option<&Baseline>,
+) -> Result<(Vec<Engine>, slo::Floors)> {
+    let engine = probe(config, experiment, env, workdir)?;
+    if let Some(b) = record.filter(|b| b.engine != engine) {
+        return Err(UsageError(format!(
+            "the cluster's storage engine is {engine}, and baseline {} was recorded on \
+             {}: TPS of other engines do not compare; judge it against a record of this \
+             cluster (`cargo xtask baseline record --from DIR` of a run on it)",
+            b.name, b.engine
+        ))
+        .into());
+    }
+    let baselines = baseline::dir(config.baselines_dir.as_deref())?;
+    let slo = slo::resolve(
+        config.slo_tps,
+        &config.workload.profile,
+        &[engine],
+        &|var: &str| std::env::var(var).ok(),
+        &baselines.join("slo.json"),
+    )?;
+    Ok((vec![engine], slo))
 }
 
 /// The plan of a run against a cluster the gate did not start: the experiment arm alone,

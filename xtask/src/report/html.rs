@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use html_escape::encode_text as esc;
-use plotters::prelude::*;
+use plotters::{coord::types::RangedCoordf64, prelude::*};
 
 use fdb::{Engine, Knob};
 
@@ -319,13 +319,8 @@ fn chart_trials(
         .map(|(x, y, arm)| format!("trial {x} ({arm}): {y:.1}"))
         .collect();
     svg(&format!("{engine}: {title}"), &desc.join("; "), |root| {
-        let mut chart = ChartBuilder::on(&root)
-            .caption(format!("{engine}: {title}"), ("sans-serif", 16))
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0f64..x_max, lo..hi)?;
-        chart.configure_mesh().x_desc("trial").draw()?;
+        let caption = format!("{engine}: {title}");
+        let mut chart = frame(&root, &caption, 0f64..x_max, lo..hi, "trial")?;
         let of = |arm: Arm| points.iter().filter(move |p| p.2 == arm);
         for arm in [Arm::Baseline, Arm::Experiment] {
             chart.draw_series(of(arm).map(|&(x, y, arm)| marker(arm, (x, y))))?;
@@ -376,16 +371,8 @@ fn chart_seconds(engine: Engine, trials: &[&TrialRecord], warmup_s: f64) -> Stri
         series.len()
     );
     svg(&format!("{engine}: TPS per second"), &desc, |root| {
-        let mut chart = ChartBuilder::on(&root)
-            .caption(
-                format!("{engine}: TPS per second (warmup shaded)"),
-                ("sans-serif", 16),
-            )
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0f64..x_max, lo..hi)?;
-        chart.configure_mesh().x_desc("second of the run").draw()?;
+        let caption = format!("{engine}: TPS per second (warmup shaded)");
+        let mut chart = frame(&root, &caption, 0f64..x_max, lo..hi, "second of the run")?;
         chart.draw_series(std::iter::once(Rectangle::new(
             [(0.0, lo), (warmup_s.min(x_max), hi)],
             RGBColor(235, 235, 235).filled(),
@@ -425,6 +412,29 @@ pub(super) fn bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
 }
 
 pub(super) type DrawResult = Result<(), Box<dyn std::error::Error>>;
+
+/// An x-y chart of the report on `root`: `caption` above, axes `x` by `y`, the mesh drawn
+/// with `x_desc` under the x axis. Every chart but the changes chart (which has no y
+/// axis) is drawn on one.
+pub(super) fn frame<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    caption: &str,
+    x: std::ops::Range<f64>,
+    y: std::ops::Range<f64>,
+    x_desc: &str,
+) -> Result<
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    Box<dyn std::error::Error>,
+> {
+    let mut chart = ChartBuilder::on(root)
+        .caption(caption, ("sans-serif", 16))
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(60)
+        .build_cartesian_2d(x, y)?;
+    chart.configure_mesh().x_desc(x_desc).draw()?;
+    Ok(chart)
+}
 
 /// Draws into an SVG string; a drawing error becomes a visible note, not a lost report.
 pub(super) fn svg(
@@ -542,13 +552,16 @@ fn readwrite_table(trials: &[TrialRecord]) -> String {
 
 /// The knobs of each arm (and, with `per_engine`, of each engine: RocksDB engines get
 /// knobs of their own on tmpfs), once each, in run order.
-fn knob_rows(trials: &[PlannedTrial], per_engine: bool) -> Vec<(String, String)> {
+/// The provenance rows of the trials' knobs, per arm (and engine, `per_engine`); `whose`
+/// names whose they are when not the servers' ("tester " against a cluster the gate did
+/// not start).
+fn knob_rows(trials: &[PlannedTrial], per_engine: bool, whose: &str) -> Vec<(String, String)> {
     let mut rows: Vec<(String, String)> = Vec::new();
     for t in trials {
         let label = if per_engine {
-            format!("knobs ({} {})", t.engine, t.arm)
+            format!("{whose}knobs ({} {})", t.engine, t.arm)
         } else {
-            format!("knobs ({})", t.arm)
+            format!("{whose}knobs ({})", t.arm)
         };
         if !rows.iter().any(|(l, _)| *l == label) {
             let knobs: Vec<String> = t.knobs.iter().map(Knob::arg).collect();
@@ -601,7 +614,12 @@ fn provenance(plan: &Plan) -> String {
         ),
     ));
     rows.push(("trial order seed".into(), plan.config.seed.to_string()));
-    rows.extend(knob_rows(&plan.trials, plan.engines.len() > 1));
+    let whose = if plan.config.existing.is_some() {
+        "tester "
+    } else {
+        ""
+    };
+    rows.extend(knob_rows(&plan.trials, plan.engines.len() > 1, whose));
     let mut s = String::from("<h2>Provenance</h2><table>\n");
     for (k, v) in rows {
         let _ = writeln!(s, "<tr><th>{}</th><td>{}</td></tr>", esc(&k), esc(&v));
@@ -710,7 +728,7 @@ mod tests {
             trial(Engine::Rocksdb, Arm::Experiment, "r"),
             trial(Engine::Rocksdb, Arm::Baseline, "r"),
         ];
-        let rows = knob_rows(&trials, true);
+        let rows = knob_rows(&trials, true, "");
         let labels: Vec<&str> = rows.iter().map(|(l, _)| l.as_str()).collect();
         assert_eq!(
             labels,
@@ -722,6 +740,6 @@ mod tests {
             ]
         );
         assert_eq!(rows[2].1, "--knob_r=1");
-        assert_eq!(knob_rows(&trials[..2], false).len(), 2);
+        assert_eq!(knob_rows(&trials[..2], false, "").len(), 2);
     }
 }

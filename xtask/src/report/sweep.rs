@@ -9,7 +9,7 @@ use fdb::Engine;
 use html_escape::encode_text as esc;
 use plotters::prelude::*;
 
-use super::html::{bounds, color, drawable, marker, svg};
+use super::html::{bounds, color, drawable, frame, marker, svg};
 use crate::{
     config::readwrite::FOLLOWED_SHARE,
     config::Arm,
@@ -123,13 +123,8 @@ fn chart(
         .flat_map(|(arm, p)| p.iter().map(move |(x, y)| format!("{arm} {x:.0}: {y:.2}")))
         .collect();
     svg(&format!("{engine}: {title}"), &desc.join("; "), |root| {
-        let mut chart = ChartBuilder::on(&root)
-            .caption(format!("{engine}: {title}"), ("sans-serif", 16))
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(60)
-            .build_cartesian_2d(x_lo..x_hi, y_lo..y_hi)?;
-        chart.configure_mesh().x_desc(x_desc).draw()?;
+        let caption = format!("{engine}: {title}");
+        let mut chart = frame(&root, &caption, x_lo..x_hi, y_lo..y_hi, x_desc)?;
         if diagonal {
             let (lo, hi) = (x_lo.max(y_lo), x_hi.min(y_hi));
             chart.draw_series(DashedLineSeries::new(

@@ -28,9 +28,8 @@ use fdb::{
 
 use crate::{
     build::tree::FdbTree,
-    config::{existing::ExistingCluster, topology::Topology},
-    plan::env::ChildEnv,
-    plan::pinning::Pinning,
+    config::{existing::ExistingCluster, topology::Topology, BenchConfig},
+    plan::{env::ChildEnv, pinning::Pinning, workdir::Workdir, ArmPlan},
     process::{
         excerpt, exit_of, interrupted, output_note, process_running, read_output, Child,
         PhaseError, Signal, POLL,
@@ -40,6 +39,58 @@ use crate::{
         trial::{Availability, CpuRole},
     },
 };
+
+/// The storage engine of a cluster the gate did not start (`config.existing`), read once
+/// before the plan is made ([`crate::plan::resolve::EngineProbe`]): `status json` with the
+/// `arm`'s fdbcli through a copy of the cluster file in a scratch dir under `workdir`,
+/// waited for within `--timeout-available` as a trial waits (available, recovered), its
+/// `cluster.configuration.storage_engine` mapped by [`Engine::from_status`]. The scratch
+/// dir is removed, or kept and named when this fails (it holds fdbcli's output). Errors:
+/// no `--cluster-file`; the cluster does not answer in time; it names no engine the gate
+/// knows.
+pub fn engine_of_existing(
+    config: &BenchConfig,
+    arm: &ArmPlan,
+    env: &ChildEnv,
+    workdir: &Workdir,
+) -> Result<Engine> {
+    let e = config
+        .existing
+        .as_ref()
+        .context("no --cluster-file: the gate configures the engine of its own clusters")?;
+    let (tree, release, bound) = (&arm.tree, arm.mako.release, config.bounds.available);
+    let workdir = &workdir.path;
+    let scratch = tempfile::Builder::new()
+        .prefix("perfgate-engine-")
+        .tempdir_in(workdir)
+        .with_context(|| format!("cannot make a scratch dir in {}", workdir.display()))?;
+    let read = || -> Result<Engine> {
+        let c = Cluster::existing(tree, release, e, scratch.path(), scratch.path(), env)?;
+        c.wait_available(bound)?;
+        let answer = scratch.path().join("status.json");
+        let status = ClusterStatus::parse(&read_output(&answer)?)
+            .map_err(|why| anyhow!("{why}; see {}", answer.display()))?;
+        Engine::from_status(&status.storage_engine).ok_or_else(|| {
+            anyhow!(
+                "its status json names storage engine {:?}, none the gate knows ({}); \
+                 `none` is a database never configured (`fdbcli --exec 'configure new \
+                 single ssd-redwood-1'` makes one)",
+                status.storage_engine,
+                Engine::KNOWN.map(|e| e.to_string()).join(", ")
+            )
+        })
+    };
+    read().map_err(|err| {
+        let kept = scratch.keep();
+        err.context(format!(
+            "cannot read the storage engine of the cluster {} (coordinators {}) before \
+             the plan; fdbcli's output is kept in {}",
+            e.connection.description,
+            e.connection.coordinators.join(","),
+            kept.display()
+        ))
+    })
+}
 
 /// Process class of a server (`fdbserver -c`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -11,7 +11,10 @@ use std::{
 };
 
 use anyhow::{anyhow, Context, Result};
-use fdb::mako::{last_sample_tps, MakoReport, TextSummary};
+use fdb::{
+    mako::{last_sample_tps, MakoReport, TextSummary},
+    Engine,
+};
 
 use super::{cluster::Cluster, monitor::Monitor, reaper::remove_mako_leftovers};
 use crate::{
@@ -241,7 +244,7 @@ fn bring_up(
     })?);
     if let Some(status) = &existing {
         tracing::info!("trial {}: cluster {}", planned.index, status.class());
-        check_class(ctx, status).map_err(|error| Failure {
+        check_class(ctx, planned, status).map_err(|error| Failure {
             phase: Phase::Available,
             error,
         })?;
@@ -371,9 +374,24 @@ fn run_phases(
     })
 }
 
-/// Errors when the cluster's class (`status`) is not the one of the record the run is
-/// judged against: TPS of other clusters do not compare.
-fn check_class(ctx: &TrialContext, status: &fdb::status::ClusterStatus) -> Result<(), PhaseError> {
+/// Errors when the cluster's storage engine (`status`) is not the plan's (it was
+/// reconfigured since the plan read it), or its class is not the one of the record the
+/// run is judged against: TPS of other clusters do not compare.
+fn check_class(
+    ctx: &TrialContext,
+    planned: &PlannedTrial,
+    status: &fdb::status::ClusterStatus,
+) -> Result<(), PhaseError> {
+    if Engine::from_status(&status.storage_engine) != Some(planned.engine) {
+        return Err(anyhow!(
+            "the cluster's storage engine is now {:?}, and the plan read {} before the first \
+             trial: it was reconfigured during the run, and TPS across the change do not \
+             compare; run again once it is done",
+            status.storage_engine,
+            planned.engine
+        )
+        .into());
+    }
     match ctx.recorded_cluster {
         Some((name, class)) if status.class() != class => Err(anyhow!(
             "the cluster is {}, baseline {name} was recorded on {class}: TPS of clusters of \
