@@ -43,8 +43,10 @@ pub struct BuildConfig {
 /// Cache entries besides the build type, compilers and `CMAKE_CXX_FLAGS` that change what
 /// the compiler and linker make: cmake's other compile and link flags and toolchain file,
 /// and FDB's options for the allocator, linker, C++ library, profile-guided optimization,
-/// LTO and vector instructions (`cmake/ConfigureCompiler.cmake`).
-const CODEGEN_ENTRIES: [&str; 18] = [
+/// LTO and vector instructions (`cmake/ConfigureCompiler.cmake`), and for the storage
+/// engines linked in (`cmake/FDBComponents.cmake`: `WITH_ROCKSDB` from 7.3,
+/// `SSD_ROCKSDB_EXPERIMENTAL` before; `WITH_LIBURING`).
+const CODEGEN_ENTRIES: [&str; 21] = [
     "CMAKE_CXX_FLAGS_RELEASE",
     "CMAKE_C_FLAGS",
     "CMAKE_C_FLAGS_RELEASE",
@@ -63,7 +65,15 @@ const CODEGEN_ENTRIES: [&str; 18] = [
     "CLANG_LTO_STRATEGY",
     "USE_AVX",
     "USE_AVX512F",
+    "WITH_ROCKSDB",
+    "SSD_ROCKSDB_EXPERIMENTAL",
+    "WITH_LIBURING",
 ];
+
+/// [`CODEGEN_ENTRIES`] the gate reads since 2026-12-02: compared only when both caches
+/// have them (a recorded baseline's summary made before has none; every 7.3 and 8.0
+/// cache has its release's).
+const LATER_ENTRIES: [&str; 3] = ["WITH_ROCKSDB", "SSD_ROCKSDB_EXPERIMENTAL", "WITH_LIBURING"];
 
 /// Cache options that instrument the binaries (FDB's `cmake/ConfigureCompiler.cmake`,
 /// `CMakeLists.txt`): any of them makes TPS meaningless for a gate.
@@ -241,6 +251,11 @@ impl BuildConfig {
         compare("CMAKE_CXX_FLAGS", &self.cxx_flags, &other.cxx_flags);
         let none = String::new();
         for key in CODEGEN_ENTRIES {
+            // Records made before the gate read these have none: not a difference.
+            let later = LATER_ENTRIES.contains(&key);
+            if later && !(self.codegen.contains_key(key) && other.codegen.contains_key(key)) {
+                continue;
+            }
             compare(
                 key,
                 self.codegen.get(key).unwrap_or(&none),
@@ -430,6 +445,28 @@ mod tests {
             "{:?}",
             twice.problems()
         );
+    }
+
+    #[test]
+    fn a_tree_with_rocksdb_linked_in_differs_from_one_without() {
+        // Fresh-user finding: an 8.0 tree built -DWITH_ROCKSDB=ON (12 MB more fdbserver)
+        // against one without it gave no warning.
+        let cache = |rocksdb: &str| {
+            BuildConfig::parse(&format!(
+                "CMAKE_BUILD_TYPE:STRING=Release\nBUILD_MAKO:BOOL=ON\nWITH_ROCKSDB:BOOL={rocksdb}\n\
+                 WITH_LIBURING:BOOL=OFF\n"
+            ))
+        };
+        assert_eq!(
+            cache("OFF").differences(&cache("ON")),
+            ["WITH_ROCKSDB: 'OFF' vs 'ON'"]
+        );
+        assert!(cache("ON").differences(&cache("ON")).is_empty());
+        // A record's summary made before these entries were read has none of them.
+        let mut old = cache("OFF");
+        old.codegen
+            .retain(|k, _| !LATER_ENTRIES.contains(&k.as_str()));
+        assert!(old.differences(&cache("ON")).is_empty());
     }
 
     #[test]

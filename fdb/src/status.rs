@@ -135,6 +135,13 @@ pub struct ClusterStatus {
     /// after the one server of a cluster was killed and restarted, on 8.0 here), so two
     /// answers with different generations span a recovery.
     pub generation: Option<u64>,
+    /// The engines the storage servers run (`cluster.processes.*.roles[]` of role
+    /// "storage": `storage_metadata.storage_engine`), distinct, sorted, without "unknown"
+    /// (what 8.0 says of a new redwood server and of sharded-rocksdb). During a storage
+    /// migration (`configure <engine>` with `storage_migration_type=gradual`) they differ
+    /// from `storage_engine`, the configured one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub storage_server_engines: Vec<String>,
 }
 
 impl ClusterStatus {
@@ -172,6 +179,20 @@ impl ClusterStatus {
             .collect();
         versions.sort();
         versions.dedup();
+        let mut storage_server_engines: Vec<String> = processes
+            .iter()
+            .flat_map(|p| {
+                p.get("roles")
+                    .and_then(|r| r.as_array())
+                    .into_iter()
+                    .flatten()
+            })
+            .filter(|r| r.get("role").and_then(|x| x.as_str()) == Some("storage"))
+            .filter_map(|r| field(r, &["storage_metadata", "storage_engine"]))
+            .filter(|e| e != "unknown")
+            .collect();
+        storage_server_engines.sort();
+        storage_server_engines.dedup();
         let mut processes_by_class = std::collections::BTreeMap::new();
         let mut machines = std::collections::BTreeSet::new();
         for p in &processes {
@@ -209,6 +230,32 @@ impl ClusterStatus {
             generation: cluster
                 .get("generation")
                 .and_then(serde_json::Value::as_u64),
+            storage_server_engines,
+        })
+    }
+
+    /// When storage servers run another engine than the configured one (a storage
+    /// migration under way, or one that never ends, as `gradual` on a one-process
+    /// cluster): why its TPS is not the configured engine's. Engine names are compared as
+    /// [`crate::Engine::from_status`] reads them.
+    pub fn engine_mismatch(&self) -> Option<String> {
+        let configured = crate::Engine::from_status(&self.storage_engine);
+        let others: Vec<&str> = self
+            .storage_server_engines
+            .iter()
+            .filter(|e| crate::Engine::from_status(e) != configured || configured.is_none())
+            .map(String::as_str)
+            .collect();
+        (!others.is_empty()).then(|| {
+            format!(
+                "the cluster is configured for {} but storage servers run {} (status json \
+                 storage_metadata.storage_engine): a storage engine migration is under way, \
+                 and the TPS would be the old engine's; run once every storage server runs \
+                 {}",
+                self.storage_engine,
+                others.join(", "),
+                self.storage_engine
+            )
         })
     }
 
@@ -371,6 +418,24 @@ mod tests {
         // A single-server 8.0 cluster a few seconds after its server was killed and
         // restarted: available, but still recovering (about 3 s more here).
         let recovering = include_str!("../testdata/status-json-recovering-8.0.json");
+        // Breaker capture: an ssd-2 cluster configured to ssd-redwood-1 with
+        // storage_migration_type=gradual; its one storage server never migrated.
+        let migrating = ClusterStatus::parse(include_str!(
+            "../testdata/status-json-migrating-ssd2-to-redwood-8.0.json"
+        ))
+        .unwrap();
+        assert_eq!(migrating.storage_engine, "ssd-redwood-1");
+        assert_eq!(migrating.storage_server_engines, ["ssd-2"]);
+        let why = migrating.engine_mismatch().unwrap();
+        assert!(
+            why.contains("configured for ssd-redwood-1 but storage servers run ssd-2"),
+            "{why}"
+        );
+        // A new redwood server says "unknown": no mismatch.
+        let fresh =
+            ClusterStatus::parse(include_str!("../testdata/status-json-available.json")).unwrap();
+        assert!(fresh.storage_server_engines.is_empty());
+        assert_eq!(fresh.engine_mismatch(), None);
         assert_eq!(
             parse_recovery_state(recovering).as_deref(),
             Some("all_logs_recruited")

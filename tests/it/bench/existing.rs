@@ -191,6 +191,14 @@ fn an_existing_cluster_gets_testers_only_and_its_status_is_recorded() {
     }
     let j = &s.read_json("summary.json")["judgements"][0];
     assert_eq!(j["verdict"], "MEASURED", "{j}");
+    // Judged again offline as bench judged it (one arm): before, compare said ERROR.
+    let o = std::process::Command::new(crate::support::xtask())
+        .arg("compare")
+        .arg(s.out())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(text(&o).contains("redwood MEASURED: TPS"), "{}", text(&o));
     // The user's cluster file is read, never written.
     assert_eq!(std::fs::read(&file).unwrap(), before);
     // A tester on another "host", started by hand with the README's command line: the

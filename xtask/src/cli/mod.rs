@@ -268,9 +268,10 @@ pub struct BenchArgs {
     pub against_recorded: Option<String>,
 
     /// With --against-recorded: run no control arm and compare the experiment unpaired
-    /// (Welch) with the recorded trials. That judges the host's speed today against the
-    /// recording day's as well as the build (see the README: false REGRESSION 17.6% on
-    /// this project's 2-core host); only when no tree of the recorded build can run.
+    /// with the mean of the record's days, the spread of the day means in the error (a
+    /// record of one run is refused: add days with `baseline record --add-run`). Weaker
+    /// than a control arm (see the README, "Recorded baselines"); only when no tree of
+    /// the recorded build can run.
     #[arg(long, requires = "against_recorded")]
     pub no_control: bool,
 

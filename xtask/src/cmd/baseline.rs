@@ -393,12 +393,15 @@ pub fn run(cmd: &BaselineCommand) -> Result<i32> {
                     (false, false) => Existing::Refuse,
                 },
             )? {
+                let other = arm == Arm::Experiment
+                    && SavedRun::read(from).is_ok_and(|r| r.meta.plan.baseline.is_some());
                 out(&format!(
                     "recorded {} (the {arm} arm's trials{})\n",
                     path.display(),
-                    match arm {
-                        Arm::Experiment => "; --arm baseline records the other arm's",
-                        Arm::Baseline => "",
+                    if other {
+                        "; --arm baseline records the other arm's"
+                    } else {
+                        ""
                     }
                 ));
             }

@@ -191,7 +191,10 @@ fn criteria(args: &CompareArgs, plan: &SavedPlan) -> Criteria {
         slo_tps: args.slo_tps.or(c.slo_tps),
         slo: plan.slo(),
         strict: args.strict || c.strict,
-        unpaired: plan.recorded.is_some() && plan.baseline.is_none(),
+        // As bench judged it (cmd::pipeline): against a record without a control, or
+        // against a cluster the gate did not start (one arm).
+        unpaired: (plan.recorded.is_some() && plan.baseline.is_none())
+            || plan.config.existing.is_some(),
         gates: c.gates(),
         gates_if_measured: c.gates_if_measured(),
     }

@@ -169,7 +169,7 @@ pub struct Floors {
 }
 
 /// The built-in profiles' names (`--profile`).
-const BUILT_IN_PROFILES: [&str; 3] = ["quick", "standard", "scan"];
+const BUILT_IN_PROFILES: [&str; 6] = ["quick", "standard", "scan", "point-read", "write", "mixed"];
 
 /// `file`'s floors for `profile` (none when there is no file), and a warning per profile
 /// of the file that is neither built in nor `profile`.
@@ -350,7 +350,8 @@ mod tests {
             "{:?}",
             quick.warnings
         );
-        assert!(quick.warnings[1].contains("no built-in profile (quick, standard, scan)"));
+        assert!(quick.warnings[1]
+            .contains("no built-in profile (quick, standard, scan, point-read, write, mixed)"));
         // The run of the user profile "mine" uses its floors and warns of the typo only.
         let mine = resolve(None, "mine", &engines, &|_| None, f.path()).unwrap();
         assert_eq!(mine.tps.redwood, Some(7.0));

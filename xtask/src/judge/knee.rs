@@ -334,8 +334,8 @@ pub fn host_lines(
 fn rule() -> String {
     format!(
         "the knee is the highest target followed: a majority of the arm's trials there \
-         measured within {:.0}% of it, not overdriven; a step the arms split on ran to {} \
-         trials per arm",
+         measured within {:.0}% of it, not overdriven; a step the arms split on is run to {} \
+         trials per arm before the sweep goes on",
         (1.0 - FOLLOWED_SHARE) * 100.0,
         CONFIRM_TRIALS
     )

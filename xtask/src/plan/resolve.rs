@@ -185,8 +185,8 @@ fn days_without_control(b: &Baseline, existing: bool) -> Result<usize, UsageErro
     };
     Err(UsageError(format!(
         "{flag}: baseline {} holds one run, so nothing tells the build's speed from the \
-         speed of the day (judged so, the same build on a host 3% slower was a REGRESSION; \
-         README, \"Recorded baselines\"); {remedy}add runs of it from other days with \
+         speed of the day (README, \"Recorded baselines\": against one recorded run, \
+         false REGRESSION 17.6% of the time on this project's 2-core host); {remedy}add runs of it from other days with \
          `cargo xtask baseline record --from DIR --name {} --add-run`",
         b.name, b.name
     )))
@@ -560,10 +560,14 @@ fn existing_warning(e: &ExistingCluster, recorded: bool) -> String {
     } else {
         "one arm, no baseline; the verdict is MEASURED (or SLO-VIOLATION below the TPS SLO)"
     };
+    let testers = match e.remote_testers {
+        0 => "this host's testers'".to_string(),
+        n => format!("the testers' (this host's and {n} on other hosts)"),
+    };
     format!(
         "EXISTING CLUSTER ({}, coordinators {}): {verdict}; the numbers are the cluster's \
-         and this host's testers' together, and the cluster's shape is read from status \
-         json at each trial",
+         and {testers} together, and the cluster's shape is read from status json at each \
+         trial",
         e.connection.description,
         e.connection.coordinators.join(",")
     )

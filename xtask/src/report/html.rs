@@ -222,7 +222,7 @@ fn chart_changes(judgements: &[Judgement]) -> String {
     svg("change with its 95% interval", &desc.join("; "), |root| {
         let mut chart = ChartBuilder::on(&root)
             .caption(
-                "change with its 95% interval (dashed: the tolerance)",
+                "change with its 95% interval (dashed: the tolerance; orange: for the worse)",
                 ("sans-serif", 16),
             )
             .margin(10)
@@ -241,7 +241,8 @@ fn chart_changes(judgements: &[Judgement]) -> String {
         )))?;
         for (i, (label, c, lo, hi, limit)) in rows.iter().enumerate() {
             let y = i as f64 + 0.5;
-            // Red when the change is for the worse (TPS down, latency up).
+            // Orange (the experiment's colour) when the change is for the worse (TPS down,
+            // latency up), blue when for the better; the caption says so.
             let tone = if (*c < 0.0) == (*limit < 0.0) {
                 EXPERIMENT
             } else {

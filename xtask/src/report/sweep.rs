@@ -33,8 +33,8 @@ pub fn section(engine: Engine, trials: &[TrialRecord]) -> String {
     let _ = writeln!(
         s,
         "(the highest target followed: a majority of the arm's trials within {:.0}%, retries \
-         at most 1% of transactions; a step the arms split on ran to {CONFIRM_TRIALS} trials \
-         per arm)</p>",
+         at most 1% of transactions; a step the arms split on is run to {CONFIRM_TRIALS} \
+         trials per arm)</p>",
         (1.0 - FOLLOWED_SHARE) * 100.0
     );
     s.push_str(&table(&steps));

@@ -135,6 +135,10 @@ pub struct SavedConfig {
     /// Runs before the default work metric had none.
     #[serde(default)]
     gates_if_measured: Option<MetricSet>,
+    /// The cluster the gate did not start (`--cluster-file`), as recorded; only whether
+    /// there was one is read. Absent from runs of the gate's own clusters and older runs.
+    #[serde(default)]
+    pub existing: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]

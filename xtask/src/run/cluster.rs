@@ -66,10 +66,19 @@ pub fn engine_of_existing(
         .with_context(|| format!("cannot make a scratch dir in {}", workdir.display()))?;
     let read = || -> Result<Engine> {
         let c = Cluster::existing(tree, release, e, scratch.path(), scratch.path(), env)?;
-        c.wait_available(bound)?;
+        // The phase error's text only: as a source too, `{:#}` would print it twice.
+        c.wait_available(bound).map_err(|e| match e {
+            PhaseError::Timeout(..) => {
+                anyhow!("{e} (raise --timeout-available if it needs longer)")
+            }
+            e => anyhow!("{e}"),
+        })?;
         let answer = scratch.path().join("status.json");
         let status = ClusterStatus::parse(&read_output(&answer)?)
             .map_err(|why| anyhow!("{why}; see {}", answer.display()))?;
+        if let Some(why) = status.engine_mismatch() {
+            return Err(anyhow!(why));
+        }
         Engine::from_status(&status.storage_engine).ok_or_else(|| {
             anyhow!(
                 "its status json names storage engine {:?}, none the gate knows ({}); \

@@ -382,6 +382,9 @@ fn check_class(
     planned: &PlannedTrial,
     status: &fdb::status::ClusterStatus,
 ) -> Result<(), PhaseError> {
+    if let Some(why) = status.engine_mismatch() {
+        return Err(anyhow!(why).into());
+    }
     if Engine::from_status(&status.storage_engine) != Some(planned.engine) {
         return Err(anyhow!(
             "the cluster's storage engine is now {:?}, and the plan read {} before the first \
