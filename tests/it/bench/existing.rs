@@ -484,6 +484,8 @@ fn an_existing_cluster_is_judged_against_a_record_of_its_class_only() {
         }
         let o = record(&s, &dir, "qual", extra);
         assert_eq!(code(&o), 0, "{}", text(&o));
+        // One arm ran: no other arm to offer.
+        assert!(!text(&o).contains("--arm baseline"), "{}", text(&o));
     }
     let path = s.dir.path().join("baselines/qual.json");
     let mut saved: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();

@@ -606,6 +606,11 @@ fn a_sweeps_knee_is_recorded_and_a_candidate_is_gated_on_it() {
     std::fs::rename(s.out(), &day1).unwrap();
     let o = record(&s, &day1, "rel", &[]);
     assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(
+        text(&o).contains("(the experiment arm's trials; --arm baseline records the other arm's)"),
+        "{}",
+        text(&o)
+    );
     let rec = s.dir.path().join("baselines/rel.json");
     let b_json: Value = serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
     assert_eq!(

@@ -23,7 +23,8 @@ use crate::{
 };
 
 /// Records one baseline per engine from the `arm` trials of the run in `from`, into
-/// `dir`; returns the files written. `name` defaults to `<host class>-<profile>-<engine>`;
+/// `dir`; returns the files written and whether the run had a baseline arm (the other
+/// arm, when `arm` is the experiment). `name` defaults to `<host class>-<profile>-<engine>`;
 /// with several engines the engine is appended to a given name. An existing file is
 /// refused unless `existing` says what to do with it.
 fn record(
@@ -32,7 +33,7 @@ fn record(
     name: Option<&str>,
     arm: Arm,
     existing: Existing,
-) -> Result<Vec<PathBuf>> {
+) -> Result<(Vec<PathBuf>, bool)> {
     if let Some(n) = name {
         check_name(n)?;
     }
@@ -51,7 +52,7 @@ fn record(
         write(&path, &json(&b))?;
         written.push(path);
     }
-    Ok(written)
+    Ok((written, run.meta.plan.baseline.is_some()))
 }
 
 /// The record of `engine`'s `arm` trials of `run` (from `from`), named as [`record`] says.
@@ -382,7 +383,7 @@ pub fn run(cmd: &BaselineCommand) -> Result<i32> {
                 ArmArg::Baseline => Arm::Baseline,
                 ArmArg::Experiment => Arm::Experiment,
             };
-            for path in record(
+            let (written, two_arms) = record(
                 from,
                 &dir(baselines_dir.as_deref())?,
                 name.as_deref(),
@@ -392,17 +393,16 @@ pub fn run(cmd: &BaselineCommand) -> Result<i32> {
                     (true, false) => Existing::Replace,
                     (false, false) => Existing::Refuse,
                 },
-            )? {
-                let other = arm == Arm::Experiment
-                    && SavedRun::read(from).is_ok_and(|r| r.meta.plan.baseline.is_some());
+            )?;
+            let hint = if two_arms && arm == Arm::Experiment {
+                "; --arm baseline records the other arm's"
+            } else {
+                ""
+            };
+            for path in written {
                 out(&format!(
-                    "recorded {} (the {arm} arm's trials{})\n",
-                    path.display(),
-                    if other {
-                        "; --arm baseline records the other arm's"
-                    } else {
-                        ""
-                    }
+                    "recorded {} (the {arm} arm's trials{hint})\n",
+                    path.display()
                 ));
             }
         }
