@@ -99,6 +99,15 @@ pub fn tls_failure(stderr: &str) -> Option<&str> {
 /// The recovery state of a cluster that has finished recovering.
 pub const FULLY_RECOVERED: &str = "fully_recovered";
 
+/// The recovery state of a cluster whose coordinators have no record of a database: none
+/// was ever created with `configure new` (or the cluster file names other coordinators).
+/// `RecoveryStatus::configuration_never_created`, `fdbserver/clustercontroller/Status.cpp`;
+/// the cluster controller then also says "unreadable_configuration". Its `status json`
+/// answers only after its 5 s transaction and commit probes time out (about 15 s on a
+/// real 8.0 cluster), `testdata/status-json-never-configured-fdb-tests.json` (FDB's own
+/// `tests/status/separate_no_database.json`).
+pub const CONFIGURATION_NEVER_CREATED: &str = "configuration_never_created";
+
 /// What `status json` says of a cluster as a whole: its version, shape and health. The
 /// gate records it for a cluster it did not start (`--cluster-file`), whose numbers are
 /// only comparable with another run's on a cluster of the same [`ClusterStatus::class`].
@@ -436,6 +445,16 @@ mod tests {
             ClusterStatus::parse(include_str!("../testdata/status-json-available.json")).unwrap();
         assert!(fresh.storage_server_engines.is_empty());
         assert_eq!(fresh.engine_mismatch(), None);
+        // FDB's own test data of a cluster whose database was never created.
+        let never = include_str!("../testdata/status-json-never-configured-fdb-tests.json");
+        assert_eq!(
+            parse_recovery_state(never).as_deref(),
+            Some(CONFIGURATION_NEVER_CREATED)
+        );
+        assert_eq!(
+            parse_database_status(never).map(|d| d.available),
+            Some(false)
+        );
         assert_eq!(
             parse_recovery_state(recovering).as_deref(),
             Some("all_logs_recruited")

@@ -102,10 +102,19 @@ pub struct Behaviour {
     /// generation (`status json` `cluster.generation`) grows by 2, as a killed and
     /// restarted server's did on real 8.0.
     pub multitest_recovery_runs: Vec<u64>,
+    /// The multitest's runs (counted from 0) during which the cluster is reconfigured to
+    /// the `memory` engine (`fdbcli configure memory`), which recovers it as well.
+    pub multitest_reconfigure_runs: Vec<u64>,
     /// How many `status json` answers, from the start, say the cluster is available but
     /// still recovering (`recovery_state` "all_logs_recruited", as a real 8.0 cluster's
     /// did for about 3 s after a restart); the rest say "fully_recovered".
     pub recovering_status_answers: u64,
+    /// Before a database is created, `status json` answers after this many seconds (a
+    /// real 8.0 cluster's after about 15 s) with FDB's never-created status
+    /// (`fdb/testdata/status-json-never-configured-fdb-tests.json`): the double answers
+    /// so when given at least that `--timeout`, else prints nothing, as the real one
+    /// does cut short. 0: it never answers.
+    pub never_configured_answer_s: u64,
 }
 
 impl Behaviour {
@@ -128,6 +137,7 @@ impl Default for Behaviour {
             source_version: "0000000000000000000000000000000000000001".into(),
             server_start_delay_ms: 0,
             configure_hang: false,
+            never_configured_answer_s: 0,
             refuse_tmpfs_without_aio: true,
             storage_crash_after_ms: None,
             mako_run_hang: false,
@@ -153,6 +163,7 @@ impl Default for Behaviour {
             database_keys: Vec::new(),
             tester_linger_ms: 0,
             multitest_recovery_runs: Vec::new(),
+            multitest_reconfigure_runs: Vec::new(),
             recovering_status_answers: 0,
         }
     }

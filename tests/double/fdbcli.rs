@@ -109,6 +109,14 @@ fn main() {
             }
             // The real fdbcli prints nothing before the database exists (fixture
             // status-json-unconfigured.json).
+            Some(_)
+                if b.never_configured_answer_s > 0 && timeout >= b.never_configured_answer_s =>
+            {
+                print!(
+                    "{}",
+                    include_str!("../../fdb/testdata/status-json-never-configured-fdb-tests.json")
+                )
+            }
             Some(_) => std::process::exit(1),
             // No coordinator answers: what the client saw, as a real one says it
             // (fdb/testdata/status-json-quorum-not-reachable-7.3-cli.json).

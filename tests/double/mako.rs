@@ -97,14 +97,18 @@ fn main() {
     }
     // Written once the worker runs its own command line (spawn returns after its exec):
     // tests that wait for this file then see every process of the run.
+    // Written whole and renamed into place: a test that sees the file sees its pids (a
+    // plain write creates it empty first, and a loaded host showed that to a test).
     let pids = common::tree_root().join("double-mako-pids");
+    let partial = pids.with_extension(format!("{pid}.tmp"));
     let _ = std::fs::write(
-        &pids,
+        &partial,
         format!(
             "{}{pid}\n",
             std::fs::read_to_string(&pids).unwrap_or_default()
         ),
     );
+    let _ = std::fs::rename(&partial, &pids);
     common::burn_cpu(b.cpu_pct.get("client").copied().unwrap_or(0.0));
     let seconds = num(&["-s", "--seconds"], 30.0);
     let warmup = num(&["--warmup_seconds"], 0.0);

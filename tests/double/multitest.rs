@@ -67,6 +67,11 @@ pub fn main(args: &[String], b: &common::Behaviour) {
         std::thread::sleep(Duration::from_secs_f64(duration * b.time_scale / 2.0));
         common::ask(&cluster, "recover");
         std::thread::sleep(Duration::from_secs_f64(duration * b.time_scale / 2.0));
+    } else if b.multitest_reconfigure_runs.contains(&k) {
+        std::thread::sleep(Duration::from_secs_f64(duration * b.time_scale / 2.0));
+        common::ask(&cluster, "configure memory");
+        common::ask(&cluster, "recover");
+        std::thread::sleep(Duration::from_secs_f64(duration * b.time_scale / 2.0));
     } else {
         std::thread::sleep(Duration::from_secs_f64(duration * b.time_scale));
     }

@@ -479,6 +479,51 @@ fn arms_of_the_same_commit_are_refused_before_anything_is_built() {
 }
 
 #[test]
+fn a_cluster_file_whose_coordinators_do_not_answer_is_refused_before_building() {
+    let s = Sandbox::new();
+    let repo = checkout(&s);
+    // Nothing listens on the coordinator's port.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let file = s.dir.path().join("down.cluster");
+    std::fs::write(&file, format!("down:abc@127.0.0.1:{port}\n")).unwrap();
+    let o = gate(&s)
+        .args(["bench", "--fdb-src"])
+        .arg(&repo)
+        .arg(double_bin())
+        .args([
+            "--experiment",
+            "HEAD",
+            "--profile",
+            "point-read",
+            "--cluster-file",
+        ])
+        .arg(&file)
+        .arg("--out")
+        .arg(s.dir.path().join("down"))
+        .env("WORKDIR", s.workdir.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!(
+            "none of the coordinators of --cluster-file {} (127.0.0.1:{port}) accepts a TCP \
+             connection from this host, so nothing was built",
+            file.display()
+        )),
+        "{}",
+        text(&o)
+    );
+    let slots: Vec<_> = std::fs::read_dir(s.dir.path().join("target/perfgate/fdb"))
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(slots.is_empty(), "nothing is built: {slots:?}");
+}
+
+#[test]
 fn each_revision_is_configured_with_its_own_cache_defaults() {
     let s = Sandbox::new();
     let repo = checkout(&s);

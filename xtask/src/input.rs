@@ -105,6 +105,41 @@ fn too_large(len: u64) -> std::io::Error {
     )
 }
 
+/// An inclusive range of TCP ports (`--port-range LOW-HIGH`) the gate's servers and
+/// testers listen on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PortRange {
+    pub low: u16,
+    pub high: u16,
+}
+
+impl PortRange {
+    /// Parses `LOW-HIGH`. Errors, said as a fix: not two numbers, LOW above HIGH, LOW
+    /// below 1024 (privileged ports, and FDB's own 4500 range is the user's), or a bound
+    /// beyond 65535.
+    pub fn parse(text: &str) -> Result<PortRange, String> {
+        let bad = || format!("{text:?} is not a port range LOW-HIGH such as 40000-40999");
+        let (low, high) = text.split_once('-').ok_or_else(bad)?;
+        let port = |p: &str| p.trim().parse::<u16>().map_err(|_| bad());
+        let (low, high) = (port(low)?, port(high)?);
+        if low > high {
+            return Err(format!("--port-range {text}: LOW is above HIGH"));
+        }
+        if low < 1024 {
+            return Err(format!(
+                "--port-range {text}: ports below 1024 are privileged; give a range above"
+            ));
+        }
+        Ok(PortRange { low, high })
+    }
+}
+
+impl std::fmt::Display for PortRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "{}-{}", self.low, self.high)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,5 +182,30 @@ mod tests {
         assert_eq!(read(&link).unwrap(), b"{}\xff");
         let e = read_text(&link).unwrap_err();
         assert!(e.to_string().contains("byte 2"), "{e}");
+    }
+
+    #[test]
+    fn port_ranges_parse_or_say_how_to_fix_them() {
+        assert_eq!(
+            PortRange::parse("40000-40999"),
+            Ok(PortRange {
+                low: 40000,
+                high: 40999
+            })
+        );
+        assert_eq!(
+            PortRange::parse("40000-40999").unwrap().to_string(),
+            "40000-40999"
+        );
+        for (bad, says) in [
+            ("40000", "is not a port range LOW-HIGH such as 40000-40999"),
+            ("4x-5", "is not a port range"),
+            ("40000-70000", "is not a port range"),
+            ("5000-4000", "LOW is above HIGH"),
+            ("80-2000", "ports below 1024 are privileged"),
+        ] {
+            let err = PortRange::parse(bad).unwrap_err();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
     }
 }

@@ -35,9 +35,10 @@ static INTERRUPTED: OnceLock<Arc<AtomicBool>> = OnceLock::new();
 pub const REPEAT_WINDOW: Duration = Duration::from_secs(1);
 
 /// What the first interrupt prints: the gate is silent while a trial's cluster stops.
-const FIRST_SIGNAL_MESSAGE: &[u8] = b"perfgate: interrupted: stopping the trial and its cluster \
-(up to --timeout-teardown), then writing summary.json and the JUnit file; another signal \
-exits at once without them\n";
+const FIRST_SIGNAL_MESSAGE: &[u8] = b"perfgate: interrupted: stopping what runs now and what it \
+started (a build, a probe of the cluster, or a trial and its cluster within \
+--timeout-teardown), then writing the results (the JUnit file; summary.json once trials \
+began); another signal exits at once without them\n";
 
 /// What a second interrupt prints before the gate exits.
 const SECOND_SIGNAL_MESSAGE: &[u8] = b"perfgate: second signal: exiting now; no summary.json or \

@@ -16,7 +16,8 @@ fn hand_started_cluster(s: &Sandbox, tree: &Path) -> (std::path::PathBuf, KillOn
     hand_started_cluster_of(s, tree, "ssd-redwood-1")
 }
 
-/// [`hand_started_cluster`] configured with storage engine `engine`.
+/// [`hand_started_cluster`] configured with storage engine `engine`; none is created
+/// when `engine` is empty.
 fn hand_started_cluster_of(
     s: &Sandbox,
     tree: &Path,
@@ -52,6 +53,9 @@ fn hand_started_cluster_of(
             "the hand-started server never listened"
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    if engine.is_empty() {
+        return (file, server);
     }
     let o = Command::new(tree.join("bin/fdbcli"))
         .arg("-C")
@@ -303,6 +307,98 @@ fn an_existing_cluster_gets_testers_only_and_its_status_is_recorded() {
     );
     // No test began, so no rows were written: nothing to clear.
     assert!(!text(&o).contains("rows may be left"), "{}", text(&o));
+    assert_only_the_hand_cluster_is_left(&s);
+}
+
+#[test]
+fn an_engine_reconfigured_during_a_test_is_said_to_be_one() {
+    let s = Sandbox::new();
+    // During the second test (run 1) someone runs `configure memory`.
+    let (a, _) = s.ab(json!({"multitest_reconfigure_runs": [1]}), json!({}));
+    let (file, _server) = hand_started_cluster(&s, &a);
+    let o = against_existing(&s, &a, &file, &["--trials", "2"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let t = trials(&s);
+    assert_eq!(t[0]["outcome"], "measured", "{:#}", t[0]);
+    assert_ne!(t[1]["outcome"], "measured", "{:#}", t[1]);
+    let said = t[1].to_string();
+    assert!(
+        said.contains(
+            "the cluster's storage engine was changed during the test (configured \\\"ssd-redwood-1\\\" before, \\\"memory\\\" after"
+        ),
+        "{said}"
+    );
+    assert!(!said.contains("recovered during the test"), "{said}");
+    assert_only_the_hand_cluster_is_left(&s);
+}
+
+#[test]
+fn the_data_set_of_an_existing_cluster_is_not_counted_against_the_local_work_dir() {
+    // Breaker: a run against a cluster the gate did not start was refused for a data set
+    // that lives on that cluster's servers.
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    let (file, _server) = hand_started_cluster(&s, &a);
+    // 50 MiB of memory cgroup headroom (simulated; tmpfs pages count against it), and
+    // a data set of 10 M rows x 116 bytes x 3: about 3.3 GB.
+    let cg = s.dir.path().join("cgroup/memory");
+    std::fs::create_dir_all(&cg).unwrap();
+    std::fs::write(cg.join("memory.limit_in_bytes"), (100u64 << 20).to_string()).unwrap();
+    std::fs::write(cg.join("memory.usage_in_bytes"), (50u64 << 20).to_string()).unwrap();
+    let big = [
+        "--profile",
+        "point-read",
+        "--rows",
+        "10000000",
+        "--seconds",
+        "10",
+    ];
+    let mut cmd = existing_command(&s, &a, &file, &big, &["--dry-run"]);
+    let o = cmd
+        .env("PERFGATE_CGROUP_ROOT", s.dir.path().join("cgroup"))
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(!text(&o).contains("a trial needs about"), "{}", text(&o));
+    // A small workload on a cluster of the gate's own is refused: its data is here.
+    let mut own = s.bench_command(&a, &b, &[]);
+    let o = own
+        .env("PERFGATE_CGROUP_ROOT", s.dir.path().join("cgroup"))
+        .output()
+        .unwrap();
+    if s.workdir_is_tmpfs() {
+        assert_eq!(code(&o), 64, "{}", text(&o));
+        assert!(text(&o).contains("a trial needs about"), "{}", text(&o));
+    }
+    assert_only_the_hand_cluster_is_left(&s);
+}
+
+#[test]
+fn a_cluster_whose_database_was_never_created_is_named_so_before_any_trial() {
+    let s = Sandbox::new();
+    // Its status answers after 15 s, later than the first poll's 10 s bound.
+    let (a, _) = s.ab(json!({"never_configured_answer_s": 15}), json!({}));
+    let (file, _server) = hand_started_cluster_of(&s, &a, "");
+    let o = against_existing(&s, &a, &file, &["--timeout-available", "600"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(
+        text(&o).contains(
+            "the cluster's coordinators have no record of a database (status json recovery \
+             state configuration_never_created"
+        ),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        text(&o).contains("configure new single ssd-2"),
+        "{}",
+        text(&o)
+    );
+    // Said at once, not after --timeout-available.
+    assert!(!text(&o).contains("TIMEOUT"), "{}", text(&o));
+    assert!(!text(&o).contains("printed no status"), "{}", text(&o));
+    // Nothing was configured by the gate: the database still does not exist.
+    assert!(!s.out().join("trials").exists());
     assert_only_the_hand_cluster_is_left(&s);
 }
 
@@ -573,9 +669,20 @@ fn an_existing_clusters_engine_is_read_from_it_and_names_the_run() {
     let (a, _) = s.ab(json!({}), json!({}));
     let (file, _server) = hand_started_cluster_of(&s, &a, "memory");
     // The plan reads the engine; the knobs it lists are the testers', not the servers'.
-    let o = against_existing(&s, &a, &file, &["--trials", "1", "--dry-run"]);
+    // A floor set for redwood only would leave this run without one: said.
+    let o = existing_command(&s, &a, &file, &SMALL, &["--trials", "1", "--dry-run"])
+        .env("PERFGATE_SLO_TPS_REDWOOD", "5000")
+        .output()
+        .unwrap();
     assert_eq!(code(&o), 0, "{}", text(&o));
     let plan = text(&o);
+    assert!(
+        plan.contains(
+            "PERFGATE_SLO_TPS_REDWOOD set(s) a TPS floor for another engine than this run's, \
+             and memory has none"
+        ),
+        "{plan}"
+    );
     let line = plan
         .lines()
         .find(|l| l.contains("1. B"))
@@ -632,15 +739,6 @@ fn an_existing_cluster_of_an_unknown_engine_is_refused_before_any_trial() {
             && out.contains("names storage engine \"ssd-future-9\", none the gate knows"),
         "{out}"
     );
-    let kept = out
-        .split("fdbcli's output is kept in ")
-        .nth(1)
-        .and_then(|r| r.split(':').next())
-        .unwrap_or_else(|| panic!("{out}"));
-    assert!(
-        Path::new(kept.trim()).join("status.json").is_file(),
-        "{out}"
-    );
     assert!(!s.out().join("trials").exists());
     assert_only_the_hand_cluster_is_left(&s);
 }
@@ -662,6 +760,14 @@ fn assert_only_the_hand_cluster_is_left(s: &Sandbox) {
         .filter(|p| !p.contains("hand-cluster"))
         .collect();
     assert!(left.is_empty(), "{left:?}");
+    // Nor the scratch dir the engine was read in, whether that failed or not.
+    let scratch: Vec<_> = std::fs::read_dir(s.workdir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("perfgate-engine-"))
+        .collect();
+    assert!(scratch.is_empty(), "{scratch:?}");
 }
 
 #[test]

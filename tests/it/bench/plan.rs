@@ -69,4 +69,19 @@ fn dry_run_prints_the_plan_and_runs_nothing() {
         "{out}"
     );
     assert!(!s.out().exists());
+    // With --json, the same plan as JSON (meta.json's "plan"), for scripts.
+    let o = s.bench(
+        &a,
+        &b,
+        &["--dry-run", "--json", "--trials", "2", "--engine", "all"],
+    );
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+    assert_eq!(
+        plan["trials"].as_array().map(Vec::len),
+        Some(12),
+        "{plan:#}"
+    );
+    assert_eq!(plan["config"]["seed"], 3, "{plan:#}");
+    assert!(!s.out().exists());
 }

@@ -87,6 +87,19 @@ fn equal_arms_are_measured_and_every_result_file_is_written() {
         "0000000000000000000000000000000000000001"
     );
     assert_eq!(meta["plan"]["workdir"]["tmpfs"], s.workdir_is_tmpfs());
+    // The gate's own commit, as the checkout it was built from has it.
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let commit = meta["gate_commit"].as_str().unwrap();
+    match head {
+        Some(head) => assert!(commit.starts_with(&head), "{commit} vs {head}"),
+        None => assert_eq!(commit, "unknown"),
+    }
     let tsv = std::fs::read_to_string(s.out().join("results.tsv")).unwrap();
     assert_eq!(tsv.lines().count(), 5, "{tsv}");
     let junit = std::fs::read_to_string(s.out().join("junit.xml")).unwrap();
@@ -719,4 +732,62 @@ fn report_html_quotes_the_command_line_as_given() {
             .find(|l| l.contains("--out"))
             .unwrap_or_default()
     );
+}
+
+#[test]
+fn servers_listen_in_the_port_range_given_or_the_trial_says_it_is_too_narrow() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    // A range of 40 ports above one the OS gave (some may be taken: the free ones serve).
+    let low = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .clamp(1024, 65000);
+    let range = format!("{low}-{}", low + 39);
+    let o = s.bench(&a, &b, &["--trials", "1", "--port-range", &range]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let t = s.read_json("trials.json");
+    let mut ports = Vec::new();
+    for trial in t.as_array().unwrap() {
+        let art = s.out().join(trial["artifacts"].as_str().unwrap());
+        for e in std::fs::read_dir(&art).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some((_, port)) = name
+                .split_once('-')
+                .filter(|(role, _)| ["stateless", "log", "storage"].contains(role))
+            {
+                ports.push(port.parse::<u16>().unwrap());
+            }
+        }
+    }
+    // 2 trials of 3 servers each.
+    assert_eq!(ports.len(), 6, "{ports:?}");
+    assert!(
+        ports.iter().all(|p| (low..=low + 39).contains(p)),
+        "{ports:?}"
+    );
+    // One port held by another program, and a cluster of 3 servers: said, not hung.
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = held.local_addr().unwrap().port();
+    let narrow = format!("{port}-{port}");
+    let o = s.bench_in(
+        "narrow",
+        &a,
+        &b,
+        &["--trials", "1", "--port-range", &narrow],
+    );
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!(
+            "--port-range {port}-{port} has 0 free port(s) now, and the cluster needs 3"
+        )),
+        "{}",
+        text(&o)
+    );
+    let o = s.bench_in("bad", &a, &b, &["--port-range", "9000-8000"]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(text(&o).contains("LOW is above HIGH"), "{}", text(&o));
+    s.assert_no_leftover_processes();
 }

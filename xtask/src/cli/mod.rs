@@ -539,12 +539,20 @@ pub struct RunArgs {
     #[arg(long)]
     pub pin: bool,
 
+    /// Ports the gate's servers and testers listen on, LOW-HIGH (e.g. 40000-40999), for a
+    /// host whose firewall opens only a range: with --cluster-file, the cluster's servers
+    /// connect to the testers here. A trial needs one port per server and tester. Default:
+    /// any free port the OS gives.
+    #[arg(long, value_name = "LOW-HIGH", value_parser = crate::input::PortRange::parse)]
+    pub port_range: Option<crate::input::PortRange>,
+
     /// Print summary.json to stdout instead of the table, for scripts.
     #[arg(long)]
     pub json: bool,
 
     /// Print the plan (trial order, command lines' knobs, work dir) and exit; arms from
     /// --fdb-src are built (or found in the cache) first, since the plan names their binaries.
+    /// With --json, the plan as JSON (as meta.json's "plan").
     #[arg(long)]
     pub dry_run: bool,
 

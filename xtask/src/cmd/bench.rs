@@ -17,7 +17,7 @@ use crate::{
     },
     report::write,
     results::fs::{check_junit, check_markdown},
-    run::cluster::engine_of_existing,
+    run::cluster::{engine_of_existing, refuse_unreachable},
 };
 
 /// Runs the gate; returns the exit status (0, 1 or 2). Errors before the first trial
@@ -54,6 +54,9 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
                     source.baseline_rev = Some(record.build.source_version.clone());
                 }
             }
+            if let Some(e) = &config.existing {
+                refuse_unreachable(e)?;
+            }
             // Resolved once for the checks before building (a working tree is snapshotted).
             let commits = build::commits(&source, &wanted)?;
             refuse_same_commit(&config, &prepared, &source, &commits)?;
@@ -72,7 +75,13 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
             plan.noise_prior = Some(prior);
         }
         if plan.config.dry_run {
-            let _ = write!(std::io::stdout(), "{}", plan.render());
+            // With --json, the plan as meta.json's "plan" would hold it, for scripts.
+            let shown = if args.run.json {
+                crate::results::fs::json(&plan)
+            } else {
+                plan.render()
+            };
+            let _ = write!(std::io::stdout(), "{shown}");
             return Ok(0);
         }
         Ok(execute(plan)?.exit_code)

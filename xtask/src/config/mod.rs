@@ -199,6 +199,9 @@ pub struct BenchConfig {
     pub quiet: bool,
     /// Give the storage server a CPU of its own (`--pin`).
     pub pin: bool,
+    /// Where the gate's servers' and testers' ports come from (`--port-range`); `None`:
+    /// any free port.
+    pub port_range: Option<crate::input::PortRange>,
     /// summary.json on stdout instead of the table.
     pub json: bool,
     pub bounds: PhaseBounds,
@@ -348,6 +351,7 @@ impl BenchConfig {
             dry_run: a.dry_run,
             quiet: a.quiet,
             pin: a.pin,
+            port_range: a.port_range,
             json: a.json,
             bounds: PhaseBounds::resolve(&a.timeouts)?,
         };

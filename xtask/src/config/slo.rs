@@ -234,19 +234,27 @@ pub fn resolve(
 ) -> Result<Floors> {
     let mut slo = SloTps::default();
     let mut sources = Vec::new();
-    let (from_file, warnings) = read_floors(file, profile)?;
-    for &engine in engines {
+    let (from_file, mut warnings) = read_floors(file, profile)?;
+    // Every engine's variable is checked, used or not: a typo in one is found on the
+    // first run, not on the first run of that engine.
+    let mut from_env = BTreeMap::new();
+    for engine in Engine::KNOWN {
         let var = env_var(engine);
-        let chosen = if let Some(tps) = flag {
-            Some((tps, "--slo-tps".to_string()))
-        } else if let Some(raw) = env(&var) {
+        if let Some(raw) = env(&var) {
             let tps: f64 = raw
                 .trim()
                 .parse()
                 .ok()
                 .filter(|t: &f64| t.is_finite() && *t > 0.0)
                 .ok_or_else(|| UsageError(format!("{var}='{raw}' is not a positive TPS figure")))?;
-            Some((tps, var))
+            from_env.insert(engine, (tps, var));
+        }
+    }
+    for &engine in engines {
+        let chosen = if let Some(tps) = flag {
+            Some((tps, "--slo-tps".to_string()))
+        } else if let Some(chosen) = from_env.get(&engine) {
+            Some(chosen.clone())
         } else {
             from_file
                 .get(&engine)
@@ -259,6 +267,32 @@ pub fn resolve(
             slo.set(engine, tps);
             sources.push(format!("{engine}: {tps} TPS from {source}"));
         }
+    }
+    // A floor meant for this run that names another engine (an existing cluster's engine
+    // is read, not chosen) would leave the run without one, unsaid.
+    let unfloored: Vec<String> = engines
+        .iter()
+        .filter(|&&e| slo.get(e).is_none())
+        .map(|e| e.to_string())
+        .collect();
+    let elsewhere: Vec<&str> = from_env
+        .iter()
+        .filter(|(e, _)| !engines.contains(e))
+        .map(|(_, (_, var))| var.as_str())
+        .collect();
+    if !unfloored.is_empty() && !elsewhere.is_empty() {
+        warnings.push(format!(
+            "{} set(s) a TPS floor for another engine than this run's, and {} has none: \
+             this run is checked against no SLO; set {} for it",
+            elsewhere.join(", "),
+            unfloored.join(", "),
+            engines
+                .iter()
+                .filter(|&&e| slo.get(e).is_none())
+                .map(|&e| env_var(e))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
     }
     Ok(Floors {
         tps: slo,
@@ -356,6 +390,35 @@ mod tests {
         let mine = resolve(None, "mine", &engines, &|_| None, f.path()).unwrap();
         assert_eq!(mine.tps.redwood, Some(7.0));
         assert_eq!(mine.warnings.len(), 1, "{:?}", mine.warnings);
+    }
+
+    #[test]
+    fn another_engines_floor_is_checked_and_named_when_this_run_has_none() {
+        // Breaker: a memory cluster's run with only the redwood floor set had no SLO,
+        // unsaid, and a bad value of an unused variable went unnoticed.
+        let env = |v: &str| (v == "PERFGATE_SLO_TPS_REDWOOD").then(|| "900".to_string());
+        let none = Path::new("/nonexistent/slo.json");
+        let memory = resolve(None, "quick", &[Engine::Memory], &env, none).unwrap();
+        assert_eq!(memory.tps, SloTps::default());
+        assert_eq!(memory.warnings.len(), 1, "{:?}", memory.warnings);
+        assert!(
+            memory.warnings[0].contains(
+                "PERFGATE_SLO_TPS_REDWOOD set(s) a TPS floor for another engine than this \
+                 run's, and memory has none"
+            ) && memory.warnings[0].contains("set PERFGATE_SLO_TPS_MEMORY for it"),
+            "{:?}",
+            memory.warnings
+        );
+        // A run whose engines all have floors is not warned: CI may set every engine's.
+        let both = |v: &str| v.starts_with("PERFGATE_SLO_TPS_").then(|| "5".to_string());
+        let floored = resolve(None, "quick", &[Engine::Memory], &both, none).unwrap();
+        assert!(floored.warnings.is_empty(), "{:?}", floored.warnings);
+        let bad = |v: &str| (v == "PERFGATE_SLO_TPS_ROCKSDB").then(|| "-3".to_string());
+        let err = resolve(None, "quick", &[Engine::Memory], &bad, none).unwrap_err();
+        assert!(
+            err.to_string().contains("PERFGATE_SLO_TPS_ROCKSDB='-3'"),
+            "{err}"
+        );
     }
 
     #[test]

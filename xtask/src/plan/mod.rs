@@ -116,7 +116,7 @@ impl Plan {
         };
         for &engine in &engines {
             for (step, &target_tps) in steps.iter().enumerate() {
-                for (repetition, arm) in arm_order(config.trials, config.seed) {
+                for (repetition, arm) in step_order(config.trials, config.seed, step) {
                     if arm == Arm::Baseline && baseline.is_none() {
                         continue;
                     }
@@ -475,6 +475,13 @@ pub fn arm_order(trials: u32, seed: u64) -> Vec<(u32, Arm)> {
     order
 }
 
+/// [`arm_order`] of step `step` (from 0) of a sweep, or of a run without one (step 0):
+/// each step draws its own order from `seed`, since with one pair per step one order at
+/// every step would run the same arm first all the way up the ladder.
+fn step_order(trials: u32, seed: u64, step: usize) -> Vec<(u32, Arm)> {
+    arm_order(trials, seed.wrapping_add(step as u64))
+}
+
 fn human_bytes(b: u64) -> String {
     format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
 }
@@ -504,6 +511,11 @@ mod tests {
             seen.insert(order);
         }
         assert!(seen.len() > 4, "the seed matters: {seen:?}");
+        // A sweep's steps of one pair each do not all run the same arm first.
+        let firsts: std::collections::BTreeSet<Arm> =
+            (0..8).map(|step| step_order(1, 3, step)[0].1).collect();
+        assert_eq!(firsts.len(), 2, "{firsts:?}");
+        assert_eq!(step_order(4, 3, 0), arm_order(4, 3));
         let reps: Vec<u32> = arm_order(3, 7).iter().map(|(r, _)| *r).collect();
         assert_eq!(reps, [1, 1, 2, 2, 3, 3]);
     }

@@ -29,6 +29,10 @@ pub struct Preflight {
 pub const DEFAULT_EXPECTED_TPS: f64 = 5000.0;
 const BYTES_PER_INSERT: f64 = 2048.0;
 const FIXED_BYTES: f64 = 64.0 * 1024.0 * 1024.0;
+/// What a trial's testers keep on the work dir when the cluster is not the gate's: their
+/// trace files and the multitest's spec (a real 8.0 tester's traces over a 60 s test are a
+/// few MB; FDB rolls a trace file at 10 MB).
+const TESTER_BYTES: f64 = 16.0 * 1024.0 * 1024.0;
 const DATA_OVERHEAD: f64 = 3.0;
 /// Room left unplanned, for what the estimate misses.
 const SAFETY: f64 = 0.9;
@@ -53,6 +57,17 @@ impl Footprint {
             growth_bytes: expected_tps * inserts * w.seconds as f64 * BYTES_PER_INSERT,
             expected_tps,
             inserts_per_transaction: inserts,
+        }
+    }
+
+    /// What testers of a cluster the gate did not start keep on the work dir: their own
+    /// files only ([`TESTER_BYTES`]), no data set, no growth.
+    pub fn testers_only(expected_tps: f64) -> Footprint {
+        Footprint {
+            data_bytes: TESTER_BYTES,
+            growth_bytes: 0.0,
+            expected_tps,
+            inserts_per_transaction: 0.0,
         }
     }
 
@@ -207,14 +222,21 @@ pub fn cgroup_headroom(root: &Path) -> Option<(u64, String)> {
 
 /// Checks that a trial fits on the work dir, before anything starts (a build included):
 /// the footprint needs only the workload, the work dir and, for the expected TPS, the best
-/// TPS of a recorded baseline (`recorded_best_tps`).
+/// TPS of a recorded baseline (`recorded_best_tps`). Against a cluster the gate did not
+/// start (`existing`), the data set and its growth live on that cluster's servers: only
+/// the testers' files ([`TESTER_BYTES`]) are on the work dir.
 pub fn fits(
     workload: &Workload,
     workdir: &Workdir,
     recorded_best_tps: Option<f64>,
+    existing: bool,
 ) -> Result<Preflight> {
     let expected_tps = recorded_best_tps.map_or(DEFAULT_EXPECTED_TPS, |best| best * 1.2);
-    let footprint = Footprint::new(workload, expected_tps);
+    let footprint = if existing {
+        Footprint::testers_only(expected_tps)
+    } else {
+        Footprint::new(workload, expected_tps)
+    };
     let cgroup = if workdir.tmpfs {
         // tmpfs pages are charged to the memory cgroup. PERFGATE_CGROUP_ROOT points the
         // check elsewhere than /sys/fs/cgroup (tests simulate limits with it).

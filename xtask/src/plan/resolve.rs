@@ -128,7 +128,12 @@ pub fn prepare(config: &BenchConfig) -> Result<Prepared> {
             .flat_map(|(_, ts)| ts.iter().map(|t| t.tps))
             .reduce(f64::max)
     });
-    let preflight = preflight::fits(&config.workload, &workdir, best_recorded_tps)?;
+    let preflight = preflight::fits(
+        &config.workload,
+        &workdir,
+        best_recorded_tps,
+        config.existing.is_some(),
+    )?;
     Ok(Prepared {
         engines,
         slo,

@@ -189,15 +189,19 @@ fn verdict_line(judgements: &[Judgement]) -> String {
         .map(|j| j.verdict)
         .max()
         .unwrap_or(Verdict::Error);
+    // The heading names what gates; the other metrics are in the tables below.
     let each: Vec<String> = judgements
         .iter()
-        .map(|j| {
-            let gating = if j.gating { "" } else { ", not gating" };
-            format!("{} {} {}{gating}", j.engine, j.metric.name(), j.verdict)
-        })
+        .filter(|j| j.gating)
+        .map(|j| format!("{} {} {}", j.engine, j.metric.name(), j.verdict))
         .collect();
+    let others = judgements.iter().filter(|j| !j.gating).count();
+    let others = match others {
+        0 => String::new(),
+        n => format!("; {n} metric(s) shown, not gating"),
+    };
     format!(
-        "<span class=\"{worst}\">{worst}</span> ({})",
+        "<span class=\"{worst}\">{worst}</span> ({}{others})",
         esc(&each.join(", "))
     )
 }
@@ -469,7 +473,7 @@ pub(super) fn svg(
 fn trial_table(trials: &[TrialRecord]) -> String {
     let mut s = String::from(
         "<h2>Trials</h2><table><tr><th>#</th><th>engine</th><th>arm</th><th>rep</th><th>outcome</th><th>TPS</th>\
-         <th>p99 us</th><th>storage CPU (cores)</th><th>work dir peak (MiB)</th><th>phases (s)</th><th>error</th></tr>\n",
+         <th>tail latency us (mako p99, ReadWrite p98)</th><th>storage CPU (cores)</th><th>work dir peak (MiB)</th><th>phases (s)</th><th>error</th></tr>\n",
     );
     for t in trials {
         let opt = |v: Option<f64>, d: usize| {
@@ -491,7 +495,10 @@ fn trial_table(trials: &[TrialRecord]) -> String {
             t.repetition,
             serde_json::to_value(t.outcome).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
             opt(t.tps(), 1),
-            opt(t.txn_latency_us_p99(), 0),
+            t.txn_latency_us_tail()
+                .filter(|(v, _)| v.is_finite())
+                .map(|(v, name)| format!("{v:.0} ({name})"))
+                .unwrap_or_default(),
             opt(t.storage_cpu_cores, 2),
             opt(t.workdir_peak_bytes.map(|b| b as f64 / 1048576.0), 1),
             esc(&phases.join(", ")),

@@ -511,6 +511,16 @@ pub fn table(judgements: &[Judgement], warnings: &[String]) -> String {
             .collect();
         let _ = writeln!(s, "{}", cells.join("  ").trim_end());
     }
+    if rows
+        .iter()
+        .any(|r| r[2].contains('±') || r[3].contains('±'))
+    {
+        let _ = writeln!(
+            s,
+            "(TPS: the arm's mean ±its coefficient of variation, the trials' standard \
+             deviation / mean)"
+        );
+    }
     for j in judgements {
         if j.gating {
             let _ = writeln!(s, "{} {}: {}", j.engine, j.verdict, j.reason);
@@ -597,6 +607,7 @@ mod tests {
             engine   metric  baseline      experiment   change [95% CI]         p / MDE / pairs    verdict
             redwood  TPS     1000.0 ±1.0%  951.8 ±0.8%  -4.82% [-5.48, -4.15]   0.001 / 0.92% / 3  REGRESSION
             redwood  p99 µs  4233.3        4566.7       +7.89% [+0.12, +16.26]  0.049 / 9.35% / 3  (REGRESSION, not gating)
+            (TPS: the arm's mean ±its coefficient of variation, the trials' standard deviation / mean)
             redwood REGRESSION: TPS -4.82% [-5.48%, -4.15%] over 3 pairs, p=0.001: significantly slower, and the estimated change exceeds the 2.00% tolerance
             redwood txn_latency_p99 (not gating) REGRESSION: p99 transaction latency +7.89% [+0.12%, +16.26%] over 3 pairs, p=0.049: significantly higher in latency, and the estimated change exceeds the 2.00% tolerance
             WARNING: WORK DIR /x IS NOT A RAM DISK

@@ -26,6 +26,9 @@ use crate::{
 struct Meta<'a> {
     /// perfgate version.
     gate_version: &'static str,
+    /// The gate's git commit when it was built, `-dirty` when its checkout had changes,
+    /// or `unknown` (not built from a git checkout); see `xtask/build.rs`.
+    gate_commit: &'static str,
     /// Seconds since the Unix epoch when the run started.
     started_at_unix_s: u64,
     started_at: String,
@@ -51,6 +54,7 @@ pub fn meta(out: &Path, plan: &Plan) -> Result<()> {
     let now = SystemTime::now();
     let meta = Meta {
         gate_version: env!("CARGO_PKG_VERSION"),
+        gate_commit: env!("PERFGATE_GIT_COMMIT"),
         started_at_unix_s: now
             .duration_since(SystemTime::UNIX_EPOCH)
             .map(|d| d.as_secs())

@@ -171,6 +171,17 @@ impl TrialRecord {
             .and_then(|r| r.transaction_latency())
             .map(|l| l.p99)
     }
+
+    /// The highest transaction latency percentile the driver reports, microseconds, and
+    /// its name: mako's p99, ReadWrite's p98 ("98% Latency (ms, averaged)"; it prints no
+    /// p99, `fdbserver/workloads/ReadWrite.cpp`).
+    pub fn txn_latency_us_tail(&self) -> Option<(f64, &'static str)> {
+        match (&self.report, &self.multitest) {
+            (Some(_), _) => self.txn_latency_us_p99().map(|v| (v, "p99")),
+            (None, Some(m)) => Some((m.result.latency.p98_ms * 1000.0, "p98")),
+            (None, None) => None,
+        }
+    }
 }
 
 /// The multitest driver's results of one trial: what ReadWrite measured, and the target

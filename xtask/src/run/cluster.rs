@@ -14,13 +14,13 @@ use std::{
     time::{Duration, Instant},
 };
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 
 use fdb::{
     status::{
         mask_secrets, parse_database_status, parse_recovery_state, tester_addresses, tls_failure,
-        ClientView, ClusterStatus, FULLY_RECOVERED,
+        ClientView, ClusterStatus, CONFIGURATION_NEVER_CREATED, FULLY_RECOVERED,
     },
     trace::{knob_problems, trace_errors},
     Engine, Knob, Release,
@@ -29,6 +29,7 @@ use fdb::{
 use crate::{
     build::tree::FdbTree,
     config::{existing::ExistingCluster, topology::Topology, BenchConfig},
+    input::PortRange,
     plan::{env::ChildEnv, pinning::Pinning, workdir::Workdir, ArmPlan},
     process::{
         excerpt, exit_of, interrupted, output_note, process_running, read_output, Child,
@@ -45,7 +46,8 @@ use crate::{
 /// `arm`'s fdbcli through a copy of the cluster file in a scratch dir under `workdir`,
 /// waited for within `--timeout-available` as a trial waits (available, recovered), its
 /// `cluster.configuration.storage_engine` mapped by [`Engine::from_status`]. The scratch
-/// dir is removed, or kept and named when this fails (it holds fdbcli's output). Errors:
+/// dir is removed whatever happens; a failure's message carries the end of fdbcli's
+/// stderr. Errors:
 /// no `--cluster-file`; the cluster does not answer in time; it names no engine the gate
 /// knows.
 pub fn engine_of_existing(
@@ -65,7 +67,9 @@ pub fn engine_of_existing(
         .tempdir_in(workdir)
         .with_context(|| format!("cannot make a scratch dir in {}", workdir.display()))?;
     let read = || -> Result<Engine> {
-        let c = Cluster::existing(tree, release, e, scratch.path(), scratch.path(), env)?;
+        // No tester runs here, so no port is taken.
+        let (at, ports) = (scratch.path(), None);
+        let c = Cluster::existing(tree, release, e, at, at, env, ports)?;
         // The phase error's text only: as a source too, `{:#}` would print it twice.
         c.wait_available(bound).map_err(|e| match e {
             PhaseError::Timeout(..) => {
@@ -73,9 +77,9 @@ pub fn engine_of_existing(
             }
             e => anyhow!("{e}"),
         })?;
-        let answer = scratch.path().join("status.json");
-        let status = ClusterStatus::parse(&read_output(&answer)?)
-            .map_err(|why| anyhow!("{why}; see {}", answer.display()))?;
+        let text = read_output(&scratch.path().join("status.json"))?;
+        let status = ClusterStatus::parse(&text)
+            .map_err(|why| anyhow!("{why}; its status json begins:\n{}", excerpt(&text, 5)))?;
         if let Some(why) = status.engine_mismatch() {
             return Err(anyhow!(why));
         }
@@ -90,15 +94,69 @@ pub fn engine_of_existing(
         })
     };
     read().map_err(|err| {
-        let kept = scratch.keep();
+        // The scratch dir goes (it is on the shared work dir); what fdbcli said on
+        // stderr goes into the message instead.
+        let stderr = read_output(&scratch.path().join("status.err")).unwrap_or_default();
+        let said = match stderr.trim() {
+            "" => String::new(),
+            s => format!("; fdbcli's stderr ends with:\n{}", excerpt(s, 5)),
+        };
         err.context(format!(
             "cannot read the storage engine of the cluster {} (coordinators {}) before \
-             the plan; fdbcli's output is kept in {}",
+             the plan{said}",
             e.connection.description,
             e.connection.coordinators.join(","),
-            kept.display()
         ))
     })
+}
+
+/// Before an FDB build for a run against a cluster the gate did not start: errors when
+/// none of its coordinators accepts a TCP connection now (each tried within 1 s), so that
+/// a cluster that is down, or a cluster file that names the wrong hosts, is said before
+/// the build's hours, not after. Its storage engine and release need the built fdbcli and
+/// are read after the build ([`engine_of_existing`]).
+pub fn refuse_unreachable(e: &ExistingCluster) -> Result<()> {
+    match none_answers(&resolved_coordinators(e)) {
+        None => Ok(()),
+        Some(names) => Err(anyhow!(
+            "none of the coordinators of --cluster-file {} ({names}) accepts a TCP \
+             connection from this host, so nothing was built: start the cluster, or give \
+             the cluster file of one that runs",
+            e.path.display()
+        )),
+    }
+}
+
+/// `e`'s coordinators as the cluster file names them, with their address; a name that
+/// does not resolve is left out.
+fn resolved_coordinators(e: &ExistingCluster) -> Vec<(String, std::net::SocketAddr)> {
+    e.connection
+        .coordinators
+        .iter()
+        .filter_map(|c| {
+            let plain = fdb::cluster_file::host_port(c);
+            let addr = std::net::ToSocketAddrs::to_socket_addrs(plain)
+                .ok()?
+                .next()?;
+            Some((c.clone(), addr))
+        })
+        .collect()
+}
+
+/// The names of `coordinators`, comma-separated, when none accepts a TCP connection now
+/// (each tried within 1 s); `None` when one does, or there are none to try.
+fn none_answers(coordinators: &[(String, std::net::SocketAddr)]) -> Option<String> {
+    if coordinators.is_empty() {
+        return None;
+    }
+    let answers = |(_, a): &(String, std::net::SocketAddr)| {
+        TcpStream::connect_timeout(a, Duration::from_secs(1)).is_ok()
+    };
+    if coordinators.iter().any(answers) {
+        return None;
+    }
+    let names: Vec<&str> = coordinators.iter().map(|(c, _)| c.as_str()).collect();
+    Some(names.join(", "))
 }
 
 /// Process class of a server (`fdbserver -c`).
@@ -256,6 +314,8 @@ pub struct Cluster {
     /// A cluster the gate did not start (`--cluster-file`), whose only processes here are
     /// the gate's testers; `None` for the gate's own cluster.
     existing: Option<Existing>,
+    /// Where its servers' and testers' ports come from (`--port-range`); `None`: any.
+    ports: Option<PortRange>,
 }
 
 /// What the gate keeps of a cluster it did not start.
@@ -277,6 +337,11 @@ struct Existing {
 const COORDINATOR_PROBE: Duration = Duration::from_secs(5);
 const COORDINATORS_GONE: Duration = Duration::from_secs(15);
 
+/// The first bound of each `fdbcli status json` call while the gate polls a cluster,
+/// seconds: a new cluster answers within it once up (fdbcli prints nothing before, see
+/// `status-json-unconfigured.json` of the fixtures); each call cut short doubles it.
+const STATUS_CALL_BOUND: Duration = Duration::from_secs(10);
+
 impl Cluster {
     /// Prepares a cluster under `work` (data and trace dirs) with ports chosen now and
     /// its cluster file; [`Cluster::start`] starts the servers. Kept apart so that a
@@ -287,6 +352,7 @@ impl Cluster {
         work: &Path,
         artifacts: &Path,
         env: &ChildEnv,
+        ports: Option<PortRange>,
     ) -> Result<Cluster> {
         let t = topology;
         let per_host = [
@@ -302,10 +368,10 @@ impl Cluster {
             })
             .collect();
         // Distinct port numbers across hosts keep every server's files apart by name.
-        let ports = free_ports(shape.len())?;
+        let chosen = free_ports(shape.len(), ports)?;
         let servers: Vec<Server> = shape
             .into_iter()
-            .zip(ports)
+            .zip(chosen)
             .map(|((host, role), port)| Server::new(work, role, host, port))
             .collect::<Result<_>>()?;
         // Coordinators: the first stateless process of each of the first N hosts.
@@ -333,6 +399,7 @@ impl Cluster {
             env: env.clone(),
             artifacts: artifacts.to_path_buf(),
             existing: None,
+            ports,
         })
     }
 
@@ -346,21 +413,11 @@ impl Cluster {
         work: &Path,
         artifacts: &Path,
         env: &ChildEnv,
+        ports: Option<PortRange>,
     ) -> Result<Cluster> {
         let cluster_file = work.join("fdb.cluster");
         create_new(&cluster_file, &format!("{}\n", e.connection))?;
-        let coordinators = e
-            .connection
-            .coordinators
-            .iter()
-            .filter_map(|c| {
-                let plain = fdb::cluster_file::host_port(c);
-                let addr = std::net::ToSocketAddrs::to_socket_addrs(plain)
-                    .ok()?
-                    .next()?;
-                Some((c.clone(), addr))
-            })
-            .collect();
+        let coordinators = resolved_coordinators(e);
         Ok(Cluster {
             cluster_file,
             servers: Vec::new(),
@@ -374,6 +431,7 @@ impl Cluster {
                 probed: Default::default(),
                 failing_since: Default::default(),
             }),
+            ports,
         })
     }
 
@@ -412,7 +470,9 @@ impl Cluster {
         Ok(status)
     }
 
-    /// Errors when the cluster recovered since `before` was read: its `status json`
+    /// Errors when the cluster's storage engine was reconfigured since `before` was read
+    /// (its configured engine differs, or its storage servers run another, see
+    /// [`ClusterStatus::engine_mismatch`]), or it recovered: its `status json`
     /// generation (the recovery count) grew, so a test between the two answers ran across
     /// a recovery (a server killed or restarted, a tlog lost) and its TPS is not the
     /// cluster's steady throughput; FDB's multitest still reports it as passed. Polled
@@ -438,6 +498,21 @@ impl Cluster {
                 .into()),
             },
         )?;
+        // A reconfigured engine recovers the cluster too, but is said for what it is.
+        let migrating = after.engine_mismatch();
+        if after.storage_engine != before.storage_engine || migrating.is_some() {
+            return Err(anyhow!(
+                "the cluster's storage engine was changed during the test (configured {:?} \
+                 before, {:?} after{}): its TPS spans a reconfiguration and a data \
+                 migration, so the trial is not measured; run again once the change is \
+                 done; see {}",
+                before.storage_engine,
+                after.storage_engine,
+                migrating.map(|m| format!("; {m}")).unwrap_or_default(),
+                answer.display()
+            )
+            .into());
+        }
         match (before.generation, after.generation) {
             (Some(b), Some(a)) if a != b => Err(anyhow!(
                 "the cluster recovered during the test (status json generation {b} before, \
@@ -550,7 +625,7 @@ impl Cluster {
             .expect("cluster file in the work dir");
         // Spread over the hosts, as testers on machines of their own would be.
         let hosts = self.topology.hosts;
-        for (i, port) in free_ports(n as usize)?.into_iter().enumerate() {
+        for (i, port) in free_ports(n as usize, self.ports)?.into_iter().enumerate() {
             let host = i as u32 % hosts + 1;
             let mut tester = Server::new(work, Role::Tester, host, port)?;
             tester.auto_address = self.existing.is_some();
@@ -648,6 +723,9 @@ impl Cluster {
                     Some(_) => return Ok(None),
                 }
             }
+            if let Some(why) = self.never_configured(text) {
+                return Err(anyhow!(why).into());
+            }
             let err = read_output(&stderr).unwrap_or_default();
             if let Some(line) = tls_failure(&err).filter(|_| self.existing.is_some()) {
                 return Err(anyhow!(
@@ -692,6 +770,26 @@ impl Cluster {
                 "the cluster is available but still recovering (status json recovery state \
                  {state}, not {FULLY_RECOVERED}); a test now would measure the recovery: \
                  check the cluster's health (fdbcli status), or raise --timeout-available"
+            )
+        })
+    }
+
+    /// Why a cluster the gate did not start cannot be tested at all: its coordinators have
+    /// no record of a database ([`CONFIGURATION_NEVER_CREATED`]), which no wait mends and
+    /// the gate does not create (it never runs `configure new` on a cluster it did not
+    /// start). `None` otherwise, and always for the gate's own cluster, configured before
+    /// it is polled.
+    fn never_configured(&self, text: &str) -> Option<String> {
+        let state = parse_recovery_state(text)?;
+        (self.existing.is_some() && state == CONFIGURATION_NEVER_CREATED).then(|| {
+            format!(
+                "the cluster's coordinators have no record of a database (status json \
+                 recovery state {state}, \"Unable to read database configuration.\"): none \
+                 was created on this cluster, or --cluster-file names other coordinators \
+                 than the database's; create it (`fdbcli -C FILE --exec \"configure new \
+                 single ssd-2\"`, with the redundancy and engine to test) or give the \
+                 cluster file of the database to test; the gate never configures a cluster \
+                 it did not start"
             )
         })
     }
@@ -755,6 +853,11 @@ impl Cluster {
         let deadline = Instant::now() + bound;
         let out = self.artifacts.join(name);
         let mut last = String::new();
+        // Each fdbcli call is cut at `cap` so that a cluster coming up is seen soon; a
+        // call that printed nothing (cut short, or timed out itself) doubles it, up to what is left of `bound`: a cluster whose
+        // status takes longer (a never-configured database answers after about 15 s)
+        // is still heard within the bound.
+        let mut cap = STATUS_CALL_BOUND;
         loop {
             self.check_alive()?;
             if interrupted() {
@@ -762,7 +865,7 @@ impl Cluster {
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if !left.is_zero() {
-                match self.fdbcli("status json", &out, left.min(Duration::from_secs(10))) {
+                match self.fdbcli("status json", &out, left.min(cap)) {
                     Ok(_) | Err(PhaseError::Timeout(..)) => {}
                     Err(e) => return Err(e),
                 }
@@ -777,6 +880,9 @@ impl Cluster {
                 std::fs::write(&out, &masked)
                     .with_context(|| format!("cannot write {}", out.display()))?;
                 text = masked;
+            }
+            if text.trim().is_empty() {
+                cap = cap.saturating_mul(2);
             }
             if text.trim().is_empty() && !last.is_empty() {
                 std::fs::write(&out, &last)
@@ -818,18 +924,8 @@ impl Cluster {
     /// For a cluster the gate did not start: its coordinators as the cluster file names
     /// them when none accepts a TCP connection now (each tried within 1 s), else `None`.
     pub fn coordinators_gone(&self) -> Option<String> {
-        let e = self
-            .existing
-            .as_ref()
-            .filter(|e| !e.coordinators.is_empty())?;
-        let answers = |(_, a): &(String, std::net::SocketAddr)| {
-            TcpStream::connect_timeout(a, Duration::from_secs(1)).is_ok()
-        };
-        if e.coordinators.iter().any(answers) {
-            return None;
-        }
-        let names: Vec<&str> = e.coordinators.iter().map(|(c, _)| c.as_str()).collect();
-        Some(names.join(", "))
+        let e = self.existing.as_ref()?;
+        none_answers(&e.coordinators)
     }
 
     /// For a cluster the gate did not start, during a test: errors once none of its
@@ -991,14 +1087,31 @@ fn host_ip(host: u32) -> Ipv4Addr {
     Ipv4Addr::new(127, 0, 0, host.clamp(1, 254) as u8)
 }
 
-/// `n` distinct loopback ports that were free a moment ago (bound to port 0 together, then
-/// released). Another program could take one in between; the cluster start then fails
-/// with that server's "address in use" error rather than hanging.
-fn free_ports(n: usize) -> Result<Vec<u16>> {
-    let listeners: Vec<TcpListener> = (0..n)
-        .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))
-        .collect::<Result<_, _>>()
-        .context("cannot find free loopback ports")?;
+/// `n` distinct loopback ports that were free a moment ago (bound together, then
+/// released): any the OS gives (port 0), or the first free ones of `range`. Another program
+/// could take one in between; the cluster start then fails with that server's "address in
+/// use" error rather than hanging. Errors: `range` has fewer than `n` free ports.
+fn free_ports(n: usize, range: Option<PortRange>) -> Result<Vec<u16>> {
+    let listeners: Vec<TcpListener> = match range {
+        None => (0..n)
+            .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))
+            .collect::<Result<_, _>>()
+            .context("cannot find free loopback ports")?,
+        Some(r) => {
+            let free: Vec<TcpListener> = (r.low..=r.high)
+                .filter_map(|p| TcpListener::bind((Ipv4Addr::LOCALHOST, p)).ok())
+                .take(n)
+                .collect();
+            if free.len() < n {
+                bail!(
+                    "--port-range {r} has {} free port(s) now, and the cluster needs {n} \
+                     (one per server and tester): widen the range",
+                    free.len()
+                );
+            }
+            free
+        }
+    };
     listeners
         .iter()
         .map(|l| Ok(l.local_addr()?.port()))
@@ -1011,8 +1124,27 @@ mod tests {
 
     #[test]
     fn free_ports_are_distinct() {
-        let p = free_ports(3).unwrap();
+        let p = free_ports(3, None).unwrap();
         assert!(p[0] != p[1] && p[1] != p[2] && p[0] != p[2], "{p:?}");
+    }
+
+    #[test]
+    fn ports_of_a_range_are_its_free_ones_or_an_error_that_says_so() {
+        let held = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let port = held.local_addr().unwrap().port();
+        let range = PortRange {
+            low: port,
+            high: port,
+        };
+        let err = free_ports(1, Some(range)).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!(
+                "--port-range {port}-{port} has 0 free port(s) now, and the cluster needs 1"
+            )),
+            "{err}"
+        );
+        drop(held);
+        assert_eq!(free_ports(1, Some(range)).unwrap(), [port]);
     }
 
     #[test]

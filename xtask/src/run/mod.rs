@@ -158,6 +158,7 @@ impl<'a> Runner<'a> {
                 .as_ref()
                 .and_then(|b| Some((b.name.as_str(), b.cluster.as_deref()?))),
             env: &self.plan.child_env,
+            ports: config.port_range,
         };
         let others = ctx.pinning.map(|p| p.others.as_slice());
         for stall in take_stalls() {

@@ -20,6 +20,7 @@ use super::{cluster::Cluster, monitor::Monitor, reaper::remove_mako_leftovers};
 use crate::{
     build::tree::FdbTree,
     config::{existing::ExistingCluster, topology::Topology, PhaseBounds, Workload},
+    input::PortRange,
     plan::{env::ChildEnv, pinning::Pinning, ArmPlan, PlannedTrial},
     process::{excerpt, output_note, read_output, Child, PhaseError},
     results::trial::{
@@ -49,6 +50,8 @@ pub struct TrialContext<'a> {
     pub pinning: Option<&'a Pinning>,
     /// The environment of every server, fdbcli and mako ([`ChildEnv`]).
     pub env: &'a ChildEnv,
+    /// Where servers' and testers' ports come from (`--port-range`).
+    pub ports: Option<PortRange>,
 }
 
 impl TrialContext<'_> {
@@ -294,6 +297,24 @@ fn teardown(
     result
 }
 
+/// The trial's cluster, not started yet: the gate's own of `ctx.topology`, or the one of
+/// `--cluster-file`.
+fn prepare_cluster(
+    ctx: &TrialContext,
+    arm: &ArmPlan,
+    work: &Path,
+    artifacts: &Path,
+) -> anyhow::Result<Cluster> {
+    let tree = &arm.tree;
+    match ctx.existing {
+        Some(e) => {
+            let release = arm.mako.release;
+            Cluster::existing(tree, release, e, work, artifacts, ctx.env, ctx.ports)
+        }
+        None => Cluster::new(tree, ctx.topology, work, artifacts, ctx.env, ctx.ports),
+    }
+}
+
 fn run_phases(
     ctx: &TrialContext,
     arm: &ArmPlan,
@@ -303,12 +324,7 @@ fn run_phases(
     cluster: &mut Option<Cluster>,
     record: &mut TrialRecord,
 ) -> Result<(), Failure> {
-    let tree = &arm.tree;
-    let c = match ctx.existing {
-        Some(e) => Cluster::existing(tree, arm.mako.release, e, work, artifacts, ctx.env),
-        None => Cluster::new(tree, ctx.topology, work, artifacts, ctx.env),
-    }
-    .map_err(|e| Failure {
+    let c = prepare_cluster(ctx, arm, work, artifacts).map_err(|e| Failure {
         phase: Phase::ClusterStart,
         error: e.into(),
     })?;
