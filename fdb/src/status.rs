@@ -104,8 +104,8 @@ pub const FULLY_RECOVERED: &str = "fully_recovered";
 /// `RecoveryStatus::configuration_never_created`, `fdbserver/clustercontroller/Status.cpp`;
 /// the cluster controller then also says "unreadable_configuration". Its `status json`
 /// answers only after its 5 s transaction and commit probes time out (about 15 s on a
-/// real 8.0 cluster), `testdata/status-json-never-configured-fdb-tests.json` (FDB's own
-/// `tests/status/separate_no_database.json`).
+/// real 8.0 cluster), `testdata/status-json-never-configured.json` (the fields the gate reads,
+/// as `fdbclient/Schemas.cpp` names them).
 pub const CONFIGURATION_NEVER_CREATED: &str = "configuration_never_created";
 
 /// What `status json` says of a cluster as a whole: its version, shape and health. The
@@ -445,8 +445,8 @@ mod tests {
             ClusterStatus::parse(include_str!("../testdata/status-json-available.json")).unwrap();
         assert!(fresh.storage_server_engines.is_empty());
         assert_eq!(fresh.engine_mismatch(), None);
-        // FDB's own test data of a cluster whose database was never created.
-        let never = include_str!("../testdata/status-json-never-configured-fdb-tests.json");
+        // A cluster whose database was never created.
+        let never = include_str!("../testdata/status-json-never-configured.json");
         assert_eq!(
             parse_recovery_state(never).as_deref(),
             Some(CONFIGURATION_NEVER_CREATED)

@@ -114,7 +114,7 @@ fn main() {
             {
                 print!(
                     "{}",
-                    include_str!("../../fdb/testdata/status-json-never-configured-fdb-tests.json")
+                    include_str!("../../fdb/testdata/status-json-never-configured.json")
                 )
             }
             Some(_) => std::process::exit(1),
