@@ -490,23 +490,26 @@ fn a_cluster_file_whose_coordinators_do_not_answer_is_refused_before_building() 
         .port();
     let file = s.dir.path().join("down.cluster");
     std::fs::write(&file, format!("down:abc@127.0.0.1:{port}\n")).unwrap();
-    let o = gate(&s)
-        .args(["bench", "--fdb-src"])
-        .arg(&repo)
-        .arg(double_bin())
-        .args([
-            "--experiment",
-            "HEAD",
-            "--profile",
-            "point-read",
-            "--cluster-file",
-        ])
-        .arg(&file)
-        .arg("--out")
-        .arg(s.dir.path().join("down"))
-        .env("WORKDIR", s.workdir.path())
-        .output()
-        .unwrap();
+    let bench_against = |file: &Path| {
+        gate(&s)
+            .args(["bench", "--fdb-src"])
+            .arg(&repo)
+            .arg(double_bin())
+            .args([
+                "--experiment",
+                "HEAD",
+                "--profile",
+                "point-read",
+                "--cluster-file",
+            ])
+            .arg(file)
+            .arg("--out")
+            .arg(s.dir.path().join("down"))
+            .env("WORKDIR", s.workdir.path())
+            .output()
+            .unwrap()
+    };
+    let o = bench_against(&file);
     assert_eq!(code(&o), 2, "{}", text(&o));
     assert!(
         text(&o).contains(&format!(
@@ -514,6 +517,16 @@ fn a_cluster_file_whose_coordinators_do_not_answer_is_refused_before_building() 
              connection from this host, so nothing was built",
             file.display()
         )),
+        "{}",
+        text(&o)
+    );
+    // A name that resolves nowhere (`.invalid` never does, RFC 2606).
+    let nowhere = s.dir.path().join("nowhere.cluster");
+    std::fs::write(&nowhere, "down:abc@fdb1.invalid:4500\n").unwrap();
+    let o = bench_against(&nowhere);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(
+        text(&o).contains("(fdb1.invalid:4500) resolves to an address from this host"),
         "{}",
         text(&o)
     );

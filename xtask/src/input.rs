@@ -115,8 +115,7 @@ pub struct PortRange {
 
 impl PortRange {
     /// Parses `LOW-HIGH`. Errors, said as a fix: not two numbers, LOW above HIGH, LOW
-    /// below 1024 (privileged ports, and FDB's own 4500 range is the user's), or a bound
-    /// beyond 65535.
+    /// below 1024 (privileged ports), or a bound beyond 65535.
     pub fn parse(text: &str) -> Result<PortRange, String> {
         let bad = || format!("{text:?} is not a port range LOW-HIGH such as 40000-40999");
         let (low, high) = text.split_once('-').ok_or_else(bad)?;

@@ -270,10 +270,10 @@ pub fn resolve(
     }
     // A floor meant for this run that names another engine (an existing cluster's engine
     // is read, not chosen) would leave the run without one, unsaid.
-    let unfloored: Vec<String> = engines
+    let unfloored: Vec<Engine> = engines
         .iter()
-        .filter(|&&e| slo.get(e).is_none())
-        .map(|e| e.to_string())
+        .copied()
+        .filter(|&e| slo.get(e).is_none())
         .collect();
     let elsewhere: Vec<&str> = from_env
         .iter()
@@ -281,17 +281,14 @@ pub fn resolve(
         .map(|(_, (_, var))| var.as_str())
         .collect();
     if !unfloored.is_empty() && !elsewhere.is_empty() {
+        let names: Vec<String> = unfloored.iter().map(|e| e.to_string()).collect();
+        let vars: Vec<String> = unfloored.iter().map(|&e| env_var(e)).collect();
         warnings.push(format!(
             "{} set(s) a TPS floor for another engine than this run's, and {} has none: \
              this run is checked against no SLO; set {} for it",
             elsewhere.join(", "),
-            unfloored.join(", "),
-            engines
-                .iter()
-                .filter(|&&e| slo.get(e).is_none())
-                .map(|&e| env_var(e))
-                .collect::<Vec<_>>()
-                .join(", ")
+            names.join(", "),
+            vars.join(", ")
         ));
     }
     Ok(Floors {

@@ -116,7 +116,17 @@ pub fn engine_of_existing(
 /// the build's hours, not after. Its storage engine and release need the built fdbcli and
 /// are read after the build ([`engine_of_existing`]).
 pub fn refuse_unreachable(e: &ExistingCluster) -> Result<()> {
-    match none_answers(&resolved_coordinators(e)) {
+    let resolved = resolved_coordinators(e);
+    if resolved.is_empty() && !e.connection.coordinators.is_empty() {
+        bail!(
+            "no coordinator of --cluster-file {} ({}) resolves to an address from this \
+             host, so nothing was built: check the names (DNS, /etc/hosts) or give the \
+             cluster file of a cluster that runs",
+            e.path.display(),
+            e.connection.coordinators.join(", ")
+        );
+    }
+    match none_answers(&resolved) {
         None => Ok(()),
         Some(names) => Err(anyhow!(
             "none of the coordinators of --cluster-file {} ({names}) accepts a TCP \
