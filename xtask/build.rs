@@ -18,7 +18,16 @@ fn main() {
             .filter(|o| o.status.success())
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
     };
-    let commit = match git(&["rev-parse", "HEAD"]) {
+    // Only the gate's own checkout: unpacked inside another repository, git would answer
+    // with that repository's commit.
+    let own = git(&["rev-parse", "--show-toplevel"]).is_some_and(|top| {
+        let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        match (std::fs::canonicalize(top), std::fs::canonicalize(workspace)) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        }
+    });
+    let commit = match git(&["rev-parse", "HEAD"]).filter(|_| own) {
         Some(c) if c.len() == 40 => {
             let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
                 .is_some_and(|s| !s.is_empty());

@@ -514,7 +514,7 @@ fn a_cluster_file_whose_coordinators_do_not_answer_is_refused_before_building() 
     assert!(
         text(&o).contains(&format!(
             "none of the coordinators of --cluster-file {} (127.0.0.1:{port}) accepts a TCP \
-             connection from this host, so nothing was built",
+             connection from this host (each tried within 1 s), so nothing was built",
             file.display()
         )),
         "{}",

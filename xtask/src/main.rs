@@ -37,6 +37,9 @@ fn main() -> ExitCode {
                 return ExitCode::from(EXIT_USAGE);
             }
             let _ = e.print();
+            if e.use_stderr() {
+                refused_flags_reported(&e.render().to_string());
+            }
             return ExitCode::from(if e.use_stderr() { EXIT_USAGE } else { 0 });
         }
     };
@@ -55,5 +58,38 @@ fn main() -> ExitCode {
             }
             ExitCode::from(status)
         }
+    }
+}
+
+/// A flag clap refused is an error before any verdict too: as for every other usage error,
+/// `--json` prints it as JSON on stdout and `--junit PATH` gets one ERROR test case (README,
+/// "Verdicts and exit status"). The flags are read from the raw command line, since it did
+/// not parse.
+fn refused_flags_reported(message: &str) {
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let message = message
+        .lines()
+        .next()
+        .unwrap_or(message)
+        .trim_start_matches("error: ")
+        .to_string();
+    if args.iter().any(|a| a == "--json") {
+        println!("{}", xtask::report::error_json(EXIT_USAGE, &message));
+    }
+    let junit = args
+        .iter()
+        .enumerate()
+        .find_map(|(i, a)| match a.strip_prefix("--junit=") {
+            Some(path) => Some(path.to_string()),
+            None if a == "--junit" => args.get(i + 1).cloned(),
+            None => None,
+        });
+    if let Some(path) = junit {
+        xtask::report::write::setup_error(
+            std::path::Path::new(&path),
+            &anyhow::Error::new(xtask::error::UsageError(message)),
+        );
     }
 }

@@ -84,4 +84,56 @@ fn dry_run_prints_the_plan_and_runs_nothing() {
     );
     assert_eq!(plan["config"]["seed"], 3, "{plan:#}");
     assert!(!s.out().exists());
+    // The text plan names the floors and the ports (fresh user: only the JSON had them).
+    let o = s
+        .bench_command(&a, &b, &["--dry-run", "--port-range", "42000-42099"])
+        .env("PERFGATE_SLO_TPS_REDWOOD", "500")
+        .env("PERFGATE_SLO_TPS_REDWOD", "500")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let out = text(&o);
+    assert!(
+        out.contains("slo        redwood: 500 TPS from PERFGATE_SLO_TPS_REDWOOD"),
+        "{out}"
+    );
+    assert!(out.contains("ports      42000-42099, 3 per trial"), "{out}");
+    assert!(
+        out.contains("PERFGATE_SLO_TPS_REDWOD names no storage engine, so it sets no floor"),
+        "{out}"
+    );
+    // A value clap refuses is reported as every usage error is: JSON on stdout, a JUnit
+    // ERROR case (breaker: both were missing).
+    let junit = s.dir.path().join("refused.xml");
+    let o = s.bench(
+        &a,
+        &b,
+        &[
+            "--port-range",
+            "5-4",
+            "--json",
+            "--junit",
+            junit.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    let err: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+    assert_eq!(err["exit_code"], 64, "{err}");
+    assert!(
+        err["error"].as_str().unwrap().contains("LOW is above HIGH"),
+        "{err}"
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("ERROR: ") && xml.contains("LOW is above HIGH"),
+        "{xml}"
+    );
+    // Testers on other hosts join only a cluster the gate did not start.
+    let o = s.bench(&a, &b, &["--dry-run", "--remote-testers", "2"]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("--remote-testers 2 needs --cluster-file"),
+        "{}",
+        text(&o)
+    );
 }

@@ -738,13 +738,14 @@ fn report_html_quotes_the_command_line_as_given() {
 fn servers_listen_in_the_port_range_given_or_the_trial_says_it_is_too_narrow() {
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({}), json!({}));
-    // A range of 40 ports above one the OS gave (some may be taken: the free ones serve).
-    let low = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .clamp(1024, 65000);
+    // Ranges below the kernel's ephemeral ports, which the other tests' clusters take
+    // (bound to port 0): a range among those would take ports they just chose. Spread
+    // by pid, for two suites at once; some may be taken: the free ones serve.
+    let ephemeral_low: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32768);
+    let low = ephemeral_low.max(8000) - 6000 + (std::process::id() % 100) as u16 * 50;
     let range = format!("{low}-{}", low + 39);
     let o = s.bench(&a, &b, &["--trials", "1", "--port-range", &range]);
     assert_eq!(code(&o), 0, "{}", text(&o));
@@ -768,10 +769,12 @@ fn servers_listen_in_the_port_range_given_or_the_trial_says_it_is_too_narrow() {
         ports.iter().all(|p| (low..=low + 39).contains(p)),
         "{ports:?}"
     );
-    // One port held by another program, and a cluster of 3 servers: said, not hung.
-    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = held.local_addr().unwrap().port();
-    let narrow = format!("{port}-{port}");
+    // A range of 3 of which another program holds one, and a cluster of 3 servers: said
+    // by the trial, not hung.
+    let port = low + 40;
+    // Held by this test, or already by another program: held either way.
+    let held = std::net::TcpListener::bind(("127.0.0.1", port));
+    let narrow = format!("{port}-{}", port + 2);
     let o = s.bench_in(
         "narrow",
         &a,
@@ -780,14 +783,27 @@ fn servers_listen_in_the_port_range_given_or_the_trial_says_it_is_too_narrow() {
     );
     assert_eq!(code(&o), 2, "{}", text(&o));
     assert!(
-        text(&o).contains(&format!(
-            "--port-range {port}-{port} has 0 free port(s) now, and the cluster needs 3"
-        )),
+        text(&o).contains(&format!("--port-range {narrow} has "))
+            && text(&o).contains("free port(s) now, and the cluster needs 3"),
         "{}",
         text(&o)
     );
+    drop(held);
     let o = s.bench_in("bad", &a, &b, &["--port-range", "9000-8000"]);
     assert_eq!(code(&o), 64, "{}", text(&o));
     assert!(text(&o).contains("LOW is above HIGH"), "{}", text(&o));
+    // Too few for a 3-server cluster: said before any trial (fresh user: it was the
+    // first trial's error).
+    let o = s.bench_in("small", &a, &b, &["--port-range", "42000-42001"]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains(
+            "--port-range 42000-42001 holds 2 port(s), and each trial listens on 3 (one per \
+             server and tester here)"
+        ),
+        "{}",
+        text(&o)
+    );
+    assert!(!s.dir.path().join("small").join("trials.json").exists());
     s.assert_no_leftover_processes();
 }

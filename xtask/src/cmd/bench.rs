@@ -36,6 +36,10 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         let mut config = BenchConfig::try_from(args)?;
         let prepared = prepare(&config)?;
         control_from_record(&mut config, &prepared);
+        // A cluster that is down is said in a second, before a build or a plan-time wait.
+        if let Some(e) = &config.existing {
+            refuse_unreachable(e)?;
+        }
         let mut wanted = Vec::new();
         if config.baseline.build_dir.is_none() && !config.no_control && config.existing.is_none() {
             wanted.push(Arm::Baseline);
@@ -53,9 +57,6 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
                 if source.baseline_rev.is_none() {
                     source.baseline_rev = Some(record.build.source_version.clone());
                 }
-            }
-            if let Some(e) = &config.existing {
-                refuse_unreachable(e)?;
             }
             // Resolved once for the checks before building (a working tree is snapshotted).
             let commits = build::commits(&source, &wanted)?;

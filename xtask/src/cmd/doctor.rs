@@ -116,7 +116,11 @@ fn fdb_checkout(fdb_src: Option<PathBuf>) -> Finding {
     finding(
         Level::Warn,
         "FDB checkout",
-        format!("{} is not a git checkout (FDB_SRC)", src.display()),
+        if src.exists() {
+            format!("{} is not a git checkout (FDB_SRC)", src.display())
+        } else {
+            format!("{} does not exist (FDB_SRC)", src.display())
+        },
         "bench builds its arms from it: clone one (git clone \
          https://github.com/apple/foundationdb), set FDB_SRC or --fdb-src, or give bench \
          prebuilt trees (--baseline-build, --experiment-build)",

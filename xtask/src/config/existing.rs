@@ -35,6 +35,14 @@ impl ExistingCluster {
     /// is wrong with the file.
     pub fn resolve(a: &BenchArgs, c: &BenchConfig) -> Result<Option<ExistingCluster>, UsageError> {
         let Some(path) = &a.cluster_file else {
+            if a.remote_testers > 0 {
+                return Err(usage(format!(
+                    "--remote-testers {} needs --cluster-file: testers on other hosts join \
+                     a cluster the gate did not start; the gate's own cluster runs on \
+                     loopback, where no other host reaches it",
+                    a.remote_testers
+                )));
+            }
             return Ok(None);
         };
         refuse_server_flags(a, c)?;

@@ -276,6 +276,7 @@ impl TryFrom<&BenchArgs> for BenchConfig {
             // The cluster's own engine, read from its status json by the plan.
             c.engines.clear();
         }
+        check_port_range(&c)?;
         Ok(c)
     }
 }
@@ -457,6 +458,35 @@ fn topology_fields(a: &crate::cli::TopologyArgs) -> topology::Topology {
 
 /// Refuses a gate the workload's driver cannot measure: the multitest driver's ReadWrite
 /// reports no p99 latency.
+/// Ports a trial listens on: one per server of the gate's own cluster (none for a cluster
+/// the gate did not start) and one per tester this host runs (multitest driver).
+pub fn ports_per_trial(c: &BenchConfig) -> u32 {
+    let t = &c.topology;
+    let servers = match c.existing {
+        Some(_) => 0,
+        None => t.hosts * (t.stateless_per_host + t.logs_per_host + t.storage_per_host),
+    };
+    servers + c.workload.readwrite.as_ref().map_or(0, |rw| rw.testers)
+}
+
+/// Errors when `--port-range` holds fewer ports than a trial listens on
+/// ([`ports_per_trial`]): said before any trial, not by the first trial's start.
+fn check_port_range(c: &BenchConfig) -> Result<(), UsageError> {
+    let Some(r) = c.port_range else {
+        return Ok(());
+    };
+    let size = u32::from(r.high - r.low) + 1;
+    let need = ports_per_trial(c);
+    if size < need {
+        return Err(usage(format!(
+            "--port-range {r} holds {size} port(s), and each trial listens on {need} (one \
+             per server and tester here): give a range of at least {need}, with room for \
+             ports other programs hold"
+        )));
+    }
+    Ok(())
+}
+
 fn check_driver_gates(c: &BenchConfig) -> Result<(), UsageError> {
     if c.workload.readwrite.is_some() && c.gates.contains(Metric::TxnLatencyP99) {
         return Err(usage(format!(

@@ -13,7 +13,7 @@
 
 use std::{collections::BTreeMap, path::Path};
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Engine, UsageError};
@@ -157,6 +157,26 @@ pub fn env_var(engine: Engine) -> String {
     )
 }
 
+/// Warnings for environment variables (`names`) that look like an SLO floor
+/// (`PERFGATE_SLO_TPS_...`) but name no engine the gate knows: a typo
+/// (`PERFGATE_SLO_TPS_REDWOD`) would otherwise set no floor, unsaid.
+pub fn misspelled_vars<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> Vec<String> {
+    let known: Vec<String> = Engine::KNOWN.iter().map(|&e| env_var(e)).collect();
+    names
+        .into_iter()
+        .filter(|n| {
+            n.as_ref().starts_with("PERFGATE_SLO_TPS_") && !known.iter().any(|k| k == n.as_ref())
+        })
+        .map(|n| {
+            format!(
+                "{} names no storage engine, so it sets no floor: the variables are {}",
+                n.as_ref(),
+                known.join(", ")
+            )
+        })
+        .collect()
+}
+
 /// The floors of a run and where they came from.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Floors {
@@ -180,21 +200,28 @@ fn read_floors(file: &Path, profile: &str) -> Result<(BTreeMap<Engine, f64>, Vec
     let absent =
         matches!(file.symlink_metadata(), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
     let from_file = if !absent {
-        let text = crate::input::read_text(file).with_context(|| {
-            format!(
-                "cannot read the SLO file {} (TPS floors per profile and engine); fix or \
-                 remove it",
+        // The team's file: what is wrong with it is a usage error (64), as a bad
+        // PERFGATE_SLO_TPS_* value is.
+        let text = crate::input::read_text(file).map_err(|e| {
+            UsageError(format!(
+                "cannot read the SLO file {} (TPS floors per profile and engine): {e:#}; fix \
+                 or remove it",
                 file.display()
-            )
+            ))
         })?;
-        let f: SloFile = serde_json::from_str(&text)
-            .with_context(|| format!("SLO file {} does not match the format", file.display()))?;
+        let f: SloFile = serde_json::from_str(&text).map_err(|e| {
+            UsageError(format!(
+                "SLO file {} does not match the format: {e}",
+                file.display()
+            ))
+        })?;
         if f.schema_version != 1 {
-            bail!(
+            return Err(UsageError(format!(
                 "SLO file {} has schema_version {}; this perfgate reads 1",
                 file.display(),
                 f.schema_version
-            );
+            ))
+            .into());
         }
         for name in f.tps.keys() {
             if name != profile && !BUILT_IN_PROFILES.contains(&name.as_str()) {
@@ -262,7 +289,10 @@ pub fn resolve(
         };
         if let Some((tps, source)) = chosen {
             if !(tps.is_finite() && tps > 0.0) {
-                bail!("SLO for {engine} from {source} is {tps}, not a positive TPS figure");
+                return Err(UsageError(format!(
+                    "SLO for {engine} from {source} is {tps}, not a positive TPS figure"
+                ))
+                .into());
             }
             slo.set(engine, tps);
             sources.push(format!("{engine}: {tps} TPS from {source}"));
@@ -415,6 +445,22 @@ mod tests {
         assert!(
             err.to_string().contains("PERFGATE_SLO_TPS_ROCKSDB='-3'"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn a_misspelled_floor_variable_is_named() {
+        let names = [
+            "PERFGATE_SLO_TPS_REDWOD",
+            "PERFGATE_SLO_TPS_REDWOOD",
+            "PATH",
+        ];
+        let w = misspelled_vars(names);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("PERFGATE_SLO_TPS_REDWOD names no storage engine")
+                && w[0].contains("PERFGATE_SLO_TPS_SSD_2"),
+            "{w:?}"
         );
     }
 

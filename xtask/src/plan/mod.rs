@@ -258,6 +258,18 @@ impl Plan {
             );
         }
         let _ = writeln!(s, "pinning    {}", self.pinning);
+        let slo = match self.slo_sources.as_slice() {
+            [] => "no TPS floor (--slo-tps, PERFGATE_SLO_TPS_<ENGINE>, slo.json)".to_string(),
+            sources => sources.join("; "),
+        };
+        let _ = writeln!(s, "slo        {slo}");
+        if let Some(r) = self.config.port_range {
+            let _ = writeln!(
+                s,
+                "ports      {r}, {} per trial",
+                crate::config::ports_per_trial(&self.config)
+            );
+        }
         let _ = writeln!(s, "environment {}", self.child_env.summary());
         if let Some(budget) = self.config.time_budget {
             let _ = writeln!(

@@ -74,14 +74,7 @@ pub fn prepare(config: &BenchConfig) -> Result<Prepared> {
         Some(b) => vec![b.engine],
         None => config.engines.clone(),
     };
-    let env = |var: &str| std::env::var(var).ok();
-    let slo = slo::resolve(
-        config.slo_tps,
-        &config.workload.profile,
-        &engines,
-        &env,
-        &baselines.join("slo.json"),
-    )?;
+    let slo = floors(config, &engines, &baselines)?;
     if let Some(out) = &config.out {
         check_results_dir(out, config.junit.as_deref())?;
     }
@@ -508,6 +501,21 @@ fn arms_configured_differently(baseline: &ArmPlan, experiment: &ArmPlan) -> Opti
     })
 }
 
+/// The SLO floors of `engines` ([`slo::resolve`]: `--slo-tps`, this process's
+/// environment, `<baselines>/slo.json`), warned of misspelled floor variables.
+fn floors(config: &BenchConfig, engines: &[Engine], baselines: &Path) -> Result<slo::Floors> {
+    let mut floors = slo::resolve(
+        config.slo_tps,
+        &config.workload.profile,
+        engines,
+        &|var: &str| std::env::var(var).ok(),
+        &baselines.join("slo.json"),
+    )?;
+    let names = std::env::vars_os().map(|(k, _)| k.to_string_lossy().into_owned());
+    floors.warnings.extend(slo::misspelled_vars(names));
+    Ok(floors)
+}
+
 /// The engine of a cluster the gate did not start (read with `probe`) and its TPS floors.
 /// Errors: the probe's, or a record (`--against-recorded`) of another engine.
 fn existing_engine(
@@ -529,13 +537,7 @@ fn existing_engine(
         .into());
     }
     let baselines = baseline::dir(config.baselines_dir.as_deref())?;
-    let slo = slo::resolve(
-        config.slo_tps,
-        &config.workload.profile,
-        &[engine],
-        &|var: &str| std::env::var(var).ok(),
-        &baselines.join("slo.json"),
-    )?;
+    let slo = floors(config, &[engine], &baselines)?;
     Ok((vec![engine], slo))
 }
 

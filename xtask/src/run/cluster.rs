@@ -110,17 +110,17 @@ pub fn engine_of_existing(
     })
 }
 
-/// Before an FDB build for a run against a cluster the gate did not start: errors when
-/// none of its coordinators accepts a TCP connection now (each tried within 1 s), so that
-/// a cluster that is down, or a cluster file that names the wrong hosts, is said before
-/// the build's hours, not after. Its storage engine and release need the built fdbcli and
+/// Before the plan (and any FDB build) of a run against a cluster the gate did not start:
+/// errors when none of its coordinators resolves or accepts a TCP connection now (each
+/// tried within 1 s), so that a cluster that is down, or a cluster file that names the
+/// wrong hosts, is said in seconds, not after a build's hours or `--timeout-available`. Its storage engine and release need the built fdbcli and
 /// are read after the build ([`engine_of_existing`]).
 pub fn refuse_unreachable(e: &ExistingCluster) -> Result<()> {
     let resolved = resolved_coordinators(e);
     if resolved.is_empty() && !e.connection.coordinators.is_empty() {
         bail!(
             "no coordinator of --cluster-file {} ({}) resolves to an address from this \
-             host, so nothing was built: check the names (DNS, /etc/hosts) or give the \
+             host, so nothing was built or run: check the names (DNS, /etc/hosts) or give the \
              cluster file of a cluster that runs",
             e.path.display(),
             e.connection.coordinators.join(", ")
@@ -130,8 +130,8 @@ pub fn refuse_unreachable(e: &ExistingCluster) -> Result<()> {
         None => Ok(()),
         Some(names) => Err(anyhow!(
             "none of the coordinators of --cluster-file {} ({names}) accepts a TCP \
-             connection from this host, so nothing was built: start the cluster, or give \
-             the cluster file of one that runs",
+             connection from this host (each tried within 1 s), so nothing was built or \
+             run: start the cluster, or give the cluster file of one that runs",
             e.path.display()
         )),
     }
@@ -864,9 +864,9 @@ impl Cluster {
         let out = self.artifacts.join(name);
         let mut last = String::new();
         // Each fdbcli call is cut at `cap` so that a cluster coming up is seen soon; a
-        // call that printed nothing (cut short, or timed out itself) doubles it, up to what is left of `bound`: a cluster whose
-        // status takes longer (a never-configured database answers after about 15 s)
-        // is still heard within the bound.
+        // call that printed nothing (cut short, or timed out itself) doubles it, up to
+        // what is left of `bound`: a cluster whose status takes longer (a database never
+        // created answers after about 15 s) is still heard within the bound.
         let mut cap = STATUS_CALL_BOUND;
         loop {
             self.check_alive()?;
@@ -1097,19 +1097,20 @@ fn host_ip(host: u32) -> Ipv4Addr {
     Ipv4Addr::new(127, 0, 0, host.clamp(1, 254) as u8)
 }
 
-/// `n` distinct loopback ports that were free a moment ago (bound together, then
-/// released): any the OS gives (port 0), or the first free ones of `range`. Another program
+/// `n` distinct ports that were free a moment ago on every address (bound together on
+/// 0.0.0.0, then released: a port held on 127.0.0.2 only, where a second "host" listens,
+/// is not free): any the OS gives (port 0), or the first free ones of `range`. Another program
 /// could take one in between; the cluster start then fails with that server's "address in
 /// use" error rather than hanging. Errors: `range` has fewer than `n` free ports.
 fn free_ports(n: usize, range: Option<PortRange>) -> Result<Vec<u16>> {
     let listeners: Vec<TcpListener> = match range {
         None => (0..n)
-            .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))
+            .map(|_| TcpListener::bind((Ipv4Addr::UNSPECIFIED, 0)))
             .collect::<Result<_, _>>()
             .context("cannot find free loopback ports")?,
         Some(r) => {
             let free: Vec<TcpListener> = (r.low..=r.high)
-                .filter_map(|p| TcpListener::bind((Ipv4Addr::LOCALHOST, p)).ok())
+                .filter_map(|p| TcpListener::bind((Ipv4Addr::UNSPECIFIED, p)).ok())
                 .take(n)
                 .collect();
             if free.len() < n {
