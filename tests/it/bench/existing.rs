@@ -374,6 +374,48 @@ fn the_data_set_of_an_existing_cluster_is_not_counted_against_the_local_work_dir
 }
 
 #[test]
+fn a_gate_killed_while_it_reads_the_engine_leaves_a_dir_the_next_run_removes() {
+    // Breaker: SIGKILL during the plan-time probe left its scratch dir for good.
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    // Never configured, and its status never answers: the probe waits.
+    let (file, _server) = hand_started_cluster_of(&s, &a, "");
+    let mut gate = existing_command(&s, &a, &file, &SMALL, &["--timeout-available", "600"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let ours = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(s.workdir.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("perfgate-"))
+            .map(|e| e.path())
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while ours().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the probe never began"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    gate.kill().unwrap();
+    gate.wait().unwrap();
+    assert_eq!(ours().len(), 1, "{:?}", ours());
+    // The next run on the work dir finds it, its gate dead, and removes it.
+    let o = s.bench(&a, &b, &["--trials", "1"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(
+        text(&o).contains("died without cleaning up"),
+        "{}",
+        text(&o)
+    );
+    assert!(ours().is_empty(), "{:?}", ours());
+}
+
+#[test]
 fn a_cluster_whose_database_was_never_created_is_named_so_before_any_trial() {
     let s = Sandbox::new();
     // Its status answers after 15 s, later than the first poll's 10 s bound.
@@ -765,7 +807,7 @@ fn assert_only_the_hand_cluster_is_left(s: &Sandbox) {
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("perfgate-engine-"))
+        .filter(|n| n.starts_with("perfgate-"))
         .collect();
     assert!(scratch.is_empty(), "{scratch:?}");
 }

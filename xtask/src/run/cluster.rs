@@ -43,8 +43,9 @@ use crate::{
 
 /// The storage engine of a cluster the gate did not start (`config.existing`), read once
 /// before the plan is made ([`crate::plan::resolve::EngineProbe`]): `status json` with the
-/// `arm`'s fdbcli through a copy of the cluster file in a scratch dir under `workdir`,
-/// waited for within `--timeout-available` as a trial waits (available, recovered), its
+/// `arm`'s fdbcli through a copy of the cluster file in a scratch dir, inside a run dir
+/// of its own under `workdir` ([`super::reaper::RunDir`], so that a killed gate's is
+/// cleaned by the next run), waited for within `--timeout-available` as a trial waits (available, recovered), its
 /// `cluster.configuration.storage_engine` mapped by [`Engine::from_status`]. The scratch
 /// dir is removed whatever happens; a failure's message carries the end of fdbcli's
 /// stderr. Errors:
@@ -62,10 +63,14 @@ pub fn engine_of_existing(
         .context("no --cluster-file: the gate configures the engine of its own clusters")?;
     let (tree, release, bound) = (&arm.tree, arm.mako.release, config.bounds.available);
     let workdir = &workdir.path;
+    // A run dir of its own, locked while this process lives: if the gate is killed
+    // (SIGKILL) during the probe, the next run's `clean_stale_runs` removes it. The
+    // scratch dir inside it goes first when both are dropped.
+    let run = super::reaper::RunDir::create(workdir)?;
     let scratch = tempfile::Builder::new()
-        .prefix("perfgate-engine-")
-        .tempdir_in(workdir)
-        .with_context(|| format!("cannot make a scratch dir in {}", workdir.display()))?;
+        .prefix("engine-")
+        .tempdir_in(&run.path)
+        .with_context(|| format!("cannot make a scratch dir in {}", run.path.display()))?;
     let read = || -> Result<Engine> {
         // No tester runs here, so no port is taken.
         let (at, ports) = (scratch.path(), None);
