@@ -93,6 +93,19 @@ impl Sandbox {
         (self.tree("a", a), self.tree("b", b))
     }
 
+    /// A memory cgroup (v1 files) with `headroom_mib` MiB of headroom under the sandbox,
+    /// simulated for `PERFGATE_CGROUP_ROOT` (tmpfs pages count against a real one); its
+    /// root.
+    pub fn simulated_cgroup(&self, headroom_mib: u64) -> PathBuf {
+        let root = self.dir.path().join("cgroup");
+        let cg = root.join("memory");
+        std::fs::create_dir_all(&cg).unwrap();
+        let (limit, usage) = ((headroom_mib + 50) << 20, 50u64 << 20);
+        std::fs::write(cg.join("memory.limit_in_bytes"), limit.to_string()).unwrap();
+        std::fs::write(cg.join("memory.usage_in_bytes"), usage.to_string()).unwrap();
+        root
+    }
+
     pub fn workdir_is_tmpfs(&self) -> bool {
         nix::sys::statfs::statfs(self.workdir.path())
             .is_ok_and(|s| s.filesystem_type() == nix::sys::statfs::TMPFS_MAGIC)

@@ -341,10 +341,7 @@ fn the_data_set_of_an_existing_cluster_is_not_counted_against_the_local_work_dir
     let (file, _server) = hand_started_cluster(&s, &a);
     // 50 MiB of memory cgroup headroom (simulated; tmpfs pages count against it), and
     // a data set of 10 M rows x 116 bytes x 3: about 3.3 GB.
-    let cg = s.dir.path().join("cgroup/memory");
-    std::fs::create_dir_all(&cg).unwrap();
-    std::fs::write(cg.join("memory.limit_in_bytes"), (100u64 << 20).to_string()).unwrap();
-    std::fs::write(cg.join("memory.usage_in_bytes"), (50u64 << 20).to_string()).unwrap();
+    let cgroup = s.simulated_cgroup(50);
     let big = [
         "--profile",
         "point-read",
@@ -354,18 +351,12 @@ fn the_data_set_of_an_existing_cluster_is_not_counted_against_the_local_work_dir
         "10",
     ];
     let mut cmd = existing_command(&s, &a, &file, &big, &["--dry-run"]);
-    let o = cmd
-        .env("PERFGATE_CGROUP_ROOT", s.dir.path().join("cgroup"))
-        .output()
-        .unwrap();
+    let o = cmd.env("PERFGATE_CGROUP_ROOT", &cgroup).output().unwrap();
     assert_eq!(code(&o), 0, "{}", text(&o));
     assert!(!text(&o).contains("a trial needs about"), "{}", text(&o));
     // A small workload on a cluster of the gate's own is refused: its data is here.
     let mut own = s.bench_command(&a, &b, &[]);
-    let o = own
-        .env("PERFGATE_CGROUP_ROOT", s.dir.path().join("cgroup"))
-        .output()
-        .unwrap();
+    let o = own.env("PERFGATE_CGROUP_ROOT", &cgroup).output().unwrap();
     if s.workdir_is_tmpfs() {
         assert_eq!(code(&o), 64, "{}", text(&o));
         assert!(text(&o).contains("a trial needs about"), "{}", text(&o));

@@ -57,15 +57,9 @@ fn a_trial_that_would_not_fit_the_ram_disk_or_the_cgroup_is_refused_before_start
         assert!(!s.dir.path().join("small-run").exists(), "nothing started");
     }
     // A memory cgroup with 50 MiB of headroom (simulated: tmpfs pages count against it).
-    let cg = s.dir.path().join("cgroup/memory");
-    std::fs::create_dir_all(&cg).unwrap();
-    std::fs::write(cg.join("memory.limit_in_bytes"), (100u64 << 20).to_string()).unwrap();
-    std::fs::write(cg.join("memory.usage_in_bytes"), (50u64 << 20).to_string()).unwrap();
+    let cgroup = s.simulated_cgroup(50);
     let mut cmd = s.bench_command(&a, &b, &[]);
-    let o = cmd
-        .env("PERFGATE_CGROUP_ROOT", s.dir.path().join("cgroup"))
-        .output()
-        .unwrap();
+    let o = cmd.env("PERFGATE_CGROUP_ROOT", &cgroup).output().unwrap();
     if s.workdir_is_tmpfs() {
         assert_eq!(code(&o), 64, "{}", text(&o));
         assert!(text(&o).contains("memory cgroup headroom"), "{}", text(&o));
