@@ -243,11 +243,31 @@ impl ClusterStatus {
         })
     }
 
-    /// When storage servers run another engine than the configured one (a storage
-    /// migration under way, or one that never ends, as `gradual` on a one-process
-    /// cluster): why its TPS is not the configured engine's. Engine names are compared as
+    /// The storage engine the cluster runs: the configured one
+    /// (`cluster.configuration.storage_engine`, read by [`crate::Engine::from_status`])
+    /// when every storage server runs it too. Errors, saying why its TPS is not one
+    /// known engine's: storage servers run another engine (a storage migration under
+    /// way, or one that never ends, as `gradual` on a one-process cluster); the
+    /// configured name is none the gate knows (`none`: a database never configured).
+    pub fn engine(&self) -> Result<crate::Engine, String> {
+        if let Some(why) = self.engine_mismatch() {
+            return Err(why);
+        }
+        crate::Engine::from_status(&self.storage_engine).ok_or_else(|| {
+            format!(
+                "its status json names storage engine {:?}, none the gate knows ({}); \
+                 `none` is a database never configured (`fdbcli --exec 'configure new \
+                 single ssd-redwood-1'` makes one)",
+                self.storage_engine,
+                crate::Engine::KNOWN.map(|e| e.to_string()).join(", ")
+            )
+        })
+    }
+
+    /// When storage servers run another engine than the configured one: why its TPS is
+    /// not the configured engine's. Engine names are compared as
     /// [`crate::Engine::from_status`] reads them.
-    pub fn engine_mismatch(&self) -> Option<String> {
+    fn engine_mismatch(&self) -> Option<String> {
         let configured = crate::Engine::from_status(&self.storage_engine);
         let others: Vec<&str> = self
             .storage_server_engines
@@ -435,7 +455,7 @@ mod tests {
         .unwrap();
         assert_eq!(migrating.storage_engine, "ssd-redwood-1");
         assert_eq!(migrating.storage_server_engines, ["ssd-2"]);
-        let why = migrating.engine_mismatch().unwrap();
+        let why = migrating.engine().unwrap_err();
         assert!(
             why.contains("configured for ssd-redwood-1 but storage servers run ssd-2"),
             "{why}"
@@ -444,7 +464,7 @@ mod tests {
         let fresh =
             ClusterStatus::parse(include_str!("../testdata/status-json-available.json")).unwrap();
         assert!(fresh.storage_server_engines.is_empty());
-        assert_eq!(fresh.engine_mismatch(), None);
+        assert_eq!(fresh.engine(), Ok(crate::Engine::Redwood));
         // A cluster whose database was never created.
         let never = include_str!("../testdata/status-json-never-configured.json");
         assert_eq!(

@@ -115,6 +115,9 @@ pub struct Behaviour {
     /// so when given at least that `--timeout`, else prints nothing, as the real one
     /// does cut short. 0: it never answers.
     pub never_configured_answer_s: u64,
+    /// `mako --mode run` ends only once the tree's `double-go` file exists (waited for
+    /// at most 120 s): a test lets a trial finish when it has done what must come first.
+    pub mako_run_waits_for_go: bool,
 }
 
 impl Behaviour {
@@ -138,6 +141,7 @@ impl Default for Behaviour {
             server_start_delay_ms: 0,
             configure_hang: false,
             never_configured_answer_s: 0,
+            mako_run_waits_for_go: false,
             refuse_tmpfs_without_aio: true,
             storage_crash_after_ms: None,
             mako_run_hang: false,

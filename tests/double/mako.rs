@@ -116,6 +116,13 @@ fn main() {
         println!("         OPS        15533          860          860       847.53         7.99");
         std::thread::sleep(Duration::from_secs(3600));
     }
+    if b.mako_run_waits_for_go {
+        let go = common::tree_root().join("double-go");
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        while !go.exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
     let k = common::next_run();
     let stream = common::stream(&b);
     let tps = b.tps * common::noise_factor(b.noise_pct, k, stream);

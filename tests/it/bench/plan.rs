@@ -64,11 +64,23 @@ fn dry_run_prints_the_plan_and_runs_nothing() {
         "{out}"
     );
     // The order shown can be had again (the sandbox's seed is 3).
+    // With the least time it takes: 12 trials of the sandbox's 6 s test.
     assert!(
-        out.contains("in this order (--seed 3 repeats it):"),
+        out.contains(
+            "12 in this order (--seed 3 repeats it), at least 1m 12s of test time (6 s each)"
+        ),
         "{out}"
     );
+    assert!(!out.contains("GIVES AT MOST INCONCLUSIVE"), "{out}");
     assert!(!s.out().exists());
+    // One pair estimates no noise: said before the run, not found in its verdict.
+    let o = s.bench(&a, &b, &["--dry-run", "--trials", "1"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(
+        text(&o).contains("WARNING: --trials 1 GIVES AT MOST INCONCLUSIVE"),
+        "{}",
+        text(&o)
+    );
     // With --json, the same plan as JSON (meta.json's "plan"), for scripts.
     let o = s.bench(
         &a,

@@ -507,8 +507,9 @@ fn a_results_dir_that_fills_up_mid_run_is_named_in_a_results_case() {
         eprintln!("skipped: this process cannot mount a small tmpfs to fill up");
         return;
     };
-    // Real seconds: trials last long enough to fill the disk between two of them.
-    let (a, b) = s.ab(json!({"time_scale": 0.5}), json!({"time_scale": 0.5}));
+    // The second trial (arm B) ends only once the disk is full (a loaded host let the
+    // whole run end first when this was left to the trials' length).
+    let (a, b) = s.ab(json!({}), json!({"mako_run_waits_for_go": true}));
     let out = fs.0.join("results");
     let junit = s.dir.path().join("junit.xml");
     let gate = s
@@ -523,7 +524,9 @@ fn a_results_dir_that_fills_up_mid_run_is_named_in_a_results_case() {
         .spawn()
         .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while !out.join("trials.json").exists() {
+    // results.tsv is written after trials.json: waiting for trials.json alone let a
+    // loaded host fill the disk between the two (test-mt32: results.tsv was named).
+    while !out.join("results.tsv").exists() {
         assert!(std::time::Instant::now() < deadline, "no trial was written");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
@@ -533,6 +536,7 @@ fn a_results_dir_that_fills_up_mid_run_is_named_in_a_results_case() {
         let mut filler = std::fs::File::create(fs.0.join("filler")).unwrap();
         while filler.write_all(&[0u8; 65536]).is_ok() {}
     }
+    std::fs::write(b.join("double-go"), "").unwrap();
     let o = gate.wait_with_output().unwrap();
     assert_eq!(code(&o), 2, "{}", text(&o));
     let cases = read_junit(&junit)[0]["cases"].clone();

@@ -356,8 +356,8 @@ pub struct BenchArgs {
 /// Where arms without a build tree are built from.
 #[derive(Debug, Args)]
 pub struct SourceArgs {
-    /// FDB git checkout to build the arms from (default: ../foundationdb beside this
-    /// repository, set in .cargo/config.toml).
+    /// FDB git checkout to build the arms from (default: foundationdb beside the gate's
+    /// workspace).
     #[arg(long, env = "FDB_SRC", value_name = "PATH")]
     pub fdb_src: Option<PathBuf>,
     /// Revision of the baseline arm (any git rev syntax); default: the merge base of HEAD

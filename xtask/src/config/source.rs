@@ -56,9 +56,9 @@ impl SourceConfig {
     }
 }
 
-/// `--fdb-src`/`FDB_SRC` (`.cargo/config.toml` sets `../foundationdb`; without either,
-/// `foundationdb` beside the gate's workspace), which must be a git checkout; the error
-/// says where it looked and the ways to point at one.
+/// `--fdb-src`/`FDB_SRC` (without either, `foundationdb` beside the gate's workspace),
+/// which must be a git checkout; the error says where it looked and the ways to point at
+/// one.
 /// `bench` also takes prebuilt trees (`for_bench`); `build` does not.
 fn fdb_src(
     args: &SourceArgs,
@@ -66,7 +66,7 @@ fn fdb_src(
     default_src: Option<PathBuf>,
 ) -> Result<PathBuf, UsageError> {
     // Without either, the checkout beside the gate's own workspace, from wherever the
-    // gate was started (cargo sets FDB_SRC only when started inside the workspace).
+    // gate was started.
     let src = args
         .fdb_src
         .clone()
@@ -75,13 +75,8 @@ fn fdb_src(
     if src.join(".git").exists() {
         return Ok(std::fs::canonicalize(&src).unwrap_or(src));
     }
-    // `.cargo/config.toml` sets FDB_SRC to ../foundationdb beside this repository.
     let from = match &args.fdb_src {
-        None => "the default",
-        Some(p) if p.ends_with("foundationdb") => {
-            "--fdb-src/FDB_SRC; `cargo xtask` sets FDB_SRC to ../foundationdb beside this \
-             repository (.cargo/config.toml) unless you do"
-        }
+        None => "the default: foundationdb beside the gate's workspace",
         Some(_) => "--fdb-src/FDB_SRC",
     };
     let what = if src.is_dir() {
@@ -102,4 +97,48 @@ fn fdb_src(
             ""
         }
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(fdb_src: Option<PathBuf>) -> SourceArgs {
+        SourceArgs {
+            fdb_src,
+            baseline: None,
+            experiment: None,
+            cmake_args: Vec::new(),
+            build_jobs: None,
+            timeout_build: 3600,
+        }
+    }
+
+    #[test]
+    fn a_missing_checkout_names_where_the_path_came_from() {
+        let dir = tempfile::tempdir().unwrap();
+        let nowhere = dir.path().join("foundationdb");
+        // Fresh user: the default came from FDB_SRC in .cargo/config.toml, which also put
+        // `--fdb-src` in every usage line; it is now the gate's own default.
+        let e = fdb_src(&args(None), true, Some(nowhere.clone())).unwrap_err();
+        assert!(
+            e.0.contains(&format!(
+                "{} does not exist (from the default: foundationdb beside the gate's workspace)",
+                nowhere.display()
+            )),
+            "{}",
+            e.0
+        );
+        let e = fdb_src(&args(Some(nowhere.clone())), false, None).unwrap_err();
+        assert!(e.0.contains("(from --fdb-src/FDB_SRC)"), "{}", e.0);
+        assert!(!e.0.contains("--baseline-build"), "{}", e.0);
+        std::fs::create_dir(&nowhere).unwrap();
+        let e = fdb_src(&args(Some(nowhere.clone())), true, None).unwrap_err();
+        assert!(e.0.contains("is not the top of a git checkout"), "{}", e.0);
+        std::fs::create_dir(nowhere.join(".git")).unwrap();
+        assert_eq!(
+            fdb_src(&args(None), true, Some(nowhere.clone())).unwrap(),
+            nowhere.canonicalize().unwrap()
+        );
+    }
 }

@@ -3,7 +3,7 @@
 //! Pure except for nothing: the inputs were read by their own stages, so a plan can be
 //! printed (`--dry-run`) and tested without running anything.
 
-use std::fmt::Write as _;
+use std::{fmt::Write as _, time::Duration};
 
 use serde::Serialize;
 
@@ -26,7 +26,7 @@ use crate::{
         tree::{read_build_config, FdbTree},
         Provenance,
     },
-    config::{slo::SloTps, Arm, BenchConfig},
+    config::{slo::SloTps, Arm, BenchConfig, MIN_PAIRS},
     error::UsageError,
     results::{baseline::Baseline, noise::NoisePrior},
 };
@@ -142,6 +142,16 @@ impl Plan {
                 same_binaries,
                 &mut warnings,
             )?;
+        }
+        let compared = baseline.is_some() || config.against_recorded.is_some();
+        if compared && config.trials < 2 && config.time_budget.is_none() {
+            warnings.push(format!(
+                "--trials {} GIVES AT MOST INCONCLUSIVE: one trial per arm and engine carries \
+                 no estimate of the noise, so no change can be called; the statistics need 2 \
+                 pairs, and {MIN_PAIRS} or more resolve changes of a few percent (--trials \
+                 auto adds pairs until decided)",
+                config.trials
+            ));
         }
         if !workdir.tmpfs {
             warnings.push(format!(
@@ -278,16 +288,26 @@ impl Plan {
                 humantime::format_duration(budget)
             );
         }
-        let _ = writeln!(
-            s,
-            "trials     {} in this order (--seed {} repeats it):",
-            self.trials.len(),
-            self.config.seed
-        );
+        let _ = writeln!(s, "{}", self.trials_header());
         for t in &self.trials {
             let _ = writeln!(s, "{}", self.trial_line(t));
         }
         s
+    }
+
+    /// The line over the trials: how many, the seed of their order, and the least time
+    /// they take (their test time; each trial's cluster start and data load add to it,
+    /// and the run says its own estimate once a trial has ended).
+    fn trials_header(&self) -> String {
+        let seconds = self.config.workload.seconds;
+        let test = Duration::from_secs(self.trials.len() as u64 * seconds);
+        format!(
+            "trials     {} in this order (--seed {} repeats it), at least {} of test time \
+             ({seconds} s each), plus each trial's cluster start and data load:",
+            self.trials.len(),
+            self.config.seed,
+            humantime::format_duration(test),
+        )
     }
 
     /// One trial's line of the plan: index, arm, engine, repetition, sweep target, knobs.

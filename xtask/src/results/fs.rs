@@ -62,8 +62,7 @@ pub fn workspace_root() -> Result<PathBuf> {
 }
 
 /// The FDB checkout used when neither `--fdb-src` nor `FDB_SRC` names one: `foundationdb`
-/// beside the gate's workspace, wherever the gate was started from (cargo sets `FDB_SRC`
-/// from `.cargo/config.toml` only when started inside the workspace); `None` when the
+/// beside the gate's workspace, wherever the gate was started from; `None` when the
 /// workspace is not known.
 pub fn default_fdb_src() -> Option<PathBuf> {
     Some(workspace_root().ok()?.parent()?.join("foundationdb"))

@@ -85,18 +85,7 @@ pub fn engine_of_existing(
         let text = read_output(&scratch.path().join("status.json"))?;
         let status = ClusterStatus::parse(&text)
             .map_err(|why| anyhow!("{why}; its status json begins:\n{}", excerpt(&text, 5)))?;
-        if let Some(why) = status.engine_mismatch() {
-            return Err(anyhow!(why));
-        }
-        Engine::from_status(&status.storage_engine).ok_or_else(|| {
-            anyhow!(
-                "its status json names storage engine {:?}, none the gate knows ({}); \
-                 `none` is a database never configured (`fdbcli --exec 'configure new \
-                 single ssd-redwood-1'` makes one)",
-                status.storage_engine,
-                Engine::KNOWN.map(|e| e.to_string()).join(", ")
-            )
-        })
+        status.engine().map_err(|why| anyhow!(why))
     };
     read().map_err(|err| {
         // The scratch dir goes (it is on the shared work dir); what fdbcli said on
@@ -487,7 +476,7 @@ impl Cluster {
 
     /// Errors when the cluster's storage engine was reconfigured since `before` was read
     /// (its configured engine differs, or its storage servers run another, see
-    /// [`ClusterStatus::engine_mismatch`]), or it recovered: its `status json`
+    /// [`ClusterStatus::engine`]), or it recovered: its `status json`
     /// generation (the recovery count) grew, so a test between the two answers ran across
     /// a recovery (a server killed or restarted, a tlog lost) and its TPS is not the
     /// cluster's steady throughput; FDB's multitest still reports it as passed. Polled
@@ -514,8 +503,8 @@ impl Cluster {
             },
         )?;
         // A reconfigured engine recovers the cluster too, but is said for what it is.
-        let migrating = after.engine_mismatch();
-        if after.storage_engine != before.storage_engine || migrating.is_some() {
+        let now = after.engine();
+        if now.is_err() || now != before.engine() {
             return Err(anyhow!(
                 "the cluster's storage engine was changed during the test (configured {:?} \
                  before, {:?} after{}): its TPS spans a reconfiguration and a data \
@@ -523,7 +512,7 @@ impl Cluster {
                  done; see {}",
                 before.storage_engine,
                 after.storage_engine,
-                migrating.map(|m| format!("; {m}")).unwrap_or_default(),
+                now.err().map(|m| format!("; {m}")).unwrap_or_default(),
                 answer.display()
             )
             .into());

@@ -277,7 +277,8 @@ fn eta(done: &[TrialRecord], remaining: usize, sweep: bool) -> String {
         * remaining as f64;
     let about = if sweep { "at most" } else { "about" };
     if seconds < 90.0 {
-        format!(", {about} {seconds:.0} s left")
+        // Rounded up: a trial still runs, so never "0 s".
+        format!(", {about} {} s left", seconds.ceil().max(1.0))
     } else {
         format!(", {about} {:.0} min left", seconds / 60.0)
     }
@@ -333,5 +334,26 @@ mod tests {
         assert!(!use_color(true, Some("1".into())));
         assert!(use_color(true, Some("".into())));
         assert!(!use_color(false, None));
+    }
+
+    #[test]
+    fn time_left_is_the_mean_trial_times_the_trials_left_never_zero() {
+        use crate::results::trial::{Phase, PhaseTiming};
+        let took = |s: f64| {
+            let mut t = crate::results::trial::measured_trial(1, crate::config::Arm::Baseline, 1.0);
+            t.phases = vec![PhaseTiming {
+                phase: Phase::MakoRun,
+                duration_s: s,
+            }];
+            t
+        };
+        assert_eq!(eta(&[], 3, false), "");
+        // The fresh user saw "about 0 s left" from trials of a fraction of a second.
+        assert_eq!(eta(&[took(0.2), took(0.3)], 1, false), ", about 1 s left");
+        assert_eq!(
+            eta(&[took(10.0), took(20.0)], 2, true),
+            ", at most 30 s left"
+        );
+        assert_eq!(eta(&[took(100.0)], 3, false), ", about 5 min left");
     }
 }

@@ -11,10 +11,7 @@ use std::{
 };
 
 use anyhow::{anyhow, Context, Result};
-use fdb::{
-    mako::{last_sample_tps, MakoReport, TextSummary},
-    Engine,
-};
+use fdb::mako::{last_sample_tps, MakoReport, TextSummary};
 
 use super::{cluster::Cluster, monitor::Monitor, reaper::remove_mako_leftovers};
 use crate::{
@@ -398,10 +395,7 @@ fn check_class(
     planned: &PlannedTrial,
     status: &fdb::status::ClusterStatus,
 ) -> Result<(), PhaseError> {
-    if let Some(why) = status.engine_mismatch() {
-        return Err(anyhow!(why).into());
-    }
-    if Engine::from_status(&status.storage_engine) != Some(planned.engine) {
+    if status.engine().map_err(|why| anyhow!(why))? != planned.engine {
         return Err(anyhow!(
             "the cluster's storage engine is now {:?}, and the plan read {} before the first \
              trial: it was reconfigured during the run, and TPS across the change do not \
