@@ -144,7 +144,9 @@ impl Plan {
             )?;
         }
         let compared = baseline.is_some() || config.against_recorded.is_some();
-        if compared && config.trials < 2 && config.time_budget.is_none() {
+        // A sweep judges its knee step by step, and reruns the steps the arms split on.
+        let one_trial = config.trials < 2 && config.time_budget.is_none();
+        if compared && one_trial && config.sweep.is_none() {
             warnings.push(format!(
                 "--trials {} GIVES AT MOST INCONCLUSIVE: one trial per arm and engine carries \
                  no estimate of the noise, so no change can be called; the statistics need 2 \
@@ -301,8 +303,13 @@ impl Plan {
     fn trials_header(&self) -> String {
         let seconds = self.config.workload.seconds;
         let test = Duration::from_secs(self.trials.len() as u64 * seconds);
+        // A sweep may stop before its last step, and reruns a step the arms split on.
+        let least = match self.config.sweep {
+            Some(_) => "if each runs once,",
+            None => "at least",
+        };
         format!(
-            "trials     {} in this order (--seed {} repeats it), at least {} of test time \
+            "trials     {} in this order (--seed {} repeats it), {least} {} of test time \
              ({seconds} s each), plus each trial's cluster start and data load:",
             self.trials.len(),
             self.config.seed,
