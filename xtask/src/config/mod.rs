@@ -456,15 +456,12 @@ fn topology_fields(a: &crate::cli::TopologyArgs) -> topology::Topology {
     }
 }
 
-/// Refuses a gate the workload's driver cannot measure: the multitest driver's ReadWrite
-/// reports no p99 latency.
 /// Ports a trial listens on: one per server of the gate's own cluster (none for a cluster
 /// the gate did not start) and one per tester this host runs (multitest driver).
 pub fn ports_per_trial(c: &BenchConfig) -> u32 {
-    let t = &c.topology;
     let servers = match c.existing {
         Some(_) => 0,
-        None => t.hosts * (t.stateless_per_host + t.logs_per_host + t.storage_per_host),
+        None => c.topology.servers(),
     };
     servers + c.workload.readwrite.as_ref().map_or(0, |rw| rw.testers)
 }
@@ -487,6 +484,8 @@ fn check_port_range(c: &BenchConfig) -> Result<(), UsageError> {
     Ok(())
 }
 
+/// Refuses a gate the workload's driver cannot measure: the multitest driver's ReadWrite
+/// reports no p99 latency.
 fn check_driver_gates(c: &BenchConfig) -> Result<(), UsageError> {
     if c.workload.readwrite.is_some() && c.gates.contains(Metric::TxnLatencyP99) {
         return Err(usage(format!(

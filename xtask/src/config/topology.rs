@@ -97,6 +97,11 @@ impl Default for Topology {
 }
 
 impl Topology {
+    /// fdbserver processes of the cluster: every host's stateless, log and storage ones.
+    pub fn servers(&self) -> u32 {
+        self.hosts * (self.stateless_per_host + self.logs_per_host + self.storage_per_host)
+    }
+
     /// The upstream loopback cluster (one host, 1/1/1, single)?
     pub fn is_default(&self) -> bool {
         *self == Topology::default()

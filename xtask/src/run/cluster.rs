@@ -45,8 +45,9 @@ use crate::{
 /// before the plan is made ([`crate::plan::resolve::EngineProbe`]): `status json` with the
 /// `arm`'s fdbcli through a copy of the cluster file in a scratch dir, inside a run dir
 /// of its own under `workdir` ([`super::reaper::RunDir`], so that a killed gate's is
-/// cleaned by the next run), waited for within `--timeout-available` as a trial waits (available, recovered), its
-/// `cluster.configuration.storage_engine` mapped by [`Engine::from_status`]. The scratch
+/// cleaned by the next run), waited for within `--timeout-available` as a trial waits
+/// (available, recovered), its `cluster.configuration.storage_engine` read by
+/// [`fdb::status::ClusterStatus::engine`]. The scratch
 /// dir is removed whatever happens; a failure's message carries the end of fdbcli's
 /// stderr. Errors:
 /// no `--cluster-file`; the cluster does not answer in time; it names no engine the gate
@@ -107,8 +108,9 @@ pub fn engine_of_existing(
 /// Before the plan (and any FDB build) of a run against a cluster the gate did not start:
 /// errors when none of its coordinators resolves or accepts a TCP connection now (each
 /// tried within 1 s), so that a cluster that is down, or a cluster file that names the
-/// wrong hosts, is said in seconds, not after a build's hours or `--timeout-available`. Its storage engine and release need the built fdbcli and
-/// are read after the build ([`engine_of_existing`]).
+/// wrong hosts, is said in seconds, not after a build's hours or `--timeout-available`.
+/// Its storage engine and release need the built fdbcli and are read after the build
+/// ([`engine_of_existing`]).
 pub fn refuse_unreachable(e: &ExistingCluster) -> Result<()> {
     let resolved = resolved_coordinators(e);
     if resolved.is_empty() && !e.connection.coordinators.is_empty() {
