@@ -155,7 +155,9 @@ fn run_sweep(plan: &Plan, out: &Path, ladder: &[u64]) -> Result<Vec<TrialRecord>
                 );
             }
             // After a failed trial the runner skips the engine's others.
-            for planned in confirming(&step, extra, &mut next_repetition) {
+            let confirmations = confirming(&step, extra, &mut next_repetition);
+            runner.expect_more(confirmations.len());
+            for planned in confirmations {
                 if !runner.run(planned)? {
                     break 'engines;
                 }
@@ -320,7 +322,16 @@ fn adaptive(
             );
             break;
         }
-        for planned in plan.pair(engine, rep) {
+        let pair = plan.pair(engine, rep);
+        // The plan holds the first pairs; the rest are counted once they are known.
+        if !plan
+            .trials
+            .iter()
+            .any(|t| t.engine == engine && t.repetition == rep)
+        {
+            runner.expect_more(pair.len());
+        }
+        for planned in pair {
             if !runner.run(planned)? {
                 return Ok(seq.looks_planned());
             }

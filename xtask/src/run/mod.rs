@@ -39,6 +39,9 @@ pub struct Runner<'a> {
     save: Save<'a>,
     /// The records of the trials that ended, in run order.
     pub trials: Vec<TrialRecord>,
+    /// The trials this run is known to have, for "trial i of n": the plan's, less those
+    /// skipped, plus those added past it ([`Runner::expect_more`]).
+    expected: usize,
     /// Children the gate had before its first trial (inherited across the `exec` that
     /// started it, or started by an earlier stage): never a trial's, never touched.
     inherited: Vec<u32>,
@@ -87,6 +90,7 @@ impl<'a> Runner<'a> {
             run_workdir,
             save: Box::new(save),
             trials: Vec::new(),
+            expected: plan.trials.len(),
             inherited,
             reaper,
         })
@@ -109,6 +113,12 @@ impl<'a> Runner<'a> {
         Ok(())
     }
 
+    /// Counts `n` trials that will run past the plan's (a sweep's confirmations,
+    /// `--trials auto`'s pairs), so that the progress lines count them before they run.
+    pub fn expect_more(&mut self, n: usize) {
+        self.expected += n;
+    }
+
     /// Runs one trial (unless its engine already failed) and saves every record so far.
     /// Returns false when the run must stop (interrupt). Errors: the results dir is gone
     /// ([`Runner::check_results_dir`]), or the records cannot be saved.
@@ -120,14 +130,17 @@ impl<'a> Runner<'a> {
                 "{} trial skipped: an earlier {0} trial failed",
                 planned.engine
             );
+            self.expected = self.expected.saturating_sub(1);
             return Ok(true);
         }
         planned.index = self.trials.len() + 1;
         self.check_results_dir(planned.index)?;
-        let planned_total = self.plan.trials.len().max(planned.index);
+        // A trial the caller did not announce still counts.
+        self.expected = self.expected.max(planned.index);
         tracing::info!(
-            "trial {} of {planned_total}: {} {} #{}{}{}",
+            "trial {} of {}: {} {} #{}{}{}",
             planned.index,
+            self.expected,
             planned.engine,
             planned.arm,
             planned.repetition,
@@ -135,11 +148,7 @@ impl<'a> Runner<'a> {
                 .target_tps
                 .map(|t| format!(", target {t} TPS"))
                 .unwrap_or_default(),
-            eta(
-                &self.trials,
-                planned_total + 1 - planned.index,
-                planned.target_tps.is_some()
-            )
+            eta(&self.trials, self.expected + 1 - planned.index)
         );
         let config = &self.plan.config;
         let ctx = TrialContext {
@@ -262,9 +271,10 @@ impl<'a> Runner<'a> {
 }
 
 /// ", about N min left" for `remaining` trials at the mean wall time of the trials so far
-/// (their phases'), or "" before the first has finished; "at most" in a sweep, which
-/// stops one step past the knee, before its last planned trial.
-fn eta(done: &[TrialRecord], remaining: usize, sweep: bool) -> String {
+/// (their phases'), or "" before the first has finished. An estimate, no bound: a sweep
+/// stops one step past its knee, before its last planned trial, and may rerun a step;
+/// `--trials auto` stops when decided and may add pairs.
+fn eta(done: &[TrialRecord], remaining: usize) -> String {
     if done.is_empty() {
         return String::new();
     }
@@ -275,12 +285,11 @@ fn eta(done: &[TrialRecord], remaining: usize, sweep: bool) -> String {
         .sum::<f64>()
         / done.len() as f64
         * remaining as f64;
-    let about = if sweep { "at most" } else { "about" };
     if seconds < 90.0 {
         // Rounded up: a trial still runs, so never "0 s".
-        format!(", {about} {} s left", seconds.ceil().max(1.0))
+        format!(", about {} s left", seconds.ceil().max(1.0))
     } else {
-        format!(", {about} {:.0} min left", seconds / 60.0)
+        format!(", about {:.0} min left", seconds / 60.0)
     }
 }
 
@@ -347,13 +356,10 @@ mod tests {
             }];
             t
         };
-        assert_eq!(eta(&[], 3, false), "");
+        assert_eq!(eta(&[], 3), "");
         // The fresh user saw "about 0 s left" from trials of a fraction of a second.
-        assert_eq!(eta(&[took(0.2), took(0.3)], 1, false), ", about 1 s left");
-        assert_eq!(
-            eta(&[took(10.0), took(20.0)], 2, true),
-            ", at most 30 s left"
-        );
-        assert_eq!(eta(&[took(100.0)], 3, false), ", about 5 min left");
+        assert_eq!(eta(&[took(0.2), took(0.3)], 1), ", about 1 s left");
+        assert_eq!(eta(&[took(10.0), took(20.0)], 2), ", about 30 s left");
+        assert_eq!(eta(&[took(100.0)], 3), ", about 5 min left");
     }
 }
