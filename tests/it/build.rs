@@ -727,21 +727,25 @@ fn a_failing_build_shows_its_log_and_a_missing_checkout_or_cmake_is_named() {
         "{}",
         text(&o)
     );
-    // A file is named as one, and the clone command names where to clone.
+    // The clone command names where to clone: the missing path itself, but never a file
+    // (breaker: `git clone` onto the file would fail).
+    assert!(
+        text(&o).contains(&format!(
+            "git clone https://github.com/apple/foundationdb {}",
+            s.dir.path().join("nowhere").display()
+        )),
+        "{}",
+        text(&o)
+    );
     let file = s.dir.path().join("a-file");
     std::fs::write(&file, "").unwrap();
     let o = bench(&s, &file, "file", &[]);
     assert_eq!(code(&o), 64, "{}", text(&o));
     assert!(
-        text(&o).contains("is a file, not a directory"),
-        "{}",
-        text(&o)
-    );
-    assert!(
-        text(&o).contains(&format!(
-            "git clone https://github.com/apple/foundationdb {}",
-            file.display()
-        )),
+        text(&o).contains("is a file, not a directory")
+            && text(&o).contains(
+                "clone one elsewhere (git clone https://github.com/apple/foundationdb DIR)"
+            ),
         "{}",
         text(&o)
     );
@@ -780,6 +784,26 @@ fn a_failing_build_shows_its_log_and_a_missing_checkout_or_cmake_is_named() {
     assert_eq!(code(&o), 64, "{}", text(&o));
     assert!(
         text(&o).contains("cmake is not installed: apt-get install cmake"),
+        "{}",
+        text(&o)
+    );
+    // A PATH without git: named before the first git command, not as "cannot find the
+    // merge base of HEAD" (breaker).
+    let empty = s.dir.path().join("emptybin");
+    std::fs::create_dir_all(&empty).unwrap();
+    let o = gate(&s)
+        .args(["bench", "--dry-run", "--fdb-src"])
+        .arg(&repo)
+        .arg("--out")
+        .arg(s.dir.path().join("nogit"))
+        .env("WORKDIR", s.workdir.path())
+        .env("PATH", &empty)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("git is not installed: apt-get install git")
+            && !text(&o).contains("merge base"),
         "{}",
         text(&o)
     );

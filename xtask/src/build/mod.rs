@@ -149,21 +149,8 @@ fn cmake_version(text: &str) -> Option<(u32, u32)> {
 /// Checks that cmake, ninja and a C++ compiler are installed, naming the Debian/Ubuntu
 /// package when one is not.
 pub fn check_tools() -> Result<()> {
-    for (tool, package) in [
-        (
-            "cmake",
-            "cmake, or `pip install cmake` (4.4.5 generates FDB main's build; Debian 12's \
-             3.25.1 does not)",
-        ),
-        ("ninja", "ninja-build"),
-        ("git", "git"),
-    ] {
-        if which::which(tool).is_err() {
-            return Err(UsageError(format!(
-                "{tool} is not installed: apt-get install {package}"
-            ))
-            .into());
-        }
+    for tool in ["cmake", "ninja", "git"] {
+        need_tool(tool)?;
     }
     if ["c++", "clang++", "g++"]
         .iter()
@@ -176,9 +163,31 @@ pub fn check_tools() -> Result<()> {
     Ok(())
 }
 
+/// Errors ([`UsageError`]) when `tool` (cmake, ninja or git) is not on PATH, naming the
+/// Debian/Ubuntu package that installs it.
+fn need_tool(tool: &str) -> Result<()> {
+    if which::which(tool).is_ok() {
+        return Ok(());
+    }
+    let package = match tool {
+        "cmake" => {
+            "cmake, or `pip install cmake` (4.4.5 generates FDB main's build; Debian 12's \
+             3.25.1 does not)"
+        }
+        "ninja" => "ninja-build",
+        other => other,
+    };
+    Err(UsageError(format!(
+        "{tool} is not installed: apt-get install {package}"
+    ))
+    .into())
+}
+
 /// The default baseline: the merge base of HEAD with the upstream main branch (the first
 /// of `origin/main`, `upstream/main`, `origin/master`, `main` that exists).
 pub fn default_baseline(src: &Path) -> Result<String> {
+    // Each failed `git merge-base` means "no such branch" below: git itself must be there.
+    need_tool("git")?;
     for upstream in ["origin/main", "upstream/main", "origin/master", "main"] {
         if let Ok(base) = git(src, ["merge-base", "HEAD", upstream], &[]) {
             return Ok(base);
@@ -646,6 +655,7 @@ fn git<A: AsRef<OsStr>>(
     args: impl IntoIterator<Item = A>,
     env: &[(&str, &OsStr)],
 ) -> Result<String> {
+    need_tool("git")?;
     let args: Vec<std::ffi::OsString> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
     let what = format!(
         "`git -C {} {}`",

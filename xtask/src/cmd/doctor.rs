@@ -88,9 +88,8 @@ fn check_all(explicit_workdir: Option<&Path>) -> Vec<Finding> {
     f.push(governor());
     f.push(busy_processes());
     f.push(fdb_checkout(
-        std::env::var_os("FDB_SRC")
-            .map(PathBuf::from)
-            .or_else(crate::results::fs::default_fdb_src),
+        std::env::var_os("FDB_SRC").map(PathBuf::from),
+        crate::results::fs::default_fdb_src(),
     ));
     f.extend(build_tools());
     if let Some(why) = crate::build::cmake_too_old() {
@@ -104,27 +103,28 @@ fn check_all(explicit_workdir: Option<&Path>) -> Vec<Finding> {
     f
 }
 
-/// The FDB checkout `bench` builds its arms from (`FDB_SRC`, which `cargo xtask` sets to
-/// `../foundationdb`, else that path): a warning when it is not a git checkout, since
-/// `bench` without prebuilt trees then stops at once.
-fn fdb_checkout(fdb_src: Option<PathBuf>) -> Finding {
-    let src = fdb_src.unwrap_or_else(|| PathBuf::from("../foundationdb"));
+/// The FDB checkout `bench` builds its arms from (`FDB_SRC`, else foundationdb beside
+/// the gate's workspace): a warning when it is not a git checkout, since `bench` without
+/// prebuilt trees then stops at once; worded as `bench`'s error.
+fn fdb_checkout(from_env: Option<PathBuf>, default: Option<PathBuf>) -> Finding {
+    if from_env.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
+        return finding(
+            Level::Warn,
+            "FDB checkout",
+            "FDB_SRC is set but empty, which bench refuses".into(),
+            "unset FDB_SRC, or set it to an FDB git checkout",
+        );
+    }
+    let named_by = from_env.as_ref().map(|_| "FDB_SRC");
+    let src = from_env
+        .or(default)
+        .unwrap_or_else(|| PathBuf::from("../foundationdb"));
     if src.join(".git").exists() {
         let shown = std::fs::canonicalize(&src).unwrap_or(src);
         return finding(Level::Ok, "FDB checkout", shown.display().to_string(), "");
     }
-    finding(
-        Level::Warn,
-        "FDB checkout",
-        if src.exists() {
-            format!("{} is not a git checkout (FDB_SRC)", src.display())
-        } else {
-            format!("{} does not exist (FDB_SRC)", src.display())
-        },
-        "bench builds its arms from it: clone one (git clone \
-         https://github.com/apple/foundationdb), set FDB_SRC or --fdb-src, or give bench \
-         prebuilt trees (--baseline-build, --experiment-build)",
-    )
+    let (problem, advice) = crate::config::source::no_checkout(&src, named_by, true);
+    finding(Level::Warn, "FDB checkout", problem, &advice)
 }
 
 /// The work dir `bench` would use (tmpfs, free space) and fsync latency there and, for
@@ -415,11 +415,25 @@ mod tests {
     fn a_missing_fdb_checkout_is_a_warning_saying_what_to_do() {
         // A fresh user: doctor said all was well, then `bench` stopped at once.
         let dir = tempfile::tempdir().unwrap();
-        let missing = fdb_checkout(Some(dir.path().join("foundationdb")));
+        let src = dir.path().join("foundationdb");
+        let missing = fdb_checkout(Some(src.clone()), None);
         assert_eq!(missing.level, Level::Warn);
         assert!(missing.advice.contains("git clone"), "{missing:?}");
-        std::fs::create_dir_all(dir.path().join("foundationdb/.git")).unwrap();
-        let there = fdb_checkout(Some(dir.path().join("foundationdb")));
+        // Worded as bench's error, naming where the path came from.
+        assert_eq!(
+            missing.found,
+            format!("{} does not exist (from FDB_SRC)", src.display())
+        );
+        let default = fdb_checkout(None, Some(src.clone()));
+        assert!(default.found.contains("(from the default: "), "{default:?}");
+        let empty = fdb_checkout(Some(PathBuf::new()), Some(src.clone()));
+        assert_eq!(empty.level, Level::Warn);
+        assert!(
+            empty.found.contains("FDB_SRC is set but empty"),
+            "{empty:?}"
+        );
+        std::fs::create_dir_all(src.join(".git")).unwrap();
+        let there = fdb_checkout(None, Some(src));
         assert_eq!(there.level, Level::Ok, "{there:?}");
     }
 
