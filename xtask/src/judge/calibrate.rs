@@ -355,8 +355,12 @@ impl EngineNoise {
                 pct(m.split.as_ref().map(|x| x.between_pct)),
                 pct(m.mde_pct_3_pairs),
                 pct(m.mde_pct_10_pairs),
-                m.pairs_needed
-                    .map_or_else(|| format!(">{MAX_PAIRS}"), |n| n.to_string())
+                match (m.pairs_needed, m.pair_log_ratio_sd) {
+                    (Some(n), _) => n.to_string(),
+                    (None, Some(_)) => format!(">{MAX_PAIRS}"),
+                    // No estimate of the noise (breaker: one pair showed ">200").
+                    (None, None) => "-".to_string(),
+                }
             );
         }
         s
@@ -479,5 +483,13 @@ mod tests {
         let c = calibrate(&interleaved(&[1000.0], &[1001.0]));
         assert_eq!(c.engines[0].pair_log_ratio_sd, None);
         assert!(c.render().contains("no estimate of the noise"));
+        // Breaker: the by-metric table said one pair "needs >200" pairs.
+        let table = c.engines[0].render_metrics(2.0);
+        assert!(!table.contains(">200"), "{table}");
+        let tps_row = table
+            .lines()
+            .find(|l| l.trim_start().starts_with("tps "))
+            .unwrap();
+        assert!(tps_row.trim_end().ends_with(" -"), "{table}");
     }
 }

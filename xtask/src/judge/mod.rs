@@ -408,11 +408,11 @@ fn judge_engine(
             unpaired(&base, &exp, m)
         } else {
             let prior = prior.and_then(|p| Some((p, p.get(engine, m)?)));
-            let (c, said) = paired_with_prior(&pairs, m, prior)?;
+            let (c, said) = paired_with_prior(&pairs, m, prior);
             if let Some(said) = said {
                 noise_from.borrow_mut().insert(m, said);
             }
-            Some(c)
+            c
         }?;
         Some(if m.lower_is_better() { c.inverted() } else { c })
     };
@@ -596,37 +596,49 @@ fn unpaired(base: &[&Sample], exp: &[&Sample], m: Metric) -> Option<Comparison> 
 
 /// The pairs compared on `m` in their run order, their noise pooled with the
 /// calibration's (`prior`) when it describes them ([`stats::noise_agrees`], on the pairs'
-/// plain variance), with what was done with it for the verdict; `None` when a pair lacks
-/// `m`.
+/// plain variance), with what was done with it for the verdict; no comparison when a pair
+/// lacks `m` or there are fewer than 2 pairs (then, with a calibration, why it was not
+/// pooled: the check needs the run's own noise).
 fn paired_with_prior(
     pairs: &[(&Sample, &Sample)],
     m: Metric,
     prior: Option<(&NoisePrior, PriorNoise)>,
-) -> Option<(Comparison, Option<String>)> {
-    let (a, b): (Vec<f64>, Vec<f64>) = pairs
+) -> (Option<Comparison>, Option<String>) {
+    let Some((a, b)) = pairs
         .iter()
         .map(|(a, b)| Some((a.value(m)?, b.value(m)?)))
-        .collect::<Option<Vec<_>>>()?
-        .into_iter()
-        .unzip();
+        .collect::<Option<Vec<_>>>()
+        .map(|v| v.into_iter().unzip::<_, _, Vec<f64>, Vec<f64>>())
+    else {
+        return (None, None);
+    };
     let order = run_order(pairs);
     let Some((p, n)) = prior else {
-        return Some((stats::paired_in_order(&a, &b, &order, None)?, None));
+        return (stats::paired_in_order(&a, &b, &order, None), None);
     };
-    let plain = stats::paired(&a, &b)?;
-    Some(match stats::noise_agrees(&plain, n.sd_log, n.pairs) {
+    let not_pooled = |why: &str| {
+        format!(
+            "noise NOT pooled with calibration {}: {why}",
+            p.source.display()
+        )
+    };
+    let Some(plain) = stats::paired(&a, &b) else {
+        let why = "a run's own noise is checked against the calibration's first, which \
+                   takes 2 complete pairs";
+        return (None, Some(not_pooled(why)));
+    };
+    match stats::noise_agrees(&plain, n.sd_log, n.pairs) {
         Ok(()) => (
-            stats::paired_in_order(&a, &b, &order, Some((n.sd_log, n.pairs)))?,
+            stats::paired_in_order(&a, &b, &order, Some((n.sd_log, n.pairs))),
             Some(p.describe(n)),
         ),
         Err(why) => (
-            stats::paired_in_order(&a, &b, &order, None)?,
-            Some(format!(
-                "noise NOT pooled with calibration {}: {why}; judged on this run's pairs alone",
-                p.source.display()
-            )),
+            stats::paired_in_order(&a, &b, &order, None),
+            Some(not_pooled(&format!(
+                "{why}; judged on this run's pairs alone"
+            ))),
         ),
-    })
+    }
 }
 
 /// The values of `m` of a recorded baseline's trials among `base`, one list per recorded
@@ -1257,6 +1269,52 @@ pub(crate) mod tests {
         seed: u64,
     ) -> Vec<(Verdict, bool)> {
         simulate_ar1_with(runs, pairs, phi, cv, effect, seed, None)
+    }
+
+    #[test]
+    fn one_pair_with_a_calibration_is_inconclusive_and_says_why_nothing_was_pooled() {
+        // Breaker: the pooled variance needs no pair of the run's own, but the check of
+        // today's noise against the calibration's does; the verdict said only "fewer than
+        // 2 complete pairs".
+        let prior = crate::results::noise::NoisePrior {
+            source: "cal".into(),
+            calibrated_at: String::new(),
+            age_s: 0,
+            host_class: String::new(),
+            noise: vec![crate::results::noise::PriorNoise {
+                engine: Engine::Redwood,
+                metric: Metric::Tps,
+                pairs: 6,
+                sd_log: 0.02,
+            }],
+        };
+        let criteria = Criteria {
+            trials: 1,
+            slo_tps: None,
+            ..CRITERIA
+        };
+        let j = judge_looks(
+            &Sample::of_trials(&interleaved(&[1000.0], &[800.0])),
+            &[Engine::Redwood],
+            criteria,
+            false,
+            &BTreeMap::new(),
+            None,
+            Some(&prior),
+        )
+        .remove(0);
+        assert_eq!(j.verdict, Verdict::Inconclusive, "{j:?}");
+        assert!(
+            j.reason.contains("fewer than 2 complete pairs"),
+            "{}",
+            j.reason
+        );
+        let said = j.noise_from.as_deref().unwrap_or_default();
+        assert!(
+            said.starts_with("noise NOT pooled with calibration cal: a run's own noise")
+                && j.notes.iter().any(|n| n == said),
+            "{j:?}"
+        );
     }
 
     /// [`simulate_ar1`], each run judged with the noise of its own simulated A/A
