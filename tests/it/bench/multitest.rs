@@ -370,7 +370,7 @@ fn a_sweep_stops_one_step_past_the_knee_and_a_lower_knee_is_a_regression() {
     );
     // The time left counts the whole ladder, which the sweep may not climb: an estimate.
     assert!(
-        text(&o).contains("trial 2 of 10: redwood") && text(&o).contains(", about "),
+        text(&o).contains("trial 2 of 10 so far: redwood") && text(&o).contains(", about "),
         "{}",
         text(&o)
     );
@@ -485,7 +485,7 @@ fn one_slow_trial_at_the_knee_runs_the_step_again_and_moves_no_knee() {
     // then "9 of 9", "10 of 10").
     for n in 7..=12 {
         assert!(
-            text(&o).contains(&format!("trial {n} of 12: redwood")),
+            text(&o).contains(&format!("trial {n} of 12 so far: redwood")),
             "{n}: {}",
             text(&o)
         );
@@ -584,6 +584,13 @@ fn a_failed_confirmation_ends_its_engines_sweep_and_the_next_engine_sweeps() {
     assert!(
         rocksdb.iter().any(|t| t["target_tps"] == 1200),
         "{rocksdb:#?}"
+    );
+    // The count drops the steps redwood never climbed (breaker: it ended "16 of 18").
+    let n = t.len();
+    assert!(
+        text(&o).contains(&format!("trial {n} of {n} so far: rocksdb")),
+        "{}",
+        text(&o)
     );
     let judgements = s.read_json("summary.json")["judgements"].clone();
     let verdict = |engine: &str| {

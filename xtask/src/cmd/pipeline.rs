@@ -132,7 +132,10 @@ fn run_sweep(plan: &Plan, out: &Path, ladder: &[u64]) -> Result<Vec<TrialRecord>
     let against = knee::Against::of(plan.recorded.as_ref(), plan.baseline.is_some());
     let mut next_repetition = plan.trials.iter().map(|t| t.repetition).max().unwrap_or(0);
     'engines: for &engine in &plan.engines {
+        // Steps handed to the runner: the plan's trials on the steps past them will not run.
+        let mut climbed = 0;
         for &target in ladder {
+            climbed += 1;
             let step: Vec<&PlannedTrial> = plan
                 .trials
                 .iter()
@@ -174,6 +177,15 @@ fn run_sweep(plan: &Plan, out: &Path, ladder: &[u64]) -> Result<Vec<TrialRecord>
                 break;
             }
         }
+        let unclimbed = &ladder[climbed..];
+        runner.expect_fewer(
+            plan.trials
+                .iter()
+                .filter(|t| {
+                    t.engine == engine && t.target_tps.is_some_and(|x| unclimbed.contains(&x))
+                })
+                .count(),
+        );
     }
     Ok(runner.finish())
 }
@@ -314,6 +326,8 @@ fn adaptive(
     let mut seq = Sequential::new(budget);
     let gated = plan.config.gates.union(plan.config.gates_if_measured);
     let family = plan.engines.len() * gated.iter().count();
+    // Pairs handed to the runner: the plan's pairs past them will not run.
+    let mut handed = 0;
     for rep in 1..=MAX_TRIALS {
         if !seq.another_pair_fits(started.elapsed(), rep - 1) {
             tracing::info!(
@@ -331,6 +345,7 @@ fn adaptive(
         {
             runner.expect_more(pair.len());
         }
+        handed = rep;
         for planned in pair {
             if !runner.run(planned)? {
                 return Ok(seq.looks_planned());
@@ -357,6 +372,12 @@ fn adaptive(
             break;
         }
     }
+    runner.expect_fewer(
+        plan.trials
+            .iter()
+            .filter(|t| t.engine == engine && t.repetition > handed)
+            .count(),
+    );
     Ok(seq.looks_planned())
 }
 

@@ -40,8 +40,12 @@ pub struct Runner<'a> {
     /// The records of the trials that ended, in run order.
     pub trials: Vec<TrialRecord>,
     /// The trials this run is known to have, for "trial i of n": the plan's, less those
-    /// skipped, plus those added past it ([`Runner::expect_more`]).
+    /// skipped or never to run ([`Runner::expect_fewer`]), plus those added past it
+    /// ([`Runner::expect_more`]).
     expected: usize,
+    /// Whether trials may still be added or dropped (a sweep, `--trials auto`): then the
+    /// count is "so far".
+    open: bool,
     /// Children the gate had before its first trial (inherited across the `exec` that
     /// started it, or started by an earlier stage): never a trial's, never touched.
     inherited: Vec<u32>,
@@ -91,6 +95,7 @@ impl<'a> Runner<'a> {
             save: Box::new(save),
             trials: Vec::new(),
             expected: plan.trials.len(),
+            open: plan.config.sweep.is_some() || plan.config.time_budget.is_some(),
             inherited,
             reaper,
         })
@@ -119,6 +124,12 @@ impl<'a> Runner<'a> {
         self.expected += n;
     }
 
+    /// Drops `n` of the plan's trials that will not run (an engine's sweep stopped past
+    /// its knee, `--trials auto` decided before its planned pairs) from the count.
+    pub fn expect_fewer(&mut self, n: usize) {
+        self.expected = self.expected.saturating_sub(n).max(self.trials.len());
+    }
+
     /// Runs one trial (unless its engine already failed) and saves every record so far.
     /// Returns false when the run must stop (interrupt). Errors: the results dir is gone
     /// ([`Runner::check_results_dir`]), or the records cannot be saved.
@@ -138,9 +149,10 @@ impl<'a> Runner<'a> {
         // A trial the caller did not announce still counts.
         self.expected = self.expected.max(planned.index);
         tracing::info!(
-            "trial {} of {}: {} {} #{}{}{}",
+            "trial {} of {}{}: {} {} #{}{}{}",
             planned.index,
             self.expected,
+            if self.open { " so far" } else { "" },
             planned.engine,
             planned.arm,
             planned.repetition,
