@@ -14,7 +14,11 @@ use serde::Serialize;
 
 use crate::{
     cli::ProfileArg,
-    config::{client_procs, Workload, SATURATING_CORES},
+    config::{
+        client_procs,
+        source::{find_checkout, Origin},
+        Workload, SATURATING_CORES,
+    },
     plan::{preflight, workdir},
     results::host::{class_identifies_cpu, Host},
 };
@@ -115,16 +119,11 @@ fn fdb_checkout(from_env: Option<PathBuf>, default: Option<PathBuf>) -> Finding 
             "unset FDB_SRC, or set it to an FDB git checkout",
         );
     }
-    let named_by = from_env.as_ref().map(|_| "FDB_SRC");
-    let src = from_env
-        .or(default)
-        .unwrap_or_else(|| PathBuf::from("../foundationdb"));
-    if src.join(".git").exists() {
-        let shown = std::fs::canonicalize(&src).unwrap_or(src);
-        return finding(Level::Ok, "FDB checkout", shown.display().to_string(), "");
+    let given = from_env.map(|p| (p, Origin::Env));
+    match find_checkout(given, default, true) {
+        Ok(src) => finding(Level::Ok, "FDB checkout", src.display().to_string(), ""),
+        Err((problem, advice)) => finding(Level::Warn, "FDB checkout", problem, &advice),
     }
-    let (problem, advice) = crate::config::source::no_checkout(&src, named_by, true);
-    finding(Level::Warn, "FDB checkout", problem, &advice)
 }
 
 /// The work dir `bench` would use (tmpfs, free space) and fsync latency there and, for
@@ -193,21 +192,11 @@ fn memory_cgroup() -> Finding {
     }
 }
 
-/// cmake, ninja and a C++ compiler: needed only to build FDB trees.
+/// git, cmake, ninja and a C++ compiler ([`crate::build::BUILD_TOOLS`]): needed only to
+/// build FDB trees.
 fn build_tools() -> Vec<Finding> {
     let mut f = Vec::new();
-    for (tools, package) in [
-        (
-            &["cmake"][..],
-            "cmake, or `pip install cmake` (4.4.5 generates FDB main's build; Debian 12's \
-             3.25.1 does not)",
-        ),
-        (&["ninja"][..], "ninja-build"),
-        (
-            &["clang++", "clang++-19", "g++", "c++"][..],
-            "clang (FDB builds with clang; see README)",
-        ),
-    ] {
+    for (tools, package) in crate::build::BUILD_TOOLS {
         f.push(match tools.iter().find_map(|t| which::which(t).ok()) {
             Some(p) => finding(Level::Ok, "build tools", p.display().to_string(), ""),
             None => finding(

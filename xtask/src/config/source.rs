@@ -59,6 +59,19 @@ impl SourceConfig {
     }
 }
 
+/// Where the FDB checkout's path came from, for the error when it is none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// `--fdb-src`.
+    Flag,
+    /// The `FDB_SRC` variable.
+    Env,
+    /// The default: `foundationdb` beside the gate's workspace.
+    BesideWorkspace,
+    /// The default when the gate's workspace is not known: `../foundationdb`.
+    CurrentDir,
+}
+
 /// `--fdb-src`/`FDB_SRC` (without either, `foundationdb` beside the gate's workspace),
 /// which must be a git checkout; the error says where it looked and the ways to point at
 /// one.
@@ -68,64 +81,72 @@ fn fdb_src(
     for_bench: bool,
     default_src: Option<PathBuf>,
 ) -> Result<PathBuf, UsageError> {
-    // Without either, the checkout beside the gate's own workspace, from wherever the
-    // gate was started.
-    let src = args
-        .fdb_src
-        .clone()
-        .or(default_src)
-        .unwrap_or_else(|| PathBuf::from("../foundationdb"));
-    if src.join(".git").exists() {
+    let given = args.fdb_src.clone().map(|given| {
+        let typed = std::env::args_os()
+            .any(|a| a == "--fdb-src" || a.as_encoded_bytes().starts_with(b"--fdb-src="));
+        let origin = named_by(&given, std::env::var_os("FDB_SRC"), typed);
+        (given, origin)
+    });
+    find_checkout(given, default_src, for_bench)
+        .map_err(|(problem, advice)| UsageError(format!("no FDB checkout: {problem}; {advice}")))
+}
+
+/// The FDB checkout at `given` (a path and where it came from), else at `default`
+/// (`foundationdb` beside the gate's workspace), else at `../foundationdb`: its absolute
+/// path, or why it is none and what to do ([`no_checkout`]). `bench` and `doctor` agree
+/// through it.
+pub fn find_checkout(
+    given: Option<(PathBuf, Origin)>,
+    default: Option<PathBuf>,
+    for_bench: bool,
+) -> Result<PathBuf, (String, String)> {
+    let (src, origin) = match (given, default) {
+        (Some(given), _) => given,
+        (None, Some(default)) => (default, Origin::BesideWorkspace),
+        (None, None) => (PathBuf::from("../foundationdb"), Origin::CurrentDir),
+    };
+    if src.join(".git").try_exists().unwrap_or(false) {
         return Ok(std::fs::canonicalize(&src).unwrap_or(src));
     }
-    let (problem, advice) = no_checkout(
-        &src,
-        args.fdb_src
-            .as_ref()
-            .map(|given| named_by(given, std::env::var_os("FDB_SRC"))),
-        for_bench,
-    );
-    Err(UsageError(format!("no FDB checkout: {problem}; {advice}")))
+    Err(no_checkout(&src, origin, for_bench))
 }
 
 /// Which of `--fdb-src` and `FDB_SRC` gave the path `given`: clap takes the flag over the
-/// variable, so the variable only when it holds the same path (then either did).
-fn named_by(given: &Path, env: Option<OsString>) -> &'static str {
+/// variable, so the flag when it was `typed` on the command line or the variable holds
+/// another path.
+fn named_by(given: &Path, env: Option<OsString>, typed: bool) -> Origin {
     match env {
-        Some(v) if Path::new(&v) == given => "FDB_SRC",
-        _ => "--fdb-src",
+        Some(v) if !typed && Path::new(&v) == given => Origin::Env,
+        _ => Origin::Flag,
     }
 }
 
 /// Why `src` is no git checkout and what to do, as `(problem, advice)`: what is there,
-/// where the path came from (`named_by`: the flag or variable; `None`: the default), what
-/// a relative path is relative to; then how to point at a checkout, with prebuilt trees
-/// when the command takes them (`for_bench`). `git clone` into `src` is suggested only
-/// where it would work: nothing there, or an empty directory.
-pub fn no_checkout(src: &Path, named_by: Option<&str>, for_bench: bool) -> (String, String) {
-    let from = match named_by {
-        None => "from the default: foundationdb beside the gate's workspace".to_string(),
-        Some(name) if src.is_relative() => match std::env::current_dir() {
-            Ok(cwd) => format!("from {name}, relative to the current dir {}", cwd.display()),
-            Err(_) => format!("from {name}, relative to the current dir"),
-        },
-        Some(name) => format!("from {name}"),
+/// where the path came from (`origin`) and what a relative path is relative to; then how
+/// to point at a checkout, with prebuilt trees when the command takes them (`for_bench`).
+/// `git clone` into `src` is suggested only where it would work: nothing there (not even
+/// a dangling link) under a directory, or an empty directory; and quoted for a shell.
+fn no_checkout(src: &Path, origin: Origin, for_bench: bool) -> (String, String) {
+    let mut from = match origin {
+        Origin::Flag => "from --fdb-src".to_string(),
+        Origin::Env => "from FDB_SRC".to_string(),
+        Origin::BesideWorkspace => {
+            "from the default: foundationdb beside the gate's workspace".to_string()
+        }
+        Origin::CurrentDir => "from the default; the gate's workspace is not known".to_string(),
     };
-    let empty_dir = std::fs::read_dir(src).is_ok_and(|mut d| d.next().is_none());
-    let what = if src.is_dir() && !empty_dir {
-        "is not the top of a git checkout (no .git)"
-    } else if src.is_dir() {
-        "is an empty directory"
-    } else if src.exists() {
-        "is a file, not a directory"
-    } else {
-        "does not exist"
-    };
+    if src.is_relative() {
+        from += &match std::env::current_dir() {
+            Ok(cwd) => format!(", relative to the current dir {}", cwd.display()),
+            Err(_) => ", relative to the current dir".to_string(),
+        };
+    }
+    let (what, clone_there) = what_is_there(src);
     const CLONE: &str = "git clone https://github.com/apple/foundationdb";
-    let how = if empty_dir || !src.exists() {
-        format!("clone one there ({CLONE} {}), ", src.display())
-    } else {
-        format!("clone one elsewhere ({CLONE} DIR) and ")
+    let quoted = src.to_str().and_then(|p| shlex::try_quote(p).ok());
+    let how = match quoted {
+        Some(path) if clone_there => format!("clone one there ({CLONE} {path}), "),
+        _ => format!("clone one elsewhere ({CLONE} DIR) and "),
     };
     let prebuilt = if for_bench {
         ", or give prebuilt trees with --baseline-build and --experiment-build"
@@ -138,8 +159,49 @@ pub fn no_checkout(src: &Path, named_by: Option<&str>, for_bench: bool) -> (Stri
     )
 }
 
+/// What is at `src`, which is no git checkout, and whether `git clone` could create it.
+fn what_is_there(src: &Path) -> (String, bool) {
+    let link = match std::fs::symlink_metadata(src) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // git creates missing parents, but not under a file.
+            let parent_ok = src
+                .ancestors()
+                .skip(1)
+                .find(|a| a.as_os_str().is_empty() || a.exists())
+                .is_some_and(|a| a.as_os_str().is_empty() || a.is_dir());
+            return ("does not exist".into(), parent_ok);
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+            return ("does not exist: a parent of it is a file".into(), false);
+        }
+        Err(e) => return (format!("cannot be looked at ({e})"), false),
+        Ok(m) => m,
+    };
+    let Ok(meta) = std::fs::metadata(src) else {
+        return ("is a link to nothing".into(), false);
+    };
+    if !meta.is_dir() {
+        return ("is a file, not a directory".into(), false);
+    }
+    let named = if link.is_symlink() {
+        " (through a link)"
+    } else {
+        ""
+    };
+    match std::fs::read_dir(src).map(|mut d| d.next().is_none()) {
+        Err(e) => (format!("cannot be read ({e}){named}"), false),
+        Ok(true) => (format!("is an empty directory{named}"), true),
+        Ok(false) => (
+            format!("is not the top of a git checkout (no .git){named}"),
+            false,
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use std::os::unix::ffi::OsStrExt as _;
+
     use super::*;
 
     fn args(fdb_src: Option<PathBuf>) -> SourceArgs {
@@ -154,10 +216,14 @@ mod tests {
     }
 
     /// The missing-checkout message as `fdb_src` words it.
-    fn said(src: &Path, named_by: Option<&str>, for_bench: bool) -> String {
-        let (problem, advice) = no_checkout(src, named_by, for_bench);
+    fn said(src: &Path, origin: Origin, for_bench: bool) -> String {
+        let (problem, advice) = no_checkout(src, origin, for_bench);
         format!("{problem}; {advice}")
     }
+
+    const ELSEWHERE: &str =
+        "clone one elsewhere (git clone https://github.com/apple/foundationdb DIR) and give \
+         --fdb-src PATH";
 
     #[test]
     fn a_missing_checkout_names_where_the_path_came_from() {
@@ -184,44 +250,89 @@ mod tests {
             e.0
         );
         // Breaker: the message said "--fdb-src/FDB_SRC", not which; a relative path was
-        // not said to be relative; `git clone` was suggested onto a file or a full dir.
-        assert_eq!(named_by(&nowhere, None), "--fdb-src");
-        assert_eq!(named_by(&nowhere, Some("/elsewhere".into())), "--fdb-src");
-        assert_eq!(named_by(&nowhere, Some(nowhere.clone().into())), "FDB_SRC");
-        let e = said(&nowhere, Some("--fdb-src"), false);
+        // not said to be relative.
+        assert_eq!(named_by(&nowhere, None, false), Origin::Flag);
+        assert_eq!(
+            named_by(&nowhere, Some("/elsewhere".into()), false),
+            Origin::Flag
+        );
+        let same = Some(nowhere.clone().into());
+        assert_eq!(named_by(&nowhere, same.clone(), false), Origin::Env);
+        assert_eq!(named_by(&nowhere, same, true), Origin::Flag);
+        let e = said(&nowhere, Origin::Flag, false);
         assert!(e.contains("does not exist (from --fdb-src);"), "{e}");
         assert!(!e.contains("--baseline-build"), "{e}");
-        let e = said(Path::new("no/such/dir"), Some("FDB_SRC"), true);
-        let cwd = std::env::current_dir().unwrap();
+        let cwd = std::env::current_dir().unwrap().display().to_string();
+        let e = said(Path::new("no/such/dir"), Origin::Env, true);
         assert!(
             e.contains(&format!(
-                "no/such/dir does not exist (from FDB_SRC, relative to the current dir {})",
-                cwd.display()
+                "no/such/dir does not exist (from FDB_SRC, relative to the current dir {cwd})"
             )),
             "{e}"
         );
-        std::fs::create_dir(&nowhere).unwrap();
-        let e = said(&nowhere, Some("--fdb-src"), true);
+        // Without a known workspace the default is relative to the current dir.
+        let e = said(Path::new("../foundationdb"), Origin::CurrentDir, true);
+        assert!(
+            e.contains(&format!(
+                "(from the default; the gate's workspace is not known, relative to the current \
+                 dir {cwd})"
+            )),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn git_clone_is_suggested_only_where_it_would_work() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("foundationdb");
+        std::fs::create_dir(&src).unwrap();
+        let e = said(&src, Origin::Flag, true);
         assert!(
             e.contains("is an empty directory") && e.contains("clone one there"),
             "{e}"
         );
-        std::fs::write(nowhere.join("README"), "").unwrap();
-        let elsewhere = "clone one elsewhere (git clone https://github.com/apple/foundationdb \
-                         DIR) and give --fdb-src PATH";
-        let e = fdb_src(&args(Some(nowhere.clone())), true, None).unwrap_err();
-        assert!(e.0.contains("is not the top of a git checkout"), "{}", e.0);
-        assert!(e.0.contains(elsewhere), "{}", e.0);
-        let file = nowhere.join("README");
-        let e = said(&file, Some("--fdb-src"), true);
+        // Breaker: `git clone` was suggested onto a file, a full dir, a dangling link, a
+        // path under a file; and a path with a space unquoted.
+        std::fs::write(src.join("README"), "").unwrap();
+        let e = fdb_src(&args(Some(src.clone())), true, None).unwrap_err().0;
         assert!(
-            e.contains("is a file, not a directory") && e.contains(elsewhere),
+            e.contains("is not the top of a git checkout") && e.contains(ELSEWHERE),
             "{e}"
         );
-        std::fs::create_dir(nowhere.join(".git")).unwrap();
+        let file = src.join("README");
+        let e = said(&file, Origin::Flag, true);
+        assert!(
+            e.contains("is a file, not a directory") && e.contains(ELSEWHERE),
+            "{e}"
+        );
+        let e = said(&file.join("sub"), Origin::Flag, true);
+        assert!(
+            e.contains("does not exist: a parent of it is a file") && e.contains(ELSEWHERE),
+            "{e}"
+        );
+        let dangling = dir.path().join("dangling");
+        std::os::unix::fs::symlink(dir.path().join("nothing"), &dangling).unwrap();
+        let e = said(&dangling, Origin::Flag, true);
+        assert!(
+            e.contains("is a link to nothing") && e.contains(ELSEWHERE),
+            "{e}"
+        );
+        let spaced = dir.path().join("with space");
+        let e = said(&spaced, Origin::Flag, true);
+        assert!(
+            e.contains(&format!(
+                "(git clone https://github.com/apple/foundationdb '{}')",
+                spaced.display()
+            )),
+            "{e}"
+        );
+        let odd = dir.path().join(std::ffi::OsStr::from_bytes(b"bad\xffname"));
+        let e = said(&odd, Origin::Flag, true);
+        assert!(e.contains(ELSEWHERE), "{e}");
+        std::fs::create_dir(src.join(".git")).unwrap();
         assert_eq!(
-            fdb_src(&args(None), true, Some(nowhere.clone())).unwrap(),
-            nowhere.canonicalize().unwrap()
+            fdb_src(&args(None), true, Some(src.clone())).unwrap(),
+            src.canonicalize().unwrap()
         );
     }
 }
