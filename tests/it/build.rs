@@ -791,22 +791,27 @@ fn a_failing_build_shows_its_log_and_a_missing_checkout_or_cmake_is_named() {
     // merge base of HEAD" (breaker).
     let empty = s.dir.path().join("emptybin");
     std::fs::create_dir_all(&empty).unwrap();
-    let o = gate(&s)
-        .args(["bench", "--dry-run", "--fdb-src"])
-        .arg(&repo)
-        .arg("--out")
-        .arg(s.dir.path().join("nogit"))
-        .env("WORKDIR", s.workdir.path())
-        .env("PATH", &empty)
-        .output()
-        .unwrap();
-    assert_eq!(code(&o), 64, "{}", text(&o));
-    assert!(
-        text(&o).contains("git is not installed: apt-get install git")
-            && !text(&o).contains("merge base"),
-        "{}",
-        text(&o)
-    );
+    // Breaker: with --baseline REV, git's absence read as "'REV' is not a revision".
+    for (i, extra) in [&[][..], &["--baseline", "HEAD"][..]].iter().enumerate() {
+        let o = gate(&s)
+            .args(["bench", "--dry-run", "--fdb-src"])
+            .arg(&repo)
+            .arg("--out")
+            .arg(s.dir.path().join(format!("nogit{i}")))
+            .args(*extra)
+            .env("WORKDIR", s.workdir.path())
+            .env("PATH", &empty)
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 64, "{extra:?}: {}", text(&o));
+        assert!(
+            text(&o).contains("git is not installed: apt-get install git")
+                && !text(&o).contains("merge base")
+                && !text(&o).contains("not a revision"),
+            "{extra:?}: {}",
+            text(&o)
+        );
+    }
 }
 
 #[test]

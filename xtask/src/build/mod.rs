@@ -146,48 +146,52 @@ fn cmake_version(text: &str) -> Option<(u32, u32)> {
     Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
 }
 
-/// Checks that cmake, ninja and a C++ compiler are installed, naming the Debian/Ubuntu
-/// package when one is not.
-pub fn check_tools() -> Result<()> {
-    for tool in ["cmake", "ninja", "git"] {
-        need_tool(tool)?;
-    }
-    if ["c++", "clang++", "g++"]
-        .iter()
-        .all(|c| which::which(c).is_err())
-    {
-        return Err(
-            UsageError("no C++ compiler found: apt-get install clang (or g++)".into()).into(),
-        );
-    }
-    Ok(())
-}
+/// The tools a build runs, in the order they are needed: the names any one of which will
+/// do, and the Debian/Ubuntu package that installs one. `doctor` lists the same.
+pub const BUILD_TOOLS: [(&[&str], &str); 4] = [
+    (&["git"], "git"),
+    (
+        &["cmake"],
+        "cmake, or `pip install cmake` (4.4.5 generates FDB main's build; Debian 12's 3.25.1 \
+         does not)",
+    ),
+    (&["ninja"], "ninja-build"),
+    (&["clang++", "clang++-19", "g++", "c++"], "clang (or g++)"),
+];
 
-/// Errors ([`UsageError`]) when `tool` (cmake, ninja or git) is not on PATH, naming the
-/// Debian/Ubuntu package that installs it.
-fn need_tool(tool: &str) -> Result<()> {
-    if which::which(tool).is_ok() {
+/// Checks that every [`BUILD_TOOLS`] entry is on PATH. Errors ([`UsageError`]): each
+/// missing one with its package, all of them at once.
+pub fn check_tools() -> Result<()> {
+    let missing: Vec<String> = BUILD_TOOLS
+        .iter()
+        .filter(|(names, _)| !names.iter().any(|t| which::which(t).is_ok()))
+        .map(|(names, package)| {
+            format!(
+                "{} is not installed: apt-get install {package}",
+                names.join(" / ")
+            )
+        })
+        .collect();
+    if missing.is_empty() {
         return Ok(());
     }
-    let package = match tool {
-        "cmake" => {
-            "cmake, or `pip install cmake` (4.4.5 generates FDB main's build; Debian 12's \
-             3.25.1 does not)"
-        }
-        "ninja" => "ninja-build",
-        other => other,
-    };
-    Err(UsageError(format!(
-        "{tool} is not installed: apt-get install {package}"
-    ))
-    .into())
+    Err(UsageError(missing.join("; ")).into())
+}
+
+/// Errors ([`UsageError`]) when git is not on PATH, naming its package: before any git
+/// call, whose failure would otherwise read as a missing revision or branch.
+fn need_git() -> Result<()> {
+    if which::which("git").is_ok() {
+        return Ok(());
+    }
+    Err(UsageError("git is not installed: apt-get install git".into()).into())
 }
 
 /// The default baseline: the merge base of HEAD with the upstream main branch (the first
 /// of `origin/main`, `upstream/main`, `origin/master`, `main` that exists).
 pub fn default_baseline(src: &Path) -> Result<String> {
-    // Each failed `git merge-base` means "no such branch" below: git itself must be there.
-    need_tool("git")?;
+    // A failed `git merge-base` below reads as "no such branch": git itself must be there.
+    need_git()?;
     for upstream in ["origin/main", "upstream/main", "origin/master", "main"] {
         if let Ok(base) = git(src, ["merge-base", "HEAD", upstream], &[]) {
             return Ok(base);
@@ -317,6 +321,8 @@ struct Resolved {
 /// becomes a snapshot commit of it (`snapshot`), like a revision. Errors: a revision that
 /// is not one (with a hint for shallow clones), a partial clone.
 fn resolve(src: &Path, source: &Source, cache: &Path) -> Result<Resolved> {
+    // A failed `git rev-parse` below reads as "not a revision": git itself must be there.
+    need_git()?;
     let head = |rev: &str| -> Result<String> {
         let spec = format!("{rev}^{{commit}}");
         let out = git(src, ["rev-parse", "--verify", &spec], &[]).map_err(|_| {
@@ -655,7 +661,7 @@ fn git<A: AsRef<OsStr>>(
     args: impl IntoIterator<Item = A>,
     env: &[(&str, &OsStr)],
 ) -> Result<String> {
-    need_tool("git")?;
+    need_git()?;
     let args: Vec<std::ffi::OsString> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
     let what = format!(
         "`git -C {} {}`",
