@@ -60,7 +60,8 @@ pub fn load(dir: &Path, plan: &Plan, max_age_s: u64, now: SystemTime) -> Result<
         {
             return Err(refuse(format!(
                 "it has fewer than 2 complete A/A pairs of {e}; calibrate that engine \
-                 (--engine {e}, --trials 4 or more)"
+                 (--engine {e}, --trials {} or more)",
+                crate::judge::calibrate::ADVISED_PAIRS
             )));
         }
     }

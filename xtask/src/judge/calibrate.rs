@@ -28,6 +28,9 @@ use crate::{
 const TABLE_PAIRS: [usize; 9] = [2, 3, 4, 5, 6, 8, 10, 15, 20];
 /// Largest pair count `pairs_needed` looks at.
 const MAX_PAIRS: usize = 200;
+/// The pairs a calibration is advised to run: enough for an estimate of the noise to plan
+/// on (the README's example), where 2 are the least that give one.
+pub const ADVISED_PAIRS: u32 = 6;
 
 /// `calibration.json`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -226,7 +229,11 @@ impl Calibration {
         for e in &self.engines {
             let _ = writeln!(s, "calibration of {} over {} A/A pairs:", e.engine, e.pairs);
             let Some(sd) = e.pair_log_ratio_sd else {
-                let _ = writeln!(s, "  fewer than 2 complete pairs: no estimate of the noise (run --trials 6 or more)");
+                let _ = writeln!(
+                    s,
+                    "  fewer than 2 complete pairs: no estimate of the noise (run --trials \
+                     {ADVISED_PAIRS} or more)"
+                );
                 continue;
             };
             if let Some(cv) = e.tps_cv_pct {
