@@ -1053,6 +1053,58 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn one_pair_with_a_calibration_is_inconclusive_and_says_why_nothing_was_pooled() {
+        // Breaker: the pooled variance needs no pair of the run's own, but the check of
+        // today's noise against the calibration's does; the verdict said only "fewer than
+        // 2 complete pairs".
+        let prior = tps_prior("cal", 6, 0.02);
+        let criteria = Criteria {
+            trials: 1,
+            slo_tps: None,
+            ..CRITERIA
+        };
+        let j = judge_looks(
+            &Sample::of_trials(&interleaved(&[1000.0], &[800.0])),
+            &[Engine::Redwood],
+            criteria,
+            false,
+            &BTreeMap::new(),
+            None,
+            Some(&prior),
+        )
+        .remove(0);
+        assert_eq!(j.verdict, Verdict::Inconclusive, "{j:?}");
+        assert!(
+            j.reason.contains("fewer than 2 complete pairs"),
+            "{}",
+            j.reason
+        );
+        let said = j.noise_from.as_deref().unwrap_or_default();
+        assert!(
+            said.starts_with("noise NOT pooled with calibration cal: a run's own noise")
+                && j.notes.iter().any(|n| n == said),
+            "{j:?}"
+        );
+    }
+
+    /// A calibration from `source` of redwood's TPS: `pairs` A/A pairs whose log ratios'
+    /// sd is `sd_log`.
+    fn tps_prior(source: &str, pairs: usize, sd_log: f64) -> crate::results::noise::NoisePrior {
+        crate::results::noise::NoisePrior {
+            source: source.into(),
+            calibrated_at: String::new(),
+            age_s: 0,
+            host_class: String::new(),
+            noise: vec![crate::results::noise::PriorNoise {
+                engine: Engine::Redwood,
+                metric: Metric::Tps,
+                pairs,
+                sd_log,
+            }],
+        }
+    }
+
+    #[test]
     fn an_improvement_never_fails() {
         let j = verdict(&interleaved(
             &[1000.0, 1000.0, 1000.0],
@@ -1271,52 +1323,6 @@ pub(crate) mod tests {
         simulate_ar1_with(runs, pairs, phi, cv, effect, seed, None)
     }
 
-    #[test]
-    fn one_pair_with_a_calibration_is_inconclusive_and_says_why_nothing_was_pooled() {
-        // Breaker: the pooled variance needs no pair of the run's own, but the check of
-        // today's noise against the calibration's does; the verdict said only "fewer than
-        // 2 complete pairs".
-        let prior = crate::results::noise::NoisePrior {
-            source: "cal".into(),
-            calibrated_at: String::new(),
-            age_s: 0,
-            host_class: String::new(),
-            noise: vec![crate::results::noise::PriorNoise {
-                engine: Engine::Redwood,
-                metric: Metric::Tps,
-                pairs: 6,
-                sd_log: 0.02,
-            }],
-        };
-        let criteria = Criteria {
-            trials: 1,
-            slo_tps: None,
-            ..CRITERIA
-        };
-        let j = judge_looks(
-            &Sample::of_trials(&interleaved(&[1000.0], &[800.0])),
-            &[Engine::Redwood],
-            criteria,
-            false,
-            &BTreeMap::new(),
-            None,
-            Some(&prior),
-        )
-        .remove(0);
-        assert_eq!(j.verdict, Verdict::Inconclusive, "{j:?}");
-        assert!(
-            j.reason.contains("fewer than 2 complete pairs"),
-            "{}",
-            j.reason
-        );
-        let said = j.noise_from.as_deref().unwrap_or_default();
-        assert!(
-            said.starts_with("noise NOT pooled with calibration cal: a run's own noise")
-                && j.notes.iter().any(|n| n == said),
-            "{j:?}"
-        );
-    }
-
     /// [`simulate_ar1`], each run judged with the noise of its own simulated A/A
     /// calibration of `calibration_pairs` pairs on the same host (`--noise-from`), if given.
     fn simulate_ar1_with(
@@ -1353,18 +1359,7 @@ pub(crate) mod tests {
                         level = phi * level + step.sample(&mut rng);
                     }
                     let d: Vec<f64> = a.iter().zip(&b).map(|(x, y)| y - x).collect();
-                    crate::results::noise::NoisePrior {
-                        source: "sim".into(),
-                        calibrated_at: String::new(),
-                        age_s: 0,
-                        host_class: String::new(),
-                        noise: vec![crate::results::noise::PriorNoise {
-                            engine: Engine::Redwood,
-                            metric: Metric::Tps,
-                            pairs: m as usize,
-                            sd_log: d.iter().std_dev(),
-                        }],
-                    }
+                    tps_prior("sim", m as usize, d.iter().std_dev())
                 });
                 let mut level = start.sample(&mut rng);
                 let (mut a, mut b) = (vec![0.0; pairs as usize], vec![0.0; pairs as usize]);
