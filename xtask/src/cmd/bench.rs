@@ -51,7 +51,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
             Vec::new()
         } else {
             let mut source =
-                SourceConfig::new(&args.source, true, crate::results::fs::default_fdb_src())?;
+                SourceConfig::new(&args.source, &wanted, crate::results::fs::default_fdb_src())?;
             // Against a record, the control arm is the recorded build.
             if let Some(record) = prepared.record() {
                 if source.baseline_rev.is_none() {

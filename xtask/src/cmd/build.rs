@@ -12,7 +12,7 @@ use crate::{
 
 /// Builds both arms from `--fdb-src`; exit status 0, or an error.
 pub fn run(args: &SourceArgs) -> Result<i32> {
-    let source = SourceConfig::new(args, false, crate::results::fs::default_fdb_src())?;
+    let source = SourceConfig::new(args, &[], crate::results::fs::default_fdb_src())?;
     for (arm, p) in build_arms(&source, &[Arm::Baseline, Arm::Experiment])? {
         let _ = writeln!(std::io::stdout(), "{arm}: {}", p.build_dir.display());
     }

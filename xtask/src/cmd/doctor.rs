@@ -17,7 +17,7 @@ use crate::{
     config::{
         client_procs,
         source::{find_checkout, Origin},
-        Workload, SATURATING_CORES,
+        Arm, Workload, SATURATING_CORES,
     },
     plan::{preflight, workdir},
     results::host::{class_identifies_cpu, Host},
@@ -120,7 +120,7 @@ fn fdb_checkout(from_env: Option<PathBuf>, default: Option<PathBuf>) -> Finding 
         );
     }
     let given = from_env.map(|p| (p, Origin::Env));
-    match find_checkout(given, default, true) {
+    match find_checkout(given, default, &[Arm::Baseline, Arm::Experiment]) {
         Ok(src) => finding(Level::Ok, "FDB checkout", src.display().to_string(), ""),
         Err((problem, advice)) => finding(Level::Warn, "FDB checkout", problem, &advice),
     }

@@ -6,7 +6,11 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use crate::{cli::SourceArgs, config::MAX_SECONDS, error::UsageError};
+use crate::{
+    cli::SourceArgs,
+    config::{Arm, MAX_SECONDS},
+    error::UsageError,
+};
 
 /// How to build the arms that have no prebuilt tree, checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,7 +30,8 @@ pub struct SourceConfig {
 }
 
 impl SourceConfig {
-    /// Validates the source flags. `for_bench`: the command also takes prebuilt trees,
+    /// Validates the source flags. `prebuilt`: the arms to build that the command could
+    /// take as prebuilt trees instead (`bench`: those without `--*-build`; `build`: none),
     /// which the error for a missing checkout then mentions.
     ///
     /// Errors ([`UsageError`]): `--build-jobs 0`, `--timeout-build` out of range, no git
@@ -35,7 +40,7 @@ impl SourceConfig {
     /// `--fdb-src` nor `FDB_SRC` names one (`foundationdb` beside the gate's workspace).
     pub fn new(
         args: &SourceArgs,
-        for_bench: bool,
+        prebuilt: &[Arm],
         default_src: Option<PathBuf>,
     ) -> Result<SourceConfig, UsageError> {
         if args.build_jobs == Some(0) {
@@ -47,7 +52,7 @@ impl SourceConfig {
             )));
         }
         Ok(SourceConfig {
-            fdb_src: fdb_src(args, for_bench, default_src)?,
+            fdb_src: fdb_src(args, prebuilt, default_src)?,
             baseline_rev: args.baseline.clone(),
             experiment_rev: args.experiment.clone(),
             cmake_args: args.cmake_args.clone(),
@@ -75,10 +80,10 @@ pub enum Origin {
 /// `--fdb-src`/`FDB_SRC` (without either, `foundationdb` beside the gate's workspace),
 /// which must be a git checkout; the error says where it looked and the ways to point at
 /// one.
-/// `bench` also takes prebuilt trees (`for_bench`); `build` does not.
+/// `prebuilt`: the arms that could be given as prebuilt trees instead.
 fn fdb_src(
     args: &SourceArgs,
-    for_bench: bool,
+    prebuilt: &[Arm],
     default_src: Option<PathBuf>,
 ) -> Result<PathBuf, UsageError> {
     let given = args.fdb_src.clone().map(|given| {
@@ -87,7 +92,7 @@ fn fdb_src(
         let origin = named_by(&given, std::env::var_os("FDB_SRC"), typed);
         (given, origin)
     });
-    find_checkout(given, default_src, for_bench)
+    find_checkout(given, default_src, prebuilt)
         .map_err(|(problem, advice)| UsageError(format!("no FDB checkout: {problem}; {advice}")))
 }
 
@@ -98,7 +103,7 @@ fn fdb_src(
 pub fn find_checkout(
     given: Option<(PathBuf, Origin)>,
     default: Option<PathBuf>,
-    for_bench: bool,
+    prebuilt: &[Arm],
 ) -> Result<PathBuf, (String, String)> {
     let (src, origin) = match (given, default) {
         (Some(given), _) => given,
@@ -108,7 +113,7 @@ pub fn find_checkout(
     if src.join(".git").try_exists().unwrap_or(false) {
         return Ok(std::fs::canonicalize(&src).unwrap_or(src));
     }
-    Err(no_checkout(&src, origin, for_bench))
+    Err(no_checkout(&src, origin, prebuilt))
 }
 
 /// Which of `--fdb-src` and `FDB_SRC` gave the path `given`: clap takes the flag over the
@@ -123,10 +128,10 @@ fn named_by(given: &Path, env: Option<OsString>, typed: bool) -> Origin {
 
 /// Why `src` is no git checkout and what to do, as `(problem, advice)`: what is there,
 /// where the path came from (`origin`) and what a relative path is relative to; then how
-/// to point at a checkout, with prebuilt trees when the command takes them (`for_bench`).
+/// to point at a checkout, or at prebuilt trees of the arms in `prebuilt`.
 /// `git clone` into `src` is suggested only where it would work: nothing there (not even
 /// a dangling link) under a directory, or an empty directory; and quoted for a shell.
-fn no_checkout(src: &Path, origin: Origin, for_bench: bool) -> (String, String) {
+fn no_checkout(src: &Path, origin: Origin, prebuilt: &[Arm]) -> (String, String) {
     let mut from = match origin {
         Origin::Flag => "from --fdb-src".to_string(),
         Origin::Env => "from FDB_SRC".to_string(),
@@ -148,10 +153,10 @@ fn no_checkout(src: &Path, origin: Origin, for_bench: bool) -> (String, String) 
         Some(path) if clone_there => format!("clone one there ({CLONE} {path}), "),
         _ => format!("clone one elsewhere ({CLONE} DIR) and "),
     };
-    let prebuilt = if for_bench {
-        ", or give prebuilt trees with --baseline-build and --experiment-build"
-    } else {
-        ""
+    let prebuilt = match prebuilt {
+        [] => String::new(),
+        [arm] => format!(", or give a prebuilt tree with --{arm}-build"),
+        _ => ", or give prebuilt trees with --baseline-build and --experiment-build".into(),
     };
     (
         format!("{} {what} ({from})", src.display()),
@@ -216,10 +221,12 @@ mod tests {
     }
 
     /// The missing-checkout message as `fdb_src` words it.
-    fn said(src: &Path, origin: Origin, for_bench: bool) -> String {
-        let (problem, advice) = no_checkout(src, origin, for_bench);
+    fn said(src: &Path, origin: Origin, prebuilt: &[Arm]) -> String {
+        let (problem, advice) = no_checkout(src, origin, prebuilt);
         format!("{problem}; {advice}")
     }
+
+    const BOTH: &[Arm] = &[Arm::Baseline, Arm::Experiment];
 
     const ELSEWHERE: &str =
         "clone one elsewhere (git clone https://github.com/apple/foundationdb DIR) and give \
@@ -231,7 +238,7 @@ mod tests {
         let nowhere = dir.path().join("foundationdb");
         // Fresh user: the default came from FDB_SRC in .cargo/config.toml, which also put
         // `--fdb-src` in every usage line; it is now the gate's own default.
-        let e = fdb_src(&args(None), true, Some(nowhere.clone())).unwrap_err();
+        let e = fdb_src(&args(None), BOTH, Some(nowhere.clone())).unwrap_err();
         assert!(
             e.0.contains(&format!(
                 "{} does not exist (from the default: foundationdb beside the gate's workspace)",
@@ -259,11 +266,17 @@ mod tests {
         let same = Some(nowhere.clone().into());
         assert_eq!(named_by(&nowhere, same.clone(), false), Origin::Env);
         assert_eq!(named_by(&nowhere, same, true), Origin::Flag);
-        let e = said(&nowhere, Origin::Flag, false);
+        let e = said(&nowhere, Origin::Flag, &[]);
         assert!(e.contains("does not exist (from --fdb-src);"), "{e}");
         assert!(!e.contains("--baseline-build"), "{e}");
+        // Breaker: with --baseline-build given, both flags were still suggested.
+        let e = said(&nowhere, Origin::Flag, &[Arm::Experiment]);
+        assert!(
+            e.ends_with("or give a prebuilt tree with --experiment-build"),
+            "{e}"
+        );
         let cwd = std::env::current_dir().unwrap().display().to_string();
-        let e = said(Path::new("no/such/dir"), Origin::Env, true);
+        let e = said(Path::new("no/such/dir"), Origin::Env, BOTH);
         assert!(
             e.contains(&format!(
                 "no/such/dir does not exist (from FDB_SRC, relative to the current dir {cwd})"
@@ -271,7 +284,7 @@ mod tests {
             "{e}"
         );
         // Without a known workspace the default is relative to the current dir.
-        let e = said(Path::new("../foundationdb"), Origin::CurrentDir, true);
+        let e = said(Path::new("../foundationdb"), Origin::CurrentDir, BOTH);
         assert!(
             e.contains(&format!(
                 "(from the default; the gate's workspace is not known, relative to the current \
@@ -286,7 +299,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let src = dir.path().join("foundationdb");
         std::fs::create_dir(&src).unwrap();
-        let e = said(&src, Origin::Flag, true);
+        let e = said(&src, Origin::Flag, BOTH);
         assert!(
             e.contains("is an empty directory") && e.contains("clone one there"),
             "{e}"
@@ -294,31 +307,31 @@ mod tests {
         // Breaker: `git clone` was suggested onto a file, a full dir, a dangling link, a
         // path under a file; and a path with a space unquoted.
         std::fs::write(src.join("README"), "").unwrap();
-        let e = fdb_src(&args(Some(src.clone())), true, None).unwrap_err().0;
+        let e = fdb_src(&args(Some(src.clone())), BOTH, None).unwrap_err().0;
         assert!(
             e.contains("is not the top of a git checkout") && e.contains(ELSEWHERE),
             "{e}"
         );
         let file = src.join("README");
-        let e = said(&file, Origin::Flag, true);
+        let e = said(&file, Origin::Flag, BOTH);
         assert!(
             e.contains("is a file, not a directory") && e.contains(ELSEWHERE),
             "{e}"
         );
-        let e = said(&file.join("sub"), Origin::Flag, true);
+        let e = said(&file.join("sub"), Origin::Flag, BOTH);
         assert!(
             e.contains("does not exist: a parent of it is a file") && e.contains(ELSEWHERE),
             "{e}"
         );
         let dangling = dir.path().join("dangling");
         std::os::unix::fs::symlink(dir.path().join("nothing"), &dangling).unwrap();
-        let e = said(&dangling, Origin::Flag, true);
+        let e = said(&dangling, Origin::Flag, BOTH);
         assert!(
             e.contains("is a link to nothing") && e.contains(ELSEWHERE),
             "{e}"
         );
         let spaced = dir.path().join("with space");
-        let e = said(&spaced, Origin::Flag, true);
+        let e = said(&spaced, Origin::Flag, BOTH);
         assert!(
             e.contains(&format!(
                 "(git clone https://github.com/apple/foundationdb '{}')",
@@ -327,11 +340,11 @@ mod tests {
             "{e}"
         );
         let odd = dir.path().join(std::ffi::OsStr::from_bytes(b"bad\xffname"));
-        let e = said(&odd, Origin::Flag, true);
+        let e = said(&odd, Origin::Flag, BOTH);
         assert!(e.contains(ELSEWHERE), "{e}");
         std::fs::create_dir(src.join(".git")).unwrap();
         assert_eq!(
-            fdb_src(&args(None), true, Some(src.clone())).unwrap(),
+            fdb_src(&args(None), BOTH, Some(src.clone())).unwrap(),
             src.canonicalize().unwrap()
         );
     }
