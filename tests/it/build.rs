@@ -722,7 +722,7 @@ fn a_failing_build_shows_its_log_and_a_missing_checkout_or_cmake_is_named() {
     assert!(
         text(&o).contains("no FDB checkout: ")
             && text(&o).contains("--fdb-src")
-            && text(&o).contains("FDB_SRC")
+            && text(&o).contains("give it with --fdb-src PATH")
             && text(&o).contains("--baseline-build and --experiment-build"),
         "{}",
         text(&o)

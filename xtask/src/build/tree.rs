@@ -65,6 +65,15 @@ impl FdbTree {
         }
         let root = std::fs::canonicalize(root)
             .with_context(|| format!("cannot resolve FDB build tree {}", root.display()))?;
+        // Not a build dir at all: `ninja -C` there (the advice below) would not work.
+        if !root.join("bin/fdbserver").exists() && !root.join("build.ninja").exists() {
+            return Err(UsageError(format!(
+                "{} is no FDB build tree (neither bin/fdbserver nor build.ninja): give the \
+                 directory cmake configured FDB into, the one holding bin/fdbserver",
+                root.display()
+            ))
+            .into());
+        }
         let need = |rel: &str, target: &str, extra: &str| -> Result<PathBuf> {
             let path = root.join(rel);
             // Something that is there but not a file is named as what it is, not "missing".
@@ -249,6 +258,16 @@ mod tests {
     #[test]
     fn missing_mako_names_the_file_and_the_cmake_flag() {
         let dir = tempfile::tempdir().unwrap();
+        // Fresh user: an empty dir was told to `ninja -C` itself, which has no build.ninja.
+        let err = format!("{:#}", FdbTree::open(dir.path()).unwrap_err());
+        assert!(
+            err.contains("is no FDB build tree (neither bin/fdbserver nor build.ninja)"),
+            "{err}"
+        );
+        std::fs::write(dir.path().join("build.ninja"), "").unwrap();
+        let err = format!("{:#}", FdbTree::open(dir.path()).unwrap_err());
+        assert!(err.contains("bin/fdbserver is missing"), "{err}");
+        assert!(err.contains("build it with `ninja -C"), "{err}");
         use std::os::unix::fs::PermissionsExt;
         let make = |f: &str, mode: u32| {
             let p = dir.path().join(f);

@@ -153,6 +153,12 @@ fn no_checkout(src: &Path, origin: Origin, prebuilt: &[Arm]) -> (String, String)
         Some(path) if clone_there => format!("clone one there ({CLONE} {path}), "),
         _ => format!("clone one elsewhere ({CLONE} DIR) and "),
     };
+    // Fresh user: "set FDB_SRC" to someone who just had.
+    let point = match origin {
+        Origin::Env => "point FDB_SRC at it (or give --fdb-src PATH)",
+        Origin::Flag => "give it with --fdb-src PATH",
+        _ => "give --fdb-src PATH or set FDB_SRC",
+    };
     let prebuilt = match prebuilt {
         [] => String::new(),
         [arm] => format!(", or give a prebuilt tree with --{arm}-build"),
@@ -160,7 +166,7 @@ fn no_checkout(src: &Path, origin: Origin, prebuilt: &[Arm]) -> (String, String)
     };
     (
         format!("{} {what} ({from})", src.display()),
-        format!("{how}give --fdb-src PATH or set FDB_SRC{prebuilt}"),
+        format!("{how}{point}{prebuilt}"),
     )
 }
 
@@ -229,8 +235,8 @@ mod tests {
     const BOTH: &[Arm] = &[Arm::Baseline, Arm::Experiment];
 
     const ELSEWHERE: &str =
-        "clone one elsewhere (git clone https://github.com/apple/foundationdb DIR) and give \
-         --fdb-src PATH";
+        "clone one elsewhere (git clone https://github.com/apple/foundationdb DIR) and give it \
+         with --fdb-src PATH";
 
     #[test]
     fn a_missing_checkout_names_where_the_path_came_from() {
@@ -281,6 +287,14 @@ mod tests {
             e.contains(&format!(
                 "no/such/dir does not exist (from FDB_SRC, relative to the current dir {cwd})"
             )),
+            "{e}"
+        );
+        // Fresh user: it said "set FDB_SRC" to someone who just had.
+        assert!(
+            e.contains(
+                "clone one there (git clone https://github.com/apple/foundationdb \
+                        no/such/dir), point FDB_SRC at it (or give --fdb-src PATH)"
+            ),
             "{e}"
         );
         // Without a known workspace the default is relative to the current dir.
