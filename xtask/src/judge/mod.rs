@@ -443,8 +443,10 @@ fn judge_engine(
         .chain(others)
         .map(|mut j| {
             j.noise_from = noise_from.borrow().get(&j.metric).cloned();
-            if let Some(n) = j.noise_from.clone().filter(|_| j.metric == Metric::Tps) {
-                j.notes.push(n);
+            match &j.noise_from {
+                Some(n) if j.metric == Metric::Tps => j.notes.push(n.clone()),
+                Some(n) if j.gating => j.notes.push(format!("{}: {n}", j.metric.name())),
+                _ => {}
             }
             j
         })
@@ -1084,6 +1086,60 @@ pub(crate) mod tests {
             said.starts_with("noise NOT pooled with calibration cal: a run's own noise")
                 && j.notes.iter().any(|n| n == said),
             "{j:?}"
+        );
+    }
+
+    /// A gated p99 with a calibration of it: what became of its noise is said in its own
+    /// judgement's notes, named by the metric, as TPS's is in TPS's.
+    #[test]
+    fn a_gated_latencys_noise_from_is_in_its_notes() {
+        let mut prior = tps_prior("cal", 6, 0.02);
+        let mut p99 = prior.noise[0];
+        p99.metric = Metric::TxnLatencyP99;
+        prior.noise.push(p99);
+        let criteria = Criteria {
+            trials: 1,
+            slo_tps: None,
+            gates: crate::config::MetricSet::TPS.with(Metric::TxnLatencyP99),
+            ..CRITERIA
+        };
+        let mut trials = interleaved(&[1000.0], &[990.0]);
+        for t in &mut trials {
+            let stats = fdb::mako::LatencyStats {
+                samples: 10,
+                min: 1.0,
+                avg: 1.0,
+                max: 1.0,
+                p50: 1.0,
+                p95: 1.0,
+                p99: 4000.0,
+                p99_9: 4000.0,
+            };
+            let r = t.report.as_mut().unwrap();
+            r.latency_us
+                .insert(fdb::mako::TRANSACTION.to_string(), stats);
+        }
+        let none = BTreeMap::new();
+        let js = judge_looks(
+            &Sample::of_trials(&trials),
+            &[Engine::Redwood],
+            criteria,
+            false,
+            &none,
+            None,
+            Some(&prior),
+        );
+        let j = js
+            .iter()
+            .find(|j| j.metric == Metric::TxnLatencyP99)
+            .unwrap();
+        assert!(j.gating, "{j:?}");
+        assert!(
+            j.notes
+                .iter()
+                .any(|n| n.starts_with("txn_latency_p99: noise NOT pooled with calibration cal")),
+            "{:?}",
+            j.notes
         );
     }
 
