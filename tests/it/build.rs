@@ -677,6 +677,39 @@ fn compile_jobs_a_killed_gate_left_in_the_slot_are_killed_before_the_next_build(
     assert_eq!(jobs(), Vec::<String>::new());
 }
 
+/// A given tree that is no build tree is said first, before the missing checkout of the
+/// arm to build (and so before any build of it): fixing the checkout alone would only lead
+/// to the next error, hours later.
+#[test]
+fn a_given_tree_that_is_no_tree_is_said_before_the_other_arms_checkout() {
+    let s = Sandbox::new();
+    let nowhere = s.dir.path().join("nowhere");
+    let empty = s.dir.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    for (tree, said) in [
+        (s.dir.path().join("no-tree"), "does not exist"),
+        (
+            empty.clone(),
+            "is no FDB build tree (neither bin/fdbserver nor build.ninja)",
+        ),
+    ] {
+        let o = bench(
+            &s,
+            &nowhere,
+            "no-tree",
+            &["--baseline-build", tree.to_str().unwrap()],
+        );
+        assert_eq!(code(&o), 64, "{}", text(&o));
+        assert!(
+            text(&o).contains(&tree.display().to_string())
+                && text(&o).contains(said)
+                && !text(&o).contains("no FDB checkout"),
+            "{}",
+            text(&o)
+        );
+    }
+}
+
 #[test]
 fn a_failing_build_shows_its_log_and_a_missing_checkout_or_cmake_is_named() {
     let s = Sandbox::new();

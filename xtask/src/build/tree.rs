@@ -47,9 +47,10 @@ impl FdbTree {
         FdbTree::open_for(root, true)
     }
 
-    /// [`FdbTree::open`], with mako required only when `mako` (the multitest driver runs
-    /// fdbserver alone; a mako that is there is still checked).
-    pub fn open_for(root: &Path, mako: bool) -> Result<FdbTree> {
+    /// Checks that `root` is a directory that is an FDB build tree: it holds bin/fdbserver
+    /// or cmake's build.ninja. Cheap, so that a given tree is checked before hours of
+    /// building the other arm. Errors: a [`UsageError`] saying which, and what to give.
+    pub fn check_root(root: &Path) -> Result<(), UsageError> {
         if !root.is_dir() {
             let what = if root.exists() {
                 "is not a directory"
@@ -60,20 +61,26 @@ impl FdbTree {
                 "FDB build tree {} {what}: give the cmake build directory (the one holding \
                  bin/fdbserver)",
                 root.display()
-            ))
-            .into());
+            )));
         }
-        let root = std::fs::canonicalize(root)
-            .with_context(|| format!("cannot resolve FDB build tree {}", root.display()))?;
-        // Not a build dir at all: `ninja -C` there (the advice below) would not work.
+        // Not a build dir at all: `ninja -C` there (the advice for a missing file) would
+        // not work.
         if !root.join("bin/fdbserver").exists() && !root.join("build.ninja").exists() {
             return Err(UsageError(format!(
                 "{} is no FDB build tree (neither bin/fdbserver nor build.ninja): give the \
                  directory cmake configured FDB into, the one holding bin/fdbserver",
                 root.display()
-            ))
-            .into());
+            )));
         }
+        Ok(())
+    }
+
+    /// [`FdbTree::open`], with mako required only when `mako` (the multitest driver runs
+    /// fdbserver alone; a mako that is there is still checked).
+    pub fn open_for(root: &Path, mako: bool) -> Result<FdbTree> {
+        FdbTree::check_root(root)?;
+        let root = std::fs::canonicalize(root)
+            .with_context(|| format!("cannot resolve FDB build tree {}", root.display()))?;
         let need = |rel: &str, target: &str, extra: &str| -> Result<PathBuf> {
             let path = root.join(rel);
             // Something that is there but not a file is named as what it is, not "missing".

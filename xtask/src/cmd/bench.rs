@@ -40,6 +40,11 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         if let Some(e) = &config.existing {
             refuse_unreachable(e)?;
         }
+        // A given tree that is no tree is said before the other arm's checkout or build.
+        let given = [&config.baseline.build_dir, &config.experiment.build_dir];
+        for dir in given.into_iter().flatten() {
+            crate::build::tree::FdbTree::check_root(dir)?;
+        }
         let mut wanted = Vec::new();
         if config.baseline.build_dir.is_none() && !config.no_control && config.existing.is_none() {
             wanted.push(Arm::Baseline);
