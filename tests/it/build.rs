@@ -824,11 +824,18 @@ fn a_failing_build_shows_its_log_and_a_missing_checkout_or_cmake_is_named() {
     // merge base of HEAD" (breaker).
     let empty = s.dir.path().join("emptybin");
     std::fs::create_dir_all(&empty).unwrap();
-    // Breaker: with --baseline REV, git's absence read as "'REV' is not a revision".
-    for (i, extra) in [&[][..], &["--baseline", "HEAD"][..]].iter().enumerate() {
+    // Breaker: with --baseline REV, git's absence read as "'REV' is not a revision"; with
+    // no checkout either, the advice to `git clone` one came first.
+    let nowhere = s.dir.path().join("nowhere");
+    let cases = [
+        (&repo, &[][..]),
+        (&repo, &["--baseline", "HEAD"][..]),
+        (&nowhere, &[][..]),
+    ];
+    for (i, (src, extra)) in cases.iter().enumerate() {
         let o = gate(&s)
             .args(["bench", "--dry-run", "--fdb-src"])
-            .arg(&repo)
+            .arg(src)
             .arg("--out")
             .arg(s.dir.path().join(format!("nogit{i}")))
             .args(*extra)
@@ -840,7 +847,8 @@ fn a_failing_build_shows_its_log_and_a_missing_checkout_or_cmake_is_named() {
         assert!(
             text(&o).contains("git is not installed: apt-get install git")
                 && !text(&o).contains("merge base")
-                && !text(&o).contains("not a revision"),
+                && !text(&o).contains("not a revision")
+                && !text(&o).contains("git clone"),
             "{extra:?}: {}",
             text(&o)
         );

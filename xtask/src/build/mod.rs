@@ -179,8 +179,9 @@ pub fn check_tools() -> Result<()> {
 }
 
 /// Errors ([`UsageError`]) when git is not on PATH, naming its package: before any git
-/// call, whose failure would otherwise read as a missing revision or branch.
-fn need_git() -> Result<()> {
+/// call, whose failure would otherwise read as a missing revision or branch, and before
+/// the checkout is looked for, whose absence would otherwise be answered with `git clone`.
+pub fn need_git() -> Result<()> {
     if which::which("git").is_ok() {
         return Ok(());
     }

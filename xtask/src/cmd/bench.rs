@@ -43,7 +43,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         // A given tree that is no tree is said before the other arm's checkout or build.
         let given = [&config.baseline.build_dir, &config.experiment.build_dir];
         for dir in given.into_iter().flatten() {
-            crate::build::tree::FdbTree::check_root(dir)?;
+            build::tree::FdbTree::check_root(dir)?;
         }
         let mut wanted = Vec::new();
         if config.baseline.build_dir.is_none() && !config.no_control && config.existing.is_none() {
@@ -55,6 +55,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         let built = if wanted.is_empty() {
             Vec::new()
         } else {
+            build::need_git()?;
             let mut source =
                 SourceConfig::new(&args.source, &wanted, crate::results::fs::default_fdb_src())?;
             // Against a record, the control arm is the recorded build.

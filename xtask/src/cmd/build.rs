@@ -12,6 +12,7 @@ use crate::{
 
 /// Builds both arms from `--fdb-src`; exit status 0, or an error.
 pub fn run(args: &SourceArgs) -> Result<i32> {
+    crate::build::need_git()?;
     let source = SourceConfig::new(args, &[], crate::results::fs::default_fdb_src())?;
     for (arm, p) in build_arms(&source, &[Arm::Baseline, Arm::Experiment])? {
         let _ = writeln!(std::io::stdout(), "{arm}: {}", p.build_dir.display());
