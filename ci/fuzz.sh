@@ -26,6 +26,7 @@ seed mako_report errors "$data/mako-run-errors.txt" "$data/mako-errors.json"
 seed mako_report verbose0 "$data/mako-run-verbose0.txt" "$data/mako-verbose0.json"
 seed mako_report build "$data/mako-build.txt"
 seed status_json available "$data/status-json-available.json"
+seed status_json never "$data/status-json-never-configured-8.0.json"
 seed trace_events knobs "$data/trace-knob-events.txt"
 seed trace_events stderr "$data/fdbserver-stderr-invalid-knob.txt"
 seed baseline_file real xtask/testdata/baseline-real.json

@@ -103,9 +103,9 @@ pub const FULLY_RECOVERED: &str = "fully_recovered";
 /// was ever created with `configure new` (or the cluster file names other coordinators).
 /// `RecoveryStatus::configuration_never_created`, `fdbserver/clustercontroller/Status.cpp`;
 /// the cluster controller then also says "unreadable_configuration". Its `status json`
-/// answers only after its 5 s transaction and commit probes time out (about 15 s on a
-/// real 8.0 cluster), `testdata/status-json-never-configured.json` (the fields the gate reads,
-/// as `fdbclient/Schemas.cpp` names them).
+/// answers only after its 5 s transaction and commit probes time out (15.1 s on a real
+/// 8.0 one-process cluster here), `testdata/status-json-never-configured-8.0.json` (that
+/// real answer, captured with `fdbcli --exec "status json"` before `configure new`).
 pub const CONFIGURATION_NEVER_CREATED: &str = "configuration_never_created";
 
 /// What `status json` says of a cluster as a whole: its version, shape and health. The
@@ -311,6 +311,11 @@ impl ClusterStatus {
     }
 }
 
+/// What fdbcli prints on stderr while a command has waited 5 s (7 s for some) and goes on
+/// waiting (`timeWarning`, `fdbcli/fdbcli.cpp`): progress, never a cause. A never-created
+/// database's `status json` prints it before its answer.
+pub const LONG_DELAY_WARNING: &str = "WARNING: Long delay (Ctrl-C to interrupt)";
+
 /// fdbcli's stderr when a process of the cluster speaks another protocol
 /// (`fdbcli/StatusCommand.cpp`); its `status json` then finds
 /// no coordinator reachable (`testdata/fdbcli-incompatible-stderr.txt`, a 7.3 fdbcli against
@@ -466,7 +471,7 @@ mod tests {
         assert!(fresh.storage_server_engines.is_empty());
         assert_eq!(fresh.engine(), Ok(crate::Engine::Redwood));
         // A cluster whose database was never created.
-        let never = include_str!("../testdata/status-json-never-configured.json");
+        let never = include_str!("../testdata/status-json-never-configured-8.0.json");
         assert_eq!(
             parse_recovery_state(never).as_deref(),
             Some(CONFIGURATION_NEVER_CREATED)

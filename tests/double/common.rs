@@ -111,7 +111,7 @@ pub struct Behaviour {
     pub recovering_status_answers: u64,
     /// Before a database is created, `status json` answers after this many seconds (a
     /// real 8.0 cluster's after about 15 s) with FDB's never-created status
-    /// (`fdb/testdata/status-json-never-configured.json`): the double answers
+    /// (`fdb/testdata/status-json-never-configured-8.0.json`): the double answers
     /// so when given at least that `--timeout`, else prints nothing, as the real one
     /// does cut short. 0: it never answers.
     pub never_configured_answer_s: u64,

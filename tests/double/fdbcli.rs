@@ -114,7 +114,7 @@ fn main() {
             {
                 print!(
                     "{}",
-                    include_str!("../../fdb/testdata/status-json-never-configured.json")
+                    include_str!("../../fdb/testdata/status-json-never-configured-8.0.json")
                 )
             }
             Some(_) => std::process::exit(1),

@@ -21,6 +21,7 @@ use fdb::{
     status::{
         mask_secrets, parse_database_status, parse_recovery_state, tester_addresses, tls_failure,
         ClientView, ClusterStatus, CONFIGURATION_NEVER_CREATED, FULLY_RECOVERED,
+        LONG_DELAY_WARNING,
     },
     trace::{knob_problems, trace_errors},
     Engine, Knob, Release,
@@ -92,10 +93,7 @@ pub fn engine_of_existing(
         // The scratch dir goes (it is on the shared work dir); what fdbcli said on
         // stderr goes into the message instead.
         let stderr = read_output(&scratch.path().join("status.err")).unwrap_or_default();
-        let said = match stderr.trim() {
-            "" => String::new(),
-            s => format!("; fdbcli's stderr ends with:\n{}", excerpt(s, 5)),
-        };
+        let said = fdbcli_said(&stderr);
         err.context(format!(
             "cannot read the storage engine of the cluster {} (coordinators {}) before \
              the plan{said}",
@@ -103,6 +101,24 @@ pub fn engine_of_existing(
             e.connection.coordinators.join(","),
         ))
     })
+}
+
+/// fdbcli's `stderr` for an error message: "; fdbcli's stderr ends with:" and its last 5
+/// lines, without its progress warnings ([`LONG_DELAY_WARNING`]); empty when nothing else
+/// is left.
+fn fdbcli_said(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && *l != LONG_DELAY_WARNING)
+        .collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    format!(
+        "; fdbcli's stderr ends with:\n{}",
+        excerpt(&lines.join("\n"), 5)
+    )
 }
 
 /// Before the plan (and any FDB build) of a run against a cluster the gate did not start:
@@ -1128,6 +1144,25 @@ fn free_ports(n: usize, range: Option<PortRange>) -> Result<Vec<u16>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A real 8.0 fdbcli's stderr before a never-created database's status json answered
+    /// (`real.sh nc`): its progress warning alone, which said nothing of the cause and read
+    /// as if it were the cause in front of it.
+    #[test]
+    fn fdbcli_progress_warnings_are_left_out_of_messages() {
+        assert_eq!(
+            fdbcli_said("\nWARNING: Long delay (Ctrl-C to interrupt)\n"),
+            ""
+        );
+        assert_eq!(fdbcli_said(""), "");
+        let said = fdbcli_said(
+            "\nWARNING: Long delay (Ctrl-C to interrupt)\nERROR: Could not communicate\n",
+        );
+        assert_eq!(
+            said,
+            "; fdbcli's stderr ends with:\nERROR: Could not communicate"
+        );
+    }
 
     #[test]
     fn free_ports_are_distinct() {
