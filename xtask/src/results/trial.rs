@@ -129,7 +129,9 @@ pub struct TrialRecord {
     /// measured (the run ended before its warmup did) or the record predates it.
     #[serde(default)]
     pub cpu: Option<RoleCpu>,
-    /// Peak growth of the work dir filesystem's used bytes during mako build and run.
+    /// Peak growth of the work dir filesystem's used bytes during mako build and run (or
+    /// the multitest), bytes. The filesystem's, not the trial's alone: anything else
+    /// writing to it counts too, such as a local cluster's data on the same tmpfs.
     pub workdir_peak_bytes: Option<u64>,
     /// What `status json` said of a cluster the gate did not start (`--cluster-file`)
     /// when the trial began: its versions, shape and health.

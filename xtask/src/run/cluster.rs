@@ -523,14 +523,23 @@ impl Cluster {
         // A reconfigured engine recovers the cluster too, but is said for what it is.
         let now = after.engine();
         if now.is_err() || now != before.engine() {
+            // A new configured name says the change; the servers' engines say how far it
+            // got. With the same name, the mismatch is the whole story.
+            let detail = match now.err() {
+                Some(m) if before.storage_engine == after.storage_engine => format!("; {m}"),
+                _ if after.storage_server_engines.is_empty() => String::new(),
+                _ => format!(
+                    "; its storage servers run {}",
+                    after.storage_server_engines.join(", ")
+                ),
+            };
             return Err(anyhow!(
                 "the cluster's storage engine was changed during the test (configured {:?} \
-                 before, {:?} after{}): its TPS spans a reconfiguration and a data \
-                 migration, so the trial is not measured; run again once the change is \
-                 done; see {}",
+                 before, {:?} after{detail}): its TPS spans a reconfiguration and a data \
+                 migration, so the trial is not measured; run again once every storage \
+                 server runs the new engine; see {}",
                 before.storage_engine,
                 after.storage_engine,
-                now.err().map(|m| format!("; {m}")).unwrap_or_default(),
                 answer.display()
             )
             .into());

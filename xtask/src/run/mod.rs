@@ -259,10 +259,15 @@ impl<'a> Runner<'a> {
                             .into()
                     })
             ),
+            // The level already says ERROR; a timeout or a signal is said as such.
             _ => tracing::error!(
-                "trial {}: {:?}: {}; artifacts in {}",
+                "trial {}: {}{}; artifacts in {}",
                 record.index,
-                record.outcome,
+                match record.outcome {
+                    Outcome::Timeout => "TIMEOUT: ",
+                    Outcome::Interrupted => "interrupted: ",
+                    _ => "",
+                },
                 record.error.as_deref().unwrap_or(""),
                 self.out.join(&record.artifacts).display()
             ),
