@@ -63,9 +63,19 @@ impl FdbTree {
                 root.display()
             )));
         }
+        // A link that points nowhere is said as such, not as "no build tree".
+        let server = root.join("bin/fdbserver");
+        if let Some(link) = broken_link(&server) {
+            return Err(UsageError(format!(
+                "bin/fdbserver in FDB build tree {} is {link}: point it at a built fdbserver, \
+                 or build it with `ninja -C {} fdbserver`",
+                root.display(),
+                root.display()
+            )));
+        }
         // Not a build dir at all: `ninja -C` there (the advice for a missing file) would
         // not work.
-        if !root.join("bin/fdbserver").exists() && !root.join("build.ninja").exists() {
+        if !server.exists() && !root.join("build.ninja").exists() {
             return Err(UsageError(format!(
                 "{} is no FDB build tree (neither bin/fdbserver nor build.ninja): give the \
                  directory cmake configured FDB into, the one holding bin/fdbserver",
@@ -83,6 +93,14 @@ impl FdbTree {
             .with_context(|| format!("cannot resolve FDB build tree {}", root.display()))?;
         let need = |rel: &str, target: &str, extra: &str| -> Result<PathBuf> {
             let path = root.join(rel);
+            if let Some(link) = broken_link(&path) {
+                bail!(
+                    "{rel} in FDB build tree {} is {link}: point it at the built file, or build \
+                     it with `ninja -C {} {target}`{extra}",
+                    root.display(),
+                    root.display()
+                );
+            }
             // Something that is there but not a file is named as what it is, not "missing".
             if let Ok(meta) = std::fs::metadata(&path).or_else(|_| path.symlink_metadata()) {
                 if !meta.is_file() {
@@ -258,6 +276,19 @@ fn same_file_contents(x: &Path, y: &Path) -> Result<bool> {
     }
 }
 
+/// `Some("a broken link (to T)")` when `path` is a symbolic link whose target does not
+/// exist: `exists()` follows the link and would call it missing.
+fn broken_link(path: &Path) -> Option<String> {
+    let meta = path.symlink_metadata().ok()?;
+    if !meta.file_type().is_symlink() || path.exists() {
+        return None;
+    }
+    let to = std::fs::read_link(path)
+        .map(|t| format!(" (to {})", t.display()))
+        .unwrap_or_default();
+    Some(format!("a broken link{to}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -312,6 +343,30 @@ mod tests {
         let err = format!("{:#}", FdbTree::open(dir.path()).unwrap_err());
         assert!(err.contains("lib/libfdb_c.so in FDB build tree"), "{err}");
         assert!(err.contains("is a directory"), "{err}");
+    }
+
+    #[test]
+    fn a_broken_link_in_the_tree_is_named_as_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        // Fresh user: a tree whose bin/fdbserver points nowhere was "no FDB build tree".
+        std::os::unix::fs::symlink("/nonexistent/fdbserver", bin.join("fdbserver")).unwrap();
+        let err = FdbTree::check_root(dir.path()).unwrap_err().0;
+        assert!(
+            err.contains("bin/fdbserver in FDB build tree")
+                && err.contains("is a broken link (to /nonexistent/fdbserver)"),
+            "{err}"
+        );
+        std::fs::remove_file(bin.join("fdbserver")).unwrap();
+        std::fs::write(bin.join("fdbserver"), "").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        let exec = std::fs::Permissions::from_mode(0o755);
+        std::fs::set_permissions(bin.join("fdbserver"), exec).unwrap();
+        std::os::unix::fs::symlink("gone", bin.join("fdbcli")).unwrap();
+        let err = format!("{:#}", FdbTree::open(dir.path()).unwrap_err());
+        assert!(err.contains("bin/fdbcli in FDB build tree"), "{err}");
+        assert!(err.contains("is a broken link (to gone)"), "{err}");
     }
 
     #[test]

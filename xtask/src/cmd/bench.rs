@@ -40,11 +40,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         if let Some(e) = &config.existing {
             refuse_unreachable(e)?;
         }
-        // A given tree that is no tree is said before the other arm's checkout or build.
-        let given = [&config.baseline.build_dir, &config.experiment.build_dir];
-        for dir in given.into_iter().flatten() {
-            build::tree::FdbTree::check_root(dir)?;
-        }
+        check_given_trees(&config)?;
         let mut wanted = Vec::new();
         if config.baseline.build_dir.is_none() && !config.no_control && config.existing.is_none() {
             wanted.push(Arm::Baseline);
@@ -197,4 +193,29 @@ fn refuse_same_commit(
         &commits[0].1[..commits[0].1.len().min(12)]
     ))
     .into())
+}
+
+/// A given tree that is no tree is said before the other arm's checkout or build, and both
+/// arms' at once. Errors: a [`UsageError`] naming each wrong tree and its arm.
+fn check_given_trees(config: &BenchConfig) -> Result<(), UsageError> {
+    let mut wrong = Vec::new();
+    for arm in [Arm::Baseline, Arm::Experiment] {
+        let Some(dir) = &config.arm(arm).build_dir else {
+            continue;
+        };
+        if let Err(e) = build::tree::FdbTree::check_root(dir) {
+            wrong.push(if config.one_tree() {
+                format!("the build tree: {}", e.0)
+            } else {
+                format!("the {arm} build tree: {}", e.0)
+            });
+        }
+        if config.one_tree() {
+            break;
+        }
+    }
+    match wrong.is_empty() {
+        true => Ok(()),
+        false => Err(UsageError(wrong.join("\nand "))),
+    }
 }
