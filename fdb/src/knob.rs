@@ -45,6 +45,9 @@ impl Knob {
         if value.is_empty() || value.chars().any(char::is_whitespace) {
             return Err(bad("the value must be non-empty and without spaces"));
         }
+        if let Some(why) = unfit(&name, value) {
+            return Err(format!("{flag} {raw} is refused: {why}"));
+        }
         Ok(Knob {
             name,
             value: value.to_string(),
@@ -64,6 +67,34 @@ impl Knob {
     pub fn arg(&self) -> String {
         format!("--knob_{}={}", self.name, self.value)
     }
+}
+
+/// Highest `min_trace_severity` the gate can run with: SevInfo (10, the default outside
+/// simulation, `flow/Knobs.cpp`). Events below the knob are not logged (`flow/Trace.cpp`),
+/// and `status json` is built from the servers' SevInfo events
+/// (`fdbserver/clustercontroller/Status.cpp`).
+pub const MAX_TRACE_SEVERITY: i64 = 10;
+
+/// Why the gate cannot run with knob `name` = `value`, `None` when it can. A knob that
+/// hides what the gate reads would not fail: it would wait a whole bound for an answer
+/// that never comes. Real 8.0, `--knob_min_trace_severity=40`: `status json` stays
+/// `status_incomplete` ("Recovery Status unavailable.") with the database
+/// `available: false` in the client's view, and refused knobs (SevWarnAlways events)
+/// would go unseen too.
+fn unfit(name: &str, value: &str) -> Option<String> {
+    let severity = match name {
+        "min_trace_severity" => value.parse::<i64>().ok()?,
+        _ => return None,
+    };
+    (severity > MAX_TRACE_SEVERITY).then(|| {
+        format!(
+            "fdbservers then log no events below severity {severity}, and status json, \
+             which the gate waits on, is built from their SevInfo ({MAX_TRACE_SEVERITY}) \
+             events: it would stay incomplete (status_incomplete) and the database never \
+             read as available; give a value of {MAX_TRACE_SEVERITY} or less, or leave the \
+             knob out"
+        )
+    })
 }
 
 /// The knobs a trial's fdbservers get: on tmpfs the ones it needs, then the user's (which
@@ -132,6 +163,25 @@ mod tests {
             ["--knob_disable_posix_kernel_aio=1"]
         );
         assert!(tester_knobs(false).is_empty());
+    }
+
+    #[test]
+    fn a_knob_that_hides_the_events_status_json_reads_is_refused() {
+        // Breaker: min_trace_severity=40 left status json incomplete for the whole bound.
+        let err = Knob::parse_user("MIN_TRACE_SEVERITY=40", "--experiment-knob").unwrap_err();
+        assert!(
+            err.starts_with("--experiment-knob MIN_TRACE_SEVERITY=40 is refused")
+                && err.contains("status_incomplete")
+                && err.contains("10 or less"),
+            "{err}"
+        );
+        for fine in [
+            "min_trace_severity=10",
+            "min_trace_severity=5",
+            "page_cache_4k=40",
+        ] {
+            assert!(Knob::parse_user(fine, "--knob").is_ok(), "{fine}");
+        }
     }
 
     #[test]

@@ -339,6 +339,11 @@ pub struct ClientView {
     /// fdbcli warned on stderr that a process speaks another protocol
     /// ([`INCOMPATIBLE_WARNING`]).
     pub incompatible: bool,
+    /// `cluster.messages`, each "description (name: reason; ...)": what the cluster
+    /// controller could not say, e.g. `status_incomplete` with "Recovery Status
+    /// unavailable." when the servers log no SevInfo events
+    /// (`testdata/status-json-incomplete-min-trace-severity-8.0.json`).
+    pub cluster_messages: Vec<String>,
 }
 
 impl ClientView {
@@ -356,9 +361,30 @@ impl ClientView {
                     .collect()
             })
             .unwrap_or_default();
+        let cluster_messages = v["cluster"]["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|m| {
+                let reasons: Vec<&str> = m["reasons"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|r| r["description"].as_str())
+                    .map(str::trim)
+                    .collect();
+                let name = text_of(m, "name");
+                let name = match reasons.is_empty() {
+                    true => name,
+                    false => format!("{name}: {}", reasons.join(" ")),
+                };
+                format!("{} ({name})", text_of(m, "description").trim())
+            })
+            .collect();
         let mut view = ClientView {
             messages,
             incompatible: stderr.contains(INCOMPATIBLE_WARNING),
+            cluster_messages,
             ..ClientView::default()
         };
         let coordinators = client["coordinators"]["coordinators"].as_array();
@@ -421,6 +447,12 @@ impl ClientView {
                 "fdbcli warns that a process of the cluster is incompatible with its release"
                     .into(),
             );
+        }
+        if !self.cluster_messages.is_empty() {
+            parts.push(format!(
+                "the cluster says: {}",
+                self.cluster_messages.join("; ")
+            ));
         }
         parts.join("; ")
     }
@@ -623,5 +655,23 @@ mod tests {
         );
         // Nothing to say of an empty answer (fdbcli printed nothing).
         assert_eq!(ClientView::parse("", "").describe(), "");
+        // Breaker: servers with min_trace_severity=40 (real 8.0): the coordinator answers,
+        // the database is not available to the client, and the cluster says why.
+        let v = ClientView::parse(
+            include_str!("../testdata/status-json-incomplete-min-trace-severity-8.0.json"),
+            "",
+        );
+        assert_eq!(
+            v.cluster_messages,
+            [
+                "Unable to retrieve all status information. (status_incomplete: Cannot retrieve \
+              all process status information. Recovery Status unavailable. Unknown cache \
+              statistics. Unknown mutations, conflicts, and transactions state. Unknown \
+              performance state.)"
+            ]
+        );
+        assert!(v
+            .describe()
+            .contains("; the cluster says: Unable to retrieve all status"));
     }
 }

@@ -281,6 +281,23 @@ impl TryFrom<&BenchArgs> for BenchConfig {
     }
 }
 
+/// Errors when one flag gives a knob twice with different values: which one was meant is
+/// not for the gate to guess (across flags, an arm's own knob wins over `--knob`).
+fn refuse_twice(knobs: &[Knob], flag: &str) -> Result<(), UsageError> {
+    for (i, k) in knobs.iter().enumerate() {
+        if let Some(other) = knobs[..i]
+            .iter()
+            .find(|o| o.name == k.name && o.value != k.value)
+        {
+            return Err(usage(format!(
+                "{flag} gives knob {} twice, ={} and ={}: give it once",
+                k.name, other.value, k.value
+            )));
+        }
+    }
+    Ok(())
+}
+
 impl BenchConfig {
     /// Validates the shared run flags `a` for the two arms' build trees.
     pub fn new(
@@ -290,9 +307,12 @@ impl BenchConfig {
         a: &RunArgs,
     ) -> Result<BenchConfig, UsageError> {
         let parse_all = |raw: &[String], flag: &str| -> Result<Vec<Knob>, UsageError> {
-            raw.iter()
+            let knobs = raw
+                .iter()
                 .map(|k| Knob::parse_user(k, flag).map_err(UsageError))
-                .collect()
+                .collect::<Result<Vec<Knob>, UsageError>>()?;
+            refuse_twice(&knobs, flag)?;
+            Ok(knobs)
         };
         let common = parse_all(&a.knobs, "--knob")?;
         let arm_knobs = |own: &[String], flag: &str| -> Result<Vec<Knob>, UsageError> {
@@ -893,6 +913,15 @@ mod tests {
         assert!(err.0.contains("--baseline-knob 'page_cache_4k'"), "{err}");
         assert!(err.0.contains("NAME=VALUE"), "{err}");
         assert!(config(&["--knob", "bad name=1"]).is_err());
+        // Breaker: the second value silently won.
+        let err = config(&["--knob", "a=1", "--knob", "A=2"]).unwrap_err();
+        assert!(
+            err.0.contains("--knob gives knob a twice, =1 and =2"),
+            "{err}"
+        );
+        assert!(config(&["--knob", "a=1", "--knob", "a=1"]).is_ok());
+        let err = config(&["--knob", "min_trace_severity=40"]).unwrap_err();
+        assert!(err.0.contains("status_incomplete"), "{err}");
     }
 
     #[test]
