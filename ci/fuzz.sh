@@ -27,6 +27,8 @@ seed mako_report verbose0 "$data/mako-run-verbose0.txt" "$data/mako-verbose0.jso
 seed mako_report build "$data/mako-build.txt"
 seed status_json available "$data/status-json-available.json"
 seed status_json never "$data/status-json-never-configured-8.0.json"
+seed status_json incomplete "$data/status-json-incomplete-min-trace-severity-8.0.json"
+seed status_json frozen "$data/status-json-frozen-coordinator-8.0.json"
 seed trace_events knobs "$data/trace-knob-events.txt"
 seed trace_events stderr "$data/fdbserver-stderr-invalid-knob.txt"
 seed baseline_file real xtask/testdata/baseline-real.json

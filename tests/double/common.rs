@@ -43,6 +43,9 @@ pub struct Behaviour {
     pub storage_crash_after_ms: Option<u64>,
     /// `mako --mode run` never finishes (for interrupt tests).
     pub mako_run_hang: bool,
+    /// `mako --mode run` freezes the coordinator (it stops itself with SIGSTOP, as a
+    /// frozen cluster) and then waits for it without end, as the real mako does.
+    pub cluster_freezes_on_run: bool,
     /// mako aborts after writing its report, like the real one in `_dl_fini`.
     pub mako_abort_at_exit: bool,
     /// `totalTimeouts` the run reports (above 0: not a valid measurement).
@@ -145,6 +148,7 @@ impl Default for Behaviour {
             refuse_tmpfs_without_aio: true,
             storage_crash_after_ms: None,
             mako_run_hang: false,
+            cluster_freezes_on_run: false,
             mako_abort_at_exit: true,
             mako_timeouts: 0,
             server_ignores_sigterm: false,

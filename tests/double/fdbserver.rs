@@ -182,6 +182,12 @@ fn main() {
                     }
                     .to_string()
                 }
+                _ if line.trim() == "freeze" => {
+                    // Answered first, then the whole server stops, its port still open.
+                    let _ = writeln!(&stream, "ok");
+                    let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGSTOP);
+                    return;
+                }
                 _ if line.trim() == "recover" => {
                     generation.fetch_add(2, std::sync::atomic::Ordering::SeqCst);
                     "ok".to_string()

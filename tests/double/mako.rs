@@ -112,6 +112,10 @@ fn main() {
     common::burn_cpu(b.cpu_pct.get("client").copied().unwrap_or(0.0));
     let seconds = num(&["-s", "--seconds"], 30.0);
     let warmup = num(&["--warmup_seconds"], 0.0);
+    if b.cluster_freezes_on_run {
+        common::ask(&cluster, "freeze");
+        std::thread::sleep(Duration::from_secs(3600));
+    }
     if b.mako_run_hang {
         println!("         OPS        15533          860          860       847.53         7.99");
         std::thread::sleep(Duration::from_secs(3600));

@@ -307,6 +307,13 @@ impl Child {
         let _ = killpg(self.pgid(), sig);
     }
 
+    /// SIGTERM to the child's process group, then SIGCONT: a stopped process (SIGSTOP, a
+    /// frozen cluster) acts on SIGTERM only once it runs again.
+    pub fn terminate(&self) {
+        self.signal(Signal::SIGTERM);
+        self.signal(Signal::SIGCONT);
+    }
+
     /// Whether the child has exited and no process of its group is left.
     pub fn finished(&mut self) -> bool {
         matches!(self.try_exit(), Ok(Some(_))) && !group_alive(self.pgid())
@@ -319,7 +326,7 @@ impl Child {
     /// Stops the whole process group: SIGTERM, then SIGKILL after `grace`. Returns whether
     /// SIGKILL was needed.
     pub fn stop(&mut self, grace: Duration) -> bool {
-        self.signal(Signal::SIGTERM);
+        self.terminate();
         let deadline = Instant::now() + grace;
         while Instant::now() < deadline {
             if self.finished() {

@@ -64,6 +64,47 @@ fn a_server_that_ignores_sigterm_is_killed_and_the_teardown_is_a_timeout() {
 }
 
 #[test]
+fn a_cluster_that_freezes_during_the_run_is_said_before_the_bound() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({"cluster_freezes_on_run": true}));
+    // Breaker: a stopped cluster hung the trial to the bound, blamed on mako. A grace of
+    // 40 s: the cluster is asked every 10 s from 10 s past --seconds; two unanswered
+    // questions end the trial by about 30 s past it.
+    let o = s.bench(&a, &b, &["--trials", "1", "--timeout-mako-run-grace", "40"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let trials = s.read_json("trials.json");
+    let t = trials
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["arm"] == "experiment")
+        .unwrap_or_else(|| panic!("{trials}"));
+    assert_eq!(
+        (&t["outcome"], &t["failed_phase"]),
+        (&json!("error"), &json!("mako-run")),
+        "{t}"
+    );
+    let error = t["error"].as_str().unwrap();
+    assert!(
+        error.contains("the cluster stopped answering: mako --mode run has run ")
+            && error.contains("s past its expected end, and status json found no available")
+            && error.contains("status-probe.json"),
+        "{error}"
+    );
+    let probe = s.out().join(t["artifacts"].as_str().unwrap());
+    assert!(probe.join("status-probe.json").is_file(), "{probe:?}");
+    // Its teardown continued the stopped server (SIGCONT) rather than waiting it out.
+    let teardown = t["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["phase"] == "teardown")
+        .unwrap_or_else(|| panic!("{t}"));
+    assert!(teardown["duration_s"].as_f64().unwrap() < 30.0, "{t}");
+    s.assert_no_leftover_processes();
+}
+
+#[test]
 fn a_hanging_mako_run_is_a_timeout_and_is_killed() {
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({}), json!({"mako_run_hang": true}));

@@ -34,7 +34,7 @@ use crate::{
     plan::{env::ChildEnv, pinning::Pinning, workdir::Workdir, ArmPlan},
     process::{
         excerpt, exit_of, interrupted, output_note, process_running, read_output, Child,
-        PhaseError, Signal, POLL,
+        PhaseError, POLL,
     },
     results::{
         fs::create_new,
@@ -952,6 +952,30 @@ impl Cluster {
         child.wait_until(Instant::now() + bound, bound, || self.check_alive())
     }
 
+    /// One `status json` within `bound` (at most [`STATUS_CALL_BOUND`]), kept as
+    /// `status-probe.json`: `None` when it says the database is available, else what it
+    /// saw ([`ClientView::describe`], or that fdbcli printed nothing). For
+    /// [`super::stall::StallWatch`].
+    pub fn unanswered(&self, bound: Duration) -> Result<Option<String>, PhaseError> {
+        let out = self.artifacts.join("status-probe.json");
+        let bound = bound.min(STATUS_CALL_BOUND);
+        match self.fdbcli("status json", &out, bound) {
+            Ok(_) | Err(PhaseError::Timeout(..)) => {}
+            Err(e) => return Err(e),
+        }
+        let text = read_output(&out)?;
+        if parse_database_status(&text).is_some_and(|s| s.available) {
+            return Ok(None);
+        }
+        let err = read_output(&out.with_extension("err")).unwrap_or_default();
+        let seen = ClientView::parse(&text, &err).describe();
+        Ok(Some(if seen.is_empty() {
+            format!("fdbcli printed no status within {} s", bound.as_secs())
+        } else {
+            seen
+        }))
+    }
+
     /// For a cluster the gate did not start: its coordinators as the cluster file names
     /// them when none accepts a TCP connection now (each tried within 1 s), else `None`.
     pub fn coordinators_gone(&self) -> Option<String> {
@@ -1045,7 +1069,7 @@ impl Cluster {
             .iter_mut()
             .filter_map(|s| s.child.as_mut())
             .collect();
-        children.iter().for_each(|c| c.signal(Signal::SIGTERM));
+        children.iter().for_each(|c| c.terminate());
         while Instant::now() < deadline {
             if children.iter_mut().all(|c| c.finished()) {
                 return Ok(());

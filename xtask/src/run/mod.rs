@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod monitor;
 pub mod multitest;
 pub mod reaper;
+pub mod stall;
 pub mod trial;
 
 use std::{

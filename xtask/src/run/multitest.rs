@@ -26,6 +26,7 @@ use fdb::{
 use super::{
     cluster::{copy_files, Cluster},
     monitor::Monitor,
+    stall::StallWatch,
     trial::{Progress, TrialContext},
 };
 use crate::{
@@ -254,10 +255,15 @@ fn wait(
     let test_s = ctx.workload.seconds as f64;
     let mut load_started: Option<Instant> = None;
     let mut progress = Progress::new(ctx.progress, "multitest", ctx.workload.seconds);
+    let test = Duration::from_secs(ctx.workload.seconds);
+    // Until the test starts (testers joining, rows loading) there is no expected end.
+    let mut stall = StallWatch::new("the multitest", Instant::now(), None, bound);
     let status = child.wait_until(deadline, bound, || {
         monitor.tick();
         if load_started.is_none() && read_output(out).unwrap_or_default().contains(RUNNING) {
-            load_started = Some(Instant::now());
+            let now = Instant::now();
+            load_started = Some(now);
+            stall.expect_end(now, test);
         }
         let into = load_started.map(|t| t.elapsed());
         if let Some(into) = into.map(|d| d.as_secs_f64()) {
@@ -270,7 +276,8 @@ fn wait(
         }
         progress.update(into.unwrap_or_default(), || phase_of(into, test_s));
         cluster.check_alive()?;
-        cluster.check_coordinators()
+        cluster.check_coordinators()?;
+        stall.check(cluster)
     });
     progress.finish();
     monitor.close_cpu_window();

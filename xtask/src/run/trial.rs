@@ -13,7 +13,7 @@ use std::{
 use anyhow::{anyhow, Context, Result};
 use fdb::mako::{last_sample_tps, MakoReport, TextSummary};
 
-use super::{cluster::Cluster, monitor::Monitor, reaper::remove_mako_leftovers};
+use super::{cluster::Cluster, monitor::Monitor, reaper::remove_mako_leftovers, stall::StallWatch};
 use crate::{
     build::tree::FdbTree,
     config::{existing::ExistingCluster, topology::Topology, PhaseBounds, Workload},
@@ -525,11 +525,14 @@ fn mako_build(
         artifacts.join("mako-build.txt"),
         artifacts.join("mako-build.err"),
     );
+    let started = Instant::now();
     let mut child = Child::spawn_on("mako --mode build", cmd, &out, &err, ctx.other_cpus())?;
     let bound = ctx.bounds.mako_build;
-    let status = child.wait_until(Instant::now() + bound, bound, || {
+    let mut stall = StallWatch::new("mako --mode build", started, None, bound);
+    let status = child.wait_until(started + bound, bound, || {
         monitor.tick();
-        cluster.check_alive()
+        cluster.check_alive()?;
+        stall.check(cluster)
     });
     remove_mako_leftovers(child.pid());
     let status = status?;
@@ -590,7 +593,7 @@ impl Progress {
             let bar = indicatif::ProgressBar::new(seconds);
             bar.set_style(
                 indicatif::ProgressStyle::with_template(&format!(
-                    "  {what} {{bar:30}} {{pos}}/{{len}} s, {{eta}} left, {{msg}}"
+                    "  {what} {{bar:30}} {{pos}}/{{len}} s, {{msg}}"
                 ))
                 .expect("valid template"),
             );
@@ -614,8 +617,13 @@ impl Progress {
             return;
         }
         self.last_update = Instant::now();
-        let status = status();
-        self.bar.set_position(elapsed.as_secs());
+        let status = format!(
+            "{}, {}",
+            time_left(elapsed.as_secs(), self.seconds),
+            status()
+        );
+        // Past its end the bar stays full; the message says by how much.
+        self.bar.set_position(elapsed.as_secs().min(self.seconds));
         if self.bar.is_hidden() && self.lines && self.last_line.elapsed() >= QUIET_LINE_EVERY {
             self.last_line = Instant::now();
             tracing::info!(
@@ -630,6 +638,19 @@ impl Progress {
 
     pub(super) fn finish(&self) {
         self.bar.finish_and_clear();
+    }
+}
+
+/// What is left of a run of `seconds` after `elapsed` seconds, or how far past its end it
+/// is: the time is the run's own, not an estimate from its rate (which, for a multitest
+/// still loading, said "57s left" at 1 of 20 s).
+fn time_left(elapsed: u64, seconds: u64) -> String {
+    match seconds.checked_sub(elapsed) {
+        Some(left) => format!("{left} s left"),
+        None => format!(
+            "{} s past its end (waiting for the driver to finish)",
+            elapsed - seconds
+        ),
     }
 }
 
@@ -676,6 +697,8 @@ fn mako_run(
     let client = child.pid();
     let warmup = Duration::from_secs(w.warmup_seconds);
     let mut progress = Progress::new(ctx.progress, "mako run", w.seconds);
+    let expected = Some(Duration::from_secs(w.seconds));
+    let mut stall = StallWatch::new("mako --mode run", started, expected, bound);
     let status = child.wait_until(started + bound, bound, || {
         monitor.tick();
         if started.elapsed() >= warmup {
@@ -683,7 +706,8 @@ fn mako_run(
         }
         let elapsed = started.elapsed();
         progress.update(elapsed, || mako_status(elapsed, w, &out));
-        cluster.check_alive()
+        cluster.check_alive()?;
+        stall.check(cluster)
     });
     progress.finish();
     remove_mako_leftovers(child.pid());
@@ -762,6 +786,17 @@ fn flag_path(flag: &str, path: &Path) -> std::ffi::OsString {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_time_left_is_the_runs_own_and_past_its_end_says_by_how_much() {
+        assert_eq!(time_left(1, 20), "19 s left");
+        assert_eq!(time_left(20, 20), "0 s left");
+        // Fresh user: the bar said "21/20 s"; a frozen cluster's test ran on unsaid.
+        assert_eq!(
+            time_left(95, 20),
+            "75 s past its end (waiting for the driver to finish)"
+        );
+    }
 
     #[test]
     fn a_cluster_file_path_is_quoted_for_the_shell() {

@@ -1,0 +1,99 @@
+//! Whether a cluster still answers while a workload driver runs longer than it should: a
+//! frozen cluster (its processes stopped with SIGSTOP, its host hung) keeps its ports
+//! open, so neither a dead server ([`Cluster::check_alive`]) nor a refused connection
+//! ([`Cluster::check_coordinators`]) shows it, and mako or the multitest waits for it until
+//! its phase's bound: 15 minutes for `mako --mode build` by default.
+
+use std::time::{Duration, Instant};
+
+use anyhow::anyhow;
+
+use super::cluster::Cluster;
+use crate::process::PhaseError;
+
+/// Most time between two questions to the cluster, and so the most a frozen cluster adds
+/// past when the driver should have ended, twice over.
+pub const STALL_PROBE_EVERY: Duration = Duration::from_secs(30);
+
+/// Asks the cluster (`status json`) from a due time on, every `every`, whether its database
+/// is available; two answers in a row that it is not end the phase: a cluster that froze
+/// answers nothing, and fdbcli then reports no quorum of coordinators reachable (real 8.0,
+/// `fdb/testdata/status-json-frozen-coordinator-8.0.json`, after 5 s).
+pub struct StallWatch {
+    /// The driver, for the message (`mako --mode run`).
+    what: &'static str,
+    started: Instant,
+    /// When to ask next.
+    next: Instant,
+    every: Duration,
+    /// The expected run time, for the message; `None`: no expected end (the load phase).
+    expected: Option<Duration>,
+    /// What the last unanswered question saw, when the one before it was unanswered too.
+    missed: Option<String>,
+}
+
+impl StallWatch {
+    /// A watch over `what`, started at `started`, whose phase is bounded by `bound`: it
+    /// asks every [`STALL_PROBE_EVERY`] or a quarter of `bound`, whichever is less (each
+    /// question bounded by half that), from `expected` (the driver's run time, none for
+    /// a load) plus that on.
+    pub fn new(
+        what: &'static str,
+        started: Instant,
+        expected: Option<Duration>,
+        bound: Duration,
+    ) -> StallWatch {
+        let every = STALL_PROBE_EVERY.min(bound / 4).max(Duration::from_secs(1));
+        let first = expected.unwrap_or_default() + every;
+        StallWatch {
+            what,
+            started,
+            next: started + first,
+            every,
+            expected,
+            missed: None,
+        }
+    }
+
+    /// From now on the driver is expected to end `expected` after `from` (the multitest
+    /// once its test started): the next question waits until then plus the interval.
+    pub fn expect_end(&mut self, from: Instant, expected: Duration) {
+        self.expected = Some(from.duration_since(self.started) + expected);
+        self.next = self.next.max(from + expected + self.every);
+    }
+
+    /// Asks the cluster when due. Errors: the second unanswered question in a row, saying
+    /// how long the driver ran and what `status json` saw.
+    pub fn check(&mut self, cluster: &Cluster) -> Result<(), PhaseError> {
+        let now = Instant::now();
+        if now < self.next {
+            return Ok(());
+        }
+        // Two questions and their answers take at most 3 intervals: within the bound.
+        let seen = cluster.unanswered(self.every / 2)?;
+        self.next = Instant::now() + self.every;
+        let (Some(seen), Some(_)) = (seen.clone(), self.missed.take()) else {
+            self.missed = seen;
+            return Ok(());
+        };
+        let ran = self.started.elapsed().as_secs();
+        let past = match self.expected {
+            Some(e) => format!(
+                ", {} s past its expected end",
+                ran.saturating_sub(e.as_secs())
+            ),
+            None => String::new(),
+        };
+        Err(anyhow!(
+            "the cluster stopped answering: {} has run {ran} s{past}, and status json found \
+             no available database twice, {} s apart ({seen}; the answer is in \
+             status-probe.json): its processes may be stopped (SIGSTOP) or its host hung, \
+             and {} would wait for it until its bound; check the cluster with `fdbcli \
+             status`",
+            self.what,
+            self.every.as_secs(),
+            self.what
+        )
+        .into())
+    }
+}
