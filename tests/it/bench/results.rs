@@ -186,6 +186,32 @@ fn a_non_empty_results_dir_or_unwritable_junit_path_is_refused_before_any_trial(
 }
 
 #[test]
+fn copies_may_go_inside_the_results_dir_but_never_among_the_trials_files() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    // Breaker: this --junit replaced a trial's mako report with JUnit XML.
+    let trial_file = s.out().join("trials/01-redwood-experiment-1/mako.json");
+    for flag in ["--junit", "--export-markdown"] {
+        let o = s.bench(&a, &b, &[flag, trial_file.to_str().unwrap()]);
+        assert_eq!(code(&o), 64, "{}", text(&o));
+        assert!(
+            text(&o).contains(&format!("{flag} ")) && text(&o).contains("inside the run's trials/"),
+            "{}",
+            text(&o)
+        );
+        assert!(!s.out().join("meta.json").exists(), "no trial may run");
+    }
+    // Breaker: a Markdown copy in a subdirectory of a new --out made its directory, and
+    // then the run was refused for a results dir that was not empty.
+    let _ = std::fs::remove_dir_all(s.out());
+    let md = s.out().join("ci/summary-copy.md");
+    let o = s.bench(&a, &b, &["--export-markdown", md.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let copy = std::fs::read_to_string(&md).unwrap();
+    assert!(copy.contains("MEASURED"), "{copy}");
+}
+
+#[test]
 fn junit_at_a_link_or_a_fifo_is_refused_and_a_non_utf8_out_dir_works() {
     use std::os::unix::ffi::OsStrExt as _;
     let s = Sandbox::new();

@@ -209,7 +209,7 @@ fn check_outputs(
     junit: Option<&Path>,
     markdown: Option<&Path>,
 ) -> Result<()> {
-    check_results_dir(out, junit)?;
+    check_results_dir(out, [junit, markdown])?;
     if let Some(j) = junit {
         check_junit_apart(out, j)?;
     }

@@ -38,7 +38,11 @@ pub fn execute(plan: Plan) -> Result<Finished> {
     if interrupted() {
         anyhow::bail!("interrupted by a signal before the first trial; nothing was run");
     }
-    let out = results_dir(plan.config.out.as_deref(), plan.config.junit.as_deref())?;
+    let copies = [
+        plan.config.junit.as_deref(),
+        plan.config.export_markdown.as_deref(),
+    ];
+    let out = results_dir(plan.config.out.as_deref(), copies)?;
     init_logging(&out, plan.config.quiet)?;
     tracing::info!("results: {}", out.display());
     for line in plan.render_body().lines() {

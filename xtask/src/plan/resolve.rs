@@ -76,7 +76,8 @@ pub fn prepare(config: &BenchConfig) -> Result<Prepared> {
     };
     let slo = floors(config, &engines, &baselines)?;
     if let Some(out) = &config.out {
-        check_results_dir(out, config.junit.as_deref())?;
+        let copies = [config.junit.as_deref(), config.export_markdown.as_deref()];
+        check_results_dir(out, copies)?;
     }
     let counted = |m: &Metric| matches!(m, Metric::InstructionsPerTxn(_));
     if let Some(m) = config.gates.iter().find(counted) {

@@ -78,7 +78,7 @@ pub fn dir_stamp(t: SystemTime) -> String {
 
 /// The results dir: `--out`, else `<cargo target dir>/perfgate/<UTC time>-<pid>`. It must
 /// not hold an earlier run's results.
-pub fn results_dir(explicit: Option<&Path>, junit: Option<&Path>) -> Result<PathBuf> {
+pub fn results_dir(explicit: Option<&Path>, copies: Copies) -> Result<PathBuf> {
     let dir = match explicit {
         Some(d) => d.to_path_buf(),
         None => {
@@ -93,17 +93,21 @@ pub fn results_dir(explicit: Option<&Path>, junit: Option<&Path>) -> Result<Path
                 .join(format!("{stamp}-{}", std::process::id()))
         }
     };
-    check_results_dir(&dir, junit)?;
+    check_results_dir(&dir, copies)?;
     std::fs::create_dir_all(&dir)
         .with_context(|| format!("cannot create results dir {}", dir.display()))?;
     // Absolute: mako and fdbserver run in other directories and get paths inside it.
     std::fs::canonicalize(&dir).with_context(|| format!("cannot resolve {}", dir.display()))
 }
 
+/// Where the copies of a run's verdicts go: `--junit` and `--export-markdown`.
+pub type Copies<'a> = [Option<&'a Path>; 2];
+
 /// A results dir must be missing or empty: results are never mixed with an earlier run's.
-/// The way to the `--junit` file is not counted: `--junit <out>/ci/junit.xml` creates its
-/// directory first, and a run that failed before its first trial leaves only that file.
-pub fn check_results_dir(dir: &Path, junit: Option<&Path>) -> Result<()> {
+/// The way to the `--junit` and `--export-markdown` files is not counted: `--junit
+/// <out>/ci/junit.xml` creates its directory first, and a run that failed before its first
+/// trial leaves only that file.
+pub fn check_results_dir(dir: &Path, copies: Copies) -> Result<()> {
     if !dir.exists() && dir.symlink_metadata().is_ok() {
         return Err(UsageError(format!(
             "results dir {} is a symbolic link to something missing; choose another --out, \
@@ -128,12 +132,11 @@ pub fn check_results_dir(dir: &Path, junit: Option<&Path>) -> Result<()> {
         return Ok(());
     }
     let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    let junit = junit.map(abs);
+    let copies: Vec<PathBuf> = copies.into_iter().flatten().map(abs).collect();
     let occupied = match std::fs::read_dir(dir) {
         Ok(entries) => entries.flatten().any(|e| {
-            !junit
-                .as_ref()
-                .is_some_and(|j| j.starts_with(abs(&e.path())))
+            let entry = abs(&e.path());
+            !copies.iter().any(|c| c.starts_with(&entry))
         }),
         Err(_) => true,
     };
@@ -147,6 +150,9 @@ pub fn check_results_dir(dir: &Path, junit: Option<&Path>) -> Result<()> {
     }
     Ok(())
 }
+
+/// The directory of a results dir that holds each trial's files (`trials/<name>/`).
+pub const TRIALS_DIR: &str = "trials";
 
 /// The files a run writes at the top of its results dir; `junit.xml` is left out, since a
 /// `--junit` there gets the same verdicts.
@@ -190,6 +196,15 @@ pub fn check_markdown_apart(out: &Path, markdown: &Path) -> Result<()> {
 fn check_copy_apart(flag: &str, out: &Path, copy: &Path, also: &[&str], hint: &str) -> Result<()> {
     let (out, target) = (resolved(&out.join("x")), resolved(copy));
     let out = out.parent().unwrap_or(&out);
+    // The trials' own files (mako.json, traces) are the run's evidence.
+    if target.starts_with(out.join(TRIALS_DIR)) {
+        return Err(UsageError(format!(
+            "{flag} {} is inside the run's {TRIALS_DIR}/ directory, whose files the trials \
+             write: give a path outside it{hint}",
+            copy.display()
+        ))
+        .into());
+    }
     if target.parent() == Some(out)
         && RUN_FILES
             .iter()

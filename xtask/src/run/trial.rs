@@ -69,7 +69,7 @@ pub fn run_trial(ctx: &TrialContext, arm: &ArmPlan, planned: &PlannedTrial) -> T
         "{:02}-{}-{}-{}",
         planned.index, planned.engine, planned.arm, planned.repetition
     );
-    let artifacts_rel = PathBuf::from("trials").join(&name);
+    let artifacts_rel = PathBuf::from(crate::results::fs::TRIALS_DIR).join(&name);
     let artifacts = ctx.results_dir.join(&artifacts_rel);
     let work = ctx.run_workdir.join(&name);
     let mut record = TrialRecord {
