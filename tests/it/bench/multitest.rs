@@ -176,6 +176,18 @@ fn retries_make_an_overdriven_trial_and_a_followed_target_is_not_saturation() {
         "{}",
         text(&o)
     );
+    // Breaker (write, 1000 rows): nothing completed was called "saturated" at 0 TPS.
+    let z = s.tree("z", json!({"tps": 0.0, "multitest_retries": 300}));
+    let o = multitest(&s, &z, &z, &["--allow-same", "--trials", "1"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let e = trials(&s)[0]["error"].as_str().unwrap().to_string();
+    assert!(
+        e.contains(
+            "no transaction completed in the measured window (TPS 0); ReadWrite retried 300"
+        ),
+        "{e}"
+    );
+    assert!(!text(&o).contains("saturated"), "{}", text(&o));
     let s = Sandbox::new();
     let a = s.tree("a", json!({"tps": 1000.0}));
     let o = multitest(

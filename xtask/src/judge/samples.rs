@@ -138,7 +138,7 @@ impl Sample {
             target_met: t
                 .multitest
                 .as_ref()
-                .filter(|m| m.saturation().is_none())
+                .filter(|m| m.followed())
                 .map(|m| m.target_tps),
         }
     }

@@ -529,10 +529,10 @@ fn readwrite_table(trials: &[TrialRecord]) -> String {
     );
     for (t, m) in rows {
         let r = &m.result;
-        let followed = if m.saturation().is_some() {
-            "no (saturated)"
-        } else {
-            "yes"
+        let followed = match (m.followed(), m.measured()) {
+            (true, _) => "yes",
+            (false, Ok(())) => "no (saturated)",
+            (false, Err(_)) => "no (nothing completed)",
         };
         let _ = writeln!(
             s,

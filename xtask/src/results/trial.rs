@@ -259,19 +259,41 @@ impl MultitestReport {
     /// overdriven on purpose, so a sweep checks this alone and reads retries as a target
     /// not followed (`judge::knee`).
     pub fn measured(&self) -> Result<(), String> {
-        let tps = self.result.tps;
+        let (tps, retries) = (self.result.tps, self.result.retries);
+        if tps == 0.0 {
+            let why = if retries > 0.0 {
+                format!(
+                    "ReadWrite retried {retries} transactions, so they conflicted or read too \
+                     old: spread writes over more --rows, or lower --actors-per-tester"
+                )
+            } else {
+                "no retries either: the testers never got a transaction through; see the \
+                 multitest's output and the testers' stderr"
+                    .to_string()
+            };
+            return Err(format!(
+                "not a valid measurement: no transaction completed in the measured window \
+                 (TPS 0); {why}"
+            ));
+        }
         if !(tps.is_finite() && tps > 0.0) {
             return Err(format!("not a valid measurement: TPS is {tps}"));
         }
         Ok(())
     }
 
+    /// Whether the measured TPS reached [`FOLLOWED_SHARE`] of the target.
+    pub fn followed(&self) -> bool {
+        self.result.tps / self.target_tps >= FOLLOWED_SHARE
+    }
+
     /// A note when the measured TPS is below [`FOLLOWED_SHARE`] of the target: the
     /// cluster or the testers' actors saturated, and the TPS is their capacity, not the
     /// target.
+    /// No note without a measured TPS: nothing completed is no capacity.
     pub fn saturation(&self) -> Option<String> {
         let share = self.result.tps / self.target_tps;
-        (share < FOLLOWED_SHARE).then(|| {
+        (!self.followed() && self.measured().is_ok()).then(|| {
             format!(
                 "saturated: measured {:.0} TPS, {:.0}% of the {:.0} TPS target, so the TPS is \
                  what the cluster took from {} tester(s) x {} actors, not the target",
