@@ -365,6 +365,8 @@ mod tests {
         t.user + t.system
     }
 
+    /// `sh -c script`; a script that is one command `exec`s it, so that killing the
+    /// child kills it (dash forks a lone command, which outlived the tests as orphans).
     fn busy(script: &str) -> std::process::Child {
         std::process::Command::new("sh")
             .args(["-c", script])
@@ -375,7 +377,7 @@ mod tests {
     #[test]
     fn each_role_gets_its_own_cpu_and_the_client_counts_its_forks() {
         let mut server = busy("while :; do :; done");
-        let idle = busy("sleep 600");
+        let idle = busy("exec sleep 600");
         // A client that forks a busy worker, like mako -p 1, and waits for it.
         let mut client = busy("(while :; do :; done) & wait");
         // The fork may take a moment to appear; the window must see it.
@@ -503,7 +505,7 @@ mod tests {
 
     #[test]
     fn a_host_without_a_pmu_says_so_instead_of_counting_instructions() {
-        let mut idle = busy("sleep 600");
+        let mut idle = busy("exec sleep 600");
         let mut m = Monitor::new(Path::new("/"));
         m.start_cpu_window(&[(CpuRole::Storage, idle.id())], None);
         std::thread::sleep(CPU_SAMPLE_EVERY);
@@ -526,7 +528,7 @@ mod tests {
 
     #[test]
     fn a_process_that_ends_closes_the_window_at_its_last_sample() {
-        let mut short = busy("sleep 600");
+        let mut short = busy("exec sleep 600");
         let mut m = Monitor::new(Path::new("/"));
         m.start_cpu_window(&[(CpuRole::Storage, short.id())], None);
         short.kill().unwrap();
