@@ -47,12 +47,14 @@ pub struct Footprint {
     /// Growth over the run from inserts.
     pub growth_bytes: f64,
     pub expected_tps: f64,
+    /// Keys written per transaction: mako's inserts, or ReadWrite's writes
+    /// ([`writes_per_transaction`]).
     pub inserts_per_transaction: f64,
 }
 
 impl Footprint {
     pub fn new(w: &Workload, expected_tps: f64) -> Footprint {
-        let inserts = inserts_per_transaction(&w.transaction);
+        let inserts = writes_per_transaction(w);
         Footprint {
             data_bytes: w.rows as f64 * (f64::from(w.keylen) + f64::from(w.vallen)) * DATA_OVERHEAD
                 + FIXED_BYTES,
@@ -81,6 +83,7 @@ impl Footprint {
 /// Keys inserted per transaction of a valid mako transaction spec: `i` counts, `ir`
 /// counts times their range (`g18ui`: 1).
 pub fn inserts_per_transaction(spec: &str) -> f64 {
+    // Folded from +0.0: an empty f64 sum is -0.0, which printed as "-0 inserts".
     fdb::mako::transaction_ops(spec)
         .unwrap_or_default()
         .iter()
@@ -89,7 +92,18 @@ pub fn inserts_per_transaction(spec: &str) -> f64 {
             "ir" => op.count as f64 * op.range.unwrap_or(1) as f64,
             _ => 0.0,
         })
-        .sum()
+        .fold(0.0, |a, b| a + b)
+}
+
+/// Keys a workload writes per transaction on average: mako's inserts; for ReadWrite its
+/// writes (`alpha` of type B transactions, the rest type A), counted as inserts, an upper
+/// bound: ReadWrite overwrites keys of its rows, which the tlog and the storage server's
+/// version window hold until they are durable.
+pub fn writes_per_transaction(w: &Workload) -> f64 {
+    match &w.readwrite {
+        Some(rw) => rw.alpha * f64::from(rw.writes_b) + (1.0 - rw.alpha) * f64::from(rw.writes_a),
+        None => inserts_per_transaction(&w.transaction),
+    }
 }
 
 /// Room for a trial: the work dir's free bytes and, on tmpfs, the memory cgroup's
@@ -141,10 +155,15 @@ pub fn check(foot: &Footprint, cap: &Capacity, w: &Workload) -> Result<(), Strin
         fixes.push(format!("--rows {}", rows as u64));
     }
     fixes.push(bigger.to_string());
+    let writes = if w.readwrite.is_some() {
+        "writes"
+    } else {
+        "inserts"
+    };
     Err(format!(
         "a trial needs about {:.0} MiB on the work dir ({:.0} MiB data set + {:.0} MiB growth at \
-         {:.0} TPS x {} inserts x {} s), more than {:.0}% of the {:.0} MiB {what}: it would fail \
-         with ENOSPC or an OOM kill mid-run; try {}",
+         {:.0} TPS x {} {writes} x {} s), more than {:.0}% of the {:.0} MiB {what}: it would \
+         fail with ENOSPC or an OOM kill mid-run; try {}",
         mib(foot.total()),
         mib(foot.data_bytes),
         mib(foot.growth_bytes),
@@ -274,8 +293,35 @@ mod tests {
         assert_eq!(inserts_per_transaction("g8ui3"), 3.0);
         assert_eq!(inserts_per_transaction("gr:5ir2:10"), 20.0);
         assert_eq!(inserts_per_transaction("g18u"), 0.0);
+        // Breaker: "-0 inserts" (an empty f64 sum is -0.0).
+        assert_eq!(format!("{}", inserts_per_transaction("g18u")), "0");
+        assert_eq!(format!("{}", inserts_per_transaction("")), "0");
         // A huge insert range is a workload, not an overflow.
         assert!(inserts_per_transaction("ir4294967296:4294967296") > 1e18);
+    }
+
+    #[test]
+    fn readwrite_writes_grow_the_footprint_and_are_named_as_writes() {
+        use crate::cli::ProfileArg;
+        // Breaker: write and mixed multitest profiles had no growth.
+        let point = Workload::from_profile(ProfileArg::PointRead);
+        let write = Workload::from_profile(ProfileArg::Write);
+        let mixed = Workload::from_profile(ProfileArg::Mixed);
+        assert_eq!(writes_per_transaction(&point), 0.0);
+        assert_eq!(writes_per_transaction(&write), 1.0);
+        // ~91/9: 10% type B of 9 writes.
+        assert!((writes_per_transaction(&mixed) - 0.9).abs() < 1e-9);
+        let f = Footprint::new(&write, DEFAULT_EXPECTED_TPS);
+        // 5000 TPS x 1 write x 60 s x 2 KB.
+        assert!((f.growth_bytes - 614_400_000.0).abs() < 1.0);
+        let room = Capacity {
+            free_bytes: 300 << 20,
+            cgroup_headroom_bytes: None,
+            cgroup_source: None,
+        };
+        let err = check(&f, &room, &write).unwrap_err();
+        assert!(err.contains("x 1 writes x 60 s"), "{err}");
+        assert!(!err.contains("-0"), "{err}");
     }
 
     #[test]
