@@ -1,13 +1,13 @@
 //! Recorded baselines end to end: record from a run, list, show, judge against one.
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::{json, Value};
 
-use crate::support::{code, text, xtask, Sandbox};
+use crate::support::{code, text, Sandbox};
 
 fn xtask_in(s: &Sandbox, args: &[&str]) -> Output {
-    Command::new(xtask())
+    crate::support::gate_cmd()
         .args(args)
         .env("WORKDIR", s.workdir.path())
         .output()
@@ -89,7 +89,7 @@ fn against(
     out: &str,
     extra: &[&str],
 ) -> Output {
-    let mut cmd = Command::new(xtask());
+    let mut cmd = crate::support::gate_cmd();
     cmd.args(["bench", "--against-recorded", "release", "--baselines-dir"])
         .arg(dir)
         .arg("--experiment-build")
@@ -188,7 +188,7 @@ fn record_list_show_and_judge_a_candidate_against_the_record() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("release.json")).unwrap()).unwrap();
     let release = s.dir.path().join("release");
     assert_eq!(b["build_tree"], release.to_str().unwrap(), "{b}");
-    let o = Command::new(xtask())
+    let o = crate::support::gate_cmd()
         .args(["bench", "--against-recorded", "release", "--baselines-dir"])
         .arg(&dir)
         .arg("--experiment-build")
@@ -275,7 +275,7 @@ fn record_list_show_and_judge_a_candidate_against_the_record() {
         .unwrap_or_else(|| panic!("{warnings}"));
     assert!((4.0..6.0).contains(&change), "{warnings}");
     // compare says the same offline.
-    let o = Command::new(xtask())
+    let o = crate::support::gate_cmd()
         .arg("compare")
         .arg(s.dir.path().join("host-changed"))
         .arg("--out")
@@ -332,7 +332,7 @@ fn record_list_show_and_judge_a_candidate_against_the_record() {
         "SLO-VIOLATION"
     );
     // compare reproduces a recorded-baseline verdict offline.
-    let o = Command::new(xtask())
+    let o = crate::support::gate_cmd()
         .arg("compare")
         .arg(s.dir.path().join("slow-run"))
         .arg("--out")
@@ -533,7 +533,7 @@ fn outside_its_workspace_the_gate_uses_its_own() {
     // gate looked for a workspace from there (exit 2, later 64) and so could not build an
     // arm. It now uses the workspace it was built in: its baselines and target dir.
     let s = Sandbox::new();
-    let o = std::process::Command::new(crate::support::xtask())
+    let o = crate::support::gate_cmd()
         .args(["baseline", "list"])
         .current_dir(s.dir.path())
         .output()
@@ -550,7 +550,7 @@ fn outside_its_workspace_the_gate_uses_its_own() {
         "{}",
         text(&o)
     );
-    let o = std::process::Command::new(crate::support::xtask())
+    let o = crate::support::gate_cmd()
         .args(["calibrate", "--build", "/nonexistent", "--baselines-dir"])
         .arg(s.dir.path())
         .current_dir(s.dir.path())

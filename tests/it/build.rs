@@ -9,7 +9,7 @@ use std::{
 
 use serde_json::{json, Value};
 
-use crate::support::{code, text, xtask, Sandbox};
+use crate::support::{code, text, Sandbox};
 
 const CMAKE: &str = r#"cmake_minimum_required(VERSION 3.13)
 project(fakefdb CXX)
@@ -105,7 +105,7 @@ pub(crate) fn double_bin() -> String {
 /// The gate, with its build cache in the sandbox (`<CARGO_TARGET_DIR>/perfgate/fdb`), not
 /// in the workspace's target dir.
 fn gate(s: &Sandbox) -> Command {
-    let mut cmd = Command::new(xtask());
+    let mut cmd = crate::support::gate_cmd();
     cmd.env("CARGO_TARGET_DIR", s.dir.path().join("target"));
     cmd
 }

@@ -40,6 +40,7 @@ fn gate_sh_command(s: &Sandbox, workspace: &Path, a: &Path, b: &Path, extra: &[&
         .args(extra)
         .current_dir(workspace)
         .env("PERFGATE_XTASK", xtask())
+        .env("PERFGATE_ALLOW_CONCURRENT", "1")
         .env("WORKDIR", s.workdir.path());
     cmd
 }
@@ -196,6 +197,7 @@ fn mr_variables(s: &Sandbox, source: u32, base: &str, gate: &Path) -> Vec<String
         format!("PERFGATE_EXTRA_FLAGS={}", flags.join(" ")),
         "PERFGATE_TRIALS=2".into(),
         format!("PERFGATE_XTASK={}", xtask().display()),
+        "PERFGATE_ALLOW_CONCURRENT=1".into(),
         format!("PERFGATE_WORKDIR={}", s.workdir.path().display()),
         format!("CARGO_TARGET_DIR={}", s.dir.path().join("target").display()),
     ]

@@ -26,6 +26,15 @@ pub const TINY: [&str; 10] = [
 
 /// The `xtask` binary of this workspace, built once per test run (it is another package,
 /// so cargo does not build it for these tests by itself).
+/// The gate as a command. Tests run many gates at once, each on its own work dir, so
+/// each may run beside the others (`PERFGATE_ALLOW_CONCURRENT`); a test of the refusal
+/// removes it.
+pub fn gate_cmd() -> Command {
+    let mut cmd = Command::new(xtask());
+    cmd.env("PERFGATE_ALLOW_CONCURRENT", "1");
+    cmd
+}
+
 pub fn xtask() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
@@ -133,7 +142,7 @@ impl Sandbox {
         workload: &[&str],
         extra: &[&str],
     ) -> Command {
-        let mut cmd = Command::new(xtask());
+        let mut cmd = crate::support::gate_cmd();
         cmd.arg("bench")
             .arg("--baseline-build")
             .arg(a)
@@ -182,7 +191,7 @@ impl Sandbox {
     /// `cargo xtask calibrate` of `tree` into `out` with the tiny workload, `trials` pairs
     /// and `--quiet`; asserts it succeeded.
     pub fn calibrate(&self, tree: &Path, out: &Path, trials: u32) {
-        let o = Command::new(xtask())
+        let o = crate::support::gate_cmd()
             .args(["calibrate", "--build"])
             .arg(tree)
             .arg("--out")
@@ -321,7 +330,7 @@ pub fn date_to_another_day(run: &Path) {
 
 /// `cargo xtask compare DIR` with no other flag (its --out beside the run).
 pub fn compare_only(dir: &Path) -> Output {
-    Command::new(xtask())
+    crate::support::gate_cmd()
         .arg("compare")
         .arg(dir)
         .output()

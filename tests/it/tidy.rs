@@ -2,8 +2,6 @@
 
 use std::path::Path;
 
-use crate::support::xtask;
-
 fn repo_file(rel: &str) -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     std::fs::read_to_string(root.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
@@ -33,7 +31,7 @@ fn readme_starts_with_the_main_job_and_the_test_command_that_ci_runs() {
 
 #[test]
 fn every_bench_flag_is_documented_in_the_readme() {
-    let help = std::process::Command::new(xtask())
+    let help = crate::support::gate_cmd()
         .args(["bench", "--help"])
         .output()
         .unwrap();
@@ -59,7 +57,7 @@ fn every_bench_flag_is_documented_in_the_readme() {
 
 #[test]
 fn help_documents_the_exit_codes() {
-    let help = std::process::Command::new(xtask())
+    let help = crate::support::gate_cmd()
         .args(["bench", "--help"])
         .output()
         .unwrap();
@@ -144,7 +142,7 @@ fn ci_gate_script_runs_the_gate_and_leaves_junit_where_ci_looks() {
 #[test]
 fn doctor_checks_this_host_and_says_what_to_do() {
     let s = crate::support::Sandbox::new();
-    let o = std::process::Command::new(xtask())
+    let o = crate::support::gate_cmd()
         .arg("doctor")
         .arg("--workdir")
         .arg(s.workdir.path())

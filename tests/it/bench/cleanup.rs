@@ -414,7 +414,7 @@ fn the_reaper_touches_nothing_it_cannot_prove_is_a_dead_gates_run_dir() {
             Some(false) => std::fs::write(&lock_path, "").unwrap(),
             None => {}
         }
-        let o = std::process::Command::new(crate::support::xtask())
+        let o = crate::support::gate_cmd()
             .arg("__reap")
             .arg(&dir)
             .arg(s.dir.path().join("log"))

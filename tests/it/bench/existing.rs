@@ -104,7 +104,7 @@ fn existing_command(
     extra: &[&str],
 ) -> std::process::Command {
     let _ = std::fs::remove_dir_all(s.out());
-    let mut cmd = std::process::Command::new(crate::support::xtask());
+    let mut cmd = crate::support::gate_cmd();
     cmd.arg("bench")
         .arg("--experiment-build")
         .arg(tree)
@@ -196,7 +196,7 @@ fn an_existing_cluster_gets_testers_only_and_its_status_is_recorded() {
     let j = &s.read_json("summary.json")["judgements"][0];
     assert_eq!(j["verdict"], "MEASURED", "{j}");
     // Judged again offline as bench judged it (one arm): before, compare said ERROR.
-    let o = std::process::Command::new(crate::support::xtask())
+    let o = crate::support::gate_cmd()
         .arg("compare")
         .arg(s.out())
         .output()

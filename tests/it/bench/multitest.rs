@@ -314,7 +314,7 @@ fn values_of_the_other_driver_are_usage_errors_naming_the_flag() {
     let o = run(&["--profile-file", file.to_str().unwrap()]);
     assert_eq!(code(&o), 64, "{}", text(&o));
     assert!(text(&o).contains("type B 0"), "{}", text(&o));
-    let o = std::process::Command::new(crate::support::xtask())
+    let o = crate::support::gate_cmd()
         .args(["calibrate", "--build"])
         .arg(&a)
         .args(["--out"])
@@ -332,7 +332,7 @@ fn values_of_the_other_driver_are_usage_errors_naming_the_flag() {
     );
     // Without --write-profile, calibrate measures a multitest workload's noise, and says
     // why it sizes no trials.
-    let o = std::process::Command::new(crate::support::xtask())
+    let o = crate::support::gate_cmd()
         .args(["calibrate", "--build"])
         .arg(&a)
         .args(["--out"])
@@ -440,7 +440,7 @@ fn a_sweep_stops_one_step_past_the_knee_and_a_lower_knee_is_a_regression() {
     );
     // `compare` judges the saved sweep's knee again.
     let again = s.dir.path().join("again");
-    let o = std::process::Command::new(crate::support::xtask())
+    let o = crate::support::gate_cmd()
         .arg("compare")
         .arg(s.out())
         .arg("--out")
@@ -623,7 +623,7 @@ fn a_failed_confirmation_ends_its_engines_sweep_and_the_next_engine_sweeps() {
 }
 
 pub(super) fn record(s: &Sandbox, from: &Path, name: &str, extra: &[&str]) -> std::process::Output {
-    std::process::Command::new(crate::support::xtask())
+    crate::support::gate_cmd()
         .args(["baseline", "record", "--from"])
         .arg(from)
         .args(["--name", name, "--baselines-dir"])
@@ -662,7 +662,7 @@ fn a_sweeps_knee_is_recorded_and_a_candidate_is_gated_on_it() {
         .unwrap()
         .iter()
         .all(|t| t["target_tps"].as_u64().is_some()));
-    let o = std::process::Command::new(crate::support::xtask())
+    let o = crate::support::gate_cmd()
         .args(["baseline", "list", "--baselines-dir"])
         .arg(s.dir.path().join("baselines"))
         .output()
@@ -731,7 +731,7 @@ fn a_sweeps_knee_is_recorded_and_a_candidate_is_gated_on_it() {
     crate::support::date_to_another_day(&day2);
     let o = record(&s, &day2, "rel", &["--add-run"]);
     assert_eq!(code(&o), 0, "{}", text(&o));
-    let o = std::process::Command::new(crate::support::xtask())
+    let o = crate::support::gate_cmd()
         .args(["bench", "--no-control", "--experiment-build"])
         .arg(&b)
         .arg("--out")

@@ -680,7 +680,7 @@ fn json_answers_on_stdout_even_when_no_trial_ran_and_for_compare() {
     );
     let o = s.bench(&a, &b, &["--trials", "2"]);
     assert_eq!(code(&o), 1, "{}", text(&o));
-    let o = std::process::Command::new(crate::support::xtask())
+    let o = crate::support::gate_cmd()
         .args(["compare", "--json", "--max-regression", "20"])
         .arg(s.out())
         .arg("--out")
@@ -706,7 +706,7 @@ fn a_moved_run_judged_again_names_its_files_from_where_it_is() {
     let moved = s.dir.path().join("downloaded");
     std::fs::rename(s.out(), &moved).unwrap();
     let compare = || {
-        std::process::Command::new(crate::support::xtask())
+        crate::support::gate_cmd()
             .arg("compare")
             .arg(&moved)
             .output()

@@ -9,7 +9,7 @@ use crate::support::{code, text, Sandbox};
 fn calibrate_runs_an_aa_and_reports_noise_mde_and_trials_needed() {
     let s = Sandbox::new();
     let a = s.tree("a", json!({"noise_pct": 3.0}));
-    let o = std::process::Command::new(crate::support::xtask())
+    let o = crate::support::gate_cmd()
         .args(["calibrate", "--build"])
         .arg(&a)
         .arg("--out")
@@ -38,7 +38,7 @@ fn calibrate_runs_an_aa_and_reports_noise_mde_and_trials_needed() {
         meta["plan"]["experiment"]["tree"]["root"]
     );
     // With --json, stdout is summary.json alone (the calibration is in its file).
-    let o = std::process::Command::new(crate::support::xtask())
+    let o = crate::support::gate_cmd()
         .args(["calibrate", "--build"])
         .arg(&a)
         .arg("--out")
@@ -67,7 +67,7 @@ fn calibrate_sizes_the_trials_for_a_budget_and_writes_the_profile() {
     let mut workload = crate::support::TINY;
     (workload[7], workload[9]) = ("20", "80");
     let calibrate = |out: &str| {
-        std::process::Command::new(crate::support::xtask())
+        crate::support::gate_cmd()
             .args(["calibrate", "--build"])
             .arg(&a)
             .arg("--out")
@@ -119,7 +119,7 @@ fn calibrate_sizes_the_trials_for_a_budget_and_writes_the_profile() {
         (&json!("host"), &json!(10), &json!(40), &json!(1000))
     );
     // The profile runs: a bench with it plans the sized trials.
-    let o = std::process::Command::new(crate::support::xtask())
+    let o = crate::support::gate_cmd()
         .args(["bench", "--baseline-build"])
         .arg(&a)
         .arg("--experiment-build")
@@ -162,7 +162,7 @@ fn calibrate_sizes_the_trials_for_a_budget_and_writes_the_profile() {
         ),
     ];
     for (budget, path, why) in cases {
-        let o = std::process::Command::new(crate::support::xtask())
+        let o = crate::support::gate_cmd()
             .args(["calibrate", "--build"])
             .arg(&a)
             .arg("--out")
@@ -250,7 +250,7 @@ fn noise_from_a_calibration_is_pooled_recorded_and_checked() {
     // compare re-judges with the recorded figures, even with the calibration gone.
     std::fs::rename(&cal, s.dir.path().join("cal-moved")).unwrap();
     let again = s.dir.path().join("again");
-    let o = std::process::Command::new(crate::support::xtask())
+    let o = crate::support::gate_cmd()
         .arg("compare")
         .arg(s.out())
         .arg("--out")

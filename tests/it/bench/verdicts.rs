@@ -142,7 +142,7 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
     let o = s.bench(&a, &b, &[]);
     assert_eq!(code(&o), 1, "{}", text(&o));
     let compare = |extra: &[&str], out: &str| {
-        std::process::Command::new(crate::support::xtask())
+        crate::support::gate_cmd()
             .arg("compare")
             .arg(s.out())
             .arg("--out")

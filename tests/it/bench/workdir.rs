@@ -91,6 +91,25 @@ fn a_second_gate_on_a_busy_work_dir_is_refused_naming_the_first() {
         !s.dir.path().join("second/trials.json").exists(),
         "the second ran no trial"
     );
+    // Breaker: a gate on a work dir nested in the first's ran beside it, unsaid.
+    let nested = s.workdir.path().join("nested");
+    let o = s
+        .bench_command_out(&a, &b, &s.dir.path().join("third"), &["--trials", "2"])
+        .env("PERFGATE_WORKDIR", &nested)
+        .env_remove("PERFGATE_ALLOW_CONCURRENT")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!(
+            "another gate is running on this host: pid {} (",
+            first.id()
+        )) && text(&o).contains("PERFGATE_ALLOW_CONCURRENT=1"),
+        "{}",
+        text(&o)
+    );
+    assert!(!s.dir.path().join("third/trials.json").exists());
+    std::fs::remove_dir(&nested).unwrap();
     let o = first.wait_with_output().unwrap();
     assert_eq!(code(&o), 0, "the first gate was not disturbed");
     let trials = s.read_json("trials.json");

@@ -24,7 +24,7 @@ use crate::{
     process::{interrupted, on_cpus, take_stalls},
     results::trial::{Outcome, TrialRecord},
 };
-use reaper::{clean_stale_runs, live_runs, Reaper, RunDir};
+use reaper::{clean_stale_runs, live_runs, live_runs_on_host, Reaper, RunDir};
 use trial::{run_trial, TrialContext};
 
 /// What the runner calls with every record so far after each trial (to write them out);
@@ -54,6 +54,33 @@ pub struct Runner<'a> {
     reaper: Reaper,
 }
 
+/// Lets a gate run beside another one on the host when set to `1` (the trials then
+/// measure each other; a warning says so).
+pub const ALLOW_CONCURRENT_ENV: &str = "PERFGATE_ALLOW_CONCURRENT";
+
+/// Errors when another gate runs on this host on another work dir ([`live_runs_on_host`];
+/// one on the same work dir is refused before): unless [`ALLOW_CONCURRENT_ENV`] is `1`,
+/// which turns the refusal into a warning.
+fn refuse_other_gates() -> Result<()> {
+    let others = live_runs_on_host();
+    if others.is_empty() {
+        return Ok(());
+    }
+    let said = format!(
+        "another gate is running on this host: {}; two benchmarks on one host measure each \
+         other, whatever their work dirs",
+        others.join(", ")
+    );
+    if std::env::var(ALLOW_CONCURRENT_ENV).is_ok_and(|v| v == "1") {
+        tracing::warn!("{said} ({ALLOW_CONCURRENT_ENV}=1: running anyway)");
+        return Ok(());
+    }
+    anyhow::bail!(
+        "{said}, so this one does not start: wait for it to end, or set \
+         {ALLOW_CONCURRENT_ENV}=1 to run anyway (the trials of both are then noisier)"
+    )
+}
+
 impl<'a> Runner<'a> {
     /// Cleans up after earlier gates that died on the plan's work dir, creates this run's
     /// dir there and starts its reaper (which appends to `<out>/run.log`).
@@ -73,6 +100,7 @@ impl<'a> Runner<'a> {
                 live.join(", ")
             );
         }
+        refuse_other_gates()?;
         for line in clean_stale_runs(&plan.workdir.path) {
             tracing::warn!("{line}");
         }

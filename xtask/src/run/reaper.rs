@@ -89,6 +89,55 @@ impl Drop for RunDir {
     }
 }
 
+/// Run dirs of gates alive now anywhere on this host (in this PID namespace), whatever
+/// their work dir, as `pid <pid> (<dir>)`: the processes that hold a [`RUN_LOCK`] open (a
+/// gate keeps its lock open all its life, its reaper too). Gates on nested or different
+/// work dirs share the CPUs all the same; [`live_runs`] finds those of other namespaces
+/// that share the work dir. Processes whose descriptors cannot be read are not seen.
+pub fn live_runs_on_host() -> Vec<String> {
+    let own = std::process::id();
+    let mut seen: Vec<PathBuf> = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == own {
+            continue;
+        }
+        let fds = std::fs::read_dir(entry.path().join("fd"))
+            .into_iter()
+            .flatten();
+        for fd in fds.flatten() {
+            let Ok(target) = std::fs::read_link(fd.path()) else {
+                continue;
+            };
+            let run_dir = target.parent().filter(|d| {
+                d.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(RUN_DIR_PREFIX))
+            });
+            if let (Some(dir), true) = (run_dir, target.file_name() == Some(RUN_LOCK.as_ref())) {
+                if !seen.iter().any(|d| d == dir) {
+                    seen.push(dir.to_path_buf());
+                }
+            }
+        }
+    }
+    seen.sort();
+    // The gate's pid is in its run dir's name (its reaper holds the lock too).
+    seen.into_iter()
+        .map(|dir| {
+            let name = dir.file_name().unwrap_or_default().to_string_lossy();
+            let rest = name.strip_prefix(RUN_DIR_PREFIX).unwrap_or(&name);
+            let pid = rest.split('-').next().unwrap_or("?");
+            format!("pid {pid} ({})", dir.display())
+        })
+        .collect()
+}
+
 /// The run dirs under `workdir` of gates alive now (their [`RUN_LOCK`] is held), as
 /// `pid <pid> (<dir>)`: two gates on one host measure each other. A run dir this process
 /// cannot open (another user's, 0700) is not seen. The lock is opened like
