@@ -302,11 +302,23 @@ mod tests {
 
     #[test]
     fn readwrite_writes_grow_the_footprint_and_are_named_as_writes() {
-        use crate::cli::ProfileArg;
-        // Breaker: write and mixed multitest profiles had no growth.
-        let point = Workload::from_profile(ProfileArg::PointRead);
-        let write = Workload::from_profile(ProfileArg::Write);
-        let mixed = Workload::from_profile(ProfileArg::Mixed);
+        use crate::config::readwrite::{Load, ReadWriteLoad};
+        // Breaker: write and mixed multitest profiles had no growth. Their loads, as the
+        // profiles have them (rows, sizes and 60 s of the multitest profiles).
+        let profile = |load: Load| Workload {
+            keylen: 16,
+            vallen: 100,
+            transaction: String::new(),
+            warmup_seconds: 0,
+            seconds: 60,
+            readwrite: Some(ReadWriteLoad::built_in(load)),
+            ..Workload::quick()
+        };
+        let (point, write, mixed) = (
+            profile(Load::PointRead),
+            profile(Load::Write),
+            profile(Load::Mixed),
+        );
         assert_eq!(writes_per_transaction(&point), 0.0);
         assert_eq!(writes_per_transaction(&write), 1.0);
         // ~91/9: 10% type B of 9 writes.
