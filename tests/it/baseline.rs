@@ -456,7 +456,12 @@ fn another_host_class_workload_or_a_broken_file_is_refused() {
 
     let o = against(&s, &dir, &exp, "workload", &["--profile", "standard"]);
     assert_eq!(code(&o), 64, "{}", text(&o));
-    assert!(text(&o).contains("another workload"), "{}", text(&o));
+    assert!(
+        text(&o).contains("another workload than this run's (")
+            && text(&o).contains("profile \"quick\" vs \"standard\""),
+        "{}",
+        text(&o)
+    );
 
     std::fs::write(&file, original.replacen("\"tps\":", "\"tsp\":", 1)).unwrap();
     let o = against(&s, &dir, &exp, "corrupt", &[]);

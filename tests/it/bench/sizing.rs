@@ -292,7 +292,8 @@ fn noise_from_a_calibration_is_pooled_recorded_and_checked() {
         "xacts",
         cal_arg,
         &["--async-xacts", "8"],
-        "another workload",
+        // Fresh user: the two whole workloads were printed as Rust debug dumps.
+        "another workload than this run's (async_xacts 64 vs 8, the calibration's first)",
     );
     // A calibration whose pairs agree exactly measured no noise (breaker: it was pooled,
     // and narrowed a noisy run's interval).

@@ -114,9 +114,12 @@ fn check_fits(saved: &SavedRun, plan: &Plan) -> Result<(), String> {
     }
     if p.config.workload != plan.config.workload {
         return Err(format!(
-            "it ran another workload ({:?}) than this run's ({:?}): calibrate with this \
-             run's profile and workload flags",
-            p.config.workload, plan.config.workload
+            "it ran another workload than this run's ({}, the calibration's first): \
+             calibrate with this run's profile and workload flags",
+            p.config
+                .workload
+                .differences(&plan.config.workload)
+                .join(", ")
         ));
     }
     if p.workdir.tmpfs != plan.workdir.tmpfs {

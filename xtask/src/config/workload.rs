@@ -87,6 +87,43 @@ pub struct Workload {
 }
 
 impl Workload {
+    /// The fields in which `other` differs from `self`, as `name A vs B` (ReadWrite's as
+    /// `readwrite.name`), by name: for messages, instead of two whole workloads.
+    pub fn differences(&self, other: &Workload) -> Vec<String> {
+        fn flat(prefix: &str, v: serde_json::Value, out: &mut Vec<(String, serde_json::Value)>) {
+            match v {
+                serde_json::Value::Object(m) => {
+                    for (k, v) in m {
+                        flat(&format!("{prefix}{k}."), v, out);
+                    }
+                }
+                v => out.push((prefix.trim_end_matches('.').to_string(), v)),
+            }
+        }
+        let fields = |w: &Workload| {
+            let mut out = Vec::new();
+            flat("", serde_json::to_value(w).unwrap_or_default(), &mut out);
+            out
+        };
+        let (ours, theirs) = (fields(self), fields(other));
+        let mut names: Vec<&String> = ours.iter().chain(&theirs).map(|(k, _)| k).collect();
+        names.dedup();
+        let value = |f: &[(String, serde_json::Value)], k: &str| {
+            f.iter()
+                .find(|(n, _)| n == k)
+                .map_or("none".to_string(), |(_, v)| v.to_string())
+        };
+        let mut said = Vec::new();
+        for k in names {
+            let (a, b) = (value(&ours, k), value(&theirs, k));
+            let line = format!("{k} {a} vs {b}");
+            if a != b && !said.contains(&line) {
+                said.push(line);
+            }
+        }
+        said
+    }
+
     /// One line for people: the profile and every value, as mako's flags (or ReadWrite's
     /// options).
     pub fn summary(&self) -> String {
@@ -602,5 +639,32 @@ impl ProfileFile {
             profile: self.name,
             ..base.overlay(&self.values)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn differences_name_each_field_that_differs_readwrites_too() {
+        let quick = Workload::quick();
+        assert!(quick.differences(&quick).is_empty());
+        let mut other = quick.clone();
+        other.async_xacts = 8;
+        other.seconds = 20;
+        assert_eq!(
+            quick.differences(&other),
+            ["async_xacts 64 vs 8", "seconds 120 vs 20"]
+        );
+        let point = Workload::from_profile(ProfileArg::PointRead);
+        let mut fewer = point.clone();
+        fewer.readwrite.as_mut().unwrap().testers = 2;
+        assert_eq!(point.differences(&fewer), ["readwrite.testers 1 vs 2"]);
+        // A mako workload against a multitest one names the driver's load as missing.
+        assert!(quick
+            .differences(&point)
+            .iter()
+            .any(|d| d.starts_with("readwrite null vs") || d.starts_with("readwrite.")));
     }
 }

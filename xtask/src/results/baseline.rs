@@ -712,11 +712,12 @@ impl Baseline {
     pub fn check_compatible(&self, run: &RunSetup, allowed: Allowed) -> Result<Vec<String>> {
         if &self.workload != run.workload {
             return Err(UsageError(format!(
-                "baseline {} was recorded with another workload ({}) than this run's ({}): \
-                 TPS of different workloads do not compare; use its profile and values",
+                "baseline {} was recorded with another workload than this run's ({}, the \
+                 record's first): TPS of different workloads do not compare; use its profile \
+                 and values: {}",
                 self.name,
-                self.workload.summary(),
-                run.workload.summary()
+                self.workload.differences(run.workload).join(", "),
+                self.workload.summary()
             ))
             .into());
         }
