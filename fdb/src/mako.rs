@@ -20,6 +20,8 @@ use std::collections::BTreeMap;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::compact;
+
 /// mako's name of the whole-transaction operation in its latency statistics
 /// (`bindings/c/test/mako/operations.cpp`, the operation table).
 pub const TRANSACTION: &str = "TRANSACTION";
@@ -307,7 +309,10 @@ impl MakoReport {
             ));
         }
         if !(self.tps.is_finite() && self.tps > 0.0) {
-            return Err(format!("not a valid measurement: TPS is {}", self.tps));
+            return Err(format!(
+                "not a valid measurement: TPS is {}",
+                compact(self.tps)
+            ));
         }
         Ok(())
     }
@@ -459,7 +464,7 @@ fn check_rate(r: &Figures) -> Result<()> {
         bail!(
             "overallTPS {} is not tps {} without its fraction",
             r.overall_tps,
-            r.tps
+            compact(r.tps)
         );
     }
     Ok(())
@@ -500,15 +505,6 @@ fn check_samples(samples: &[f64], r: &Figures) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// A number for a message: huge ones in exponent form (1e308, not 309 digits).
-fn compact(v: f64) -> String {
-    if v.abs() < 1e12 {
-        format!("{v}")
-    } else {
-        format!("{v:e}")
-    }
 }
 
 /// Every latency mako gives (NaN: none) lies between 0 and the run's length: no operation

@@ -200,7 +200,7 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
     let original = s.read_json("trials.json");
     let doubled_tps = original[1]["report"]["tps"].as_f64().unwrap() * 2.0;
     type Edit = Box<dyn Fn(&mut serde_json::Value)>;
-    let edits: [(Edit, &str); 6] = [
+    let edits: [(Edit, &str); 8] = [
         (
             Box::new(|t| t[1]["index"] = t[0]["index"].clone()),
             "its trial 2 holds index 1",
@@ -225,6 +225,16 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
         (
             Box::new(|t| t[1]["error"] = serde_json::json!("crashed")),
             "is measured but holds an error (crashed)",
+        ),
+        // Breaker: a repetition edited to 999 was judged as a pair of its own.
+        (
+            Box::new(|t| t[3]["repetition"] = serde_json::json!(999)),
+            "trial 4 is redwood baseline #999, but that arm has 3 trial(s)",
+        ),
+        // Breaker: this TPS printed 324 digits.
+        (
+            Box::new(|t| t[1]["report"]["tps"] = serde_json::json!(5e-324)),
+            "a mako report that does not add up: tps 5e-324 over",
         ),
     ];
     for (edit, says) in edits {

@@ -290,7 +290,8 @@ pub fn resolve(
         if let Some((tps, source)) = chosen {
             if !(tps.is_finite() && tps > 0.0) {
                 return Err(UsageError(format!(
-                    "SLO for {engine} from {source} is {tps}, not a positive TPS figure"
+                    "SLO for {engine} from {source} is {}, not a positive TPS figure",
+                    fdb::compact(tps)
                 ))
                 .into());
             }

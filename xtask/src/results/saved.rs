@@ -251,7 +251,71 @@ impl SavedRun {
 /// positive window, cores per role in [0, [`MAX_CORES`]] and instructions per second
 /// per role in [0, [`MAX_INSTRUCTIONS_PER_S`]], all finite.
 fn check_trials(trials: &[TrialRecord]) -> Result<(), String> {
-    // The runner numbers trials 1, 2, ... in run order, and repetitions from 1.
+    check_numbering(trials)?;
+    for t in trials.iter().filter(|t| t.outcome == Outcome::Measured) {
+        let which = format!(
+            "trial {} ({} {} #{})",
+            t.index, t.engine, t.arm, t.repetition
+        );
+        if let Some(e) = &t.error {
+            return Err(format!("{which} is measured but holds an error ({e})"));
+        }
+        if let Some(Err(e)) = t.report.as_ref().map(MakoReport::validity) {
+            return Err(format!("{which} is measured but its report is {e}"));
+        }
+        if let Some(Err(e)) = t.multitest.as_ref().map(MultitestReport::validity) {
+            return Err(format!("{which} is measured but its report is {e}"));
+        }
+        let tps = t.tps();
+        if !tps.is_some_and(|tps| tps.is_finite() && tps > 0.0) {
+            return Err(format!(
+                "{which} is measured but its TPS is {}",
+                tps.map_or("missing".to_string(), fdb::compact)
+            ));
+        }
+        if let Some(Err(e)) = t.report.as_ref().map(|r| r.check()) {
+            return Err(format!(
+                "{which} has a mako report that does not add up: {e:#}"
+            ));
+        }
+        let Some(cpu) = &t.cpu else { continue };
+        let within = |v: f64, max: f64| v.is_finite() && (0.0..=max).contains(&v);
+        if !(cpu.window_s.is_finite() && cpu.window_s > 0.0) {
+            return Err(format!(
+                "{which} has a CPU window of {} s",
+                fdb::compact(cpu.window_s)
+            ));
+        }
+        let per_second = cpu
+            .per_second
+            .iter()
+            .flat_map(|(r, v)| v.iter().map(|c| (*r, *c)));
+        if let Some((role, c)) = cpu
+            .cores
+            .iter()
+            .map(|(r, c)| (*r, *c))
+            .chain(per_second)
+            .find(|&(_, c)| !within(c, MAX_CORES))
+        {
+            return Err(format!("{which} has {} {role} cores", fdb::compact(c)));
+        }
+        if let Some((role, n)) = cpu
+            .instructions_per_s
+            .iter()
+            .find(|(_, n)| !within(**n, MAX_INSTRUCTIONS_PER_S))
+        {
+            return Err(format!(
+                "{which} has {} {role} instructions per second",
+                fdb::compact(*n)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The runner numbers trials 1, 2, ... in run order, and each arm's repetitions 1, 2, ...
+/// once each, without a gap.
+fn check_numbering(trials: &[TrialRecord]) -> Result<(), String> {
     for (i, t) in trials.iter().enumerate() {
         if t.index != i + 1 {
             return Err(format!(
@@ -276,56 +340,18 @@ fn check_trials(trials: &[TrialRecord]) -> Result<(), String> {
             ));
         }
     }
-    for t in trials.iter().filter(|t| t.outcome == Outcome::Measured) {
-        let which = format!(
-            "trial {} ({} {} #{})",
-            t.index, t.engine, t.arm, t.repetition
-        );
-        if let Some(e) = &t.error {
-            return Err(format!("{which} is measured but holds an error ({e})"));
-        }
-        if let Some(Err(e)) = t.report.as_ref().map(MakoReport::validity) {
-            return Err(format!("{which} is measured but its report is {e}"));
-        }
-        if let Some(Err(e)) = t.multitest.as_ref().map(MultitestReport::validity) {
-            return Err(format!("{which} is measured but its report is {e}"));
-        }
-        let tps = t.tps();
-        if !tps.is_some_and(|tps| tps.is_finite() && tps > 0.0) {
+    // Each arm's repetitions are 1, 2, ... without a gap (a pair is matched by its number).
+    for t in trials {
+        let runs = trials
+            .iter()
+            .filter(|o| (o.engine, o.arm) == (t.engine, t.arm))
+            .count();
+        if t.repetition as usize > runs {
             return Err(format!(
-                "{which} is measured but its TPS is {}",
-                tps.map_or("missing".to_string(), |v| v.to_string())
+                "trial {} is {} {} #{}, but that arm has {runs} trial(s): a gate numbers an \
+                 arm's repetitions 1, 2, ... without a gap",
+                t.index, t.engine, t.arm, t.repetition
             ));
-        }
-        if let Some(Err(e)) = t.report.as_ref().map(|r| r.check()) {
-            return Err(format!(
-                "{which} has a mako report that does not add up: {e:#}"
-            ));
-        }
-        let Some(cpu) = &t.cpu else { continue };
-        let within = |v: f64, max: f64| v.is_finite() && (0.0..=max).contains(&v);
-        if !(cpu.window_s.is_finite() && cpu.window_s > 0.0) {
-            return Err(format!("{which} has a CPU window of {} s", cpu.window_s));
-        }
-        let per_second = cpu
-            .per_second
-            .iter()
-            .flat_map(|(r, v)| v.iter().map(|c| (*r, *c)));
-        if let Some((role, c)) = cpu
-            .cores
-            .iter()
-            .map(|(r, c)| (*r, *c))
-            .chain(per_second)
-            .find(|&(_, c)| !within(c, MAX_CORES))
-        {
-            return Err(format!("{which} has {c} {role} cores"));
-        }
-        if let Some((role, n)) = cpu
-            .instructions_per_s
-            .iter()
-            .find(|(_, n)| !within(**n, MAX_INSTRUCTIONS_PER_S))
-        {
-            return Err(format!("{which} has {n} {role} instructions per second"));
         }
     }
     Ok(())

@@ -277,7 +277,19 @@ impl MultitestReport {
             ));
         }
         if !(tps.is_finite() && tps > 0.0) {
-            return Err(format!("not a valid measurement: TPS is {tps}"));
+            return Err(format!(
+                "not a valid measurement: TPS is {}",
+                fdb::compact(tps)
+            ));
+        }
+        // A TPS is counted transactions over the window: fewer than one is no count.
+        if self.transactions() < 1.0 {
+            return Err(format!(
+                "not a valid measurement: TPS {} over the {} s window is less than one \
+                 transaction",
+                fdb::compact(tps),
+                fdb::compact(self.result.measured_s)
+            ));
         }
         Ok(())
     }
