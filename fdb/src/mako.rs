@@ -278,6 +278,26 @@ impl MakoReport {
         self.latency_us.get(TRANSACTION)
     }
 
+    /// A sentence when mako's transaction latency is one value over several samples
+    /// (min = max): mako times one transaction in `--sampling` (1000 by default,
+    /// `bindings/c/test/mako/mako.cpp`), and a short run's few samples can all be one
+    /// transaction's (`testdata/mako.json`: 16 samples, min = max = 22094 us), so its
+    /// p99 is no percentile. `None` otherwise.
+    pub fn one_valued_latency(&self) -> Option<String> {
+        let l = self.transaction_latency()?;
+        (l.samples > 1 && l.min == l.max).then(|| {
+            format!(
+                "mako's transaction latency is one value over its {} samples (min = max = {} \
+                 us, p99 {} us): mako times 1 transaction in --sampling (1000 by default), so \
+                 this p99 is no percentile; do not judge latency on it (a longer --seconds \
+                 gives more samples)",
+                l.samples,
+                compact(l.min),
+                compact(l.p99)
+            )
+        })
+    }
+
     /// `Err(reason)` when the run's durations are not the ones asked: a warmup of
     /// `warmup_s` seconds in a run of `run_s` seconds (mako's `--warmup_seconds`,
     /// `--seconds`). mako ends each phase on its per-second clock, so a phase may be off by
@@ -728,6 +748,12 @@ mod tests {
         assert_eq!((txn.samples, txn.p50, txn.p99), (16, 22147.0, 22147.0));
         assert_eq!(r.latency_us["GET"].p99, 1411.0);
         assert!(r.validity().is_ok());
+        // Fresh user: its 16 samples are one value, yet p99 looked like the quietest metric.
+        let said = r.one_valued_latency().expect("one value");
+        assert!(
+            said.contains("one value over its 16 samples (min = max = 22094 us, p99 22147 us)"),
+            "{said}"
+        );
     }
 
     #[test]

@@ -370,6 +370,19 @@ impl EngineNoise {
                 }
             );
         }
+        if self.metrics.iter().any(|m| m.split.is_none()) {
+            s += "  within/between \"-\": no per-second series (p99 latency, the multitest \
+                  driver) or a window under three 10 s batches (30 s)\n";
+        }
+        if self
+            .metrics
+            .iter()
+            .any(|m| m.metric == Metric::TxnLatencyP99)
+        {
+            s += "  txn_latency_p99: mako's, once per trial from 1 transaction in --sampling \
+                  (1000): a short run's few samples can be one value (run.log says so), and \
+                  then its noise looks lower than it is\n";
+        }
         s
     }
 }

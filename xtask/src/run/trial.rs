@@ -375,6 +375,9 @@ fn run_phases(
     });
     record.workdir_peak_bytes = Some(monitor.peak_growth_bytes);
     let (report, role_cpu) = ran?;
+    if let Some(note) = report.one_valued_latency() {
+        tracing::info!("trial {}: {note}", planned.index);
+    }
     let w = ctx.workload;
     let validity = report
         .validity()
