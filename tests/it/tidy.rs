@@ -70,6 +70,18 @@ fn help_documents_the_exit_codes() {
     ] {
         assert!(help.contains(line), "missing {line:?} in:\n{help}");
     }
+    // Fresh user: after a mistyped flag, clap's usage was the flag it suggested.
+    let o = crate::support::gate_cmd()
+        .args(["bench", "--bogus"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(64), "{err}");
+    assert!(
+        err.contains("Usage: cargo xtask bench [OPTIONS]  (the arms: --baseline-build DIR")
+            && !err.contains("Usage: cargo xtask bench --logs"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -89,6 +101,7 @@ fn ci_gate_script_runs_the_gate_and_leaves_junit_where_ci_looks() {
         .args(crate::support::TINY)
         .args(["--seed", "3"])
         .env("WORKDIR", s.workdir.path())
+        .env("PERFGATE_ALLOW_CONCURRENT", "1")
         .env("PERFGATE_TRIALS", "2")
         .output()
         .unwrap();
@@ -123,6 +136,7 @@ fn ci_gate_script_runs_the_gate_and_leaves_junit_where_ci_looks() {
         .args(crate::support::TINY)
         .args(["--seed", "3"])
         .env("WORKDIR", s.workdir.path())
+        .env("PERFGATE_ALLOW_CONCURRENT", "1")
         .env("PERFGATE_TRIALS", "2")
         .env("PERFGATE_OUT", "noisy")
         .env("PERFGATE_JUNIT", "noisy.xml")

@@ -37,12 +37,21 @@ pub enum Command {
     /// Run a workload (mako, or FDB's multitest ReadWrite) against a baseline and an
     /// experiment FDB build tree, back to back on a RAM
     /// disk, and judge the experiment's TPS.
-    #[command(after_help = EXIT_CODES)]
+    // Fixed usage: clap's, after a mistyped flag, showed the flag it suggested as the
+    // whole usage ("Usage: cargo xtask bench --logs <N>").
+    #[command(
+        after_help = EXIT_CODES,
+        override_usage = "cargo xtask bench [OPTIONS]  (the arms: --baseline-build DIR \
+                          --experiment-build DIR, or --fdb-src DIR; see --help)"
+    )]
     Bench(Box<BenchArgs>),
     /// Measure this host's noise: an A/A run of one build (both arms), reporting the
     /// coefficient of variation, the MDE per number of trials, and how many trials
     /// --max-regression needs. Writes calibration.json beside the usual results.
-    #[command(after_help = CALIBRATE_EXIT_CODES)]
+    #[command(
+        after_help = CALIBRATE_EXIT_CODES,
+        override_usage = "cargo xtask calibrate --build DIR [OPTIONS]"
+    )]
     Calibrate(Box<CalibrateArgs>),
     /// Judge a saved run again, offline (e.g. with another --max-regression): reads its
     /// meta.json and trials.json, runs nothing, writes summary.json and junit.xml anew.

@@ -313,8 +313,27 @@ fn check_trials(trials: &[TrialRecord]) -> Result<(), String> {
     Ok(())
 }
 
-/// The runner numbers trials 1, 2, ... in run order, and each arm's repetitions 1, 2, ...
-/// once each, without a gap.
+/// Each arm's repetitions are 1, 2, ... without a gap (a pair is matched by its number),
+/// as a run that is no sweep numbers them.
+fn check_no_gaps(trials: &[TrialRecord]) -> Result<(), String> {
+    for t in trials {
+        let runs = trials
+            .iter()
+            .filter(|o| (o.engine, o.arm) == (t.engine, t.arm))
+            .count();
+        if t.repetition as usize > runs {
+            return Err(format!(
+                "trial {} is {} {} #{}, but that arm has {runs} trial(s): a gate numbers an \
+                 arm's repetitions 1, 2, ... without a gap",
+                t.index, t.engine, t.arm, t.repetition
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The runner numbers trials 1, 2, ... in run order, and each arm's repetitions from 1,
+/// once each.
 fn check_numbering(trials: &[TrialRecord]) -> Result<(), String> {
     for (i, t) in trials.iter().enumerate() {
         if t.index != i + 1 {
@@ -340,20 +359,6 @@ fn check_numbering(trials: &[TrialRecord]) -> Result<(), String> {
             ));
         }
     }
-    // Each arm's repetitions are 1, 2, ... without a gap (a pair is matched by its number).
-    for t in trials {
-        let runs = trials
-            .iter()
-            .filter(|o| (o.engine, o.arm) == (t.engine, t.arm))
-            .count();
-        if t.repetition as usize > runs {
-            return Err(format!(
-                "trial {} is {} {} #{}, but that arm has {runs} trial(s): a gate numbers an \
-                 arm's repetitions 1, 2, ... without a gap",
-                t.index, t.engine, t.arm, t.repetition
-            ));
-        }
-    }
     Ok(())
 }
 
@@ -363,6 +368,11 @@ fn check_numbering(trials: &[TrialRecord]) -> Result<(), String> {
 /// ([`MakoReport::window_matches`]).
 fn check_meta(meta: &SavedMeta, trials: &[TrialRecord]) -> Result<(), String> {
     let c = &meta.plan.config;
+    // A sweep numbers each step's pairs on from the step's first, and skips steps past
+    // the knee; any other run numbers each arm's repetitions 1, 2, ... without a gap.
+    if c.sweep.is_none() {
+        check_no_gaps(trials)?;
+    }
     if meta.plan.engines().is_empty() {
         return Err("it plans no engine (a gate runs at least one)".into());
     }
