@@ -395,6 +395,12 @@ fn gate_latency_adds_a_p99_test_case_that_can_fail_on_its_own() {
     );
     let o = s.bench_in("gated", &a, &b, &["--trials", "2", "--gate-latency"]);
     assert_eq!(code(&o), 1, "{}", text(&o));
+    // Fresh user: a gated metric's verdict line did not name the metric.
+    assert!(
+        text(&o).contains("redwood txn_latency_p99 REGRESSION: p99 transaction latency +"),
+        "{}",
+        text(&o)
+    );
     let junit = read_junit(&s.dir.path().join("gated/junit.xml"));
     let cases = junit[0]["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 2, "{junit}");

@@ -537,7 +537,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub allow_non_release: bool,
 
-    /// Only warnings and errors on the terminal, no progress bar (run.log has it all).
+    /// Only warnings, errors and the final verdict table on the terminal: no plan, no
+    /// progress (run.log has it all).
     #[arg(long)]
     pub quiet: bool,
 

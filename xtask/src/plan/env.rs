@@ -104,7 +104,8 @@ impl ChildEnv {
             .collect();
         let others = self.removed.len() - named.len();
         format!(
-            "children get {} only; not passed: {}{others} other variable(s)",
+            "children get {} only (and mako the tree's lib/ as LD_LIBRARY_PATH); not passed \
+             from the gate's environment: {}{others} other variable(s)",
             if passed.is_empty() {
                 "nothing".to_string()
             } else {
@@ -160,7 +161,8 @@ mod tests {
         );
         assert_eq!(
             env.summary(),
-            "children get LC_ALL, PATH only; not passed: FDB_KNOB_page_cache_4k, \
+            "children get LC_ALL, PATH only (and mako the tree's lib/ as LD_LIBRARY_PATH); not \
+             passed from the gate's environment: FDB_KNOB_page_cache_4k, \
              FDB_NETWORK_OPTION_TRACE_ENABLE, FDB_SRC, FDB_TLS_CERTIFICATE_FILE, LD_PRELOAD, 1 \
              other variable(s)"
         );

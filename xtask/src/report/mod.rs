@@ -522,8 +522,12 @@ pub fn table(judgements: &[Judgement], warnings: &[String]) -> String {
         );
     }
     for j in judgements {
-        if j.gating {
+        if j.gating && j.metric == Metric::Tps {
             let _ = writeln!(s, "{} {}: {}", j.engine, j.verdict, j.reason);
+        } else if j.gating {
+            // Fresh user: a gated ratio's line did not say which metric it judged.
+            let name = j.metric.name();
+            let _ = writeln!(s, "{} {name} {}: {}", j.engine, j.verdict, j.reason);
         } else {
             let _ = writeln!(
                 s,

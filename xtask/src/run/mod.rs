@@ -54,6 +54,26 @@ pub struct Runner<'a> {
     reaper: Reaper,
 }
 
+/// Why a measured trial has no CPU figures: with testers on other hosts the gate sees
+/// none of the processes it accounts; otherwise the run ended before its measurement
+/// window (CPU is sampled from the end of the warmup).
+fn unmeasured_cpu(plan: &Plan) -> String {
+    match plan
+        .config
+        .existing
+        .as_ref()
+        .map_or(0, |e| e.remote_testers)
+    {
+        0 => "not measured: the run ended before its measurement window (CPU is sampled \
+              from the end of the warmup on)"
+            .into(),
+        n => format!(
+            "not measured: {n} tester(s) run on other hosts, and the gate sees only its own \
+             processes"
+        ),
+    }
+}
+
 /// Lets a gate run beside another one on the host when set to `1` (the trials then
 /// measure each other; a warning says so).
 pub const ALLOW_CONCURRENT_ENV: &str = "PERFGATE_ALLOW_CONCURRENT";
@@ -282,11 +302,7 @@ impl<'a> Runner<'a> {
                         ))
                         .collect::<Vec<_>>()
                         .join(", "))
-                    .unwrap_or_else(|| {
-                        "not measured (the run ended before its measurement window, or no \
-                         process of the gate's is one it accounts: testers on other hosts)"
-                            .into()
-                    })
+                    .unwrap_or_else(|| unmeasured_cpu(self.plan))
             ),
             // The level already says ERROR; a timeout or a signal is said as such.
             _ => tracing::error!(
