@@ -83,7 +83,7 @@ pub const MAX_TRACE_SEVERITY: i64 = 10;
 /// would go unseen too.
 fn unfit(name: &str, value: &str) -> Option<String> {
     let severity = match name {
-        "min_trace_severity" => value.parse::<i64>().ok()?,
+        "min_trace_severity" => stoi(value)?,
         _ => return None,
     };
     (severity > MAX_TRACE_SEVERITY).then(|| {
@@ -95,6 +95,26 @@ fn unfit(name: &str, value: &str) -> Option<String> {
              knob out"
         )
     })
+}
+
+/// An int knob's value as fdbserver reads it: `std::stoi(value, &n, 0)`
+/// (`flow/Knobs.cpp`), so a sign, then `0x`/`0X` hex, a leading `0` octal, else decimal;
+/// `None` when fdbserver would refuse it (it then says so itself).
+fn stoi(value: &str) -> Option<i64> {
+    let (negative, digits) = match value.as_bytes().first()? {
+        b'-' => (true, &value[1..]),
+        b'+' => (false, &value[1..]),
+        _ => (false, value),
+    };
+    let lower = digits.to_ascii_lowercase();
+    let parsed = if let Some(hex) = lower.strip_prefix("0x") {
+        i64::from_str_radix(hex, 16)
+    } else if digits.len() > 1 && digits.starts_with('0') {
+        i64::from_str_radix(&digits[1..], 8)
+    } else {
+        digits.parse::<i64>()
+    };
+    parsed.ok().map(|v| if negative { -v } else { v })
 }
 
 /// The knobs a trial's fdbservers get: on tmpfs the ones it needs, then the user's (which
@@ -182,6 +202,12 @@ mod tests {
         ] {
             assert!(Knob::parse_user(fine, "--knob").is_ok(), "{fine}");
         }
+        // Breaker: fdbserver reads int knobs with stoi base 0: 0x28 is 40, 012 is 10.
+        for hidden in ["0x28", "0X28", "+40", "050"] {
+            let raw = format!("min_trace_severity={hidden}");
+            assert!(Knob::parse_user(&raw, "--knob").is_err(), "{raw}");
+        }
+        assert!(Knob::parse_user("min_trace_severity=012", "--knob").is_ok());
     }
 
     #[test]
