@@ -102,6 +102,22 @@ fn a_cluster_that_freezes_during_the_run_is_said_before_the_bound() {
         .unwrap_or_else(|| panic!("{t}"));
     assert!(teardown["duration_s"].as_f64().unwrap() < 30.0, "{t}");
     s.assert_no_leftover_processes();
+    // Breaker: a grace too short for two questions ended in a TIMEOUT that only said to
+    // raise it; it now says what the question it had time for saw.
+    let o = s.bench_in(
+        "short",
+        &a,
+        &b,
+        &["--trials", "1", "--timeout-mako-run-grace", "12"],
+    );
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(
+        text(&o).contains("TIMEOUT: mako-run: did not finish within its bound")
+            && text(&o).contains("the cluster did not answer the last status json"),
+        "{}",
+        text(&o)
+    );
+    s.assert_no_leftover_processes();
 }
 
 #[test]

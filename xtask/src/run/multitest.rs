@@ -177,18 +177,29 @@ fn read_result(
 }
 
 /// The multitest's failure `e`, said as the cluster's when none of the coordinators of a
-/// cluster the gate did not start accepts a connection now: a cluster gone while the rows
+/// cluster the gate did not start accepts a connection now, or when the cluster (any)
+/// answers `status json` with no available database: a cluster gone while the rows
 /// load fails the multitest before the gate's watch ([`Cluster::check_coordinators`])
 /// would call it gone.
 fn cluster_gone_first(cluster: &Cluster, e: PhaseError) -> PhaseError {
-    match cluster.coordinators_gone() {
-        Some(names) => anyhow!(
+    if let Some(names) = cluster.coordinators_gone() {
+        return anyhow!(
             "the multitest failed and none of the cluster's coordinators ({names}) accepts a \
              connection now: the cluster stopped, or this host lost its way to it; the \
              multitest's own error: {e}"
         )
+        .into();
+    }
+    // A stopped cluster accepts connections but answers nothing (breaker: FDB's tester
+    // gave up during the load with "Operation failed").
+    match cluster.unanswered(Duration::from_secs(10)) {
+        Ok(Some(seen)) => anyhow!(
+            "the multitest failed and the cluster does not answer now: status json found no \
+             available database ({seen}; kept as status-probe.json): it may have stopped \
+             (SIGSTOP) or its host hung; the multitest's own error: {e}"
+        )
         .into(),
-        None => e,
+        _ => e,
     }
 }
 
@@ -257,13 +268,14 @@ fn wait(
     let mut progress = Progress::new(ctx.progress, "multitest", ctx.workload.seconds);
     let test = Duration::from_secs(ctx.workload.seconds);
     // Until the test starts (testers joining, rows loading) there is no expected end.
-    let mut stall = StallWatch::new("the multitest", Instant::now(), None, bound);
+    let mut stall = StallWatch::new("the multitest", Instant::now(), None, ctx.bounds.mako_build);
+    let grace = ctx.bounds.mako_run_grace;
     let status = child.wait_until(deadline, bound, || {
         monitor.tick();
         if load_started.is_none() && read_output(out).unwrap_or_default().contains(RUNNING) {
             let now = Instant::now();
             load_started = Some(now);
-            stall.expect_end(now, test);
+            stall.expect_end(now, test, grace);
         }
         let into = load_started.map(|t| t.elapsed());
         if let Some(into) = into.map(|d| d.as_secs_f64()) {
@@ -274,14 +286,14 @@ fn wait(
                 monitor.close_cpu_window();
             }
         }
-        progress.update(into.unwrap_or_default(), || phase_of(into, test_s));
+        progress.update(into, || phase_of(into, test_s));
         cluster.check_alive()?;
         cluster.check_coordinators()?;
         stall.check(cluster)
     });
     progress.finish();
     monitor.close_cpu_window();
-    status
+    status.map_err(|e| stall.explain(e))
 }
 
 /// What the test is doing `into` its load (`None`: testers joining, rows loading), for

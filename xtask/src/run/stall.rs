@@ -33,22 +33,21 @@ pub struct StallWatch {
 }
 
 impl StallWatch {
-    /// A watch over `what`, started at `started`, whose phase is bounded by `bound`: it
-    /// asks every [`STALL_PROBE_EVERY`] or a quarter of `bound`, whichever is less (each
-    /// question bounded by half that), from `expected` (the driver's run time, none for
-    /// a load) plus that on.
+    /// A watch over `what`, started at `started`, whose phase allows `slack` past
+    /// `expected` (the driver's run time, `None` for a load: then `slack` is the whole
+    /// bound): it asks every quarter of `slack`, at least [`STALL_PROBE_MIN`] and at most
+    /// [`STALL_PROBE_EVERY`], from `expected` plus that on.
     pub fn new(
         what: &'static str,
         started: Instant,
         expected: Option<Duration>,
-        bound: Duration,
+        slack: Duration,
     ) -> StallWatch {
-        let every = STALL_PROBE_EVERY.min(bound / 4).max(Duration::from_secs(1));
-        let first = expected.unwrap_or_default() + every;
+        let every = interval(slack);
         StallWatch {
             what,
             started,
-            next: started + first,
+            next: started + expected.unwrap_or_default() + every,
             every,
             expected,
             missed: None,
@@ -56,8 +55,10 @@ impl StallWatch {
     }
 
     /// From now on the driver is expected to end `expected` after `from` (the multitest
-    /// once its test started): the next question waits until then plus the interval.
-    pub fn expect_end(&mut self, from: Instant, expected: Duration) {
+    /// once its test started), with `slack` past it: the next question waits until then
+    /// plus the interval.
+    pub fn expect_end(&mut self, from: Instant, expected: Duration, slack: Duration) {
+        self.every = interval(slack);
         self.expected = Some(from.duration_since(self.started) + expected);
         self.next = self.next.max(from + expected + self.every);
     }
@@ -69,8 +70,9 @@ impl StallWatch {
         if now < self.next {
             return Ok(());
         }
-        // Two questions and their answers take at most 3 intervals: within the bound.
-        let seen = cluster.unanswered(self.every / 2)?;
+        // Two questions and their answers take at most 3 intervals of a slack of 4.
+        let ask = (self.every / 2).max(STALL_ASK_MIN);
+        let seen = cluster.unanswered(ask)?;
         self.next = Instant::now() + self.every;
         let (Some(seen), Some(_)) = (seen.clone(), self.missed.take()) else {
             self.missed = seen;
@@ -96,4 +98,33 @@ impl StallWatch {
         )
         .into())
     }
+
+    /// `e` with what the last question saw when the phase ran out of time after an
+    /// unanswered one: a longer bound would not help a cluster that stopped.
+    pub fn explain(&self, e: PhaseError) -> PhaseError {
+        match (e, &self.missed) {
+            (PhaseError::Timeout(bound, said), Some(seen)) => {
+                let sep = if said.is_empty() { "" } else { "; " };
+                PhaseError::Timeout(
+                    bound,
+                    format!(
+                        "{said}{sep}the cluster did not answer the last status json ({seen}, \
+                         kept as status-probe.json): it may have stopped, and then a longer \
+                         bound would not help"
+                    ),
+                )
+            }
+            (e, _) => e,
+        }
+    }
+}
+
+/// Least time between two questions, and least bound of one: a loaded host's fdbcli may
+/// take seconds to answer a healthy cluster.
+const STALL_PROBE_MIN: Duration = Duration::from_secs(5);
+const STALL_ASK_MIN: Duration = Duration::from_secs(3);
+
+/// A quarter of `slack`, within [`STALL_PROBE_MIN`] and [`STALL_PROBE_EVERY`].
+fn interval(slack: Duration) -> Duration {
+    (slack / 4).clamp(STALL_PROBE_MIN, STALL_PROBE_EVERY)
 }

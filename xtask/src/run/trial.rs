@@ -538,7 +538,7 @@ fn mako_build(
         stall.check(cluster)
     });
     remove_mako_leftovers(child.pid());
-    let status = status?;
+    let status = status.map_err(|e| stall.explain(e))?;
     let text = read_output(&out)?;
     // mako aborts in _dl_fini after its report, so the exit status says little: a
     // complete report is success.
@@ -614,19 +614,18 @@ impl Progress {
         }
     }
 
-    /// At most once a second: `elapsed` into the run, and the status `status()` gives.
-    pub(super) fn update(&mut self, elapsed: Duration, status: impl FnOnce() -> String) {
+    /// At most once a second: `elapsed` into the run (`None`: it has not started, as a
+    /// multitest's test while its rows load), and the status `status()` gives.
+    pub(super) fn update(&mut self, elapsed: Option<Duration>, status: impl FnOnce() -> String) {
         if self.last_update.elapsed() < Duration::from_secs(1) {
             return;
         }
         self.last_update = Instant::now();
-        let status = format!(
-            "{}, {}",
-            time_left(elapsed.as_secs(), self.seconds),
-            status()
-        );
-        // Past its end the bar stays full; the message says by how much.
-        self.bar.set_position(elapsed.as_secs().min(self.seconds));
+        let status = match elapsed {
+            Some(e) => format!("{}, {}", time_left(e.as_secs(), self.seconds), status()),
+            None => status(),
+        };
+        let elapsed = elapsed.unwrap_or_default();
         if self.bar.is_hidden() && self.lines && self.last_line.elapsed() >= QUIET_LINE_EVERY {
             self.last_line = Instant::now();
             tracing::info!(
@@ -636,7 +635,10 @@ impl Progress {
                 self.seconds
             );
         }
+        // The message first, so that no frame shows the new position with the old time
+        // left; past its end the bar stays full, and the message says by how much.
         self.bar.set_message(status);
+        self.bar.set_position(elapsed.as_secs().min(self.seconds));
     }
 
     pub(super) fn finish(&self) {
@@ -662,8 +664,10 @@ fn time_left(elapsed: u64, seconds: u64) -> String {
 fn mako_status(elapsed: Duration, w: &Workload, out: &Path) -> String {
     let phase = if elapsed < Duration::from_secs(w.warmup_seconds) {
         "warmup"
-    } else {
+    } else if elapsed < Duration::from_secs(w.seconds) {
         "measuring"
+    } else {
+        "its window is over"
     };
     // Cosmetic: a report not readable yet shows the phase alone.
     let text = read_output(out).unwrap_or_default();
@@ -701,20 +705,21 @@ fn mako_run(
     let warmup = Duration::from_secs(w.warmup_seconds);
     let mut progress = Progress::new(ctx.progress, "mako run", w.seconds);
     let expected = Some(Duration::from_secs(w.seconds));
-    let mut stall = StallWatch::new("mako --mode run", started, expected, bound);
+    let grace = ctx.bounds.mako_run_grace;
+    let mut stall = StallWatch::new("mako --mode run", started, expected, grace);
     let status = child.wait_until(started + bound, bound, || {
         monitor.tick();
         if started.elapsed() >= warmup {
             monitor.start_cpu_window(&servers, Some(client));
         }
         let elapsed = started.elapsed();
-        progress.update(elapsed, || mako_status(elapsed, w, &out));
+        progress.update(Some(elapsed), || mako_status(elapsed, w, &out));
         cluster.check_alive()?;
         stall.check(cluster)
     });
     progress.finish();
     remove_mako_leftovers(child.pid());
-    let status = status?;
+    let status = status.map_err(|e| stall.explain(e))?;
     let cpu = monitor.role_cpu();
     let report = (|| -> Result<MakoReport> {
         let text = read_output(&out)?;
