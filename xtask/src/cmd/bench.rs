@@ -52,6 +52,10 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
             Vec::new()
         } else {
             build::need_git()?;
+            // Before hours of building, not after.
+            if !config.dry_run {
+                crate::run::refuse_other_gates()?;
+            }
             let mut source =
                 SourceConfig::new(&args.source, &wanted, crate::results::fs::default_fdb_src())?;
             // Against a record, the control arm is the recorded build.

@@ -38,6 +38,8 @@ pub fn execute(plan: Plan) -> Result<Finished> {
     if interrupted() {
         anyhow::bail!("interrupted by a signal before the first trial; nothing was run");
     }
+    // Before the results dir is made (the runner checks again when it starts).
+    crate::run::refuse_other_gates()?;
     let copies = [
         plan.config.junit.as_deref(),
         plan.config.export_markdown.as_deref(),

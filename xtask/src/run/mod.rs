@@ -81,7 +81,7 @@ pub const ALLOW_CONCURRENT_ENV: &str = "PERFGATE_ALLOW_CONCURRENT";
 /// Errors when another gate runs on this host on another work dir ([`live_runs_on_host`];
 /// one on the same work dir is refused before): unless [`ALLOW_CONCURRENT_ENV`] is `1`,
 /// which turns the refusal into a warning.
-fn refuse_other_gates() -> Result<()> {
+pub fn refuse_other_gates() -> Result<()> {
     let others = live_runs_on_host();
     if others.is_empty() {
         return Ok(());

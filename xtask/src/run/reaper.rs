@@ -120,7 +120,8 @@ pub fn live_runs_on_host() -> Vec<String> {
                     .is_some_and(|n| n.to_string_lossy().starts_with(RUN_DIR_PREFIX))
             });
             if let (Some(dir), true) = (run_dir, target.file_name() == Some(RUN_LOCK.as_ref())) {
-                if !seen.iter().any(|d| d == dir) {
+                // An open descriptor is not a gate (breaker: `sleep 3< lock`); a held lock is.
+                if !seen.iter().any(|d| d == dir) && lock_held(dir) {
                     seen.push(dir.to_path_buf());
                 }
             }
@@ -136,6 +137,19 @@ pub fn live_runs_on_host() -> Vec<String> {
             format!("pid {pid} ({})", dir.display())
         })
         .collect()
+}
+
+/// Whether the [`RUN_LOCK`] of run dir `dir` is held (by a live gate): opened like
+/// [`stale_run_lock`] opens it (no link followed, no FIFO waited on); a lock that can be
+/// taken is released at once.
+fn lock_held(dir: &Path) -> bool {
+    let Some((file, _)) = open_run_lock(dir) else {
+        return false;
+    };
+    matches!(
+        nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockSharedNonblock),
+        Err((_, nix::errno::Errno::EWOULDBLOCK))
+    )
 }
 
 /// The run dirs under `workdir` of gates alive now (their [`RUN_LOCK`] is held), as
@@ -154,14 +168,7 @@ pub fn live_runs(workdir: &Path) -> Vec<String> {
         if !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_dir()) {
             continue;
         }
-        let Some((file, _)) = open_run_lock(&dir) else {
-            continue;
-        };
-        let held = matches!(
-            nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockSharedNonblock),
-            Err((_, nix::errno::Errno::EWOULDBLOCK))
-        );
-        if held {
+        if lock_held(&dir) {
             let pid = rest.split('-').next().unwrap_or("?");
             live.push(format!("pid {pid} ({})", dir.display()));
         }
@@ -497,5 +504,49 @@ mod tests {
         }
         // `__reap` on a path that is not a dead gate's run dir touches nothing.
         assert!(stale_run_lock(&other_name).is_none());
+    }
+}
+
+#[cfg(test)]
+mod host_tests {
+    use super::*;
+
+    #[test]
+    fn a_gate_on_the_host_is_a_held_lock_not_an_open_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("perfgate-4242-deadbeef");
+        std::fs::create_dir(&run).unwrap();
+        let lock = File::create(run.join(RUN_LOCK)).unwrap();
+        let hold = |file: &File| {
+            std::process::Command::new("sleep")
+                .arg("30")
+                .stdin(file.try_clone().unwrap())
+                .spawn()
+                .unwrap()
+        };
+        let listed = || {
+            live_runs_on_host()
+                .iter()
+                .any(|l| l.contains("perfgate-4242-deadbeef"))
+        };
+        // Breaker: a process holding the lock file open, unlocked, was a gate.
+        let mut open_only = hold(&lock);
+        assert!(!listed(), "{:?}", live_runs_on_host());
+        open_only.kill().unwrap();
+        open_only.wait().unwrap();
+        // Held by a process (the gate's exclusive flock on the shared file description).
+        let locked = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock)
+            .map_err(|(_, e)| e)
+            .unwrap();
+        let mut gate = hold(&locked);
+        let found = live_runs_on_host();
+        gate.kill().unwrap();
+        gate.wait().unwrap();
+        assert!(
+            found
+                .iter()
+                .any(|l| l.starts_with("pid 4242 (") && l.contains("perfgate-4242")),
+            "{found:?}"
+        );
     }
 }
