@@ -131,11 +131,10 @@ pub fn check_results_dir(dir: &Path, copies: Copies) -> Result<()> {
         }
         return Ok(());
     }
-    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    let copies: Vec<PathBuf> = copies.into_iter().flatten().map(abs).collect();
+    let copies: Vec<PathBuf> = copies.into_iter().flatten().map(resolved).collect();
     let occupied = match std::fs::read_dir(dir) {
         Ok(entries) => entries.flatten().any(|e| {
-            let entry = abs(&e.path());
+            let entry = resolved(&e.path());
             !copies.iter().any(|c| c.starts_with(&entry))
         }),
         Err(_) => true,
@@ -166,17 +165,32 @@ pub const RUN_FILES: [&str; 7] = [
     "run.log",
 ];
 
-/// `path` with its directory resolved through links (`canonicalize`), the file name kept;
-/// the absolute path when the directory does not exist yet. Two spellings of one file
+/// `path` with its directory resolved through links (`canonicalize`) as far as it exists
+/// and lexically beyond (`.` and `..`), the file name kept. Two spellings of one file
 /// resolve alike.
 pub fn resolved(path: &Path) -> PathBuf {
+    use std::path::Component;
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    match (abs.parent(), abs.file_name()) {
-        (Some(dir), Some(name)) => std::fs::canonicalize(dir)
-            .map(|d| d.join(name))
-            .unwrap_or(abs),
-        _ => abs,
+    let parts: Vec<Component> = abs.components().collect();
+    // The deepest existing directory above the file, through its links; the rest, which
+    // does not exist yet, lexically (breaker: `out/sub/../trials/x` was not in trials/).
+    let Some((base, k)) = (1..parts.len()).rev().find_map(|k| {
+        let prefix: PathBuf = parts[..k].iter().collect();
+        std::fs::canonicalize(prefix).ok().map(|real| (real, k))
+    }) else {
+        return abs;
+    };
+    let mut out = base;
+    for part in &parts[k..] {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(n) => out.push(n),
+            _ => {}
+        }
     }
+    out
 }
 
 /// Refuses a `--junit` that is one of the files the run writes into `out` (by any
@@ -357,6 +371,31 @@ pub fn write(path: &Path, text: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn copies_spelled_with_dot_dot_are_where_they_land() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        // Breaker: these landed in trials/ (or were refused though outside it).
+        assert_eq!(
+            resolved(&out.join("sub/../trials/x.xml")),
+            real.join("out/trials/x.xml")
+        );
+        assert_eq!(
+            resolved(&out.join("trials/../junit.xml")),
+            real.join("out/junit.xml")
+        );
+        for copy in ["sub/../trials/x.xml", "./trials/y/../x.md"] {
+            let err = check_junit_apart(&out, &out.join(copy)).unwrap_err();
+            assert!(
+                format!("{err}").contains("inside the run's trials/"),
+                "{err}"
+            );
+        }
+        assert!(check_junit_apart(&out, &out.join("trials/../junit.xml")).is_ok());
+        assert!(check_junit_apart(&out.join("y/.."), &out.join("trials/j.xml")).is_err());
+    }
 
     #[test]
     fn write_replaces_only_regular_files_and_never_writes_through_a_link() {
