@@ -312,11 +312,14 @@ impl MakoReport {
         {
             return Ok(());
         }
+        // Rounded to ms, short whatever a file holds.
+        let s = |v: f64| compact((v * 1000.0).round() / 1000.0);
         Err(format!(
-            "not a valid measurement: mako ran {:.3} s with a warmup of {:.3} s and measured \
-             {:.3} s, but {run_s} s with a warmup of {warmup_s} s (a window of {window_s} s) \
-             was asked",
-            self.run_duration_s, self.warmup_duration_s, self.measured_duration_s
+            "not a valid measurement: mako ran {} s with a warmup of {} s and measured {} s, \
+             but {run_s} s with a warmup of {warmup_s} s (a window of {window_s} s) was asked",
+            s(self.run_duration_s),
+            s(self.warmup_duration_s),
+            s(self.measured_duration_s)
         ))
     }
 

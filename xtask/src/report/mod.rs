@@ -241,11 +241,7 @@ pub fn junit(judgements: &[Judgement], table: &str, run: &JunitRun) -> String {
         };
         let mut case = TestCase::new(j.metric.name(), status);
         case.set_classname(format!("perfgate.{}", j.engine));
-        case.set_time(std::time::Duration::from_secs_f64(if first_of_engine {
-            seconds
-        } else {
-            0.0
-        }));
+        case.set_time(junit_time(if first_of_engine { seconds } else { 0.0 }));
         case.set_system_out(xml_text(&out));
         // Jenkins' junit-10.xsd has no properties in a test case: the numbers go to the
         // suite, named after the metric.
@@ -256,7 +252,7 @@ pub fn junit(judgements: &[Judgement], table: &str, run: &JunitRun) -> String {
             Some(i) => &mut suites[i],
             None => {
                 let mut suite = TestSuite::new(engine);
-                suite.set_time(std::time::Duration::from_secs_f64(seconds));
+                suite.set_time(junit_time(seconds));
                 suite.set_timestamp(utc(run.timestamp));
                 suite
                     .extra
@@ -269,9 +265,7 @@ pub fn junit(judgements: &[Judgement], table: &str, run: &JunitRun) -> String {
         suite.add_properties(properties);
         suite.add_test_case(case);
     }
-    report.set_time(std::time::Duration::from_secs_f64(
-        run.seconds.values().sum(),
-    ));
+    report.set_time(junit_time(run.seconds.values().sum()));
     report.add_test_suites(suites);
     without_suites_skipped(&report.to_string().expect("JUnit serializes"))
 }
@@ -546,6 +540,12 @@ pub fn table(judgements: &[Judgement], warnings: &[String]) -> String {
         let _ = writeln!(s, "WARNING: {w}");
     }
     s
+}
+
+/// A JUnit time from seconds: what cannot be a duration (negative, NaN, beyond
+/// `Duration`) is 0, never a panic (saved runs are checked before, this is the backstop).
+fn junit_time(seconds: f64) -> std::time::Duration {
+    std::time::Duration::try_from_secs_f64(seconds).unwrap_or_default()
 }
 
 #[cfg(test)]

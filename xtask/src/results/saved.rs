@@ -226,9 +226,11 @@ impl SavedRun {
             )
         })?;
         let meta: SavedMeta = read(dir, "meta.json")?;
+        // The plan against the trials: either file may be the edited one.
         check_meta(&meta, &trials).map_err(|why| {
             anyhow::anyhow!(
-                "{} is not what a gate writes: {why}; re-judging it would judge edited numbers",
+                "{} and trials.json beside it are not what a gate writes: {why}; re-judging \
+                 them would judge edited numbers",
                 dir.join("meta.json").display()
             )
         })?;
@@ -332,6 +334,10 @@ fn check_no_gaps(trials: &[TrialRecord]) -> Result<(), String> {
     Ok(())
 }
 
+/// Longest phase a saved trial may record, seconds (a year): every phase is bounded by a
+/// `--timeout-*` flag of at most [`crate::config::MAX_SECONDS`] (a week).
+const MAX_PHASE_S: f64 = 365.0 * 24.0 * 3600.0;
+
 /// The runner numbers trials 1, 2, ... in run order, and each arm's repetitions from 1,
 /// once each.
 fn check_numbering(trials: &[TrialRecord]) -> Result<(), String> {
@@ -347,6 +353,19 @@ fn check_numbering(trials: &[TrialRecord]) -> Result<(), String> {
             return Err(format!(
                 "trial {} has repetition 0; repetitions count from 1",
                 t.index
+            ));
+        }
+        // Breaker: 1e308 s made the JUnit writer panic; no phase lasts a year.
+        if let Some(p) = t
+            .phases
+            .iter()
+            .find(|p| !(p.duration_s.is_finite() && (0.0..=MAX_PHASE_S).contains(&p.duration_s)))
+        {
+            return Err(format!(
+                "trial {} has a {} phase of {} s; a phase lasts 0 to {MAX_PHASE_S} s",
+                t.index,
+                p.phase,
+                fdb::compact(p.duration_s)
             ));
         }
     }
