@@ -129,14 +129,20 @@ pub fn live_runs_on_host() -> Vec<String> {
     }
     seen.sort();
     // The gate's pid is in its run dir's name (its reaper holds the lock too).
-    seen.into_iter()
-        .map(|dir| {
-            let name = dir.file_name().unwrap_or_default().to_string_lossy();
-            let rest = name.strip_prefix(RUN_DIR_PREFIX).unwrap_or(&name);
-            let pid = rest.split('-').next().unwrap_or("?");
-            format!("pid {pid} ({})", dir.display())
-        })
-        .collect()
+    seen.iter().map(|dir| live_label(dir)).collect()
+}
+
+/// `pid <gate pid> (<dir>)` for a live gate's run dir, the pid from the dir's name
+/// (`perfgate-<pid>-<nonce>`).
+fn live_label(dir: &Path) -> String {
+    format!("pid {} ({})", gate_pid(dir), dir.display())
+}
+
+/// The gate pid a run dir's name holds, `?` when it holds none.
+fn gate_pid(dir: &Path) -> String {
+    let name = dir.file_name().unwrap_or_default().to_string_lossy();
+    let rest = name.strip_prefix(RUN_DIR_PREFIX).unwrap_or(&name);
+    rest.split('-').next().unwrap_or("?").to_string()
 }
 
 /// Whether the [`RUN_LOCK`] of run dir `dir` is held (by a live gate): opened like
@@ -160,17 +166,19 @@ fn lock_held(dir: &Path) -> bool {
 pub fn live_runs(workdir: &Path) -> Vec<String> {
     let mut live = Vec::new();
     for entry in std::fs::read_dir(workdir).into_iter().flatten().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(rest) = name.strip_prefix(RUN_DIR_PREFIX) else {
+        if !entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with(RUN_DIR_PREFIX)
+        {
             continue;
-        };
+        }
         let dir = entry.path();
         if !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_dir()) {
             continue;
         }
         if lock_held(&dir) {
-            let pid = rest.split('-').next().unwrap_or("?");
-            live.push(format!("pid {pid} ({})", dir.display()));
+            live.push(live_label(&dir));
         }
     }
     live
@@ -189,16 +197,19 @@ pub fn clean_stale_runs(workdir: &Path) -> Vec<String> {
         return cleaned;
     };
     for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(rest) = name.strip_prefix(RUN_DIR_PREFIX) else {
+        if !entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with(RUN_DIR_PREFIX)
+        {
             continue;
-        };
+        }
         let dir = entry.path();
         // Not a gate's run dir of this user, or its gate is alive (lock held).
         let Some(_stale) = stale_run_lock(&dir) else {
             continue;
         };
-        let pid = rest.split('-').next().unwrap_or("?");
+        let pid = gate_pid(&dir);
         let ended = end_run(&dir);
         cleaned.push(format!(
             "an earlier gate (pid {pid}) died without cleaning up: killed {} leftover \
@@ -466,6 +477,45 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_gate_on_the_host_is_a_held_lock_not_an_open_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("perfgate-4242-deadbeef");
+        std::fs::create_dir(&run).unwrap();
+        let lock = File::create(run.join(RUN_LOCK)).unwrap();
+        let hold = |file: &File| {
+            std::process::Command::new("sleep")
+                .arg("30")
+                .stdin(file.try_clone().unwrap())
+                .spawn()
+                .unwrap()
+        };
+        let listed = || {
+            live_runs_on_host()
+                .iter()
+                .any(|l| l.contains("perfgate-4242-deadbeef"))
+        };
+        // Breaker: a process holding the lock file open, unlocked, was a gate.
+        let mut open_only = hold(&lock);
+        assert!(!listed(), "{:?}", live_runs_on_host());
+        open_only.kill().unwrap();
+        open_only.wait().unwrap();
+        // Held by a process (the gate's exclusive flock on the shared file description).
+        let locked = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock)
+            .map_err(|(_, e)| e)
+            .unwrap();
+        let mut gate = hold(&locked);
+        let found = live_runs_on_host();
+        gate.kill().unwrap();
+        gate.wait().unwrap();
+        assert!(
+            found
+                .iter()
+                .any(|l| l.starts_with("pid 4242 (") && l.contains("perfgate-4242")),
+            "{found:?}"
+        );
+    }
+
+    #[test]
     fn only_a_dead_gates_own_run_dir_is_touched() {
         let work = tempfile::tempdir().unwrap();
         let live = RunDir::create(work.path()).unwrap();
@@ -504,49 +554,5 @@ mod tests {
         }
         // `__reap` on a path that is not a dead gate's run dir touches nothing.
         assert!(stale_run_lock(&other_name).is_none());
-    }
-}
-
-#[cfg(test)]
-mod host_tests {
-    use super::*;
-
-    #[test]
-    fn a_gate_on_the_host_is_a_held_lock_not_an_open_one() {
-        let dir = tempfile::tempdir().unwrap();
-        let run = dir.path().join("perfgate-4242-deadbeef");
-        std::fs::create_dir(&run).unwrap();
-        let lock = File::create(run.join(RUN_LOCK)).unwrap();
-        let hold = |file: &File| {
-            std::process::Command::new("sleep")
-                .arg("30")
-                .stdin(file.try_clone().unwrap())
-                .spawn()
-                .unwrap()
-        };
-        let listed = || {
-            live_runs_on_host()
-                .iter()
-                .any(|l| l.contains("perfgate-4242-deadbeef"))
-        };
-        // Breaker: a process holding the lock file open, unlocked, was a gate.
-        let mut open_only = hold(&lock);
-        assert!(!listed(), "{:?}", live_runs_on_host());
-        open_only.kill().unwrap();
-        open_only.wait().unwrap();
-        // Held by a process (the gate's exclusive flock on the shared file description).
-        let locked = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock)
-            .map_err(|(_, e)| e)
-            .unwrap();
-        let mut gate = hold(&locked);
-        let found = live_runs_on_host();
-        gate.kill().unwrap();
-        gate.wait().unwrap();
-        assert!(
-            found
-                .iter()
-                .any(|l| l.starts_with("pid 4242 (") && l.contains("perfgate-4242")),
-            "{found:?}"
-        );
     }
 }

@@ -74,9 +74,12 @@ impl StallWatch {
         let ask = (self.every / 2).max(STALL_ASK_MIN);
         let seen = cluster.unanswered(ask)?;
         self.next = Instant::now() + self.every;
-        let (Some(seen), Some(_)) = (seen.clone(), self.missed.take()) else {
-            self.missed = seen;
-            return Ok(());
+        let seen = match (seen, self.missed.take()) {
+            (Some(seen), Some(_)) => seen,
+            (seen, _) => {
+                self.missed = seen;
+                return Ok(());
+            }
         };
         let ran = self.started.elapsed().as_secs();
         let past = match self.expected {
