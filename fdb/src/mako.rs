@@ -312,8 +312,14 @@ impl MakoReport {
         {
             return Ok(());
         }
-        // Rounded to ms, short whatever a file holds.
-        let s = |v: f64| compact((v * 1000.0).round() / 1000.0);
+        // To the ms, and short whatever a file holds.
+        let s = |v: f64| {
+            if v.is_finite() && v.abs() < 1e12 {
+                format!("{v:.3}")
+            } else {
+                compact(v)
+            }
+        };
         Err(format!(
             "not a valid measurement: mako ran {} s with a warmup of {} s and measured {} s, \
              but {run_s} s with a warmup of {warmup_s} s (a window of {window_s} s) was asked",
