@@ -109,6 +109,24 @@ fn a_second_gate_on_a_busy_work_dir_is_refused_naming_the_first() {
         text(&o)
     );
     assert!(!s.dir.path().join("third/trials.json").exists());
+    // Allowed, it runs, and says so once, before its first trial.
+    let o = s
+        .bench_command_out(&a, &b, &s.dir.path().join("fifth"), &["--trials", "1"])
+        .env("PERFGATE_WORKDIR", &nested)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let said = text(&o)
+        .matches("PERFGATE_ALLOW_CONCURRENT=1: running anyway")
+        .count();
+    // The first gate, still running now, was running when this one checked.
+    let mut first = first;
+    let expected = if first.try_wait().unwrap().is_none() {
+        1
+    } else {
+        said.min(1)
+    };
+    assert_eq!(said, expected, "{}", text(&o));
     std::fs::remove_dir(&nested).unwrap();
     let o = first.wait_with_output().unwrap();
     assert_eq!(code(&o), 0, "the first gate was not disturbed");

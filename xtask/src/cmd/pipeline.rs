@@ -38,14 +38,19 @@ pub fn execute(plan: Plan) -> Result<Finished> {
     if interrupted() {
         anyhow::bail!("interrupted by a signal before the first trial; nothing was run");
     }
-    // Before the results dir is made (the runner checks again when it starts).
-    crate::run::refuse_other_gates()?;
+    // Before the results dir is made (the runner checks again when it starts). Allowed,
+    // it is a warning on the terminal and in run.log: not in the result files, whose
+    // contents would then depend on what else ran on the host.
+    let beside = crate::run::refuse_other_gates()?;
     let copies = [
         plan.config.junit.as_deref(),
         plan.config.export_markdown.as_deref(),
     ];
     let out = results_dir(plan.config.out.as_deref(), copies)?;
     init_logging(&out, plan.config.quiet)?;
+    if let Some(w) = beside {
+        tracing::warn!("{w}");
+    }
     tracing::info!("results: {}", out.display());
     for line in plan.render_body().lines() {
         tracing::info!("{line}");

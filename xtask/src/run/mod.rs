@@ -80,11 +80,11 @@ pub const ALLOW_CONCURRENT_ENV: &str = "PERFGATE_ALLOW_CONCURRENT";
 
 /// Errors when another gate runs on this host on another work dir ([`live_runs_on_host`];
 /// one on the same work dir is refused before): unless [`ALLOW_CONCURRENT_ENV`] is `1`,
-/// which turns the refusal into a warning.
-pub fn refuse_other_gates() -> Result<()> {
+/// which turns the refusal into the warning returned, for the plan's warnings.
+pub fn refuse_other_gates() -> Result<Option<String>> {
     let others = live_runs_on_host();
     if others.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     let said = format!(
         "another gate is running on this host: {}; two benchmarks on one host measure each \
@@ -92,8 +92,9 @@ pub fn refuse_other_gates() -> Result<()> {
         others.join(", ")
     );
     if std::env::var(ALLOW_CONCURRENT_ENV).is_ok_and(|v| v == "1") {
-        tracing::warn!("{said} ({ALLOW_CONCURRENT_ENV}=1: running anyway)");
-        return Ok(());
+        return Ok(Some(format!(
+            "{said} ({ALLOW_CONCURRENT_ENV}=1: running anyway; its trials are noisier)"
+        )));
     }
     anyhow::bail!(
         "{said}, so this one does not start: wait for it to end, or set \
@@ -120,6 +121,7 @@ impl<'a> Runner<'a> {
                 live.join(", ")
             );
         }
+        // Said in the plan's warnings when allowed (`cmd::pipeline::execute`).
         refuse_other_gates()?;
         for line in clean_stale_runs(&plan.workdir.path) {
             tracing::warn!("{line}");
