@@ -208,11 +208,7 @@ fn check_given_trees(config: &BenchConfig) -> Result<(), UsageError> {
             continue;
         };
         if let Err(e) = build::tree::FdbTree::check_root(dir) {
-            wrong.push(if config.one_tree() {
-                format!("the build tree: {}", e.0)
-            } else {
-                format!("the {arm} build tree: {}", e.0)
-            });
+            wrong.push(format!("{}: {}", config.tree_label(arm), e.0));
         }
         if config.one_tree() {
             break;

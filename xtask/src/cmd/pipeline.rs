@@ -38,9 +38,9 @@ pub fn execute(plan: Plan) -> Result<Finished> {
     if interrupted() {
         anyhow::bail!("interrupted by a signal before the first trial; nothing was run");
     }
-    // Before the results dir is made (the runner checks again when it starts). Allowed,
-    // it is a warning on the terminal and in run.log: not in the result files, whose
-    // contents would then depend on what else ran on the host.
+    // Before the results dir is made; the runner then refuses one on the same work dir even
+    // when allowed. Allowed, it is a warning on the terminal and in run.log: not in the
+    // result files, whose contents would then depend on what else ran on the host.
     let beside = crate::run::refuse_other_gates()?;
     let copies = [
         plan.config.junit.as_deref(),

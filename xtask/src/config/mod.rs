@@ -219,6 +219,16 @@ impl BenchConfig {
         self.baseline.build_dir.is_some() && self.baseline.build_dir == self.experiment.build_dir
     }
 
+    /// How messages name `arm`'s tree: "the build tree" when one tree runs as both arms,
+    /// else "the baseline build tree" or "the experiment build tree".
+    pub fn tree_label(&self, arm: Arm) -> String {
+        if self.one_tree() {
+            "the build tree".to_string()
+        } else {
+            format!("the {arm} build tree")
+        }
+    }
+
     pub fn arm(&self, arm: Arm) -> &ArmConfig {
         match arm {
             Arm::Baseline => &self.baseline,

@@ -391,7 +391,6 @@ fn arm_plan(
     provenance: Option<Provenance>,
     warnings: &mut Vec<String>,
 ) -> Result<ArmPlan> {
-    let one_tree = config.one_tree();
     let dir = match (&config.arm(arm).build_dir, &provenance) {
         (Some(d), _) => d.clone(),
         (None, Some(p)) => p.build_dir.clone(),
@@ -399,17 +398,8 @@ fn arm_plan(
     };
     // The multitest driver runs fdbserver alone: its trees need no mako.
     let needs_mako = config.workload.readwrite.is_none();
-    let tree = FdbTree::open_for(&dir, needs_mako).with_context(|| {
-        format!(
-            "the {}build tree {} is not usable",
-            if one_tree {
-                String::new()
-            } else {
-                format!("{arm} ")
-            },
-            dir.display()
-        )
-    })?;
+    let tree = FdbTree::open_for(&dir, needs_mako)
+        .with_context(|| format!("{} {} is not usable", config.tree_label(arm), dir.display()))?;
     let version = tree.version()?;
     let mako = tree.mako_caps(&version)?;
     let build_config = check_build_config(&tree, needs_mako, config.allow_non_release, warnings)?;

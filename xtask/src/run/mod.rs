@@ -78,9 +78,9 @@ fn unmeasured_cpu(plan: &Plan) -> String {
 /// measure each other; a warning says so).
 pub const ALLOW_CONCURRENT_ENV: &str = "PERFGATE_ALLOW_CONCURRENT";
 
-/// Errors when another gate runs on this host on another work dir ([`live_runs_on_host`];
-/// one on the same work dir is refused before): unless [`ALLOW_CONCURRENT_ENV`] is `1`,
-/// which turns the refusal into the warning returned, for the plan's warnings.
+/// Errors when another gate runs anywhere on this host ([`live_runs_on_host`]), unless
+/// [`ALLOW_CONCURRENT_ENV`] is `1`, which turns the refusal into the warning returned (the
+/// caller logs it); [`Runner::start`] refuses one on the same work dir all the same.
 pub fn refuse_other_gates() -> Result<Option<String>> {
     let others = live_runs_on_host();
     if others.is_empty() {
@@ -121,8 +121,6 @@ impl<'a> Runner<'a> {
                 live.join(", ")
             );
         }
-        // Said in the plan's warnings when allowed (`cmd::pipeline::execute`).
-        refuse_other_gates()?;
         for line in clean_stale_runs(&plan.workdir.path) {
             tracing::warn!("{line}");
         }
