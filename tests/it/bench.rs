@@ -4,6 +4,7 @@
 mod arms;
 mod cleanup;
 mod existing;
+pub(crate) use existing::hand_started_cluster;
 mod failures;
 mod knobs;
 mod multitest;

@@ -18,8 +18,10 @@
 //! - floats of `summary.json` are rounded to 10 significant digits: glibc picks its
 //!   `exp`/`log` by CPU (with FMA or without), which may change a last bit;
 //! - in `report.html`'s trial table, the phase durations (their names stay) and the work
-//!   dir's peak. Its charts plot TPS and latency only, values of the double, so their
-//!   SVG is pinned whole.
+//!   dir's peak; in its line on a recorded baseline, the recording host's class and start
+//!   time. Its charts plot TPS and latency only, values of the double, so their SVG is
+//!   pinned whole;
+//! - loopback ports, chosen at run time (an existing cluster's coordinator).
 
 use expect_test::expect_file;
 use serde_json::{json, Value};
@@ -83,11 +85,132 @@ fn a_configure_that_hangs_writes_the_golden_timeout_results() {
     check(&s, "timeout");
 }
 
+/// FDB's ReadWrite through the multitest driver: 1000 rows, the shortest test the gate
+/// allows. The multitest driver has no warmup of the gate's and no client processes to
+/// scale, so neither [`workload`]'s nor [`PROCS`]'s reason applies.
+const MULTITEST: [&str; 6] = [
+    "--profile",
+    "point-read",
+    "--rows",
+    "1000",
+    "--seconds",
+    "10",
+];
+
+#[test]
+fn a_seeded_multitest_regression_writes_the_golden_results() {
+    let Some(s) = run_with(
+        &MULTITEST,
+        json!({"tps": 1000.0, "noise_pct": 1.0}),
+        json!({"tps": 950.0, "noise_pct": 1.0}),
+        &["--trials", "3"],
+        1,
+    ) else {
+        return;
+    };
+    check(&s, "multitest");
+}
+
+#[test]
+fn a_sweep_with_a_lower_knee_writes_the_golden_results() {
+    let Some(s) = run_with(
+        &MULTITEST,
+        json!({"tps": 1000.0}),
+        json!({"tps": 800.0}),
+        &["--sweep", "400,600,900,1200,2000", "--trials", "1"],
+        1,
+    ) else {
+        return;
+    };
+    check(&s, "sweep");
+}
+
+#[test]
+fn a_run_against_a_recorded_baseline_with_a_control_writes_the_golden_results() {
+    let s = Sandbox::new();
+    if !s.workdir_is_tmpfs() {
+        eprintln!("golden outputs skipped: the work dir is not on tmpfs");
+        return;
+    }
+    let release = s.tree("release", json!({"tps": 1000.0, "noise_pct": 1.0}));
+    let day1 = s.dir.path().join("release-run");
+    s.calibrate_with(&release, &day1, &[&workload()[..], &PROCS[..]].concat(), 3);
+    let baselines = s.dir.path().join("baselines");
+    let o = crate::support::gate_cmd()
+        .args(["baseline", "record", "--from"])
+        .arg(&day1)
+        .args(["--name", "release", "--baselines-dir"])
+        .arg(&baselines)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let candidate = s.tree(
+        "candidate",
+        json!({"tps": 940.0, "noise_pct": 1.0,
+               "source_version": "0000000000000000000000000000000000000002"}),
+    );
+    let o = crate::support::gate_cmd()
+        .args(["bench", "--against-recorded", "release", "--baselines-dir"])
+        .arg(&baselines)
+        .arg("--baseline-build")
+        .arg(&release)
+        .arg("--experiment-build")
+        .arg(&candidate)
+        .arg("--out")
+        .arg(s.out())
+        .args(workload())
+        .args(PROCS)
+        .args(["--seed", "3", "--trials", "3"])
+        .env("WORKDIR", s.workdir.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    check(&s, "recorded");
+}
+
+#[test]
+fn a_run_on_an_existing_cluster_writes_the_golden_results() {
+    let s = Sandbox::new();
+    if !s.workdir_is_tmpfs() {
+        eprintln!("golden outputs skipped: the work dir is not on tmpfs");
+        return;
+    }
+    let tree = s.tree("a", json!({"tps": 1000.0, "noise_pct": 1.0}));
+    let (file, _server) = crate::bench::hand_started_cluster(&s, &tree);
+    let o = crate::support::gate_cmd()
+        .arg("bench")
+        .arg("--experiment-build")
+        .arg(&tree)
+        .arg("--cluster-file")
+        .arg(&file)
+        .arg("--out")
+        .arg(s.out())
+        .args(MULTITEST)
+        .args(["--seed", "3", "--trials", "2", "--baselines-dir"])
+        .arg(s.dir.path().join("baselines"))
+        .env("WORKDIR", s.workdir.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    check(&s, "existing");
+}
+
 /// Runs the gate on a baseline tree of behaviour `a` and an experiment tree of behaviour
 /// `b` with [`workload`], [`PROCS`], seed 3 and `extra`, and checks its exit status. `None`
 /// on a host without a tmpfs work dir, where the plan itself differs (no AIO knob, a
 /// warning about the disk).
 fn run(a: Value, b: Value, extra: &[&str], exit: i32) -> Option<Sandbox> {
+    run_with(&workload(), a, b, &[&PROCS[..], extra].concat(), exit)
+}
+
+/// [`run`] with the workload flags `workload` and no others of its own.
+fn run_with(
+    workload: &[&str],
+    a: Value,
+    b: Value,
+    extra: &[&str],
+    exit: i32,
+) -> Option<Sandbox> {
     let s = Sandbox::new();
     if !s.workdir_is_tmpfs() {
         eprintln!("golden outputs skipped: the work dir is not on tmpfs");
@@ -95,7 +218,7 @@ fn run(a: Value, b: Value, extra: &[&str], exit: i32) -> Option<Sandbox> {
     }
     let (a, b) = s.ab(a, b);
     let o = s
-        .bench_command_with(&a, &b, &s.out(), &workload(), &[&PROCS[..], extra].concat())
+        .bench_command_with(&a, &b, &s.out(), workload, extra)
         .output()
         .unwrap();
     assert_eq!(code(&o), exit, "{}", text(&o));
@@ -121,7 +244,8 @@ fn check(s: &Sandbox, case: &str) {
         .assert_eq(&report_html(&read("report.html")));
 }
 
-/// The sandbox's and the work dir's paths, as given and as resolved (a symlinked TMPDIR).
+/// The sandbox's and the work dir's paths, as given and as resolved (a symlinked TMPDIR),
+/// and loopback ports, chosen at run time.
 fn mask_paths(text: &str, s: &Sandbox) -> String {
     let mut text = text.to_string();
     for (dir, name) in [(s.dir.path(), "[SANDBOX]"), (s.workdir.path(), "[WORKDIR]")] {
@@ -129,7 +253,7 @@ fn mask_paths(text: &str, s: &Sandbox) -> String {
             text = text.replace(path.to_str().unwrap(), name);
         }
     }
-    text
+    mask_number_after(&text, "127.0.0.1:")
 }
 
 fn summary_json(text: &str) -> String {
@@ -181,6 +305,15 @@ fn report_html(text: &str) -> String {
         } else if line.starts_with("<p>Started ") {
             // The start time, host and command line of this run.
             out += &format!("<p>Started {MASK}</p>");
+        } else if let Some(record) = line.strip_prefix("<tr><th>record</th><td>") {
+            // The recording run's host class and start time, of this host and this day.
+            let record = mask_after(record, "host '", true, |tail| {
+                tail.find('\'').unwrap_or(tail.len())
+            });
+            let record = mask_after(&record, "', ", true, |tail| {
+                tail.find(')').unwrap_or(tail.len())
+            });
+            out += &format!("<tr><th>record</th><td>{record}");
         } else if let (Some(columns), Some(row)) = (columns, line.strip_prefix("<tr><td>")) {
             out += &mask_trial_row(row, columns);
         } else {

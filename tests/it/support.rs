@@ -191,12 +191,17 @@ impl Sandbox {
     /// `cargo xtask calibrate` of `tree` into `out` with the tiny workload, `trials` pairs
     /// and `--quiet`; asserts it succeeded.
     pub fn calibrate(&self, tree: &Path, out: &Path, trials: u32) {
+        self.calibrate_with(tree, out, &TINY, trials)
+    }
+
+    /// [`Sandbox::calibrate`] with `workload` flags instead of [`TINY`].
+    pub fn calibrate_with(&self, tree: &Path, out: &Path, workload: &[&str], trials: u32) {
         let o = crate::support::gate_cmd()
             .args(["calibrate", "--build"])
             .arg(tree)
             .arg("--out")
             .arg(out)
-            .args(TINY)
+            .args(workload)
             .args(["--trials", &trials.to_string(), "--quiet"])
             .env("WORKDIR", self.workdir.path())
             .output()

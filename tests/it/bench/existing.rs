@@ -12,7 +12,7 @@ use crate::support::{code, text, Sandbox};
 /// A cluster started by hand, as an operator's would be: one double fdbserver of `tree`
 /// on a free loopback port, configured `single ssd-redwood-1` with the tree's fdbcli.
 /// Returns its cluster file and the process (killed when the test drops it).
-fn hand_started_cluster(s: &Sandbox, tree: &Path) -> (std::path::PathBuf, KillOnDrop) {
+pub(crate) fn hand_started_cluster(s: &Sandbox, tree: &Path) -> (std::path::PathBuf, KillOnDrop) {
     hand_started_cluster_of(s, tree, "ssd-redwood-1")
 }
 
@@ -68,7 +68,7 @@ fn hand_started_cluster_of(
 }
 
 /// A child process killed (and reaped) when dropped.
-struct KillOnDrop(std::process::Child);
+pub(crate) struct KillOnDrop(std::process::Child);
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
@@ -334,8 +334,8 @@ fn an_engine_reconfigured_during_a_test_is_said_to_be_one() {
 
 #[test]
 fn the_data_set_of_an_existing_cluster_is_not_counted_against_the_local_work_dir() {
-    // Breaker: a run against a cluster the gate did not start was refused for a data set
-    // that lives on that cluster's servers.
+    // A cluster the gate did not start holds its data set on its own servers: the local
+    // work dir's room is no reason to refuse the run.
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({}), json!({}));
     let (file, _server) = hand_started_cluster(&s, &a);
@@ -366,7 +366,8 @@ fn the_data_set_of_an_existing_cluster_is_not_counted_against_the_local_work_dir
 
 #[test]
 fn a_gate_killed_while_it_reads_the_engine_leaves_a_dir_the_next_run_removes() {
-    // Breaker: SIGKILL during the plan-time probe left its scratch dir for good.
+    // A SIGKILL during the plan-time probe leaves no chance to clean up: the probe's
+    // scratch dir must be found and removed by the next run.
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({}), json!({}));
     // Never configured, and its status never answers: the probe waits.
@@ -845,8 +846,8 @@ fn an_existing_cluster_with_data_or_of_another_release_is_refused_before_any_tes
         "{}",
         text(&o)
     );
-    // No coordinator listening where the cluster file says: said at once (fresh user: it
-    // was said after --timeout-available), not after the status wait.
+    // No coordinator listening where the cluster file says: said at once, not after the
+    // status wait of --timeout-available.
     let gone = s.dir.path().join("gone.cluster");
     let port = unused_port();
     std::fs::write(&gone, format!("gone:abc@127.0.0.1:{port}\n")).unwrap();
