@@ -70,9 +70,9 @@ const CODEGEN_ENTRIES: [&str; 21] = [
     "WITH_LIBURING",
 ];
 
-/// [`CODEGEN_ENTRIES`] the gate reads since 2026-12-02: compared only when both caches
-/// have them (a recorded baseline's summary made before has none; every 7.3 and 8.0
-/// cache has its release's).
+/// [`CODEGEN_ENTRIES`] that older build summaries (and baselines recorded from them) do
+/// not hold: compared only when both caches have them (every 7.3 and 8.0 cache has its
+/// release's).
 const LATER_ENTRIES: [&str; 3] = ["WITH_ROCKSDB", "SSD_ROCKSDB_EXPERIMENTAL", "WITH_LIBURING"];
 
 /// Cache options that instrument the binaries (FDB's `cmake/ConfigureCompiler.cmake`,
@@ -411,7 +411,8 @@ mod tests {
         let c = BuildConfig::parse(real);
         assert_eq!(c.release_optimization().as_deref(), Some("-O3"));
         assert!(c.problems().is_empty(), "{c:?}");
-        // Breaker inputs: -O0 in the flags passed the Release check.
+        // CMAKE_BUILD_TYPE=Release is not enough: the flags set the optimization level, and
+        // -O0, -Og or no -O option at all compiles unoptimized.
         for (flags, release, level) in [
             ("-O0 -g", "-O0", "(-O0)"),
             ("", "-Og", "(-Og)"),
@@ -540,7 +541,7 @@ mod tests {
     #[test]
     fn cmake_arguments_that_make_a_tree_unfit_are_known_before_building() {
         let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        // Issue 14 §6: built both arms for hours, then refused them.
+        // Known from the arguments alone, so refused before hours of building both arms.
         let p = arg_problems(&args(&["-DCMAKE_BUILD_TYPE=Debug"]));
         assert!(
             p[0].contains("-DCMAKE_BUILD_TYPE=Debug is not Release"),
@@ -554,7 +555,8 @@ mod tests {
         ]));
         assert!(p[0].contains("USE_ASAN, -fsanitize"), "{p:?}");
         assert!(!arg_problems(&args(&["-DBUILD_MAKO=OFF"])).is_empty());
-        // Issue 14 breaker: cmake's other true values, other flags entries, -O0.
+        // cmake's other true values (Y, 2), flags entries other than CMAKE_CXX_FLAGS, and
+        // -O0 in the release flags make a tree unfit too.
         assert!(!arg_problems(&args(&["-DUSE_ASAN=Y"])).is_empty());
         assert!(!arg_problems(&args(&["-DUSE_ASAN=2"])).is_empty());
         let p = arg_problems(&args(&["-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address"]));

@@ -187,7 +187,8 @@ mod tests {
 
     #[test]
     fn a_knob_that_hides_the_events_status_json_reads_is_refused() {
-        // Breaker: min_trace_severity=40 left status json incomplete for the whole bound.
+        // Status json is built from the servers' SevInfo events: min_trace_severity=40
+        // drops them, and status stays status_incomplete for the whole bound.
         let err = Knob::parse_user("MIN_TRACE_SEVERITY=40", "--experiment-knob").unwrap_err();
         assert!(
             err.starts_with("--experiment-knob MIN_TRACE_SEVERITY=40 is refused")
@@ -202,7 +203,7 @@ mod tests {
         ] {
             assert!(Knob::parse_user(fine, "--knob").is_ok(), "{fine}");
         }
-        // Breaker: fdbserver reads int knobs with stoi base 0: 0x28 is 40, 012 is 10.
+        // fdbserver reads int knobs with stoi base 0: 0x28 is 40, 012 is 10.
         for hidden in ["0x28", "0X28", "+40", "050"] {
             let raw = format!("min_trace_severity={hidden}");
             assert!(Knob::parse_user(&raw, "--knob").is_err(), "{raw}");
@@ -212,7 +213,8 @@ mod tests {
 
     #[test]
     fn every_spelling_of_the_prefix_names_the_same_knob() {
-        // Issue 14 breaker: KNOB_PAGE_CACHE_4K became knob_page_cache_4k.
+        // The knob_ prefix is dropped in any case and spelling, or KNOB_PAGE_CACHE_4K
+        // would be read as a knob named knob_page_cache_4k.
         for raw in [
             "page_cache_4k=1",
             "knob_page_cache_4k=1",

@@ -49,7 +49,7 @@ mod tests {
 
     #[test]
     fn numbers_from_files_print_short_whatever_their_size() {
-        // Breaker: a TPS of 5e-324 printed 324 digits.
+        // A TPS of 5e-324 printed in plain notation has 324 digits.
         assert_eq!(compact(5e-324), "5e-324");
         assert_eq!(compact(1e308), "1e308");
         assert_eq!(compact(-2.5e13), "-2.5e13");

@@ -757,7 +757,7 @@ mod tests {
         assert_eq!((txn.samples, txn.p50, txn.p99), (16, 22147.0, 22147.0));
         assert_eq!(r.latency_us["GET"].p99, 1411.0);
         assert!(r.validity().is_ok());
-        // Fresh user: its 16 samples are one value, yet p99 looked like the quietest metric.
+        // Its 16 samples are one value: said, or p99 would look like the quietest metric.
         let said = r.one_valued_latency().expect("one value");
         assert!(
             said.contains("one value over its 16 samples (min = max = 22094 us, p99 22147 us)"),
@@ -829,7 +829,7 @@ mod tests {
 
     #[test]
     fn error_counts_that_differ_between_text_and_json_are_refused() {
-        // The hostile input of issue 18: the text counts failures the JSON does not.
+        // The text counts failures the JSON does not: one of the two is not this run's.
         let text = RUN_TXT
             .replace("Total Errors:             0", "Total Errors:             7")
             .replace("Total Timeouts:           0", "Total Timeouts:           3");
@@ -883,8 +883,8 @@ mod tests {
 
     #[test]
     fn a_report_consistent_with_itself_but_impossible_is_refused() {
-        // Issue 18's breaker input: TPS, transactions and both Overall TPS lines scaled
-        // alike, so that every figure agrees with every other but the per-second samples.
+        // TPS, transactions and both Overall TPS lines scaled alike, so that every figure
+        // agrees with every other but the per-second samples.
         let scaled = |factor: u64| {
             let json = RUN_JSON
                 .replace(
@@ -947,7 +947,8 @@ mod tests {
 
     #[test]
     fn a_stray_overall_tps_line_is_refused_not_taken() {
-        // Before: the first "Overall TPS:" line won, even one printed by something else.
+        // An "Overall TPS:" line may be printed by something else: two that differ are
+        // refused, not the first one taken.
         let text = format!("Overall TPS:            99999\n{RUN_TXT}");
         let err = format!("{:#}", parse(&text, RUN_JSON).unwrap_err());
         assert!(
@@ -961,7 +962,7 @@ mod tests {
 
     #[test]
     fn a_latency_longer_than_the_run_is_refused() {
-        // Issue 18's input: a p99 of 1e308 us (it reached the report's chart as +inf%).
+        // A p99 of 1e308 us would reach the report's chart as +inf%.
         let json = RUN_JSON.replace(
             r#""p99Latency": {"GET": 1411"#,
             r#""p99Latency": {"GET": 1e308"#,
@@ -991,7 +992,7 @@ mod tests {
         );
         // A mako that ignores the warmup (measures from 0 s) is caught too.
         assert!(r.window_matches(10.0, 5.0).is_err());
-        // Issue 18's input: 0.2 s measured with no warmup where 4 s and 2 s were asked.
+        // 0.2 s measured with no warmup where 4 s and 2 s were asked.
         let short = MakoReport {
             run_duration_s: 0.2,
             warmup_duration_s: 0.0,
@@ -1092,7 +1093,7 @@ mod tests {
         timeouts: true,
     };
 
-    /// Issue 14 §1: each release's report, built from its printing code
+    /// Each release's report, built from its printing code
     /// (`testdata/releases/`), read as that release writes it.
     #[test]
     fn each_releases_report_is_read_with_its_own_fields() {

@@ -484,7 +484,7 @@ mod tests {
         // A single-server 8.0 cluster a few seconds after its server was killed and
         // restarted: available, but still recovering (about 3 s more here).
         let recovering = include_str!("../testdata/status-json-recovering-8.0.json");
-        // Breaker capture: an ssd-2 cluster configured to ssd-redwood-1 with
+        // Captured from an ssd-2 cluster configured to ssd-redwood-1 with
         // storage_migration_type=gradual; its one storage server never migrated.
         let migrating = ClusterStatus::parse(include_str!(
             "../testdata/status-json-migrating-ssd2-to-redwood-8.0.json"
@@ -655,7 +655,7 @@ mod tests {
         );
         // Nothing to say of an empty answer (fdbcli printed nothing).
         assert_eq!(ClientView::parse("", "").describe(), "");
-        // Breaker: servers with min_trace_severity=40 (real 8.0): the coordinator answers,
+        // Servers with min_trace_severity=40 (real 8.0): the coordinator answers,
         // the database is not available to the client, and the cluster says why.
         let v = ClientView::parse(
             include_str!("../testdata/status-json-incomplete-min-trace-severity-8.0.json"),

@@ -82,8 +82,8 @@ mod tests {
 
     #[test]
     fn control_characters_are_refused_and_quoted_escaped() {
-        // Before: an escape sequence in a fake fdbserver's version reached the terminal
-        // and report.html as it was.
+        // An escape sequence in a fake fdbserver's version would reach the terminal and
+        // report.html as it is.
         let text = FIXTURE.replace("FoundationDB 8.0", "FoundationDB 8.0\x1b[2J\x07");
         let e = FdbVersion::parse(&text).unwrap_err().to_string();
         assert!(e.contains("the first line holds control characters"), "{e}");

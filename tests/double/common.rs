@@ -77,7 +77,7 @@ pub struct Behaviour {
     /// nothing on stdout, exit 1 (`fdbcli/ConfigureCommand.cpp`).
     pub configure_says_exists: bool,
     /// `mako --mode run` writes to stderr what no reader takes: U+FFFE, U+FFFF, ESC and
-    /// a 12 MB line (issue 14 §4).
+    /// a 12 MB line (none of it may reach junit.xml or a terminal as it is).
     pub mako_stderr_garbage: bool,
     /// The FDB release the tree is ("7.1" ... "8.0"): its `--version` lines, mako's
     /// `--help` (the release's real usage text), options and report fields, and the

@@ -210,7 +210,7 @@ fn record_list_show_and_judge_a_candidate_against_the_record() {
     );
 
     // Without a control (--no-control), a record of one run is refused: nothing in it
-    // tells the build's speed from the host's that day (issue 19 §1).
+    // tells the build's speed from the host's that day (the host's level varies by day).
     let o = against(&s, &dir, &same, "no-control-one-day", &["--no-control"]);
     assert_eq!(code(&o), 64, "{}", text(&o));
     assert!(
@@ -248,7 +248,7 @@ fn record_list_show_and_judge_a_candidate_against_the_record() {
         .iter()
         .all(|t| t["arm"] == "experiment"));
 
-    // Issue 19 §1: the same build on a host 5% faster than on the recording day. Against
+    // The same build on a host 5% faster than on the recording day. Against
     // the record alone that is a candidate 5% faster; paired with today's control it is
     // no change, and the host check says the host changed.
     let fast_host = json!({"tps": 1050.0, "noise_pct": 0.2});
@@ -287,8 +287,8 @@ fn record_list_show_and_judge_a_candidate_against_the_record() {
         .to_string()
         .contains("HOST CHANGED (redwood)"));
     // A control that is not the recorded build is refused before any trial.
-    // The recorded source version built another way (breaker: -O0, 50% slower, was taken
-    // for a host 50% slower) is refused too.
+    // The recorded source version built another way is refused too (an -O0 build, 50%
+    // slower, would otherwise pass for a host 50% slower).
     let rebuilt = s.tree("release-rebuilt", json!({"tps": 1000.0, "noise_pct": 0.2}));
     let cache = std::fs::read_to_string(rebuilt.join("CMakeCache.txt")).unwrap();
     std::fs::write(
@@ -379,8 +379,8 @@ fn another_host_class_workload_or_a_broken_file_is_refused() {
         .unwrap()
         .starts_with("HOST MISMATCH"));
 
-    // A record made on the other kind of work dir (issue 18: a disk record judged a tmpfs
-    // run MEASURED): refused like another host, or a HOST MISMATCH when allowed.
+    // A record made on the other kind of work dir (disk against tmpfs measures the work
+    // dir, not the build): refused like another host, or a HOST MISMATCH when allowed.
     let mut b: Value = serde_json::from_str(&original).unwrap();
     let tmpfs = b["workdir_tmpfs"].as_bool().unwrap();
     b["workdir_tmpfs"] = json!(!tmpfs);
@@ -410,7 +410,8 @@ fn another_host_class_workload_or_a_broken_file_is_refused() {
         .unwrap()
         .contains("HOST MISMATCH (--allow-host-mismatch): baseline release was recorded with its work dir"));
 
-    // A record made with a knob this run lacks (issue 18: page_cache_4k=4294967296).
+    // A record made with a knob this run lacks (page_cache_4k=4294967296): knobs change
+    // what is measured.
     let mut b: Value = serde_json::from_str(&original).unwrap();
     b["knobs"]
         .as_array_mut()
@@ -534,9 +535,9 @@ fn recording_from_a_dir_that_is_not_a_run_is_a_usage_error() {
 
 #[test]
 fn outside_its_workspace_the_gate_uses_its_own() {
-    // Issue 15: a CI job runs the gate from the FDB checkout, which has no Cargo.toml; the
-    // gate looked for a workspace from there (exit 2, later 64) and so could not build an
-    // arm. It now uses the workspace it was built in: its baselines and target dir.
+    // A CI job runs the gate from the FDB checkout, which has no Cargo.toml: a workspace
+    // looked for from there is not found and no arm could be built, so the gate uses the
+    // workspace it was built in: its baselines and target dir.
     let s = Sandbox::new();
     let o = crate::support::gate_cmd()
         .args(["baseline", "list"])
@@ -571,7 +572,8 @@ fn outside_its_workspace_the_gate_uses_its_own() {
 
 #[test]
 fn a_record_whose_class_was_edited_to_this_hosts_is_refused() {
-    // Issue 14 breaker: host_class set to this host's, the recorded host another machine.
+    // The class follows from the recorded host: a host_class that is this host's, with the
+    // recorded host another machine, means the record was edited.
     let s = Sandbox::new();
     let dir = recorded(&s);
     let file = dir.join("release.json");

@@ -422,7 +422,7 @@ fn the_working_tree_is_the_default_experiment_and_a_debug_build_is_refused() {
         ],
     );
     assert_eq!(code(&o), 64, "{}", text(&o));
-    // Issue 14 §6: refused from the flag, before the hours of building both arms.
+    // Refused from the flag, before the hours of building both arms.
     assert!(
         text(&o).contains("-DCMAKE_BUILD_TYPE=Debug is not Release"),
         "{}",
@@ -761,7 +761,7 @@ fn a_failing_build_shows_its_log_and_a_missing_checkout_or_cmake_is_named() {
         text(&o)
     );
     // The clone command names where to clone: the missing path itself, but never a file
-    // (breaker: `git clone` onto the file would fail).
+    // (`git clone` onto a file fails).
     assert!(
         text(&o).contains(&format!(
             "git clone https://github.com/apple/foundationdb {}",
@@ -821,11 +821,11 @@ fn a_failing_build_shows_its_log_and_a_missing_checkout_or_cmake_is_named() {
         text(&o)
     );
     // A PATH without git: named before the first git command, not as "cannot find the
-    // merge base of HEAD" (breaker).
+    // merge base of HEAD".
     let empty = s.dir.path().join("emptybin");
     std::fs::create_dir_all(&empty).unwrap();
-    // Breaker: with --baseline REV, git's absence read as "'REV' is not a revision"; with
-    // no checkout either, the advice to `git clone` one came first.
+    // With --baseline REV, git's absence must not read as "'REV' is not a revision"; with
+    // no checkout either, only git's absence is said: advice to `git clone` needs git.
     let nowhere = s.dir.path().join("nowhere");
     let cases = [
         (&repo, &[][..]),
@@ -919,7 +919,7 @@ fn bad_flags_are_refused_before_any_build() {
 
 #[test]
 fn a_knob_the_arms_source_never_names_is_refused_before_building() {
-    // Issue 14 §6: the built fdbserver would refuse it at the first trial, hours later.
+    // The built fdbserver would refuse it at the first trial, hours later.
     let s = Sandbox::new();
     let repo = checkout(&s);
     std::fs::create_dir_all(repo.join("flow")).unwrap();
@@ -970,7 +970,7 @@ fn a_knob_the_arms_source_never_names_is_refused_before_building() {
 
 #[test]
 fn git_and_ninja_variables_of_the_users_shell_do_not_reach_the_build() {
-    // Issue 14 §2: an exported GIT_DIR pointed every git command at another repository.
+    // An exported GIT_DIR points every git command at another repository.
     let s = Sandbox::new();
     let repo = checkout(&s);
     let other = s.dir.path().join("other");

@@ -47,8 +47,9 @@ fn gate_sh_command(s: &Sandbox, workspace: &Path, a: &Path, b: &Path, extra: &[&
 
 #[test]
 fn the_gate_script_runs_again_in_the_same_workspace_and_takes_the_jobs_flags() {
-    // Issue 15: the second run found perfgate-results/ and exited 64; `--trials 2` was
-    // "cannot be used multiple times", and the script still said "JUnit in junit.xml".
+    // A CI job reruns the script in the same workspace: each run makes a results dir of
+    // its own, the job's `--trials 2` replaces the script's default (clap refuses a flag
+    // given twice), and the last line names the JUnit file this run wrote.
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({}), json!({"tps": 900.0}));
     let workspace = s.dir.path().join("workspace");
@@ -85,8 +86,7 @@ fn the_gate_script_runs_again_in_the_same_workspace_and_takes_the_jobs_flags() {
     }
     assert_ne!(dirs[0], dirs[1], "each run has its own results directory");
     // A flag the gate does not know stops it before any trial; the JUnit file CI shows
-    // is this run's, saying so as every usage error does, never the last run's (issue 15
-    // breaker).
+    // is this run's, saying so as every usage error does, never the last run's.
     let o = gate_sh(&s, &workspace, &a, &b, &["--no-such-flag"]);
     assert_eq!(code(&o), 64, "{}", text(&o));
     let junit = std::fs::read_to_string(workspace.join("junit.xml")).unwrap();

@@ -787,7 +787,8 @@ mod tests {
 
     #[test]
     fn an_excerpt_is_bounded_and_holds_only_what_xml_and_terminals_take() {
-        // Issue 14 §4: U+FFFE/U+FFFF (maven-surefire 2961) and a 12 MB line from a child.
+        // U+FFFE/U+FFFF, which XML forbids (maven-surefire 2961), and a 12 MB line from a
+        // child.
         let huge = "x".repeat(12 << 20);
         let text =
             format!("first\nbad \u{fffe}\u{ffff} \x1b[31mred\u{9b}\x07\tend\n{huge}\nlast\n");
@@ -812,7 +813,7 @@ mod tests {
         assert!(e.len() <= EXCERPT_BYTES, "{}", e.len());
         assert!(e.starts_with("[earlier lines cut]\n"), "{e}");
         assert!(e.lines().last().unwrap().starts_with("099"), "{e}");
-        // Bidirectional overrides would reorder what a terminal shows (breaker input).
+        // Bidirectional overrides would reorder what a terminal shows.
         assert_eq!(excerpt("a\u{202e}b\u{2066}c", 1), "a\\u{202e}b\\u{2066}c");
         // A cut never splits a character.
         let wide = "é".repeat(400);

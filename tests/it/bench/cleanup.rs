@@ -61,7 +61,7 @@ fn a_dropped_ssh_session_sighup_ends_the_run_in_order() {
     if has_cap_sys_resource() {
         assert_eq!(adj(reaper), -1000);
     }
-    // Before: killed by the signal (exit 129), no summary.json, no JUnit.
+    // SIGHUP's default action kills the gate (exit 129), with no summary.json, no JUnit.
     signal(&child, nix::sys::signal::Signal::SIGHUP);
     assert_ended_in_order(&s, child);
 }
@@ -84,8 +84,8 @@ fn assert_ended_in_order(s: &Sandbox, mut child: std::process::Child) {
 
 #[test]
 fn a_gate_stopped_mid_trial_is_said_not_taken_for_a_quick_phase() {
-    // Before: a gate stopped for 10 min in a configure phase bounded at 120 s saw fdbcli's
-    // exit on waking, took it as success, and said nothing of the 642 s.
+    // A gate stopped for 10 min in a configure phase bounded at 120 s sees fdbcli's exit
+    // on waking: taken as success, the 642 s would go unsaid.
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({}), json!({}));
     let mut cmd = s.bench_command(&a, &b, &[]);
@@ -116,7 +116,8 @@ fn a_gate_stopped_mid_trial_is_said_not_taken_for_a_quick_phase() {
 #[test]
 fn a_sigterm_delivered_twice_at_once_is_one_interrupt() {
     // GNU `timeout` sends SIGTERM to the gate and then to its process group: both arrive
-    // within microseconds. Before, the second one exited at once and lost the results.
+    // within microseconds. Taken as a repeat, the second would exit at once and lose the
+    // results.
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({"mako_run_hang": true}), json!({}));
     let child = s.spawn_until_mako_runs(&a, &b);
@@ -128,8 +129,8 @@ fn a_sigterm_delivered_twice_at_once_is_one_interrupt() {
 
 #[test]
 fn a_process_that_left_its_group_is_ended_after_its_trial() {
-    // Before: a mako worker in a group of its own (setsid) outlived a normal end of the
-    // run, taking CPU from every later trial and from the next run.
+    // A mako worker in a group of its own (setsid) escapes the group kill: left, it would
+    // outlive the run, taking CPU from every later trial and from the next run.
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({"mako_detached_worker": true}), json!({}));
     let o = s.bench(&a, &b, &["--trials", "1"]);
@@ -146,7 +147,7 @@ fn a_process_that_left_its_group_is_ended_after_its_trial() {
 #[test]
 fn a_child_the_gate_inherited_across_exec_is_left_alone() {
     // `sleep & exec xtask bench ...` (a CI entry point): the sleep is the gate's child from
-    // its first instant, but no trial's. Before, the escapee sweep killed it.
+    // its first instant, but no trial's: the escapee sweep must leave it alone.
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({"mako_detached_worker": true}), json!({}));
     let gate = s.bench_command(&a, &b, &["--trials", "1"]);
@@ -307,8 +308,8 @@ fn after_a_sigkill_of_the_gate_and_its_reaper_the_next_run_cleans_up() {
         .flatten()
         .collect();
     assert_eq!(stale.len(), 1, "the killed gate's run dir is left");
-    // Someone watching a file of the dead run (breaker: `tail -f` of a trace file was
-    // killed with the run's processes): in a process group of its own, not the run's.
+    // Someone watching a file of the dead run (`tail -f` of a trace file), in a process
+    // group of its own, not the run's: the cleanup must not kill it with the run's processes.
     let mut viewer = {
         use std::os::unix::process::CommandExt as _;
         std::process::Command::new("sh")
@@ -432,8 +433,8 @@ fn the_reaper_touches_nothing_it_cannot_prove_is_a_dead_gates_run_dir() {
 
 #[test]
 fn a_results_dir_removed_during_the_run_stops_it_naming_the_cause() {
-    // Issue 18 breaker: deleting --out mid-run went unnoticed; the trial failed on a
-    // missing file of its own and the next trials wrote a new results dir with no plan.
+    // Unnoticed, a --out deleted mid-run fails the trial on a missing file of its own,
+    // and the next trials write a new results dir with no plan.
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({"mako_run_hang": true}), json!({}));
     let mut cmd = s.bench_command(&a, &b, &["--timeout-mako-run-grace", "1"]);

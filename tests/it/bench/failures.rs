@@ -119,7 +119,8 @@ fn a_truncated_mako_report_is_an_error_naming_the_file() {
 fn a_report_that_disagrees_with_itself_or_with_what_was_asked_is_an_error() {
     let s = Sandbox::new();
     let a = s.tree("a", json!({}));
-    // Each input of issue 18 on the experiment arm; the trial's error names the cause.
+    // Each kind of impossible report on the experiment arm; the trial's error names the
+    // cause.
     for (name, behaviour, says) in [
         (
             "text-errors",
@@ -153,8 +154,8 @@ fn a_report_that_disagrees_with_itself_or_with_what_was_asked_is_an_error() {
 
 #[test]
 fn configure_failing_names_fdbclis_reason_from_its_stderr() {
-    // Issue 14 §5 (apple/foundationdb 13653): the reason is on fdbcli's stderr; the
-    // message showed its empty stdout.
+    // fdbcli prints the reason on its stderr, with stdout empty (apple/foundationdb
+    // 13653): the message must quote stderr.
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({}), json!({"configure_says_exists": true}));
     let o = s.bench(&a, &b, &[]);
@@ -175,8 +176,8 @@ fn configure_failing_names_fdbclis_reason_from_its_stderr() {
 
 #[test]
 fn what_no_reader_takes_in_a_childs_output_stays_in_its_artifacts() {
-    // Issue 14 §4: U+FFFE/U+FFFF and a 12 MB line on mako's stderr went into junit.xml
-    // (rejected by xmllint, Xerces and expat; 36 MB), summary.json and the terminal.
+    // U+FFFE/U+FFFF and a 12 MB line on mako's stderr must not reach junit.xml (xmllint,
+    // Xerces and expat reject it, and it grows to 36 MB), summary.json or the terminal.
     let s = Sandbox::new();
     let (a, b) = s.ab(
         json!({}),

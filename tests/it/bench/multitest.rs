@@ -176,7 +176,8 @@ fn retries_make_an_overdriven_trial_and_a_followed_target_is_not_saturation() {
         "{}",
         text(&o)
     );
-    // Breaker (write, 1000 rows): nothing completed was called "saturated" at 0 TPS.
+    // Nothing completed (0 TPS, as a write workload on 1000 rows can do) is an error,
+    // not a "saturated" cluster.
     let z = s.tree("z", json!({"tps": 0.0, "multitest_retries": 300}));
     let o = multitest(&s, &z, &z, &["--allow-same", "--trials", "1"]);
     assert_eq!(code(&o), 2, "{}", text(&o));
@@ -368,8 +369,8 @@ fn a_sweep_stops_one_step_past_the_knee_and_a_lower_knee_is_a_regression() {
         "{}",
         text(&o)
     );
-    // One pair per step is no INCONCLUSIVE-only plan here: the knee is judged per step
-    // (breaker: the warning stood above this REGRESSION).
+    // One pair per step is no INCONCLUSIVE-only plan here: the knee is judged per step,
+    // so the warning would contradict the REGRESSION it can find.
     assert!(
         !text(&o).contains("GIVES AT MOST INCONCLUSIVE"),
         "{}",
@@ -474,9 +475,9 @@ fn a_sweep_stops_one_step_past_the_knee_and_a_lower_knee_is_a_regression() {
 /// `name`, with `extra` flags.
 #[test]
 fn one_slow_trial_at_the_knee_runs_the_step_again_and_moves_no_knee() {
-    // Before: an arm followed a step only if every trial there did, so one slow trial at
-    // the knee gave an A/A sweep a false REGRESSION of one step (real FDB 8.0: 16000 vs
-    // 8000 TPS). Now the step the arms split on runs to 3 trials per arm, a majority
+    // Were a step followed only when every trial there is, one slow trial at the knee
+    // would give an A/A sweep a false REGRESSION of one step (real FDB 8.0: 16000 vs
+    // 8000 TPS). So the step the arms split on runs to 3 trials per arm, and a majority
     // decides.
     let s = Sandbox::new();
     // The experiment tree's third run (at 900 TPS) measures half.
@@ -493,8 +494,8 @@ fn one_slow_trial_at_the_knee_runs_the_step_again_and_moves_no_knee() {
         "{}",
         text(&o)
     );
-    // The count takes in the confirmations once they are known (breaker: "trial 7 of 8",
-    // then "9 of 9", "10 of 10").
+    // The count takes in the confirmations once they are known, so the total never falls
+    // behind the trial number ("9 of 9", "10 of 10").
     for n in 7..=12 {
         assert!(
             text(&o).contains(&format!("trial {n} of 12 so far: redwood")),
@@ -597,7 +598,7 @@ fn a_failed_confirmation_ends_its_engines_sweep_and_the_next_engine_sweeps() {
         rocksdb.iter().any(|t| t["target_tps"] == 1200),
         "{rocksdb:#?}"
     );
-    // The count drops the steps redwood never climbed (breaker: it ended "16 of 18").
+    // The count drops the steps redwood never climbed, so the run ends at "n of n".
     let n = t.len();
     assert!(
         text(&o).contains(&format!("trial {n} of {n} so far: rocksdb")),

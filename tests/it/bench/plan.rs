@@ -96,7 +96,7 @@ fn dry_run_prints_the_plan_and_runs_nothing() {
     );
     assert_eq!(plan["config"]["seed"], 3, "{plan:#}");
     assert!(!s.out().exists());
-    // The text plan names the floors and the ports (fresh user: only the JSON had them).
+    // The text plan names the floors and the ports, as the JSON plan does.
     let o = s
         .bench_command(&a, &b, &["--dry-run", "--port-range", "42000-42099"])
         .env("PERFGATE_SLO_TPS_REDWOOD", "500")
@@ -115,7 +115,7 @@ fn dry_run_prints_the_plan_and_runs_nothing() {
         "{out}"
     );
     // A value clap refuses is reported as every usage error is: JSON on stdout, a JUnit
-    // ERROR case (breaker: both were missing).
+    // ERROR case (clap's own exit path writes neither).
     let junit = s.dir.path().join("refused.xml");
     let o = s.bench(
         &a,

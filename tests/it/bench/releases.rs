@@ -1,4 +1,4 @@
-//! FDB releases other than 8.0 (issue 14 §1): each tree's mako is asked what it takes
+//! FDB releases other than 8.0: each tree's mako is asked what it takes
 //! (`--help`, `fdbserver --version`) before anything starts; 7.2-7.4 run with the window
 //! cut from their samples, what a release cannot run is refused at plan time.
 

@@ -113,7 +113,7 @@ fn equal_arms_are_measured_and_every_result_file_is_written() {
     assert_eq!(parsed[0]["cases"][0]["classname"], "perfgate.redwood");
     assert_eq!(parsed[0]["cases"][0]["results"], json!([]));
     assert_eq!(parsed[0]["cases"][0]["properties"]["verdict"], "MEASURED");
-    // Issue 15: where the run is, and how long the rest takes.
+    // run.log says where the run is, and how long the rest takes.
     let log = std::fs::read_to_string(s.out().join("run.log")).unwrap();
     assert!(log.contains("trial 1 of 4: redwood "), "{log}");
     assert!(
@@ -189,7 +189,7 @@ fn a_non_empty_results_dir_or_unwritable_junit_path_is_refused_before_any_trial(
 fn copies_may_go_inside_the_results_dir_but_never_among_the_trials_files() {
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({}), json!({}));
-    // Breaker: this --junit replaced a trial's mako report with JUnit XML.
+    // A copy onto a trial's own file would replace its mako report with JUnit XML.
     let trial_file = s.out().join("trials/01-redwood-experiment-1/mako.json");
     for flag in ["--junit", "--export-markdown"] {
         let o = s.bench(&a, &b, &[flag, trial_file.to_str().unwrap()]);
@@ -201,8 +201,8 @@ fn copies_may_go_inside_the_results_dir_but_never_among_the_trials_files() {
         );
         assert!(!s.out().join("meta.json").exists(), "no trial may run");
     }
-    // Breaker: a Markdown copy in a subdirectory of a new --out made its directory, and
-    // then the run was refused for a results dir that was not empty.
+    // A Markdown copy in a subdirectory of a new --out: its directory is made only after
+    // the check that the results dir is empty, or the run would refuse its own copy.
     let _ = std::fs::remove_dir_all(s.out());
     let md = s.out().join("ci/summary-copy.md");
     let o = s.bench(&a, &b, &["--export-markdown", md.to_str().unwrap()]);
@@ -235,9 +235,9 @@ fn junit_at_a_link_or_a_fifo_is_refused_and_a_non_utf8_out_dir_works() {
         .file_type()
         .is_fifo());
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
-    // --junit naming one of the run's own files (breaker: meta.json became JUnit XML).
-    // And --export-markdown, which appended to them (breaker: junit.xml and summary.json
-    // no longer parsed).
+    // --junit naming one of the run's own files would overwrite it with JUnit XML, and
+    // --export-markdown would append to it (junit.xml and summary.json would no longer
+    // parse).
     for (flag, own) in [
         ("--junit", "meta.json"),
         ("--junit", "trials.json"),
@@ -331,7 +331,7 @@ fn report_html_is_self_contained_and_renders_in_a_real_browser() {
     );
 }
 
-/// Issue 15: in a greyscale print of report.html the two arms' marks must differ. The
+/// In a greyscale print of report.html the two arms' marks must differ. The
 /// page is rendered twice by Chromium, as it is and under CSS `filter: grayscale(1)`;
 /// the pixels drawn in each arm's colour in the first render are looked up in the second.
 #[test]
@@ -591,7 +591,7 @@ fn a_results_dir_that_fills_up_mid_run_is_named_in_a_results_case() {
 
 #[test]
 fn the_markdown_summary_is_appended_to_a_job_summary_file() {
-    // Issue 15: CI job summaries take Markdown; GitHub's $GITHUB_STEP_SUMMARY collects
+    // CI job summaries take Markdown; GitHub's $GITHUB_STEP_SUMMARY collects
     // every step's, so an existing file is appended to, never replaced.
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({}), json!({"tps": 900.0}));
@@ -635,7 +635,7 @@ fn the_markdown_summary_is_appended_to_a_job_summary_file() {
     assert_eq!(code(&o), 64, "{}", text(&o));
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
     // A file whose last line has no newline gets one before the table, which would
-    // otherwise continue that line (breaker).
+    // otherwise continue that line.
     let bare = s.dir.path().join("bare.md");
     std::fs::write(&bare, "no newline").unwrap();
     let o = s
@@ -657,8 +657,8 @@ fn the_markdown_summary_is_appended_to_a_job_summary_file() {
 
 #[test]
 fn json_answers_on_stdout_even_when_no_trial_ran_and_for_compare() {
-    // Issue 15: after an error before the first trial --json printed nothing; compare had
-    // no --json.
+    // A CI step reads --json's answer from stdout whatever happened: an error before the
+    // first trial still prints one, and compare takes --json too.
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({}), json!({"tps": 900.0}));
     std::fs::remove_file(b.join("bin/mako")).unwrap();
@@ -696,9 +696,9 @@ fn json_answers_on_stdout_even_when_no_trial_ran_and_for_compare() {
 
 #[test]
 fn a_moved_run_judged_again_names_its_files_from_where_it_is() {
-    // Issue 15 breaker: compare kept the run's absolute paths in its files, which name
-    // nothing once the run is a downloaded artifact; and two compares in one second
-    // collided on the default results dir.
+    // Absolute paths in compare's files would name nothing once the run is a downloaded
+    // artifact, and two compares in one second must not collide on the default results
+    // dir.
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({}), json!({"mako_truncates_report": true}));
     let o = s.bench(&a, &b, &["--trials", "2"]);
@@ -736,8 +736,8 @@ fn a_moved_run_judged_again_names_its_files_from_where_it_is() {
 
 #[test]
 fn report_html_quotes_the_command_line_as_given() {
-    // Issue 15 breaker: the rewrite of results-dir paths to relative ones also ate
-    // `--out DIR/` (and every path inside it) out of the page's command line.
+    // The rewrite of results-dir paths to relative ones must leave the command line alone:
+    // it would eat `--out DIR/` (and every path inside it) out of the page's copy.
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({}), json!({}));
     let out = format!("{}/", s.out().display());
@@ -822,8 +822,8 @@ fn servers_listen_in_the_port_range_given_or_the_trial_says_it_is_too_narrow() {
     let o = s.bench_in("bad", &a, &b, &["--port-range", "9000-8000"]);
     assert_eq!(code(&o), 64, "{}", text(&o));
     assert!(text(&o).contains("LOW is above HIGH"), "{}", text(&o));
-    // Too few for a 3-server cluster: said before any trial (fresh user: it was the
-    // first trial's error).
+    // Too few for a 3-server cluster: said before any trial, not as the first trial's
+    // error.
     let o = s.bench_in("small", &a, &b, &["--port-range", "42000-42001"]);
     assert_eq!(code(&o), 64, "{}", text(&o));
     assert!(

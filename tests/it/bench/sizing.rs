@@ -292,11 +292,11 @@ fn noise_from_a_calibration_is_pooled_recorded_and_checked() {
         "xacts",
         cal_arg,
         &["--async-xacts", "8"],
-        // Fresh user: the two whole workloads were printed as Rust debug dumps.
+        // Only the field that differs is named, not the two whole workloads.
         "another workload than this run's (async_xacts 64 vs 8, the calibration's first)",
     );
-    // A calibration whose pairs agree exactly measured no noise (breaker: it was pooled,
-    // and narrowed a noisy run's interval).
+    // A calibration whose pairs agree exactly measured no noise: pooled, it would narrow
+    // a noisy run's interval.
     let quiet = s.tree("quiet", json!({"noise_pct": 0.0}));
     let quiet_cal = s.dir.path().join("quiet-cal");
     s.calibrate(&quiet, &quiet_cal, 2);

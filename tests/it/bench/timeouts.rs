@@ -67,7 +67,7 @@ fn a_server_that_ignores_sigterm_is_killed_and_the_teardown_is_a_timeout() {
 fn a_cluster_that_freezes_during_the_run_is_said_before_the_bound() {
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({}), json!({"cluster_freezes_on_run": true}));
-    // Breaker: a stopped cluster hung the trial to the bound, blamed on mako. A grace of
+    // A stopped cluster would hang the trial to the bound, and mako be blamed. A grace of
     // 40 s: the cluster is asked every 10 s from 10 s past --seconds; two unanswered
     // questions end the trial by about 30 s past it.
     let o = s.bench(&a, &b, &["--trials", "1", "--timeout-mako-run-grace", "40"]);
@@ -102,8 +102,8 @@ fn a_cluster_that_freezes_during_the_run_is_said_before_the_bound() {
         .unwrap_or_else(|| panic!("{t}"));
     assert!(teardown["duration_s"].as_f64().unwrap() < 30.0, "{t}");
     s.assert_no_leftover_processes();
-    // Breaker: a grace too short for two questions ended in a TIMEOUT that only said to
-    // raise it; it now says what the question it had time for saw.
+    // A grace too short for two questions still ends in a TIMEOUT that says what the one
+    // question it had time for saw, not only to raise the grace.
     let o = s.bench_in(
         "short",
         &a,

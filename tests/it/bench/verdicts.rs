@@ -196,7 +196,7 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
         assert_eq!(code(&o), 2, "{}", text(&o));
         assert!(text(&o).contains("storage cores"), "{}", text(&o));
     }
-    // Other edits a gate never writes (issue 18): refused, naming what is wrong.
+    // Other edits a gate never writes: refused, naming what is wrong.
     let original = s.read_json("trials.json");
     let doubled_tps = original[1]["report"]["tps"].as_f64().unwrap() * 2.0;
     type Edit = Box<dyn Fn(&mut serde_json::Value)>;
@@ -213,7 +213,7 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
             Box::new(move |t| t[1]["report"]["tps"] = serde_json::json!(doubled_tps)),
             "a mako report that does not add up",
         ),
-        // Breaker inputs: a repetition given twice, failures inside a measured trial.
+        // A repetition given twice, failures inside a measured trial.
         (
             Box::new(|t| t[3]["repetition"] = t[0]["repetition"].clone()),
             "trial 4 repeats redwood baseline #1",
@@ -226,17 +226,17 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
             Box::new(|t| t[1]["error"] = serde_json::json!("crashed")),
             "is measured but holds an error (crashed)",
         ),
-        // Breaker: a repetition edited to 999 was judged as a pair of its own.
+        // A repetition beyond the arm's trials would be judged as a pair of its own.
         (
             Box::new(|t| t[3]["repetition"] = serde_json::json!(999)),
             "trial 4 is redwood baseline #999, but that arm has 3 trial(s)",
         ),
-        // Breaker: this duration made compare's JUnit writer panic.
+        // A duration no phase can last would make compare's JUnit writer panic.
         (
             Box::new(|t| t[1]["phases"][0]["duration_s"] = serde_json::json!(1e308)),
             "trial 2 has a cluster-start phase of 1e308 s",
         ),
-        // Breaker: this TPS printed 324 digits.
+        // This TPS has 324 digits in plain notation.
         (
             Box::new(|t| t[1]["report"]["tps"] = serde_json::json!(5e-324)),
             "a mako report that does not add up: tps 5e-324 over",
@@ -296,7 +296,7 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
         text(&o)
     );
     assert_eq!(std::fs::read(&junit_inside).unwrap(), before);
-    // --junit through a link into the run is inside the run (breaker: it replaced the
+    // --junit through a link into the run is inside the run (it would replace the
     // run's trials.json with JUnit XML).
     let link = s.dir.path().join("run-link");
     std::os::unix::fs::symlink(s.out(), &link).unwrap();
@@ -313,8 +313,8 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
         std::fs::read(s.out().join("trials.json")).unwrap(),
         trials_before
     );
-    // --export-markdown into the run too (breaker: Markdown appended to trials.json, and
-    // the run could not be judged again).
+    // --export-markdown into the run too (Markdown appended to trials.json would leave
+    // the run impossible to judge again).
     let o = compare(
         &["--export-markdown", via_link.to_str().unwrap()],
         "md-via-link",
@@ -400,7 +400,7 @@ fn gate_latency_adds_a_p99_test_case_that_can_fail_on_its_own() {
     );
     let o = s.bench_in("gated", &a, &b, &["--trials", "2", "--gate-latency"]);
     assert_eq!(code(&o), 1, "{}", text(&o));
-    // Fresh user: a gated metric's verdict line did not name the metric.
+    // A gated metric's verdict line names the metric it judged.
     assert!(
         text(&o).contains("redwood txn_latency_p99 REGRESSION: p99 transaction latency +"),
         "{}",

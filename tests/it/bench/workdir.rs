@@ -68,7 +68,7 @@ fn a_trial_that_would_not_fit_the_ram_disk_or_the_cgroup_is_refused_before_start
 
 #[test]
 fn a_second_gate_on_a_busy_work_dir_is_refused_naming_the_first() {
-    // Issue 15: two gates on one work dir both ran, each measuring the other, no warning.
+    // Two gates on one work dir would each measure the other's load, with no warning.
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({"time_scale": 0.2}), json!({"time_scale": 0.2}));
     let first = s.spawn_until_mako_runs(&a, &b);
@@ -91,7 +91,7 @@ fn a_second_gate_on_a_busy_work_dir_is_refused_naming_the_first() {
         !s.dir.path().join("second/trials.json").exists(),
         "the second ran no trial"
     );
-    // Breaker: a gate on a work dir nested in the first's ran beside it, unsaid.
+    // A work dir nested in the first's is the same machine's load: refused too.
     let nested = s.workdir.path().join("nested");
     let o = s
         .bench_command_out(&a, &b, &s.dir.path().join("third"), &["--trials", "2"])
@@ -145,7 +145,7 @@ fn a_second_gate_on_a_busy_work_dir_is_refused_naming_the_first() {
 
 #[test]
 fn perfgate_workdir_comes_before_the_unprefixed_workdir() {
-    // Issue 15: WORKDIR is a name other tools set; the gate's own variable wins.
+    // WORKDIR is a name other tools set; the gate's own variable wins.
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({}), json!({}));
     let own = tempfile::tempdir_in(s.workdir.path().parent().unwrap()).unwrap();

@@ -1216,7 +1216,7 @@ mod tests {
 
     #[test]
     fn git_and_ninja_variables_are_kept_from_the_build_tools() {
-        // Issue 14 §2: GIT_DIR exported would build another repository's sources.
+        // GIT_DIR exported would build another repository's sources.
         let vars = [
             "PATH",
             "GIT_DIR",
@@ -1235,7 +1235,7 @@ mod tests {
 
     #[test]
     fn cmake_versions_are_read_from_the_first_line() {
-        // Debian 12's, and the PyPI wheel's (issue 14 §6).
+        // Debian 12's (3.25.1, too old for FDB main's generate step), and the PyPI wheel's.
         let debian = "cmake version 3.25.1\n\nCMake suite maintained and supported by Kitware.\n";
         assert_eq!(cmake_version(debian), Some((3, 25)));
         assert_eq!(cmake_version("cmake version 4.4.5\n"), Some((4, 4)));

@@ -296,7 +296,7 @@ mod tests {
     #[test]
     fn missing_mako_names_the_file_and_the_cmake_flag() {
         let dir = tempfile::tempdir().unwrap();
-        // Fresh user: an empty dir was told to `ninja -C` itself, which has no build.ninja.
+        // An empty dir is no build tree: `ninja -C` in it would find no build.ninja.
         let err = format!("{:#}", FdbTree::open(dir.path()).unwrap_err());
         assert!(
             err.contains("is no FDB build tree (neither bin/fdbserver nor build.ninja)"),
@@ -326,7 +326,7 @@ mod tests {
         assert!(err.contains("bin/mako is not executable"), "{err}");
         make("bin/mako", 0o755);
         assert!(FdbTree::open(dir.path()).is_ok());
-        // Breaker inputs: something there that is not a file was called "missing".
+        // Something there that is not a file is named for what it is, not "missing".
         std::fs::remove_file(dir.path().join("bin/mako")).unwrap();
         nix::unistd::mkfifo(&dir.path().join("bin/mako"), nix::sys::stat::Mode::S_IRWXU).unwrap();
         let err = format!("{:#}", FdbTree::open(dir.path()).unwrap_err());
@@ -350,7 +350,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let bin = dir.path().join("bin");
         std::fs::create_dir(&bin).unwrap();
-        // Fresh user: a tree whose bin/fdbserver points nowhere was "no FDB build tree".
+        // A bin/fdbserver that points nowhere is a broken link, not "no FDB build tree".
         std::os::unix::fs::symlink("/nonexistent/fdbserver", bin.join("fdbserver")).unwrap();
         let err = FdbTree::check_root(dir.path()).unwrap_err().0;
         assert!(

@@ -454,7 +454,7 @@ mod tests {
             let e = check_name(bad).unwrap_err().to_string();
             assert!(e.contains("a baseline name is a file name"), "{bad}: {e}");
         }
-        // Before: `--name slo` replaced the SLO floors with a baseline.
+        // `--name slo` would replace the SLO floors (slo.json) with a baseline.
         let e = check_name("slo").unwrap_err().to_string();
         assert!(e.contains("is the SLO file"), "{e}");
     }

@@ -402,7 +402,7 @@ mod tests {
 
     #[test]
     fn a_missing_fdb_checkout_is_a_warning_saying_what_to_do() {
-        // A fresh user: doctor said all was well, then `bench` stopped at once.
+        // doctor must not say all is well where `bench` would stop at once.
         let dir = tempfile::tempdir().unwrap();
         let src = dir.path().join("foundationdb");
         let missing = fdb_checkout(Some(src.clone()), None);

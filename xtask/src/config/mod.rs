@@ -782,7 +782,7 @@ mod tests {
                 .contains("--engine does not go with --against-recorded"),
             "{err}"
         );
-        // Before: accepted and silently unused (there is no baseline arm to give it to).
+        // Refused, not accepted and silently unused (there is no baseline arm to give it to).
         let err = parse(&["--against-recorded", "rel", "--baseline-knob", "a=1"]).unwrap_err();
         assert!(
             err.0
@@ -923,7 +923,7 @@ mod tests {
         assert!(err.0.contains("--baseline-knob 'page_cache_4k'"), "{err}");
         assert!(err.0.contains("NAME=VALUE"), "{err}");
         assert!(config(&["--knob", "bad name=1"]).is_err());
-        // Breaker: the second value silently won.
+        // A knob given twice is refused: otherwise the second value would silently win.
         let err = config(&["--knob", "a=1", "--knob", "A=2"]).unwrap_err();
         assert!(
             err.0.contains("--knob gives knob a twice, =1 and =2"),
@@ -967,7 +967,8 @@ mod tests {
 
     #[test]
     fn a_budget_that_cannot_hold_the_first_look_is_refused() {
-        // Issue 18: --time-budget 1s ran one pair, though help promises at least 3.
+        // Help promises at least 3 pairs before the first look: a budget too short for
+        // them is refused, not run with fewer.
         let err = config(&["--trials", "auto", "--time-budget", "1s"]).unwrap_err();
         assert!(
             err.0.contains(

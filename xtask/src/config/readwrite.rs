@@ -4,7 +4,7 @@
 //!
 //! Option names and defaults are ReadWrite's (`fdbserver/workloads/ReadWrite.cpp`,
 //! `ReadWriteWorkload.h`; 7.x: `workloads/ReadWrite.actor.cpp`). The loads are those of
-//! the reference qualification report of issue 17 (FDB 7.3.77, 16-byte keys, 100-byte
+//! the FDB 7.3 qualification report this driver follows (FDB 7.3.77, 16-byte keys, 100-byte
 //! values, 60 s per run).
 
 use serde::{Deserialize, Serialize};

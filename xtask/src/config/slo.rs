@@ -399,7 +399,7 @@ mod tests {
 
     #[test]
     fn a_profile_no_run_can_use_is_named_in_a_warning() {
-        // Issue 18 breaker: floors under a typo ("qiuck") applied to nothing, silently.
+        // Floors under a typo ("qiuck") apply to nothing: said, not silently ignored.
         let f = file(
             r#"{"schema_version": 1, "tps": {"qiuck": {"redwood": 1000.0}, "scan": {"redwood": 5.0}, "mine": {"redwood": 7.0}}}"#,
         );
@@ -422,8 +422,8 @@ mod tests {
 
     #[test]
     fn another_engines_floor_is_checked_and_named_when_this_run_has_none() {
-        // Breaker: a memory cluster's run with only the redwood floor set had no SLO,
-        // unsaid, and a bad value of an unused variable went unnoticed.
+        // A memory cluster's run with only the redwood floor set has no SLO: said, and
+        // a bad value of an unused variable is still refused.
         let env = |v: &str| (v == "PERFGATE_SLO_TPS_REDWOOD").then(|| "900".to_string());
         let none = Path::new("/nonexistent/slo.json");
         let memory = resolve(None, "quick", &[Engine::Memory], &env, none).unwrap();
@@ -491,8 +491,8 @@ mod tests {
             Path::new("/nonexistent/slo.json"),
         );
         assert_eq!(missing.unwrap().tps, SloTps::default());
-        // Breaker inputs: a floor or a profile given twice kept the last silently (floor
-        // 1 instead of 5000, or no floor at all).
+        // A floor or a profile given twice is refused: serde would keep the last silently
+        // (floor 1 instead of 5000, or no floor at all).
         for (text, says) in [
             (
                 r#"{"schema_version": 1, "tps": {"quick": {"redwood": 5000, "redwood": 1}}}"#,
@@ -510,8 +510,8 @@ mod tests {
             );
             assert!(err.contains(says), "{err}");
         }
-        // Before: a dangling link or a FIFO at slo.json was "no file", so every floor went
-        // silently; now only a file that is not there is.
+        // A dangling link or a FIFO at slo.json is not "no file" (taken as none, every floor
+        // would go silently): only a file that is not there is.
         let dir = tempfile::tempdir().unwrap();
         let link = dir.path().join("slo.json");
         std::os::unix::fs::symlink(dir.path().join("gone.json"), &link).unwrap();

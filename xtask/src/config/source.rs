@@ -153,7 +153,7 @@ fn no_checkout(src: &Path, origin: Origin, prebuilt: &[Arm]) -> (String, String)
         Some(path) if clone_there => format!("clone one there ({CLONE} {path}), "),
         _ => format!("clone one elsewhere ({CLONE} DIR) and "),
     };
-    // Fresh user: "set FDB_SRC" to someone who just had.
+    // Where FDB_SRC named the path, "set FDB_SRC" would tell someone what they just did.
     let point = match origin {
         Origin::Env => "point FDB_SRC at it (or give --fdb-src PATH)",
         Origin::Flag => "give it with --fdb-src PATH",
@@ -242,8 +242,8 @@ mod tests {
     fn a_missing_checkout_names_where_the_path_came_from() {
         let dir = tempfile::tempdir().unwrap();
         let nowhere = dir.path().join("foundationdb");
-        // Fresh user: the default came from FDB_SRC in .cargo/config.toml, which also put
-        // `--fdb-src` in every usage line; it is now the gate's own default.
+        // The default is the gate's own, not an FDB_SRC in .cargo/config.toml (which would
+        // also put `--fdb-src` in every usage line), and is named as the default.
         let e = fdb_src(&args(None), BOTH, Some(nowhere.clone())).unwrap_err();
         assert!(
             e.0.contains(&format!(
@@ -262,8 +262,8 @@ mod tests {
             "{}",
             e.0
         );
-        // Breaker: the message said "--fdb-src/FDB_SRC", not which; a relative path was
-        // not said to be relative.
+        // The message names which of --fdb-src and FDB_SRC gave the path, and says when a
+        // path is relative.
         assert_eq!(named_by(&nowhere, None, false), Origin::Flag);
         assert_eq!(
             named_by(&nowhere, Some("/elsewhere".into()), false),
@@ -275,7 +275,7 @@ mod tests {
         let e = said(&nowhere, Origin::Flag, &[]);
         assert!(e.contains("does not exist (from --fdb-src);"), "{e}");
         assert!(!e.contains("--baseline-build"), "{e}");
-        // Breaker: with --baseline-build given, both flags were still suggested.
+        // With --baseline-build given, only the other arm's flag is suggested.
         let e = said(&nowhere, Origin::Flag, &[Arm::Experiment]);
         assert!(
             e.ends_with("or give a prebuilt tree with --experiment-build"),
@@ -289,7 +289,7 @@ mod tests {
             )),
             "{e}"
         );
-        // Fresh user: it said "set FDB_SRC" to someone who just had.
+        // FDB_SRC named the path: the advice is to point it elsewhere, not to set it.
         assert!(
             e.contains(
                 "clone one there (git clone https://github.com/apple/foundationdb \
@@ -318,8 +318,8 @@ mod tests {
             e.contains("is an empty directory") && e.contains("clone one there"),
             "{e}"
         );
-        // Breaker: `git clone` was suggested onto a file, a full dir, a dangling link, a
-        // path under a file; and a path with a space unquoted.
+        // `git clone` is never suggested onto a file, a full dir, a dangling link or a
+        // path under a file (it would fail there), and a path with a space is quoted.
         std::fs::write(src.join("README"), "").unwrap();
         let e = fdb_src(&args(Some(src.clone())), BOTH, None).unwrap_err().0;
         assert!(

@@ -365,7 +365,7 @@ impl EngineNoise {
                 match (m.pairs_needed, m.pair_log_ratio_sd) {
                     (Some(n), _) => n.to_string(),
                     (None, Some(_)) => format!(">{MAX_PAIRS}"),
-                    // No estimate of the noise (breaker: one pair showed ">200").
+                    // No estimate of the noise, so no count (">200" would claim one).
                     (None, None) => "-".to_string(),
                 }
             );
@@ -503,7 +503,7 @@ mod tests {
         let c = calibrate(&interleaved(&[1000.0], &[1001.0]));
         assert_eq!(c.engines[0].pair_log_ratio_sd, None);
         assert!(c.render().contains("no estimate of the noise"));
-        // Breaker: the by-metric table said one pair "needs >200" pairs.
+        // Without a noise estimate the by-metric table must not say "needs >200" pairs.
         let table = c.engines[0].render_metrics(2.0);
         assert!(!table.contains(">200"), "{table}");
         let tps_row = table

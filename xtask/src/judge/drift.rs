@@ -122,7 +122,7 @@ mod tests {
         flagged as f64 / runs as f64
     }
 
-    /// Issue 19 §2: the note's nominal 1% fired 4.4-4.6% of the time on trend-free AR(1)
+    /// Uncorrected, the note's nominal 1% fires 4.4-4.6% of the time on trend-free AR(1)
     /// windows at phi 0.8 and about 10% at 0.95. With the lag-1 autocorrelation corrected
     /// for its bias the rates are the ones the doc of [`DRIFT_P_VALUE`] states (20,000
     /// windows of 60 s each, CV 10%: every trend-free window's change is judged by p alone).
@@ -168,8 +168,8 @@ mod tests {
         eprintln!("20 s period: {r}");
         assert!(r <= 0.03, "{r}");
         // Half a period (120 s): TPS really rises or falls by up to 10% within the window,
-        // which is what the note is for; flagged about half the time (56.7% here; issue 19
-        // measured 34% with its noise).
+        // which is what the note is for; flagged about half the time (56.7% here; about
+        // 34% under another noise model).
         let r = sine_rate(120.0);
         eprintln!("120 s period: {r}");
         assert!(r >= 0.3, "{r}");

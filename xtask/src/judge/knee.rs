@@ -1,11 +1,11 @@
 //! Judge stage: a saturation sweep's steps and knee (`--sweep`). Each step runs the
 //! multitest driver at one target TPS; an arm *follows* a step when a strict majority of its
 //! trials there measured at least [`FOLLOWED_SHARE`] of the target and were not overdriven.
-//! The knee of an arm is the highest target it followed, as the reference qualification
-//! report of issue 17 reads its rows; a lower knee of the experiment is a REGRESSION: below
+//! The knee of an arm is the highest target it followed, as the FDB 7.3 qualification
+//! report reads its rows; a lower knee of the experiment is a REGRESSION: below
 //! the baseline arm's, or without a control arm below a recorded baseline's. A step the
 //! arms split on is run again up to [`CONFIRM_TRIALS`] trials per arm
-//! ([`confirmations`]): one slow trial alone no longer moves a knee. Pure.
+//! ([`confirmations`]): one slow trial alone does not move a knee. Pure.
 
 use fdb::Engine;
 use serde::Serialize;

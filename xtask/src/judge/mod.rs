@@ -1056,8 +1056,8 @@ pub(crate) mod tests {
 
     #[test]
     fn one_pair_with_a_calibration_is_inconclusive_and_says_why_nothing_was_pooled() {
-        // Breaker: the pooled variance needs no pair of the run's own, but the check of
-        // today's noise against the calibration's does; the verdict said only "fewer than
+        // The pooled variance needs no pair of the run's own, but the check of today's
+        // noise against the calibration's does: the verdict says so, not only "fewer than
         // 2 complete pairs".
         let prior = tps_prior("cal", 6, 0.02);
         let criteria = Criteria {
@@ -1263,8 +1263,9 @@ pub(crate) mod tests {
 
     #[test]
     fn identical_pairs_are_not_certainty() {
-        // Issue 19 §4: identical pairs gave MEASURED with an MDE of 0.00%, and a constant
-        // -3% gave REGRESSION with a zero-width interval and p 0.000.
+        // Identical pairs measure no noise: taken at face value they would give MEASURED
+        // with an MDE of 0.00%, and a constant -3% REGRESSION with a zero-width interval
+        // and p 0.000.
         for (exp, change) in [(1000.0, "+0.00%"), (970.0, "-3.00%")] {
             let j = verdict(&interleaved(&[1000.0; 3], &[exp; 3]));
             assert_eq!(j.verdict, Verdict::Inconclusive, "{}", j.reason);
@@ -1450,7 +1451,7 @@ pub(crate) mod tests {
             .collect()
     }
 
-    /// Issue 19 §2: the two pairs of a balanced block share a positive correlation on an
+    /// The two pairs of a balanced block share a positive correlation on an
     /// autocorrelated host (phi (1 - phi) / 2), which a paired t test of the pairs ignores.
     /// At a true loss equal to the margin, MEASURED must come at most 2.5% of the time; at
     /// no change, REGRESSION at most 2.5%. Per-trial CV 5.5% (this host's); phi 0.5 puts
@@ -1482,7 +1483,7 @@ pub(crate) mod tests {
         }
     }
 
-    /// Issue 19 §5: a calibration's noise pooled with 3 pairs' (`--noise-from`) on this
+    /// A calibration's noise pooled with 3 pairs' (`--noise-from`) on this
     /// host's noise model (CV 5.5% per trial, AR(1) phi 0.77), each run with its own
     /// simulated 6-pair calibration: more power at a 5% loss, REGRESSION at no change still
     /// within its 2.5%.
@@ -1510,7 +1511,7 @@ pub(crate) mod tests {
         assert!(false_alarm <= 0.025 + 3.0 * 0.0025, "{false_alarm}");
     }
 
-    /// Issue 19 §1 without a control arm: the host's level varies from day to day (sd 2%)
+    /// Without a control arm: the host's level varies from day to day (sd 2%)
     /// on top of 3% noise per trial; a record of 4 days x 3 trials; today the same build, 3
     /// trials. Judged against the days (between days) REGRESSION stays within its 2.5%;
     /// against all recorded trials as one sample (Welch) it does not.
@@ -1588,7 +1589,7 @@ pub(crate) mod tests {
         assert!(welch > days + 0.03, "Welch {welch} vs between days {days}");
     }
 
-    /// Issue 19 §1, release qualification: the host's level differs from day to day (sd 2%,
+    /// Release qualification: the host's level differs from day to day (sd 2%,
     /// log scale) on top of 2% noise per trial. A record of 6 trials made on one day; today
     /// the same build as the candidate (no change), 3 pairs with a fresh control arm.
     /// Judged against the record alone (Welch, `--no-control`), the day's level is taken
@@ -1802,12 +1803,12 @@ pub(crate) mod tests {
         (last, pairs, k)
     }
 
-    /// Issue 19 §3: after a stop at a look the estimate leans away from 0, as the verdict's
+    /// After a stop at a look the estimate leans away from 0, as the verdict's
     /// message says. By how much: a true -3% loss, 4% noise per trial, a budget of 19 pairs
     /// (K = 17), 1500 runs, seed 3: the runs that stopped with REGRESSION (734) reported
     /// -4.33% on average, all runs -3.22%. The interval, widened for the pairs' run order
-    /// (`stats::paired_in_order`), still covered -3% in 95.3% of runs (issue 19 measured
-    /// 90-92% before that).
+    /// (`stats::paired_in_order`), still covered -3% in 95.3% of runs (90-92% without
+    /// that widening).
     #[test]
     fn after_a_stop_the_change_leans_out_and_the_interval_still_covers() {
         use rand::SeedableRng;

@@ -126,7 +126,7 @@ const PHI_GRID: usize = 20;
 
 /// [`paired`] for pairs whose trials ran at the positions `order[i]` = (baseline trial,
 /// experiment trial) of the run order (trial indices). On a host whose level drifts as an
-/// AR(1) process, pairs close in time have correlated log ratios (issue 19 §2: the two pairs
+/// AR(1) process, pairs close in time have correlated log ratios (the two pairs
 /// of a balanced block A B B A have correlation phi (1 - phi) / 2, and neighbouring blocks
 /// plus or minus that, by their orientation), which a paired t test ignores: at a true loss
 /// equal to the margin it called MEASURED 3.3% of the time at 10 pairs (phi 0.5) instead of
@@ -140,9 +140,9 @@ const PHI_GRID: usize = 20;
 ///
 /// With `prior` = (sd, m), the per-pair sd of an earlier A/A calibration of m pairs
 /// (`--noise-from`), the variance is pooled with it: s^2 = ((n - 1) s_run^2 + (m - 1)
-/// sd^2) / (n - 1 + m - 1), and m - 1 degrees of freedom are added (issue 19 §5: at a 5%
-/// loss over 3 pairs on this host's noise, REGRESSION power rose from 28.5% to 54.1%
-/// pooled with a 6-pair calibration). Only valid when the calibration measured the same
+/// sd^2) / (n - 1 + m - 1), and m - 1 degrees of freedom are added (at a 5% loss over
+/// 3 pairs, CV 5.5% per trial and AR(1) phi 0.77, REGRESSION power rises from 28.5% to
+/// 54.1% pooled with a 6-pair calibration). Only valid when the calibration measured the same
 /// noise (same host class, workload, recent): the caller checks.
 pub fn paired_in_order(
     baseline: &[f64],
@@ -305,7 +305,7 @@ pub fn welch(baseline: &[f64], experiment: &[f64]) -> Option<Comparison> {
 
 /// Today's trials (`today`, TPS) against a record's runs from `runs.len()` = k >= 2 days
 /// (each at least 2 trials, TPS), on log TPS, with the host's day-to-day variance in the
-/// error (issue 19 §1). Model: ln TPS = mu + day + trial noise. The record's day means m_i
+/// error. Model: ln TPS = mu + day + trial noise. The record's day means m_i
 /// vary by s_m^2 (k - 1 degrees of freedom), which estimates sigma_day^2 + sigma^2 / n_i;
 /// today's mean carries one more day and sigma^2 / n_0. So var(today's mean - mean of the
 /// m_i) = sigma_day^2 (1 + 1/k) + sigma^2 (1/n_0 + 1/(k n_h)), estimated by the sum of

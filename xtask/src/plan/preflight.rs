@@ -293,7 +293,7 @@ mod tests {
         assert_eq!(inserts_per_transaction("g8ui3"), 3.0);
         assert_eq!(inserts_per_transaction("gr:5ir2:10"), 20.0);
         assert_eq!(inserts_per_transaction("g18u"), 0.0);
-        // Breaker: "-0 inserts" (an empty f64 sum is -0.0).
+        // Not "-0 inserts": an empty f64 sum is -0.0.
         assert_eq!(format!("{}", inserts_per_transaction("g18u")), "0");
         assert_eq!(format!("{}", inserts_per_transaction("")), "0");
         // A huge insert range is a workload, not an overflow.
@@ -303,8 +303,8 @@ mod tests {
     #[test]
     fn readwrite_writes_grow_the_footprint_and_are_named_as_writes() {
         use crate::config::readwrite::{Load, ReadWriteLoad};
-        // Breaker: write and mixed multitest profiles had no growth. Their loads, as the
-        // profiles have them (rows, sizes and 60 s of the multitest profiles).
+        // Write and mixed multitest profiles insert, so their data set grows. Their loads,
+        // as the profiles have them (rows, sizes and 60 s of the multitest profiles).
         let profile = |load: Load| Workload {
             keylen: 16,
             vallen: 100,
@@ -352,7 +352,8 @@ mod tests {
         let err = check(&f, &room(8 << 30, Some(1 << 30)), &w).unwrap_err();
         assert!(err.contains("memory cgroup headroom (test)"), "{err}");
         assert!(err.contains("--seconds "), "{err}");
-        // Issue 18: under a cgroup limit a larger RAM disk does not help.
+        // Under a cgroup limit a larger RAM disk does not help: tmpfs pages count against
+        // the cgroup's memory.max.
         assert!(
             err.contains("a higher memory limit for this job's cgroup (memory.max)")
                 && !err.contains("a larger --workdir"),

@@ -509,8 +509,8 @@ fn trial_table(trials: &[TrialRecord]) -> String {
     s
 }
 
-/// The multitest driver's figures per trial, as the reference qualification report of
-/// issue 17 lists them: testers, target, actors, measured TPS, transaction p50/p90/p98,
+/// The multitest driver's figures per trial, as the FDB 7.3 qualification report lists
+/// them: testers, target, actors, measured TPS, transaction p50/p90/p98,
 /// read, GRV and commit p50 (ms), retries, and whether the target was followed. Empty
 /// without multitest trials.
 fn readwrite_table(trials: &[TrialRecord]) -> String {
@@ -640,8 +640,8 @@ fn provenance(plan: &Plan) -> String {
 mod tests {
     use super::*;
 
-    /// Issue 18's input: values no axis can hold (+inf, 1e308, NaN) in the trials and the
-    /// change. Before, plotters spun forever on them after the verdict was printed.
+    /// Values no axis can hold (+inf, 1e308, NaN) in the trials and the change: plotters
+    /// would spin forever on them, after the verdict is printed.
     #[test]
     fn values_no_axis_can_hold_never_reach_a_chart() {
         use crate::judge::tests::{interleaved, trial, CRITERIA};
@@ -689,7 +689,7 @@ mod tests {
 
     #[test]
     fn the_arms_are_told_apart_in_greyscale_and_by_their_marks() {
-        // Issue 15: blue and red were the same grey. Rec. 601 luma, 0-255.
+        // The arms' colours must differ in a greyscale print. Rec. 601 luma, 0-255.
         let luma =
             |c: RGBColor| 0.299 * f64::from(c.0) + 0.587 * f64::from(c.1) + 0.114 * f64::from(c.2);
         assert!(

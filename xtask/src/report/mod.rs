@@ -519,7 +519,7 @@ pub fn table(judgements: &[Judgement], warnings: &[String]) -> String {
         if j.gating && j.metric == Metric::Tps {
             let _ = writeln!(s, "{} {}: {}", j.engine, j.verdict, j.reason);
         } else if j.gating {
-            // Fresh user: a gated ratio's line did not say which metric it judged.
+            // A gated ratio's line says which metric it judged.
             let name = j.metric.name();
             let _ = writeln!(s, "{} {name} {}: {}", j.engine, j.verdict, j.reason);
         } else {
@@ -787,8 +787,8 @@ mod tests {
         assert!(xml.contains(">INCONCLUSIVE (redwood): TPS "), "{xml}");
         assert!(xml.contains("(MDE, 80% power)"), "{xml}");
         assert!(xml.contains(r#"skipped="1""#), "{xml}");
-        // Under --strict the run exits 1, and the file says so (issue 15: a failed job
-        // showed 0 failures).
+        // Under --strict the run exits 1, and the file says so (CI would otherwise show a
+        // failed job with 0 failures).
         let strict = Criteria {
             strict: true,
             ..CRITERIA

@@ -989,7 +989,8 @@ mod tests {
         let cut = text.replacen("\"tps\": 699.67", "\"tps\": -1", 1);
         let err = Baseline::parse(&cut, "x.json").unwrap_err().to_string();
         assert!(err.contains("field `trials[1].tps` is -1"), "{err}");
-        // Issue 18: a p99 of 0 or below in a record gave "fewer than 2 complete pairs".
+        // A p99 of 0 or below is refused when the record is read, naming the field, not
+        // later as "fewer than 2 complete pairs".
         let p99 = text.matches("\"txn_latency_us_p99\": ").count();
         assert!(p99 >= 2, "the record has p99s");
         let zero = with_first_p99(text, "0");
@@ -1002,7 +1003,7 @@ mod tests {
 
     #[test]
     fn records_no_run_could_make_are_refused() {
-        // Issue 18's breaker inputs, each from the real record.
+        // Edits no run could make, each from the real record.
         let text = include_str!("../../testdata/baseline-real.json");
         let mut copies: serde_json::Value = serde_json::from_str(text).unwrap();
         let first = copies["trials"][0].clone();
@@ -1341,7 +1342,8 @@ mod tests {
 
     #[test]
     fn a_record_whose_host_class_is_not_its_hosts_is_refused() {
-        // Issue 14 breaker: host.cpu_model edited, host_class left as this host's.
+        // host.cpu_model edited, host_class left as this host's: the class no longer
+        // follows from the recorded host, so the record was edited.
         let text = include_str!("../../testdata/baseline-real.json");
         let mut v: serde_json::Value = serde_json::from_str(text).unwrap();
         v["host"]["cpu_model"] = "AMD EPYC 7R13".into();
@@ -1364,8 +1366,8 @@ mod tests {
 
     #[test]
     fn a_host_whose_cpu_is_unknown_matches_no_record() {
-        // Issue 14 §3: two ARM hosts had the same class " x2, 24 GiB" (no "model name"
-        // in their /proc/cpuinfo), so a Graviton2 record judged a Graviton3 run.
+        // ARM hosts may have no "model name" in /proc/cpuinfo: two of them would share the
+        // class " x2, 24 GiB", and a Graviton2 record would judge a Graviton3 run.
         let text = include_str!("../../testdata/baseline-real.json");
         let mut b = Baseline::parse(text, "baseline-real.json").unwrap();
         let host = |cpu_model: &str| Host {

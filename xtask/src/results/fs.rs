@@ -173,7 +173,7 @@ pub fn resolved(path: &Path) -> PathBuf {
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let parts: Vec<Component> = abs.components().collect();
     // The deepest existing directory above the file, through its links; the rest, which
-    // does not exist yet, lexically (breaker: `out/sub/../trials/x` was not in trials/).
+    // does not exist yet, lexically (so `out/sub/../trials/x` is in trials/).
     let Some((base, k)) = (1..parts.len()).rev().find_map(|k| {
         let prefix: PathBuf = parts[..k].iter().collect();
         std::fs::canonicalize(prefix).ok().map(|real| (real, k))
@@ -377,7 +377,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out");
         let real = std::fs::canonicalize(dir.path()).unwrap();
-        // Breaker: these landed in trials/ (or were refused though outside it).
+        // `..` is resolved: these land in trials/, or outside it, whatever their spelling.
         assert_eq!(
             resolved(&out.join("sub/../trials/x.xml")),
             real.join("out/trials/x.xml")

@@ -355,7 +355,7 @@ fn check_numbering(trials: &[TrialRecord]) -> Result<(), String> {
                 t.index
             ));
         }
-        // Breaker: 1e308 s made the JUnit writer panic; no phase lasts a year.
+        // 1e308 s would make the JUnit writer panic; no phase lasts a year.
         if let Some(p) = t
             .phases
             .iter()

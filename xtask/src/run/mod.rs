@@ -400,7 +400,7 @@ mod tests {
 
     #[test]
     fn no_color_turns_colors_off_when_set_to_something() {
-        // Issue 15: NO_COLOR=1 was ignored on a terminal.
+        // NO_COLOR set to anything non-empty turns colours off, on a terminal too.
         assert!(use_color(true, None));
         assert!(!use_color(true, Some("1".into())));
         assert!(use_color(true, Some("".into())));
@@ -419,7 +419,7 @@ mod tests {
             t
         };
         assert_eq!(eta(&[], 3), "");
-        // The fresh user saw "about 0 s left" from trials of a fraction of a second.
+        // Never "about 0 s left", even from trials of a fraction of a second.
         assert_eq!(eta(&[took(0.2), took(0.3)], 1), ", about 1 s left");
         assert_eq!(eta(&[took(10.0), took(20.0)], 2), ", about 30 s left");
         assert_eq!(eta(&[took(100.0)], 3), ", about 5 min left");

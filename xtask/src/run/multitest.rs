@@ -190,8 +190,8 @@ fn cluster_gone_first(cluster: &Cluster, e: PhaseError) -> PhaseError {
         )
         .into();
     }
-    // A stopped cluster accepts connections but answers nothing (breaker: FDB's tester
-    // gave up during the load with "Operation failed").
+    // A stopped cluster accepts connections but answers nothing, and FDB's tester gives
+    // up during the load with only "Operation failed".
     match cluster.unanswered(Duration::from_secs(10)) {
         Ok(Some(seen)) => anyhow!(
             "the multitest failed and the cluster does not answer now: status json found no \

@@ -120,7 +120,7 @@ pub fn live_runs_on_host() -> Vec<String> {
                     .is_some_and(|n| n.to_string_lossy().starts_with(RUN_DIR_PREFIX))
             });
             if let (Some(dir), true) = (run_dir, target.file_name() == Some(RUN_LOCK.as_ref())) {
-                // An open descriptor is not a gate (breaker: `sleep 3< lock`); a held lock is.
+                // An open descriptor is not a gate (`sleep 3< lock` has one); a held lock is.
                 if !seen.iter().any(|d| d == dir) && lock_held(dir) {
                     seen.push(dir.to_path_buf());
                 }
@@ -494,7 +494,7 @@ mod tests {
                 .iter()
                 .any(|l| l.contains("perfgate-4242-deadbeef"))
         };
-        // Breaker: a process holding the lock file open, unlocked, was a gate.
+        // A process holding the lock file open, unlocked, is not a gate.
         let mut open_only = hold(&lock);
         assert!(!listed(), "{:?}", live_runs_on_host());
         open_only.kill().unwrap();

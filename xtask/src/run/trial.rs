@@ -799,7 +799,8 @@ mod tests {
     fn the_time_left_is_the_runs_own_and_past_its_end_says_by_how_much() {
         assert_eq!(time_left(1, 20), "19 s left");
         assert_eq!(time_left(20, 20), "0 s left");
-        // Fresh user: the bar said "21/20 s"; a frozen cluster's test ran on unsaid.
+        // Past its end the bar says by how much and why, not "21/20 s": a frozen cluster's
+        // test must not run on unsaid.
         assert_eq!(
             time_left(95, 20),
             "75 s past its end (waiting for the driver to finish)"
