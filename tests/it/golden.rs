@@ -204,13 +204,7 @@ fn run(a: Value, b: Value, extra: &[&str], exit: i32) -> Option<Sandbox> {
 }
 
 /// [`run`] with the workload flags `workload` and no others of its own.
-fn run_with(
-    workload: &[&str],
-    a: Value,
-    b: Value,
-    extra: &[&str],
-    exit: i32,
-) -> Option<Sandbox> {
+fn run_with(workload: &[&str], a: Value, b: Value, extra: &[&str], exit: i32) -> Option<Sandbox> {
     let s = Sandbox::new();
     if !s.workdir_is_tmpfs() {
         eprintln!("golden outputs skipped: the work dir is not on tmpfs");
