@@ -256,328 +256,490 @@ impl std::str::FromStr for TrialsArg {
     }
 }
 
+// The headings of `bench`'s and `calibrate`'s help (and `build`'s), in the order shown:
+// clap orders headings by the first flag declared under each, so flags are declared
+// heading by heading (the flattened `SourceArgs`, which holds --timeout-build, comes after
+// `RunArgs`). Under a heading, flags show in declaration order unless `display_order` says
+// otherwise ("The arms", calibrate's --budget). A flag's first doc paragraph is its `-h`
+// line (one line at 100 columns, or clap moves every help of that heading to a line of
+// its own); the rest shows with `--help` only, as do the `hide_short_help` expert flags.
+
+/// What is compared: the builds or revisions, knobs and recorded baselines.
+const ARMS: &str = "The arms";
+/// What the trials run.
+const WORKLOAD: &str = "Workload (defaults from --profile)";
+/// Where and on what the trials run.
+const CLUSTER: &str = "Cluster";
+/// How many trials and how they are judged.
+const VERDICTS: &str = "Statistics and verdicts";
+/// What is written where.
+const OUTPUTS: &str = "Outputs";
+/// Every --timeout-*.
+const BOUNDS: &str = "Bounds (seconds)";
+
 /// Flags of `cargo xtask bench`.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// FDB build tree of the baseline arm (A): holds bin/fdbserver, bin/fdbcli, bin/mako and
-    /// lib/libfdb_c.so (cmake -DBUILD_MAKO=ON). Without it the arm is built from --fdb-src
-    /// at --baseline. With --against-recorded: the control arm, a tree of the recorded
-    /// build (the same source version).
-    #[arg(long, value_name = "DIR", conflicts_with = "no_control")]
+    /// FDB build tree of the baseline arm (A).
+    ///
+    /// It holds bin/fdbserver, bin/fdbcli, bin/mako and lib/libfdb_c.so (cmake
+    /// -DBUILD_MAKO=ON). Without it the arm is built from --fdb-src at --baseline. With
+    /// --against-recorded: the control arm, a tree of the recorded build (the same source
+    /// version).
+    #[arg(
+        long,
+        value_name = "DIR",
+        conflicts_with = "no_control",
+        help_heading = ARMS,
+        display_order = 1
+    )]
     pub baseline_build: Option<PathBuf>,
 
-    /// Release qualification: judge the experiment against a recorded baseline (a name in
-    /// baselines/, or a path). A fresh control arm of the recorded build (--baseline-build,
-    /// else the tree the record was made from if it is still there, else built from
-    /// --fdb-src at the record's source version) runs paired with the
-    /// experiment and gives the verdict; the record checks the host (today's control
-    /// against the recorded trials, or a sweep's recorded knee: HOST CHANGED when they
-    /// differ).
-    #[arg(long, value_name = "NAME")]
+    /// Judge the experiment against a recorded baseline.
+    ///
+    /// Release qualification: NAME is a name in baselines/, or a path. A fresh control arm
+    /// of the recorded build (--baseline-build, else the tree the record was made from if it
+    /// is still there, else built from --fdb-src at the record's source version) runs
+    /// paired with the experiment and gives the verdict; the record checks the host (today's
+    /// control against the recorded trials, or a sweep's recorded knee: HOST CHANGED when
+    /// they differ).
+    #[arg(long, value_name = "NAME", help_heading = ARMS, display_order = 13)]
     pub against_recorded: Option<String>,
 
-    /// With --against-recorded: run no control arm and compare the experiment unpaired
-    /// with the mean of the record's days, the spread of the day means in the error (a
-    /// record of one run is refused: add days with `baseline record --add-run`). Weaker
-    /// than a control arm (see the README, "Recorded baselines"); only when no tree of
-    /// the recorded build can run.
-    #[arg(long, requires = "against_recorded")]
+    /// With --against-recorded: run no control arm.
+    ///
+    /// The experiment is compared unpaired with the mean of the record's days, the spread
+    /// of the day means in the error (a record of one run is refused: add days with
+    /// `baseline record --add-run`). Weaker than a control arm (see the README, "Recorded
+    /// baselines"); only when no tree of the recorded build can run.
+    #[arg(long, requires = "against_recorded", help_heading = ARMS, display_order = 14)]
     pub no_control: bool,
 
-    /// With --against-recorded: accept a record from another host class or made on
-    /// another kind of work dir (RAM disk or disk); the report says so loudly.
-    #[arg(long, requires = "against_recorded")]
+    /// Accept a record from another host class or work dir kind.
+    ///
+    /// With --against-recorded: a record from another host class, or made on another kind
+    /// of work dir (RAM disk or disk); the report says so loudly.
+    #[arg(
+        long,
+        requires = "against_recorded",
+        help_heading = ARMS,
+        display_order = 15,
+        hide_short_help = true
+    )]
     pub allow_host_mismatch: bool,
 
-    /// With --against-recorded: accept a record made with other knobs than this run's
-    /// (to judge a knob against a release); the report says so loudly.
-    #[arg(long, requires = "against_recorded")]
+    /// Accept a record made with other knobs than this run's.
+    ///
+    /// With --against-recorded, e.g. to judge a knob against a release; the report says
+    /// so loudly.
+    #[arg(
+        long,
+        requires = "against_recorded",
+        help_heading = ARMS,
+        display_order = 16,
+        hide_short_help = true
+    )]
     pub allow_knob_mismatch: bool,
 
-    /// Where baselines live; default: baselines/ in this workspace.
-    #[arg(long, value_name = "DIR")]
+    /// Where baselines live; default: this workspace's baselines/.
+    #[arg(long, value_name = "DIR", help_heading = ARMS, display_order = 17)]
     pub baselines_dir: Option<PathBuf>,
 
-    /// Pool the noise of the pairs with an earlier A/A calibration's (`cargo xtask
-    /// calibrate --out DIR`): more power for the same trials (README, "Noise from a
-    /// calibration"). Refused unless it ran on this host class, with this workload and
-    /// work dir kind, finished, and is younger than --noise-max-age. Recorded in meta.json
-    /// and in every verdict it was used for.
-    #[arg(long, value_name = "DIR", conflicts_with = "no_control")]
+    /// FDB build tree of the experiment arm (B).
+    ///
+    /// It may be the same tree as the baseline for a knob A/B (then give
+    /// --baseline-knob/--experiment-knob) or an A/A (--allow-same). Without it the arm is
+    /// built from --fdb-src at --experiment.
+    #[arg(long, value_name = "DIR", help_heading = ARMS, display_order = 2)]
+    pub experiment_build: Option<PathBuf>,
+
+    /// Accept an A/A run: two arms of the same build and knobs.
+    ///
+    /// Two arms with the same source version, the same binaries and the same knobs, e.g.
+    /// to measure this host's noise; see also `calibrate`.
+    #[arg(long, help_heading = ARMS, display_order = 11)]
+    pub allow_same: bool,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    // After `run`: it holds --timeout-build, the last heading's.
+    #[command(flatten)]
+    pub source: SourceArgs,
+
+    /// Saturation sweep of the target TPS (multitest profiles).
+    ///
+    /// Step the target TPS up a ladder, --trials A/B pairs per step, and stop one step past
+    /// the knee, where no arm follows its target any more (below 90% of it, or retries).
+    /// The knee of each arm is the highest target it followed; a lower knee of the
+    /// experiment is a REGRESSION. A list (2000,4000,8000) or a geometric ladder
+    /// START..MAXxFACTOR (2000..64000x2). With --against-recorded of a sweep's record: its
+    /// ladder, and the knee is judged against the control arm's (or, with --no-control, the
+    /// lowest recorded day's).
+    #[arg(long, value_name = "LADDER", help_heading = WORKLOAD)]
+    pub sweep: Option<String>,
+
+    /// Run the multitest against a cluster the gate did not start.
+    ///
+    /// A qualification cluster: its cluster file, read once and copied, never written. No
+    /// build of servers, no `configure new`, one arm: --experiment-build gives the testers'
+    /// fdbserver and fdbcli, of the cluster's version. The database must be empty
+    /// (ReadWrite's test clears every normal key when it ends). The cluster's version,
+    /// shape and health are read from `status json` and recorded; the verdict is MEASURED,
+    /// or SLO-VIOLATION below --slo-tps. With --against-recorded, it is judged against a
+    /// record of a cluster of the same class, without a control arm (as --no-control: the
+    /// record needs runs of 2 or more days).
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = ["baseline_build", "noise_from"],
+        help_heading = CLUSTER
+    )]
+    pub cluster_file: Option<PathBuf>,
+
+    /// With --cluster-file: testers started on other hosts.
+    ///
+    /// Each started as `fdbserver -c test -C <the cluster file> -p auto:<port>`; the
+    /// multitest waits for them beside the gate's own --testers, within
+    /// --timeout-mako-build.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        requires = "cluster_file",
+        help_heading = CLUSTER,
+        hide_short_help = true
+    )]
+    pub remote_testers: u32,
+
+    /// Pool the noise with an earlier A/A calibration's.
+    ///
+    /// The noise of the pairs is pooled with that of a `cargo xtask calibrate --out DIR`:
+    /// more power for the same trials (README, "Noise from a calibration"). Refused unless
+    /// it ran on this host class, with this workload and work dir kind, finished, and is
+    /// younger than --noise-max-age. Recorded in meta.json and in every verdict it was used
+    /// for.
+    #[arg(long, value_name = "DIR", conflicts_with = "no_control", help_heading = VERDICTS)]
     pub noise_from: Option<PathBuf>,
 
-    /// Oldest calibration --noise-from accepts, e.g. `14d` or `36h`.
+    /// Oldest calibration --noise-from accepts.
+    ///
+    /// For example `14d` or `36h`.
     #[arg(
         long,
         value_name = "DURATION",
         default_value = "14d",
         value_parser = humantime::parse_duration,
-        requires = "noise_from"
+        requires = "noise_from",
+        help_heading = VERDICTS
     )]
     pub noise_max_age: std::time::Duration,
-
-    /// Saturation sweep (multitest profiles): step the target TPS up a ladder, --trials
-    /// A/B pairs per step, and stop one step past the knee, where no arm follows its
-    /// target any more (below 90% of it, or retries). The knee of each arm is the highest
-    /// target it followed; a lower knee of the experiment is a REGRESSION. A list
-    /// (2000,4000,8000) or a geometric ladder START..MAXxFACTOR (2000..64000x2). With
-    /// --against-recorded of a sweep's record: its ladder, and the knee is judged against
-    /// the control arm's (or, with --no-control, the lowest recorded day's).
-    #[arg(long, value_name = "LADDER")]
-    pub sweep: Option<String>,
-
-    /// Run the multitest workload against a cluster the gate did not start (a
-    /// qualification cluster): its cluster file, read once and copied, never written. No
-    /// build of servers, no `configure new`, one arm: --experiment-build gives the
-    /// testers' fdbserver and fdbcli, of the cluster's version. The database must be
-    /// empty (ReadWrite's test clears every normal key when it ends). The cluster's
-    /// version, shape and health are read from `status json` and recorded; the verdict is
-    /// MEASURED, or SLO-VIOLATION below --slo-tps. With --against-recorded, it is judged
-    /// against a record of a cluster of the same class, without a control arm (as
-    /// --no-control: the record needs runs of 2 or more days).
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["baseline_build", "noise_from"])]
-    pub cluster_file: Option<PathBuf>,
-
-    /// With --cluster-file: testers started on other hosts (`fdbserver -c test -C <the
-    /// cluster file> -p auto:<port>`), which the multitest waits for beside the gate's own
-    /// --testers, within --timeout-mako-build.
-    #[arg(long, value_name = "N", default_value_t = 0, requires = "cluster_file")]
-    pub remote_testers: u32,
-
-    /// FDB build tree of the experiment arm (B); may be the same tree as the baseline for a
-    /// knob A/B (then give --baseline-knob/--experiment-knob) or an A/A (--allow-same).
-    /// Without it the arm is built from --fdb-src at --experiment.
-    #[arg(long, value_name = "DIR")]
-    pub experiment_build: Option<PathBuf>,
-
-    #[command(flatten)]
-    pub source: SourceArgs,
-
-    /// Accept two arms with the same source version, the same binaries and the same knobs
-    /// (an A/A run, e.g. to measure this host's noise; see also `calibrate`).
-    #[arg(long)]
-    pub allow_same: bool,
-
-    #[command(flatten)]
-    pub run: RunArgs,
 }
 
 /// Where arms without a build tree are built from.
 #[derive(Debug, Args)]
 pub struct SourceArgs {
-    /// FDB git checkout to build the arms from (default: foundationdb beside the gate's
-    /// workspace).
-    #[arg(long, env = "FDB_SRC", value_name = "PATH")]
+    /// FDB git checkout to build the arms from.
+    ///
+    /// Default: foundationdb beside the gate's workspace.
+    #[arg(long, env = "FDB_SRC", value_name = "PATH", help_heading = ARMS, display_order = 3)]
     pub fdb_src: Option<PathBuf>,
-    /// Revision of the baseline arm (any git rev syntax); default: the merge base of HEAD
-    /// with the upstream main branch.
-    #[arg(long, value_name = "REV")]
+    /// Revision of the baseline arm (any git rev syntax).
+    ///
+    /// Default: the merge base of HEAD with the upstream main branch.
+    #[arg(long, value_name = "REV", help_heading = ARMS, display_order = 4)]
     pub baseline: Option<String>,
-    /// Revision of the experiment arm; default: the working tree, uncommitted changes
-    /// included.
-    #[arg(long, value_name = "REV")]
+    /// Revision of the experiment arm; default: the working tree.
+    ///
+    /// Uncommitted changes are included.
+    #[arg(long, value_name = "REV", help_heading = ARMS, display_order = 5)]
     pub experiment: Option<String>,
-    /// Extra cmake argument for both arms (repeatable), e.g. --cmake-arg=-DWITH_ROCKSDB=OFF.
-    #[arg(long = "cmake-arg", value_name = "ARG", allow_hyphen_values = true)]
+    /// Extra cmake argument for both arms (repeatable).
+    ///
+    /// For example --cmake-arg=-DWITH_ROCKSDB=OFF.
+    #[arg(
+        long = "cmake-arg",
+        value_name = "ARG",
+        allow_hyphen_values = true,
+        help_heading = ARMS,
+        display_order = 6
+    )]
     pub cmake_args: Vec<String>,
     /// Parallel build jobs; default: the host's cores.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help_heading = ARMS, display_order = 7)]
     pub build_jobs: Option<usize>,
-    /// Bound of one arm's configure + build, seconds.
-    #[arg(long, default_value_t = 6 * 3600, value_name = "SECONDS")]
+    /// For one arm's configure + build.
+    #[arg(long, default_value_t = 6 * 3600, value_name = "SECONDS", help_heading = BOUNDS)]
     pub timeout_build: u64,
 }
 
 /// Flags of `cargo xtask calibrate`.
 #[derive(Debug, Args)]
 pub struct CalibrateArgs {
-    /// FDB build tree to measure; both arms run it (use --trials 5 or more for a useful
-    /// estimate of the noise).
-    #[arg(long, value_name = "DIR")]
+    /// FDB build tree to measure; both arms run it.
+    ///
+    /// Use --trials 5 or more for a useful estimate of the noise.
+    #[arg(long, value_name = "DIR", help_heading = ARMS, display_order = 1)]
     pub build: PathBuf,
 
-    /// The time a gate run on this host may take, e.g. `30m` (ci/gate.sh's default): the
-    /// trials are sized for it (warmup, window, pairs).
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "30m")]
-    pub budget: std::time::Duration,
-
-    /// Write the sized trials as a profile for `--profile-file` (JSON): this run's workload
-    /// with the recommended warmup and window, named after the file. The file must not
-    /// exist.
-    #[arg(long, value_name = "FILE")]
-    pub write_profile: Option<PathBuf>,
-
-    /// Where baselines (and slo.json) live; default: baselines/ in this workspace.
-    #[arg(long, value_name = "DIR")]
+    /// Where baselines (and slo.json) live.
+    ///
+    /// Default: baselines/ in this workspace.
+    #[arg(long, value_name = "DIR", help_heading = ARMS, display_order = 17)]
     pub baselines_dir: Option<PathBuf>,
 
     #[command(flatten)]
     pub run: RunArgs,
+
+    /// The time a gate run on this host may take.
+    ///
+    /// For example `30m` (ci/gate.sh's default): the trials are sized for it (warmup,
+    /// window, pairs).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        value_parser = humantime::parse_duration,
+        default_value = "30m",
+        help_heading = VERDICTS,
+        display_order = 0
+    )]
+    pub budget: std::time::Duration,
+
+    /// Write the sized trials as a profile for `--profile-file`.
+    ///
+    /// A JSON file: this run's workload with the recommended warmup and window, named after
+    /// the file. The file must not exist.
+    #[arg(long, value_name = "FILE", help_heading = OUTPUTS)]
+    pub write_profile: Option<PathBuf>,
 }
 
-/// Flags shared by `bench` and `calibrate`: workload, trials, work dir, knobs, outputs,
-/// criteria, bounds.
+/// Flags shared by `bench` and `calibrate`: knobs, workload, cluster, trials and criteria,
+/// outputs, bounds (declared in the order of their headings).
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Storage engine to benchmark; repeat for several [default: redwood; against a
-    /// recorded baseline, the record's engine].
-    #[arg(long = "engine", value_enum, value_name = "ENGINE")]
-    pub engines: Vec<EngineArg>,
-
-    /// Workload profile: quick, the everyday one; standard, the upstream workload for
-    /// release qualification; or scan, range reads that load the storage server (all
-    /// mako). point-read, write and mixed run FDB's multitest ReadWrite workload instead.
-    #[arg(long, value_enum, default_value = "quick")]
-    pub profile: ProfileArg,
-
-    /// A user profile: a JSON file naming the profile and any workload values, e.g.
-    /// {"name": "big-values", "base": "standard", "vallen": 4096}. Its values override
-    /// --profile (or its "base"); workload flags override it.
-    #[arg(long, value_name = "PATH")]
-    pub profile_file: Option<PathBuf>,
-
-    /// A/B pairs per engine (N), or `auto`: pairs are added until the verdict is decided
-    /// or --time-budget is spent (at least 3: a budget that cannot hold 3 pairs' mako runs
-    /// is refused). Arms run back to back in blocks A B B A or B A A B. With one pair the
-    /// verdict is at best INCONCLUSIVE.
-    #[arg(long, default_value = "3", value_name = "N|auto")]
-    pub trials: TrialsArg,
-
-    /// Time budget of `--trials auto`, shared by the engines, e.g. `2h` or `90min`.
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
-    pub time_budget: Option<std::time::Duration>,
-
-    /// Seed of the trial order (A B B A or B A A B per block of two pairs); default: from
-    /// the clock. Recorded in meta.json to reproduce an order.
-    #[arg(long, value_name = "N")]
-    pub seed: Option<u64>,
-
-    /// Work directory for the cluster's data; should be a RAM disk (tmpfs). Default:
-    /// /mnt/ram when writable, else the tmpfs mount with the most free space.
-    /// `PERFGATE_WORKDIR`, else the older `WORKDIR`, stand for it.
-    #[arg(long, env = "PERFGATE_WORKDIR", value_name = "PATH")]
-    pub workdir: Option<PathBuf>,
-
-    /// fdbserver knob for both arms, as NAME=VALUE (the `knob_` prefix is optional).
-    #[arg(long = "knob", value_name = "NAME=VALUE")]
+    /// fdbserver knob for both arms, as NAME=VALUE.
+    ///
+    /// The `knob_` prefix is optional.
+    #[arg(long = "knob", value_name = "NAME=VALUE", help_heading = ARMS, display_order = 8)]
     pub knobs: Vec<String>,
 
-    /// fdbserver knob for the baseline arm only (after --knob, so it overrides it).
-    #[arg(long = "baseline-knob", value_name = "NAME=VALUE")]
+    /// fdbserver knob for the baseline arm only.
+    ///
+    /// Applied after --knob, so it overrides it.
+    #[arg(
+        long = "baseline-knob",
+        value_name = "NAME=VALUE",
+        help_heading = ARMS,
+        display_order = 9
+    )]
     pub baseline_knobs: Vec<String>,
 
-    /// fdbserver knob for the experiment arm only (after --knob, so it overrides it).
-    #[arg(long = "experiment-knob", value_name = "NAME=VALUE")]
+    /// fdbserver knob for the experiment arm only.
+    ///
+    /// Applied after --knob, so it overrides it.
+    #[arg(
+        long = "experiment-knob",
+        value_name = "NAME=VALUE",
+        help_heading = ARMS,
+        display_order = 10
+    )]
     pub experiment_knobs: Vec<String>,
 
-    /// Results directory. Default: <cargo target dir>/perfgate/<UTC time>-<pid>.
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
+    /// Run build trees that are not plain Release builds.
+    ///
+    /// Build trees whose CMakeCache.txt shows a build that is not Release, lacks
+    /// BUILD_MAKO or is instrumented (sanitizers, coverage, profile generation) are refused
+    /// otherwise, since their numbers say nothing about a change. Warned loudly.
+    #[arg(long, help_heading = ARMS, display_order = 12)]
+    pub allow_non_release: bool,
 
-    /// Also write the JUnit XML here (it is always written to <out>/junit.xml).
-    #[arg(long, value_name = "PATH")]
-    pub junit: Option<PathBuf>,
+    /// Workload profile.
+    ///
+    /// quick is the everyday one; standard, the upstream workload for release
+    /// qualification; scan, range reads that load the storage server (these three run
+    /// mako).
+    /// point-read, write and mixed run FDB's multitest ReadWrite workload instead.
+    #[arg(long, value_enum, default_value = "quick", help_heading = WORKLOAD)]
+    pub profile: ProfileArg,
 
-    /// Also write the verdict table as Markdown here, for a CI job summary (e.g.
-    /// $GITHUB_STEP_SUMMARY; it is always written to <out>/summary.md).
-    #[arg(long, value_name = "FILE")]
-    pub export_markdown: Option<PathBuf>,
+    /// A user profile: a JSON file of workload values.
+    ///
+    /// It names the profile and any workload values, e.g. {"name": "big-values", "base":
+    /// "standard", "vallen": 4096}. Its values override --profile (or its "base");
+    /// workload flags override it.
+    #[arg(long, value_name = "PATH", help_heading = WORKLOAD)]
+    pub profile_file: Option<PathBuf>,
 
-    /// Tolerated TPS loss in percent: MEASURED when the 95% interval rules out a larger
-    /// loss, REGRESSION when the experiment is significantly slower by more than this.
+    #[command(flatten, next_help_heading = WORKLOAD)]
+    pub workload: WorkloadArgs,
+
+    /// Storage engine to benchmark; repeat for several [default: redwood]
+    ///
+    /// Against a recorded baseline, the default is the record's engine.
+    #[arg(long = "engine", value_enum, value_name = "ENGINE", help_heading = CLUSTER)]
+    pub engines: Vec<EngineArg>,
+
+    /// Work directory for the cluster's data.
+    ///
+    /// It should be a RAM disk (tmpfs). Default: /mnt/ram when writable, else the tmpfs
+    /// mount with the most free space. `PERFGATE_WORKDIR`, else the older `WORKDIR`, stand
+    /// for it.
+    #[arg(long, env = "PERFGATE_WORKDIR", value_name = "PATH", help_heading = CLUSTER)]
+    pub workdir: Option<PathBuf>,
+
+    /// Pin processes to CPUs, the storage server to one of its own.
+    ///
+    /// On a host with 2 or more allowed CPUs, the storage server runs on a CPU of its own
+    /// and everything else (other servers, mako, the gate) on the rest. Off by default: on
+    /// a 2-core VM it did not lower the noise of any metric, and it makes TPS client-bound,
+    /// blind to storage server cost (README, "Resolution").
+    #[arg(long, help_heading = CLUSTER)]
+    pub pin: bool,
+
+    /// Ports the gate's servers and testers listen on.
+    ///
+    /// LOW-HIGH (e.g. 40000-40999), for a host whose firewall opens only a range: with
+    /// --cluster-file, the cluster's servers connect to the testers here. A trial needs one
+    /// port per server and tester. Default: any free port the OS gives.
+    #[arg(
+        long,
+        value_name = "LOW-HIGH",
+        value_parser = crate::input::PortRange::parse,
+        help_heading = CLUSTER,
+        hide_short_help = true
+    )]
+    pub port_range: Option<crate::input::PortRange>,
+
+    #[command(flatten, next_help_heading = CLUSTER)]
+    pub topology: TopologyArgs,
+
+    /// A/B pairs per engine (N), or `auto`.
+    ///
+    /// With `auto`, pairs are added until the verdict is decided or --time-budget is spent
+    /// (at least 3: a budget that cannot hold 3 pairs' mako runs is refused). Arms run back
+    /// to back in blocks A B B A or B A A B. With one pair the verdict is at best
+    /// INCONCLUSIVE.
+    #[arg(long, default_value = "3", value_name = "N|auto", help_heading = VERDICTS)]
+    pub trials: TrialsArg,
+
+    /// Time budget of `--trials auto`, e.g. `2h` or `90min`.
+    ///
+    /// Shared by the engines.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        value_parser = humantime::parse_duration,
+        help_heading = VERDICTS
+    )]
+    pub time_budget: Option<std::time::Duration>,
+
+    /// Seed of the trial order; default: from the clock.
+    ///
+    /// The order is A B B A or B A A B per block of two pairs. Recorded in meta.json to
+    /// reproduce an order.
+    #[arg(long, value_name = "N", help_heading = VERDICTS)]
+    pub seed: Option<u64>,
+
+    /// Tolerated TPS loss in percent.
+    ///
+    /// MEASURED when the 95% interval rules out a larger loss, REGRESSION when the
+    /// experiment is significantly slower by more than this.
     #[arg(
         long,
         default_value_t = 2.0,
         value_name = "PCT",
-        allow_negative_numbers = true
+        allow_negative_numbers = true,
+        help_heading = VERDICTS
     )]
     pub max_regression: f64,
 
-    /// Fail the run (exit 1) when a verdict is INCONCLUSIVE (too few trials for the noise).
-    #[arg(long)]
+    /// Fail the run (exit 1) when a verdict is INCONCLUSIVE.
+    ///
+    /// INCONCLUSIVE: too few trials for the noise.
+    #[arg(long, help_heading = VERDICTS)]
     pub strict: bool,
 
-    /// Also gate p99 transaction latency (mako's, warmup included); the same as
-    /// `--gate latency`.
-    #[arg(long)]
+    /// Also gate p99 transaction latency; as `--gate latency`.
+    ///
+    /// The latency is mako's, warmup included.
+    #[arg(long, help_heading = VERDICTS)]
     pub gate_latency: bool,
 
-    /// Metrics that gate the run besides TPS, each with the same rule and tolerance: one
-    /// more comparison in the Holm family; one that was not measured is an ERROR. Every
-    /// metric is judged and reported either way; only gated ones decide the exit status.
-    /// Repeat or separate with commas
+    /// Metrics that gate the run besides TPS; repeat or use commas.
+    ///
+    /// Each with the same rule and tolerance: one more comparison in the Holm family; one
+    /// that was not measured is an ERROR. Every metric is judged and reported either way;
+    /// only gated ones decide the exit status. Repeat or separate with commas.
     #[arg(
         long = "gate",
         value_name = "METRIC",
         value_enum,
-        value_delimiter = ','
+        value_delimiter = ',',
+        help_heading = VERDICTS
     )]
     pub gate: Vec<GateMetric>,
 
-    /// Gate on TPS and what --gate names only. By default the storage server's CPU per
-    /// transaction relative to the client's (`storage_to_client_cpu`) gates too whenever
-    /// every trial measured it: on a shared 2-core VM its noise was half of TPS's or less
-    /// (README, "Resolution").
-    #[arg(long)]
+    /// Gate on TPS and what --gate names only.
+    ///
+    /// By default the storage server's CPU per transaction relative to the client's
+    /// (`storage_to_client_cpu`) gates too whenever every trial measured it: on a shared
+    /// 2-core VM its noise was half of TPS's or less (README, "Resolution").
+    #[arg(long, help_heading = VERDICTS)]
     pub tps_only: bool,
 
-    /// SLO-VIOLATION when the experiment's mean TPS is below this floor (TPS).
-    #[arg(long, value_name = "TPS", allow_negative_numbers = true)]
+    /// Floor of the experiment's mean TPS, else SLO-VIOLATION.
+    #[arg(long, value_name = "TPS", allow_negative_numbers = true, help_heading = VERDICTS)]
     pub slo_tps: Option<f64>,
 
-    /// Make a trial whose storage server used less than 0.85 cores over the measurement
-    /// window an error instead of a warning: such a run measures the client or the host,
-    /// not the storage server.
-    #[arg(long)]
+    /// Make a trial whose storage server was not CPU-bound an error.
+    ///
+    /// A trial whose storage server used less than 0.85 cores over the measurement window
+    /// is an error instead of a warning: such a run measures the client or the host, not
+    /// the storage server.
+    #[arg(long, help_heading = VERDICTS)]
     pub require_cpu_bound: bool,
 
-    /// Run build trees whose CMakeCache.txt shows a build that is not Release, lacks
-    /// BUILD_MAKO or is instrumented (sanitizers, coverage, profile generation): refused
-    /// otherwise, since their numbers say nothing about a change. Warned loudly.
-    #[arg(long)]
-    pub allow_non_release: bool,
+    /// Results directory.
+    ///
+    /// Default: <cargo target dir>/perfgate/<UTC time>-<pid>.
+    #[arg(long, value_name = "DIR", help_heading = OUTPUTS)]
+    pub out: Option<PathBuf>,
 
-    /// Only warnings, errors and the final verdict table on the terminal: no plan, no
-    /// progress (run.log has it all).
-    #[arg(long)]
+    /// Also write the JUnit XML here.
+    ///
+    /// It is always written to <out>/junit.xml.
+    #[arg(long, value_name = "PATH", help_heading = OUTPUTS)]
+    pub junit: Option<PathBuf>,
+
+    /// Also write the verdict table as Markdown here.
+    ///
+    /// For a CI job summary (e.g. $GITHUB_STEP_SUMMARY); it is always written to
+    /// <out>/summary.md.
+    #[arg(long, value_name = "FILE", help_heading = OUTPUTS)]
+    pub export_markdown: Option<PathBuf>,
+
+    /// Print only warnings, errors and the final verdict table.
+    ///
+    /// On the terminal: no plan, no progress (run.log has it all).
+    #[arg(long, help_heading = OUTPUTS)]
     pub quiet: bool,
 
-    /// Pin processes to CPUs: on a host with 2 or more allowed CPUs, the storage server
-    /// runs on a CPU of its own and everything else (other servers, mako, the gate) on the
-    /// rest. Off by default: on a 2-core VM it did not lower the noise of any metric, and
-    /// it makes TPS client-bound, blind to storage server cost (README, "Resolution").
-    #[arg(long)]
-    pub pin: bool,
-
-    /// Ports the gate's servers and testers listen on, LOW-HIGH (e.g. 40000-40999), for a
-    /// host whose firewall opens only a range: with --cluster-file, the cluster's servers
-    /// connect to the testers here. A trial needs one port per server and tester. Default:
-    /// any free port the OS gives.
-    #[arg(long, value_name = "LOW-HIGH", value_parser = crate::input::PortRange::parse)]
-    pub port_range: Option<crate::input::PortRange>,
-
     /// Print summary.json to stdout instead of the table, for scripts.
-    #[arg(long)]
+    #[arg(long, help_heading = OUTPUTS)]
     pub json: bool,
 
-    /// Print the plan (trial order, command lines' knobs, work dir) and exit; arms from
-    /// --fdb-src are built (or found in the cache) first, since the plan names their binaries.
-    /// With --json, the plan as JSON (as meta.json's "plan").
-    #[arg(long)]
+    /// Print the plan and exit.
+    ///
+    /// The plan: trial order, command lines' knobs, work dir. Arms from --fdb-src are built
+    /// (or found in the cache) first, since the plan names their binaries. With --json, the
+    /// plan as JSON (as meta.json's "plan").
+    #[arg(long, help_heading = OUTPUTS)]
     pub dry_run: bool,
 
-    #[command(flatten)]
+    // Last: clap's `next_help_heading` holds for every later flag until another is set
+    // (the flags after `run` in `BenchArgs` and `CalibrateArgs` set their own).
+    #[command(flatten, next_help_heading = BOUNDS)]
     pub timeouts: TimeoutArgs,
-
-    #[command(
-        flatten,
-        next_help_heading = "Cluster topology (default: 1 host, 1/1/1, single)"
-    )]
-    pub topology: TopologyArgs,
-
-    // Last: clap's `next_help_heading` on a flatten also heads every later flag.
-    #[command(flatten, next_help_heading = "Workload (defaults from --profile)")]
-    pub workload: WorkloadArgs,
 }
 
 /// FDB's redundancy modes (`configure new <mode>`).
@@ -595,8 +757,10 @@ pub enum RedundancyArg {
 /// upstream loopback cluster's.
 #[derive(Debug, Args)]
 pub struct TopologyArgs {
-    /// "Hosts": loopback addresses 127.0.0.1 to 127.0.0.N, each its own machine and zone
-    /// locality, so redundancy places replicas on different ones.
+    /// "Hosts": loopback addresses 127.0.0.1 to 127.0.0.N.
+    ///
+    /// Each is its own machine and zone locality, so redundancy places replicas on
+    /// different ones.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub hosts: u32,
     /// Stateless processes (`-c stateless`) per host.
@@ -611,20 +775,22 @@ pub struct TopologyArgs {
     /// Redundancy mode of `configure new`.
     #[arg(long, value_enum, default_value = "single")]
     pub redundancy: RedundancyArg,
-    /// Coordinators: the first stateless process of each of the first N hosts.
+    /// Coordinators, on the first N hosts.
+    ///
+    /// The first stateless process of each of the first N hosts.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub coordinators: u32,
     /// `configure`'s `logs=N` (tlogs recruited) [default: FDB's].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", hide_short_help = true)]
     pub logs: Option<u32>,
     /// `configure`'s `commit_proxies=N` [default: FDB's].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", hide_short_help = true)]
     pub commit_proxies: Option<u32>,
     /// `configure`'s `grv_proxies=N` [default: FDB's].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", hide_short_help = true)]
     pub grv_proxies: Option<u32>,
     /// `configure`'s `resolvers=N` [default: FDB's].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", hide_short_help = true)]
     pub resolvers: Option<u32>,
 }
 
@@ -632,49 +798,66 @@ pub struct TopologyArgs {
 /// (`--profile-file`) holds the same fields, by these names.
 #[derive(Debug, Default, Args, serde::Serialize, serde::Deserialize)]
 pub struct WorkloadArgs {
-    /// Rows loaded by `mako --mode build` (mako --rows; multitest: ReadWrite's nodeCount).
+    /// Rows loaded by `mako --mode build` (mako --rows).
+    ///
+    /// Multitest: ReadWrite's nodeCount.
     #[arg(long)]
     pub rows: Option<u64>,
-    /// Key length in bytes (mako --keylen; multitest: keyBytes, at least 16).
+    /// Key length in bytes (mako --keylen).
+    ///
+    /// Multitest: keyBytes, at least 16.
     #[arg(long)]
     pub keylen: Option<u32>,
     /// Value length in bytes (mako --vallen; multitest: valueBytes).
     #[arg(long)]
     pub vallen: Option<u32>,
-    /// Transaction spec (mako -x), e.g. g18ui: 18 gets, one update, one insert.
+    /// Transaction spec (mako -x).
+    ///
+    /// For example g18ui: 18 gets, one update, one insert.
     #[arg(long, value_name = "SPEC")]
     pub transaction: Option<String>,
     /// Client processes of `mako --mode build` (mako -p).
     #[arg(long, value_name = "N")]
     pub build_procs: Option<u32>,
-    /// Client processes of `mako --mode run` (mako -p); default: the profile's, scaled to
-    /// this host's cores (at most cores - 2, at least 1).
+    /// Client processes of `mako --mode run` (mako -p).
+    ///
+    /// Default: the profile's, scaled to this host's cores (at most cores - 2, at least 1).
     #[arg(long, value_name = "N")]
     pub procs: Option<u32>,
-    /// Worker threads per client process of `mako --mode run` (mako -t).
+    /// Worker threads per client process (mako -t).
+    ///
+    /// In each client process of `mako --mode run`.
     #[arg(long, value_name = "N")]
     pub threads: Option<u32>,
-    /// Concurrent transactions per thread of `mako --mode run` (mako --async_xacts).
+    /// Concurrent transactions per thread (mako --async_xacts).
+    ///
+    /// In each thread of `mako --mode run`.
     #[arg(long, value_name = "N")]
     pub async_xacts: Option<u32>,
     /// Warmup in seconds, excluded from TPS (mako --warmup_seconds).
     #[arg(long, value_name = "SECONDS")]
     pub warmup_seconds: Option<u64>,
-    /// Whole run in seconds, warmup included (mako --seconds); the measurement window is
-    /// --seconds minus --warmup-seconds. Multitest: the test's duration (testDuration, at
-    /// least 10), whose middle 75% is measured.
+    /// Whole run in seconds, warmup included (mako --seconds).
+    ///
+    /// The measurement window is --seconds minus --warmup-seconds. Multitest: the test's
+    /// duration (testDuration, at least 10), whose middle 75% is measured.
     #[arg(long, value_name = "SECONDS")]
     pub seconds: Option<u64>,
-    /// Multitest: the whole test's target TPS, split over the testers
-    /// (transactionsPerSecond).
+    /// Multitest: the whole test's target TPS.
+    ///
+    /// Split over the testers (transactionsPerSecond).
     #[arg(long, value_name = "TPS")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target_tps: Option<u64>,
-    /// Multitest: tester processes (`fdbserver -c test`) the gate starts.
+    /// Multitest: tester processes the gate starts.
+    ///
+    /// Each is an `fdbserver -c test`.
     #[arg(long, value_name = "N")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub testers: Option<u32>,
-    /// Multitest: concurrent transaction loops per tester (actorCountPerTester).
+    /// Multitest: concurrent transaction loops per tester.
+    ///
+    /// ReadWrite's actorCountPerTester.
     #[arg(long, value_name = "N")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub actors_per_tester: Option<u32>,
@@ -701,23 +884,33 @@ pub struct WorkloadArgs {
 /// Time bounds of the phases of a trial, in seconds. Passing one ends the trial as TIMEOUT.
 #[derive(Debug, Args)]
 pub struct TimeoutArgs {
+    /// For the servers to listen on their ports.
+    ///
     /// Bound for the three fdbservers to listen on their ports.
     #[arg(long, default_value_t = 60, value_name = "SECONDS")]
     pub timeout_cluster_start: u64,
+    /// For `fdbcli configure new`.
+    ///
     /// Bound for `fdbcli --exec "configure new single <engine>"`.
     #[arg(long, default_value_t = 120, value_name = "SECONDS")]
     pub timeout_configure: u64,
+    /// For the database to report available.
+    ///
     /// Bound for `status json` to report the database available.
     #[arg(long, default_value_t = 120, value_name = "SECONDS")]
     pub timeout_available: u64,
+    /// For loading the rows (mako --mode build).
+    ///
     /// Bound for `mako --mode build` (multitest: added to the test's bound, for the
     /// testers to join and the rows to load).
     #[arg(long, default_value_t = 900, value_name = "SECONDS")]
     pub timeout_mako_build: u64,
+    /// For the run, beyond its --seconds.
+    ///
     /// Bound for `mako --mode run` (or the multitest driver's test) beyond its --seconds.
     #[arg(long, default_value_t = 120, value_name = "SECONDS")]
     pub timeout_mako_run_grace: u64,
-    /// Bound for stopping every process of the trial.
+    /// For stopping every process of the trial.
     #[arg(long, default_value_t = 30, value_name = "SECONDS")]
     pub timeout_teardown: u64,
 }
@@ -774,25 +967,109 @@ mod tests {
     use clap::CommandFactory;
 
     #[test]
-    fn the_workload_heading_heads_only_workload_flags() {
-        // Issue 15: "Workload (defaults from --profile)" headed every later flag.
+    fn every_flag_of_bench_and_calibrate_is_under_its_heading() {
+        // clap's help heading holds for every later flag until another is set:
+        // "Workload (defaults from --profile)" must not head the flags after the workload's,
+        // and no flag is left under the bare "Options" (which holds only --help).
         let cmd = Cli::command();
-        for sub in ["bench", "calibrate"] {
+        let shared = [
+            ("knob", ARMS),
+            ("allow-non-release", ARMS),
+            ("profile", WORKLOAD),
+            ("rows", WORKLOAD),
+            ("actors-per-tester", WORKLOAD),
+            ("engine", CLUSTER),
+            ("workdir", CLUSTER),
+            ("hosts", CLUSTER),
+            ("resolvers", CLUSTER),
+            ("trials", VERDICTS),
+            ("strict", VERDICTS),
+            ("require-cpu-bound", VERDICTS),
+            ("out", OUTPUTS),
+            ("dry-run", OUTPUTS),
+            ("timeout-teardown", BOUNDS),
+        ];
+        let bench_only = [
+            ("baseline-build", ARMS),
+            ("fdb-src", ARMS),
+            ("build-jobs", ARMS),
+            ("against-recorded", ARMS),
+            ("baselines-dir", ARMS),
+            ("sweep", WORKLOAD),
+            ("cluster-file", CLUSTER),
+            ("remote-testers", CLUSTER),
+            ("noise-from", VERDICTS),
+            ("noise-max-age", VERDICTS),
+            ("timeout-build", BOUNDS),
+        ];
+        let calibrate_only = [
+            ("build", ARMS),
+            ("baselines-dir", ARMS),
+            ("budget", VERDICTS),
+            ("write-profile", OUTPUTS),
+        ];
+        for (sub, own) in [
+            ("bench", &bench_only[..]),
+            ("calibrate", &calibrate_only[..]),
+        ] {
+            let sub_cmd = cmd.find_subcommand(sub).unwrap();
             let heading = |long: &str| {
-                cmd.find_subcommand(sub)
-                    .unwrap()
+                sub_cmd
                     .get_arguments()
                     .find(|a| a.get_long() == Some(long))
                     .unwrap_or_else(|| panic!("{sub} --{long}"))
                     .get_help_heading()
-                    .map(str::to_string)
             };
+            for (long, want) in shared.iter().chain(own) {
+                assert_eq!(heading(long), Some(*want), "{sub} --{long}");
+            }
+            let mut order: Vec<&str> = Vec::new();
+            for arg in sub_cmd.get_arguments().filter(|a| a.get_id() != "help") {
+                let long = arg.get_long().unwrap_or_default();
+                let h = arg
+                    .get_help_heading()
+                    .unwrap_or_else(|| panic!("{sub} --{long} has no heading"));
+                if long.starts_with("timeout-") {
+                    assert_eq!(h, BOUNDS, "{sub} --{long}");
+                }
+                if !order.contains(&h) {
+                    order.push(h);
+                }
+            }
+            // clap shows the headings in the order their first flags are declared.
             assert_eq!(
-                heading("rows").as_deref(),
-                Some("Workload (defaults from --profile)")
+                order,
+                [ARMS, WORKLOAD, CLUSTER, VERDICTS, OUTPUTS, BOUNDS],
+                "{sub}"
             );
-            for other in ["out", "trials", "strict", "timeout-teardown", "engine"] {
-                assert_eq!(heading(other), None, "{sub} --{other}");
+        }
+    }
+
+    #[test]
+    fn bench_short_help_fits_two_screens_and_long_help_keeps_every_flag() {
+        let mut cmd = Cli::command().term_width(100);
+        cmd.build();
+        for (sub, most) in [("bench", 104), ("calibrate", 90)] {
+            let sub_cmd = cmd.find_subcommand_mut(sub).unwrap();
+            let short = sub_cmd.render_help().to_string();
+            let long = sub_cmd.render_long_help().to_string();
+            assert!(
+                short.lines().count() <= most,
+                "{sub} -h: {} lines:\n{short}",
+                short.lines().count()
+            );
+            for arg in sub_cmd.get_arguments() {
+                let Some(name) = arg.get_long() else { continue };
+                assert!(
+                    long.contains(&format!("--{name}")),
+                    "{sub} --help lacks --{name}"
+                );
+                if !arg.is_hide_short_help_set() {
+                    assert!(
+                        short.contains(&format!("--{name}")),
+                        "{sub} -h lacks --{name}"
+                    );
+                }
             }
         }
     }
