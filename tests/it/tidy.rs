@@ -1,4 +1,5 @@
-//! Repository rules as tests: the README stays true to the code and to CI.
+//! Repository rules as tests: the README and the guides in docs/ stay true to the code,
+//! to CI and to each other.
 
 use std::path::Path;
 
@@ -29,30 +30,174 @@ fn readme_starts_with_the_main_job_and_the_test_command_that_ci_runs() {
     );
 }
 
-#[test]
-fn every_bench_flag_is_documented_in_the_readme() {
+/// The flags of a subcommand's `--help`: option entries are indented by at most six spaces
+/// (`  -x, --name`, `      --name`); description lines are indented further.
+fn help_flags(command: &[&str]) -> Vec<String> {
     let help = crate::support::gate_cmd()
-        .args(["bench", "--help"])
+        .args(command)
+        .arg("--help")
         .output()
         .unwrap();
-    assert!(help.status.success());
+    assert!(help.status.success(), "{command:?} --help");
     let help = String::from_utf8(help.stdout).unwrap();
-    let readme = repo_file("README.md");
-    // Option entries are indented by at most six spaces (`  -x, --name`, `      --name`);
-    // description lines are indented further.
-    let flags: Vec<&str> = help
-        .lines()
+    help.lines()
         .filter(|l| l.trim_start().starts_with('-') && l.len() - l.trim_start().len() <= 6)
         .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("--")))
-        .map(|w| w.trim_end_matches(','))
-        .filter(|f| !["--help", "--version"].contains(f))
-        .collect();
-    assert!(flags.len() > 20, "{flags:?}");
-    let missing: Vec<&&str> = flags.iter().filter(|f| !readme.contains(**f)).collect();
+        .map(|w| w.trim_end_matches(',').to_string())
+        .filter(|f| !["--help", "--version"].contains(&f.as_str()))
+        .collect()
+}
+
+/// Whether `text` names `flag` itself, not only a longer flag it begins (`--logs` in
+/// `--logs-per-host`).
+fn names_flag(text: &str, flag: &str) -> bool {
+    text.match_indices(flag).any(|(i, _)| {
+        !text[i + flag.len()..]
+            .starts_with(|c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    })
+}
+
+#[test]
+fn every_flag_of_every_command_is_in_the_reference() {
+    // docs/reference.md has one `## <command>` section per subcommand; each flag of the
+    // command's `--help` must be named in its own section.
+    let reference = repo_file("docs/reference.md");
+    let section = |command: &str| -> String {
+        let mut lines = reference
+            .lines()
+            .skip_while(|l| *l != format!("## {command}"));
+        assert!(
+            lines.next().is_some(),
+            "docs/reference.md has no `## {command}` section"
+        );
+        lines
+            .take_while(|l| !l.starts_with("## "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let commands: [&[&str]; 8] = [
+        &["bench"],
+        &["calibrate"],
+        &["compare"],
+        &["doctor"],
+        &["build"],
+        &["baseline", "record"],
+        &["baseline", "list"],
+        &["baseline", "show"],
+    ];
+    let bench = help_flags(&["bench"]);
+    assert!(bench.len() > 20, "{bench:?}");
+    let mut missing = Vec::new();
+    for command in commands {
+        let name = command.join(" ");
+        let text = section(&name);
+        for flag in help_flags(command) {
+            if !names_flag(&text, &flag) {
+                missing.push(format!("{name} {flag}"));
+            }
+        }
+    }
     assert!(
         missing.is_empty(),
-        "flags of `bench --help` missing from README.md: {missing:?}"
+        "flags of `--help` missing from their section of docs/reference.md: {missing:?}"
     );
+}
+
+/// GitHub's anchor of a Markdown heading: lower case, punctuation other than `-` and `_`
+/// dropped, spaces as `-`.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The anchors of a Markdown file's headings (outside code blocks), with GitHub's `-1`,
+/// `-2` suffixes for repeated ones.
+fn anchors(markdown: &str) -> Vec<String> {
+    let (mut bases, mut anchors) = (Vec::new(), Vec::new());
+    let mut fenced = false;
+    for line in markdown.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced && line.starts_with('#') {
+            let base = anchor(line.trim_start_matches('#'));
+            let n = bases.iter().filter(|b| **b == base).count();
+            anchors.push(if n == 0 {
+                base.clone()
+            } else {
+                format!("{base}-{n}")
+            });
+            bases.push(base);
+        }
+    }
+    anchors
+}
+
+/// The targets of a Markdown file's inline links (`[text](target)`), outside code blocks.
+fn link_targets(markdown: &str) -> Vec<String> {
+    let mut targets = Vec::new();
+    let mut fenced = false;
+    for line in markdown.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        let mut rest = line;
+        while let Some(i) = rest.find("](") {
+            rest = &rest[i + 2..];
+            if let Some(end) = rest.find(')') {
+                targets.push(rest[..end].to_string());
+                rest = &rest[end..];
+            }
+        }
+    }
+    targets
+}
+
+#[test]
+fn every_link_of_the_readme_and_the_guides_points_somewhere() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let mut files = vec![root.join("README.md")];
+    let mut guides: Vec<_> = std::fs::read_dir(root.join("docs"))
+        .expect("docs/")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    guides.sort();
+    assert!(guides.len() > 5, "{guides:?}");
+    files.extend(guides);
+    let mut broken = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for target in link_targets(&text) {
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            let (path, fragment) = target.split_once('#').unwrap_or((&target, ""));
+            let linked = if path.is_empty() {
+                file.clone()
+            } else {
+                file.parent().unwrap().join(path)
+            };
+            let name = format!("{}: {target}", file.strip_prefix(root).unwrap().display());
+            if !linked.exists() {
+                broken.push(format!("{name} (no such file)"));
+            } else if !fragment.is_empty() {
+                let heads = anchors(&std::fs::read_to_string(&linked).unwrap_or_default());
+                if !heads.iter().any(|a| a == fragment) {
+                    broken.push(format!("{name} (no such heading)"));
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links: {broken:#?}");
 }
 
 #[test]
