@@ -124,83 +124,14 @@ impl MakoReport {
         })?;
         let r = Results::of(raw.results, format)
             .with_context(|| format!("mako JSON report {json_name} is incomplete"))?;
-        if format.timeouts && summary.total_timeouts.is_none() {
-            bail!(
-                "mako text report {text_name} is incomplete: no 'Total Timeouts:' line, which \
-                 this mako prints (FDB 7.3 and later)"
-            );
-        }
-        let summary_timeouts = summary.total_timeouts.unwrap_or(0);
-        if summary.overall_tps != r.overall_tps {
-            bail!(
-                "mako reports disagree: {text_name} says Overall TPS {} but {json_name} says \
-                 overallTPS {}; they are not from the same run",
-                summary.overall_tps,
-                r.overall_tps
-            );
-        }
-        if (summary.total_errors, summary_timeouts) != (r.total_errors, r.total_timeouts) {
-            bail!(
-                "mako reports disagree: {text_name} counts {} errors and {} timeouts but \
-                 {json_name} counts {} and {}; they are not from the same run",
-                summary.total_errors,
-                summary_timeouts,
-                r.total_errors,
-                r.total_timeouts
-            );
-        }
+        check_same_run(&summary, &r, format, text_name, json_name)?;
         let figures = Figures::from(&r);
         let samples_tps: Vec<f64> = raw.samples.iter().map(|s| s.tps).collect();
         check_rate(&figures)
             .and_then(|()| check_samples(&samples_tps, &figures))
             .with_context(|| format!("mako JSON report {json_name} is not plausible"))?;
-        for (what, text_value, json_value) in [
-            (
-                "transactions (Total Xacts)",
-                summary.total_xacts,
-                r.total_xacts,
-            ),
-            (
-                "milliseconds of run (Run Duration)",
-                summary.run_duration_ms,
-                (r.run_duration * 1000.0).round() as u64,
-            ),
-            (
-                "milliseconds of warmup (Warmup Duration)",
-                summary.warmup_duration_ms,
-                (r.warmup_duration * 1000.0).round() as u64,
-            ),
-        ] {
-            // Older makos print fewer lines: a line that is not there is not compared.
-            if let Some(t) = text_value {
-                let j = json_value;
-                if t.abs_diff(j) > 1 {
-                    bail!(
-                        "mako reports disagree: {text_name} counts {t} {what} but {json_name} \
-                         {j}; they are not from the same run"
-                    );
-                }
-            }
-        }
-        let stat = |m: &BTreeMap<String, f64>, op: &str| m.get(op).copied().unwrap_or(f64::NAN);
-        let latency_us = r
-            .num_samples
-            .iter()
-            .filter(|(_, n)| **n > 0)
-            .map(|(op, n)| {
-                let s = LatencyStats {
-                    samples: *n,
-                    min: stat(&r.min_latency, op),
-                    avg: stat(&r.avg_latency, op),
-                    max: stat(&r.max_latency, op),
-                    p50: stat(&r.median_latency, op),
-                    p95: stat(&r.p95_latency, op),
-                    p99: stat(&r.p99_latency, op),
-                    p99_9: stat(&r.p999_latency, op),
-                };
-                (op.clone(), s)
-            })
-            .collect();
+        check_same_counts(&summary, &r, text_name, json_name)?;
+        let latency_us = latency_stats(&r);
         check_latencies(&latency_us, r.run_duration)
             .with_context(|| format!("mako JSON report {json_name} is not plausible"))?;
         Ok(MakoReport {
@@ -360,6 +291,106 @@ pub fn last_sample_tps(text: &str) -> Option<f64> {
         .filter_map(|t| t.parse().ok())
         .collect();
     numbers.len().checked_sub(2).map(|i| numbers[i])
+}
+
+/// Checks that a text report and a JSON report are of one run, on what every mako prints:
+/// the text has the `Total Timeouts:` line when `format` says this mako prints it, and
+/// both give the same Overall TPS, errors and timeouts.
+fn check_same_run(
+    summary: &TextSummary,
+    r: &Results,
+    format: Format,
+    text_name: &str,
+    json_name: &str,
+) -> Result<()> {
+    if format.timeouts && summary.total_timeouts.is_none() {
+        bail!(
+            "mako text report {text_name} is incomplete: no 'Total Timeouts:' line, which \
+             this mako prints (FDB 7.3 and later)"
+        );
+    }
+    let summary_timeouts = summary.total_timeouts.unwrap_or(0);
+    if summary.overall_tps != r.overall_tps {
+        bail!(
+            "mako reports disagree: {text_name} says Overall TPS {} but {json_name} says \
+             overallTPS {}; they are not from the same run",
+            summary.overall_tps,
+            r.overall_tps
+        );
+    }
+    if (summary.total_errors, summary_timeouts) != (r.total_errors, r.total_timeouts) {
+        bail!(
+            "mako reports disagree: {text_name} counts {} errors and {} timeouts but \
+             {json_name} counts {} and {}; they are not from the same run",
+            summary.total_errors,
+            summary_timeouts,
+            r.total_errors,
+            r.total_timeouts
+        );
+    }
+    Ok(())
+}
+
+/// Checks that the transactions and the run's and warmup's durations agree between a text
+/// report and a JSON report, to rounding, where the text prints them.
+fn check_same_counts(
+    summary: &TextSummary,
+    r: &Results,
+    text_name: &str,
+    json_name: &str,
+) -> Result<()> {
+    for (what, text_value, json_value) in [
+        (
+            "transactions (Total Xacts)",
+            summary.total_xacts,
+            r.total_xacts,
+        ),
+        (
+            "milliseconds of run (Run Duration)",
+            summary.run_duration_ms,
+            (r.run_duration * 1000.0).round() as u64,
+        ),
+        (
+            "milliseconds of warmup (Warmup Duration)",
+            summary.warmup_duration_ms,
+            (r.warmup_duration * 1000.0).round() as u64,
+        ),
+    ] {
+        // Older makos print fewer lines: a line that is not there is not compared.
+        if let Some(t) = text_value {
+            let j = json_value;
+            if t.abs_diff(j) > 1 {
+                bail!(
+                    "mako reports disagree: {text_name} counts {t} {what} but {json_name} \
+                     {j}; they are not from the same run"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The latency statistics of each operation mako sampled at least once, NaN where its
+/// JSON report gives no value.
+fn latency_stats(r: &Results) -> BTreeMap<String, LatencyStats> {
+    let stat = |m: &BTreeMap<String, f64>, op: &str| m.get(op).copied().unwrap_or(f64::NAN);
+    r.num_samples
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(op, n)| {
+            let s = LatencyStats {
+                samples: *n,
+                min: stat(&r.min_latency, op),
+                avg: stat(&r.avg_latency, op),
+                max: stat(&r.max_latency, op),
+                p50: stat(&r.median_latency, op),
+                p95: stat(&r.p95_latency, op),
+                p99: stat(&r.p99_latency, op),
+                p99_9: stat(&r.p999_latency, op),
+            };
+            (op.clone(), s)
+        })
+        .collect()
 }
 
 /// The summary block of mako's text report; its "Overall TPS" line is printed last, so its

@@ -1,6 +1,8 @@
 //! `fdbcli --exec "status json"`: the part of FDB's machine-readable status the gate
 //! reads.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 /// `client.database_status` of a `status json` answer (`fdbclient/StatusClient.actor.cpp`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DatabaseStatus {
@@ -176,47 +178,10 @@ impl ClusterStatus {
         if processes.is_empty() {
             return Err("status json lists no process (cluster.processes)".into());
         }
-        let field = |p: &serde_json::Value, path: &[&str]| {
-            path.iter()
-                .try_fold(p, |v, k| v.get(k))
-                .and_then(|x| x.as_str())
-                .map(str::to_string)
-        };
-        let mut versions: Vec<String> = processes
-            .iter()
-            .filter_map(|p| field(p, &["version"]))
-            .collect();
-        versions.sort();
-        versions.dedup();
-        let mut storage_server_engines: Vec<String> = processes
-            .iter()
-            .flat_map(|p| {
-                p.get("roles")
-                    .and_then(|r| r.as_array())
-                    .into_iter()
-                    .flatten()
-            })
-            .filter(|r| r.get("role").and_then(|x| x.as_str()) == Some("storage"))
-            .filter_map(|r| field(r, &["storage_metadata", "storage_engine"]))
-            .filter(|e| e != "unknown")
-            .collect();
-        storage_server_engines.sort();
-        storage_server_engines.dedup();
-        let mut processes_by_class = std::collections::BTreeMap::new();
-        let mut machines = std::collections::BTreeSet::new();
-        for p in &processes {
-            let class = field(p, &["class_type"]).unwrap_or_else(|| "unset".into());
-            let tester = class == "test";
-            *processes_by_class.entry(class).or_insert(0) += 1;
-            if tester {
-                continue;
-            }
-            let ip = field(p, &["address"]).map(|a| {
-                a.rsplit_once(':')
-                    .map_or(a.clone(), |(ip, _)| ip.to_string())
-            });
-            machines.insert(field(p, &["locality", "machineid"]).or(ip));
-        }
+        let versions = versions(&processes);
+        let storage_server_engines = storage_server_engines(&processes);
+        let processes_by_class = processes_by_class(&processes);
+        let machines = machines(&processes);
         Ok(ClusterStatus {
             versions,
             protocol_version: cluster
@@ -233,9 +198,9 @@ impl ClusterStatus {
             resolvers: count("resolvers"),
             coordinators: count("coordinators_count"),
             processes_by_class,
-            machines: machines.len() as u64,
+            machines,
             database,
-            recovery_state: field(cluster, &["recovery_state", "name"]),
+            recovery_state: text_at(cluster, &["recovery_state", "name"]),
             generation: cluster
                 .get("generation")
                 .and_then(serde_json::Value::as_u64),
@@ -309,6 +274,72 @@ impl ClusterStatus {
             classes.join(", ")
         )
     }
+}
+
+/// The string at `path` (keys from `v` down) of a `status json` value, when there is one.
+fn text_at(v: &serde_json::Value, path: &[&str]) -> Option<String> {
+    path.iter()
+        .try_fold(v, |v, k| v.get(k))
+        .and_then(|x| x.as_str())
+        .map(str::to_string)
+}
+
+/// The FDB versions of `processes` (`version`), distinct, sorted.
+fn versions(processes: &[&serde_json::Value]) -> Vec<String> {
+    let mut versions: Vec<String> = processes
+        .iter()
+        .filter_map(|p| text_at(p, &["version"]))
+        .collect();
+    versions.sort();
+    versions.dedup();
+    versions
+}
+
+/// The engines the storage servers among `processes` run (`roles[]` of role "storage":
+/// `storage_metadata.storage_engine`), distinct, sorted, without "unknown".
+fn storage_server_engines(processes: &[&serde_json::Value]) -> Vec<String> {
+    let mut engines: Vec<String> = processes
+        .iter()
+        .flat_map(|p| {
+            p.get("roles")
+                .and_then(|r| r.as_array())
+                .into_iter()
+                .flatten()
+        })
+        .filter(|r| r.get("role").and_then(|x| x.as_str()) == Some("storage"))
+        .filter_map(|r| text_at(r, &["storage_metadata", "storage_engine"]))
+        .filter(|e| e != "unknown")
+        .collect();
+    engines.sort();
+    engines.dedup();
+    engines
+}
+
+/// How many of `processes` are of each `class_type` ("unset" for one without).
+fn processes_by_class(processes: &[&serde_json::Value]) -> BTreeMap<String, u64> {
+    let mut by_class = BTreeMap::new();
+    for p in processes {
+        let class = text_at(p, &["class_type"]).unwrap_or_else(|| "unset".into());
+        *by_class.entry(class).or_insert(0) += 1;
+    }
+    by_class
+}
+
+/// The distinct machines of `processes` but the testers (`class_type` "test"): a process's
+/// `locality.machineid`, else its address's IP; one with neither counts as one machine.
+fn machines(processes: &[&serde_json::Value]) -> u64 {
+    let mut machines = BTreeSet::new();
+    for p in processes {
+        if text_at(p, &["class_type"]).as_deref() == Some("test") {
+            continue;
+        }
+        let ip = text_at(p, &["address"]).map(|a| {
+            a.rsplit_once(':')
+                .map_or(a.clone(), |(ip, _)| ip.to_string())
+        });
+        machines.insert(text_at(p, &["locality", "machineid"]).or(ip));
+    }
+    machines.len() as u64
 }
 
 /// What fdbcli prints on stderr while a command has waited 5 s (7 s for some) and goes on

@@ -1,7 +1,11 @@
 //! The code's shape as tests (as rust-analyzer's tidy tests guard its rules): data flows one
-//! way through the gate's stages, and FDB's formats never import the gate.
+//! way through the gate's stages, the files of a stage import each other one way, and FDB's
+//! formats never import the gate.
 
-use std::path::{Path, PathBuf};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    path::{Path, PathBuf},
+};
 
 /// The gate's stages in pipeline order: a module may import from its own stage and from
 /// earlier ones, never from a later one. `error`, `input` and `process` are below every stage;
@@ -179,6 +183,201 @@ fn the_rule_finds_an_upward_import() {
     );
 }
 
+fn is_ident(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// Every path `code` names after `prefix` (`super::`, `crate::`), as its segments, with
+/// `use` groups expanded: `super::{a::{b, c as d}, e::*}` names `[a, b]`, `[a, c]` and `[e]`.
+fn paths_after(code: &str, prefix: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for (i, _) in code.match_indices(prefix) {
+        // `super::` inside `super::super::` or a longer name is no path of its own.
+        if code[..i].ends_with(is_ident) || code[..i].ends_with("::") {
+            continue;
+        }
+        let mut rest = &code[i + prefix.len()..];
+        read_path(&mut rest, Vec::new(), &mut out);
+    }
+    out
+}
+
+/// Reads one path (segments joined by `::`, and `{..}` groups) from the start of `rest`,
+/// after the segments `base`, and pushes each whole path it names to `out`.
+fn read_path(rest: &mut &str, mut base: Vec<String>, out: &mut Vec<Vec<String>>) {
+    loop {
+        *rest = rest.trim_start();
+        if let Some(group) = rest.strip_prefix('{') {
+            *rest = group;
+            loop {
+                *rest = rest.trim_start();
+                if let Some(after) = rest.strip_prefix(',') {
+                    *rest = after;
+                } else if let Some(after) = rest.strip_prefix('}') {
+                    *rest = after;
+                    return;
+                } else if rest.is_empty() {
+                    return;
+                } else {
+                    read_path(rest, base.clone(), out);
+                    // Past what the item leaves (` as name`, `*`), to the next ',' or '}'.
+                    let end = rest.find([',', '}']).unwrap_or(rest.len());
+                    *rest = &rest[end..];
+                }
+            }
+        }
+        let len = rest.find(|c: char| !is_ident(c)).unwrap_or(rest.len());
+        if len == 0 {
+            if !base.is_empty() {
+                out.push(base);
+            }
+            return;
+        }
+        base.push(rest[..len].to_string());
+        *rest = &rest[len..];
+        match rest.strip_prefix("::") {
+            Some(after) => *rest = after,
+            None => {
+                out.push(base);
+                return;
+            }
+        }
+    }
+}
+
+/// Which files of `folder` each file names (`super::b`, or `crate::<own>::b` where `own`
+/// are the segments that lead from the crate to the folder): file stem to stems. The
+/// folder's `mod.rs` or `lib.rs` declares the others and is left out, and so is a file's
+/// test module (`super::` there is the file itself).
+fn sibling_imports(folder: &Path, own: &[&str]) -> BTreeMap<String, BTreeSet<String>> {
+    let stems: BTreeSet<String> = std::fs::read_dir(folder)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .filter(|s| s != "mod" && s != "lib")
+        .collect();
+    let mut imports = BTreeMap::new();
+    for stem in &stems {
+        let text = std::fs::read_to_string(folder.join(format!("{stem}.rs"))).unwrap();
+        let text = code(&text);
+        let lines: Vec<&str> = text
+            .lines()
+            .take_while(|l| {
+                let l = l.trim_start();
+                !(l.starts_with("mod tests") || l.starts_with("pub(crate) mod tests"))
+            })
+            .collect();
+        let text = lines.join("\n");
+        let from_super = paths_after(&text, "super::");
+        let from_crate = paths_after(&text, "crate::")
+            .into_iter()
+            .filter(|p| p.len() > own.len() && p.iter().zip(own).all(|(a, b)| a == b))
+            .map(|p| p[own.len()..].to_vec());
+        let named: BTreeSet<String> = from_super
+            .into_iter()
+            .chain(from_crate)
+            .filter_map(|p| p.first().cloned())
+            .filter(|m| m != stem && stems.contains(m))
+            .collect();
+        imports.insert(stem.clone(), named);
+    }
+    imports
+}
+
+/// Every import cycle among the files of `folder` (see [`sibling_imports`]), each once,
+/// from its first file in name order: `folder: a -> b -> a`.
+fn import_cycles(folder: &Path, own: &[&str]) -> Vec<String> {
+    let imports = sibling_imports(folder, own);
+    let mut cycles = Vec::new();
+    for start in imports.keys() {
+        // Paths from `start` through files after it in name order, so that a cycle is
+        // found from its first file only.
+        let mut paths = vec![vec![start.clone()]];
+        while let Some(path) = paths.pop() {
+            for next in &imports[path.last().unwrap()] {
+                if next == start {
+                    cycles.push(format!(
+                        "{}: {} -> {start}",
+                        folder.display(),
+                        path.join(" -> ")
+                    ));
+                } else if next > start && !path.contains(next) {
+                    paths.push([path.clone(), vec![next.clone()]].concat());
+                }
+            }
+        }
+    }
+    cycles.sort();
+    cycles
+}
+
+#[test]
+fn no_two_files_of_a_stage_import_each_other() {
+    let src = root().join("xtask/src");
+    let mut cycles = Vec::new();
+    for entry in std::fs::read_dir(&src).unwrap().flatten() {
+        if entry.path().is_dir() {
+            let stage = entry.file_name().to_string_lossy().into_owned();
+            cycles.extend(import_cycles(&entry.path(), &[stage.as_str()]));
+        }
+    }
+    cycles.extend(import_cycles(&root().join("fdb/src"), &[]));
+    assert!(
+        cycles.is_empty(),
+        "files that import each other (move what both need to a file both import):\n{}",
+        cycles.join("\n")
+    );
+}
+
+#[test]
+fn the_rule_finds_an_import_cycle() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    for (file, text) in [
+        ("mod.rs", "pub mod a;\nuse a::x;\nuse b::y;\n"),
+        ("a.rs", "use super::{b::X, c as d, f::h};\n"),
+        ("b.rs", "fn g() { crate::run::a::go(); }\n"),
+        ("c.rs", "use crate::{config::Arm, run::{d::{Y, Z}}};\n"),
+        ("d.rs", "use super::e::*;\nuse super::Runner;\n"),
+        // Neither prose nor another stage's file of the same name is an import.
+        (
+            "e.rs",
+            "// super::d in prose\nuse crate::run::c;\nuse crate::report::a;\n",
+        ),
+        // Nor is what a test module names.
+        (
+            "f.rs",
+            "pub fn h() {}\n#[cfg(test)]\nmod tests {\n    use crate::run::a::x;\n}\n",
+        ),
+    ] {
+        std::fs::write(run.join(file), text).unwrap();
+    }
+    assert_eq!(
+        import_cycles(&run, &["run"]),
+        [
+            format!("{}: a -> b -> a", run.display()),
+            format!("{}: c -> d -> e -> c", run.display()),
+        ]
+    );
+    assert_eq!(
+        paths_after(
+            "use super::{a::{b, c as d}, e::*, self};\nsuper::super::x; super::f::g()",
+            "super::"
+        ),
+        [
+            vec!["a", "b"],
+            vec!["a", "c"],
+            vec!["e"],
+            vec!["self"],
+            vec!["super", "x"],
+            vec!["f", "g"]
+        ]
+    );
+}
+
 #[test]
 fn fdb_formats_import_nothing_of_the_gate() {
     let manifest = std::fs::read_to_string(root().join("fdb/Cargo.toml")).unwrap();
@@ -194,8 +393,8 @@ fn fdb_formats_import_nothing_of_the_gate() {
     }
 }
 
-/// Longest function body the gate may have, lines (signature to closing brace): short
-/// enough to read whole (TigerBeetle's limit is 70).
+/// Longest function body the gate and FDB's formats may have, lines (signature to closing
+/// brace): short enough to read whole (TigerBeetle's limit is 70).
 const MAX_FUNCTION_LINES: usize = 80;
 
 /// Every function of `src` longer than [`MAX_FUNCTION_LINES`], as `file: name (N lines)`.
@@ -239,7 +438,8 @@ fn long_functions(src: &Path) -> Vec<String> {
 
 #[test]
 fn no_function_of_the_gate_is_longer_than_the_limit() {
-    let long = long_functions(&root().join("xtask/src"));
+    let mut long = long_functions(&root().join("xtask/src"));
+    long.extend(long_functions(&root().join("fdb/src")));
     assert!(
         long.is_empty(),
         "functions over {MAX_FUNCTION_LINES} lines (split them by what they do):\n{}",

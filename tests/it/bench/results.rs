@@ -355,7 +355,7 @@ fn report_html_arms_stay_apart_when_rendered_in_greyscale() {
     let colour = screenshot(&s, &s.out().join("report.html"), "colour.png");
     let grey = screenshot(&s, &grey_page, "grey.png");
     assert_eq!((colour.width, colour.height), (grey.width, grey.height));
-    // The arms' colours (xtask/src/report/html.rs): dark blue and orange.
+    // The arms' colours (xtask/src/report/chart.rs): dark blue and orange.
     let arm_pixels = |rgb: [u8; 3]| -> Vec<usize> {
         (0..colour.pixels())
             .filter(|&i| (0..3).all(|c| colour.at(i)[c].abs_diff(rgb[c]) <= 6))

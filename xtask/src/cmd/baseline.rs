@@ -68,7 +68,7 @@ fn engine_record(
     let (meta, plan, trials) = (&run.meta, &run.meta.plan, &run.trials);
     let recorded_arm = arm_of(plan, arm)?;
     // A sweep that stopped says why before its trial count does.
-    let sweep = match &plan.config.sweep {
+    let sweep = match plan.config.schedule().ladder() {
         Some(ladder) => Some(recorded_sweep(from, trials, engine, arm, ladder)?),
         None => None,
     };

@@ -42,7 +42,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         }
         check_given_trees(&config)?;
         let mut wanted = Vec::new();
-        if config.baseline.build_dir.is_none() && !config.no_control && config.existing.is_none() {
+        if config.baseline.build_dir.is_none() && config.against.baseline_arm() {
             wanted.push(Arm::Baseline);
         }
         if config.experiment.build_dir.is_none() {
@@ -107,7 +107,7 @@ fn control_from_record(config: &mut BenchConfig, prepared: &Prepared) {
     let Some(record) = prepared.record() else {
         return;
     };
-    if config.no_control || config.baseline.build_dir.is_some() {
+    if !config.against.baseline_arm() || config.baseline.build_dir.is_some() {
         return;
     }
     let Some(tree) = record.build_tree.as_deref().map(std::path::PathBuf::from) else {

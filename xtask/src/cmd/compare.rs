@@ -11,11 +11,9 @@ use anyhow::{Context, Result};
 
 use crate::{
     cli::CompareArgs,
-    config::{check_max_regression, check_slo_tps},
+    config::{check_max_regression, check_slo_tps, Schedule},
     error::UsageError,
-    judge::{
-        exit_code, host::host_lines, judge_looks, knee, planned_trials, samples::Sample, Criteria,
-    },
+    judge::{exit_code, host::host_lines, judge_looks, knee, samples::Sample, Criteria, Reference},
     report::write,
     results::{
         fs::{
@@ -39,7 +37,8 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
     if let Some(p) = &plan.noise_prior {
         p.check(&args.dir.join("meta.json").display().to_string())?;
     }
-    let criteria = criteria(args, plan);
+    let reference = Reference::of(plan.recorded.as_ref(), plan.baseline.is_some());
+    let criteria = criteria(args, plan, reference);
     check_max_regression(criteria.max_regression_pct)?;
     check_slo_tps(args.slo_tps)?;
     // A run writes summary.json at its end, interrupted or not: without it the run was
@@ -50,9 +49,15 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         .map(SavedSummary::looks)
         .unwrap_or_default();
     let interrupted = summary.as_ref().is_none_or(|s| s.interrupted);
-    let unpaired_record = plan.recorded.as_ref().filter(|_| plan.baseline.is_none());
-    let samples = Sample::of_run(unpaired_record, &trials);
-    let mut judgements = judge_saved(plan, &trials, &samples, criteria, interrupted, &looks);
+    let samples = Sample::of_run(reference.record_as_baseline(), &trials);
+    let judged = Judged {
+        trials: &trials,
+        samples: &samples,
+        criteria,
+        interrupted,
+        looks: &looks,
+    };
+    let mut judgements = judge_saved(plan, reference, &judged);
     if !finished {
         for j in &mut judgements {
             j.reason = j.reason.replacen(
@@ -63,7 +68,7 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         }
     }
     let out = results_dir(args)?;
-    let mut warnings = warnings_of(plan, &samples, &trials);
+    let mut warnings = warnings_of(plan, reference, &samples, &trials);
     if let Some(original) = &meta.results_dir {
         // The run's messages name its files where it was written; name them from here.
         let to_run = path_to_run(&out, &args.dir);
@@ -94,34 +99,37 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
 
 /// The saved run's judgements: a sweep's knee (`SavedRun::read` checked its ladder), or
 /// its trials judged at the looks it took.
-fn judge_saved(
-    plan: &SavedPlan,
-    trials: &[TrialRecord],
-    samples: &[Sample],
-    criteria: Criteria,
-    interrupted: bool,
-    looks: &std::collections::BTreeMap<fdb::Engine, u32>,
-) -> Vec<crate::judge::Judgement> {
-    let against = knee::Against::of(plan.recorded.as_ref(), plan.baseline.is_some());
-    match &plan.config.sweep {
-        Some(ladder) => knee::judge(
-            trials,
+fn judge_saved(plan: &SavedPlan, reference: Reference, j: &Judged) -> Vec<crate::judge::Judgement> {
+    match &plan.config.schedule() {
+        Schedule::Sweep { ladder, .. } => knee::judge(
+            j.trials,
             plan.engines(),
             ladder,
-            criteria,
-            interrupted,
-            against,
+            j.criteria,
+            j.interrupted,
+            reference,
         ),
-        None => judge_looks(
-            samples,
+        Schedule::Fixed { .. } | Schedule::Sequential { .. } => judge_looks(
+            j.samples,
             plan.engines(),
-            criteria,
-            interrupted,
-            looks,
+            j.criteria,
+            j.interrupted,
+            j.looks,
             None,
             plan.noise_prior.as_ref(),
         ),
     }
+}
+
+/// What a saved run is judged on.
+struct Judged<'a> {
+    trials: &'a [TrialRecord],
+    /// The record's trials (against one without a control arm), then the run's.
+    samples: &'a [Sample],
+    criteria: Criteria,
+    interrupted: bool,
+    /// The looks each engine's `--trials auto` planned.
+    looks: &'a std::collections::BTreeMap<fdb::Engine, u32>,
 }
 
 /// compare's results dir (`--out`, else `<run>/compare-<UTC time>-<pid>`), created once
@@ -163,13 +171,20 @@ fn path_to_run(out: &Path, run: &Path) -> String {
 
 /// The plan's warnings, and for a judgement against a record with a fresh control arm,
 /// the lines on which this host differs from the record's.
-fn warnings_of(plan: &SavedPlan, samples: &[Sample], trials: &[TrialRecord]) -> Vec<String> {
+fn warnings_of(
+    plan: &SavedPlan,
+    reference: Reference,
+    samples: &[Sample],
+    trials: &[TrialRecord],
+) -> Vec<String> {
     let mut warnings = plan.warnings.clone();
-    if let (Some(record), Some(_)) = (&plan.recorded, &plan.baseline) {
+    if let Some(record) = reference.controlled_record() {
         // A sweep's host check is by knee, a run of one target's by TPS.
-        let lines = match plan.config.sweep {
-            Some(_) => knee::host_lines(record, trials, plan.engines()),
-            None => host_lines(record, samples, plan.engines()),
+        let lines = match plan.config.schedule() {
+            Schedule::Sweep { .. } => knee::host_lines(record, trials, plan.engines()),
+            Schedule::Fixed { .. } | Schedule::Sequential { .. } => {
+                host_lines(record, samples, plan.engines())
+            }
         };
         warnings.extend(
             lines
@@ -182,19 +197,16 @@ fn warnings_of(plan: &SavedPlan, samples: &[Sample], trials: &[TrialRecord]) -> 
 
 /// The saved run's criteria with the flags that override them (`--max-regression`,
 /// `--slo-tps`, `--strict`).
-fn criteria(args: &CompareArgs, plan: &SavedPlan) -> Criteria {
+fn criteria(args: &CompareArgs, plan: &SavedPlan, reference: Reference) -> Criteria {
     let c = &plan.config;
-    let adaptive = c.time_budget.as_ref().is_some_and(|b| !b.is_null());
     Criteria {
-        trials: planned_trials(c.trials, adaptive),
+        trials: c.schedule().complete_at(),
         max_regression_pct: args.max_regression.unwrap_or(c.max_regression_pct),
         slo_tps: args.slo_tps.or(c.slo_tps),
         slo: plan.slo(),
         strict: args.strict || c.strict,
-        // As bench judged it (cmd::pipeline): against a record without a control, or
-        // against a cluster the gate did not start (one arm).
-        unpaired: (plan.recorded.is_some() && plan.baseline.is_none())
-            || plan.config.existing.is_some(),
+        // As bench judged it (cmd::pipeline): no baseline arm ran.
+        unpaired: reference.unpaired(),
         gates: c.gates(),
         gates_if_measured: c.gates_if_measured(),
     }

@@ -11,10 +11,10 @@ use anyhow::{Context as _, Result};
 use fdb::Engine;
 
 use crate::{
-    config::MAX_TRIALS,
+    config::{Schedule, MAX_TRIALS},
     judge::{
-        exit_code, host::host_lines, judge_looks, knee, planned_trials, samples::Sample,
-        sequential::Sequential, Criteria, Judgement, Verdict,
+        exit_code, host::host_lines, judge_looks, knee, samples::Sample, sequential::Sequential,
+        Criteria, Judgement, Reference, Verdict,
     },
     plan::{Plan, PlannedTrial},
     process::interrupted,
@@ -62,19 +62,15 @@ pub fn execute(plan: Plan) -> Result<Finished> {
     let results = || write::Stage("results");
     let started = std::time::SystemTime::now();
     write::meta(&out, &plan).context(results())?;
-    if let Some(ladder) = &plan.config.sweep {
+    if let Schedule::Sweep { ladder, .. } = &plan.config.schedule {
         return finish_sweep(plan.clone(), out, started, ladder);
     }
     let (trials, looks) = run_trials(&plan, &out)?;
     let interrupted = interrupted();
-    let mut criteria = criteria(
-        &plan,
-        planned_trials(plan.config.trials, plan.config.time_budget.is_some()),
-    );
-    // Against a record without a control arm, its trials are the baseline arm: unpaired.
-    let unpaired_record = plan.recorded.as_ref().filter(|_| plan.baseline.is_none());
-    criteria.unpaired = unpaired_record.is_some() || plan.config.existing.is_some();
-    let samples = Sample::of_run(unpaired_record, &trials);
+    let reference = Reference::of(plan.recorded.as_ref(), plan.baseline.is_some());
+    let mut criteria = criteria(&plan, plan.config.schedule.complete_at());
+    criteria.unpaired = reference.unpaired();
+    let samples = Sample::of_run(reference.record_as_baseline(), &trials);
     let judgements = judge_looks(
         &samples,
         &plan.engines,
@@ -85,7 +81,7 @@ pub fn execute(plan: Plan) -> Result<Finished> {
         plan.noise_prior.as_ref(),
     );
     let mut warnings = plan.warnings.clone();
-    if let (Some(record), Some(_)) = (&plan.recorded, &plan.baseline) {
+    if let Some(record) = reference.controlled_record() {
         log_host_lines(host_lines(record, &samples, &plan.engines), &mut warnings);
     }
     let judged = Judged {
@@ -107,11 +103,10 @@ fn finish_sweep(
 ) -> Result<Finished> {
     let trials = run_sweep(&plan, &out, ladder)?;
     let interrupted = interrupted();
-    let criteria = criteria(&plan, plan.config.trials);
-    // Against a record without a control arm, the record's knee is the baseline's.
-    let against = knee::Against::of(plan.recorded.as_ref(), plan.baseline.is_some());
+    let criteria = criteria(&plan, plan.config.schedule.complete_at());
+    let against = Reference::of(plan.recorded.as_ref(), plan.baseline.is_some());
     let mut warnings = plan.warnings.clone();
-    if let (Some(record), Some(_)) = (&plan.recorded, &plan.baseline) {
+    if let Some(record) = against.controlled_record() {
         log_host_lines(
             knee::host_lines(record, &trials, &plan.engines),
             &mut warnings,
@@ -140,7 +135,7 @@ fn run_sweep(plan: &Plan, out: &Path, ladder: &[u64]) -> Result<Vec<TrialRecord>
     let mut runner = Runner::start(plan, out, |trials| {
         write::trials(out, trials).context(write::Stage("results"))
     })?;
-    let against = knee::Against::of(plan.recorded.as_ref(), plan.baseline.is_some());
+    let against = Reference::of(plan.recorded.as_ref(), plan.baseline.is_some());
     let mut next_repetition = plan.trials.iter().map(|t| t.repetition).max().unwrap_or(0);
     'engines: for &engine in &plan.engines {
         // Steps handed to the runner: the plan's trials on the steps past them will not run.
@@ -296,15 +291,15 @@ fn run_trials(plan: &Plan, out: &Path) -> Result<(Vec<TrialRecord>, BTreeMap<Eng
         write::trials(out, trials).context(write::Stage("results"))
     })?;
     let mut looks = BTreeMap::new();
-    match plan.config.time_budget {
-        None => {
+    match plan.config.schedule {
+        Schedule::Fixed { .. } | Schedule::Sweep { .. } => {
             for planned in &plan.trials {
                 if !runner.run(planned.clone())? {
                     break;
                 }
             }
         }
-        Some(budget) => {
+        Schedule::Sequential { budget } => {
             let share = budget / plan.engines.len() as u32;
             for &engine in &plan.engines {
                 if let Some(k) = adaptive(&mut runner, plan, engine, share)? {

@@ -167,7 +167,7 @@ fn refuse_server_flags(a: &BenchArgs, c: &BenchConfig) -> Result<(), UsageError>
         (!r.engines.is_empty(), "--engine", "the storage engine is the one the cluster was configured with; status json records it"),
         (r.pin, "--pin", "the storage servers are not the gate's to pin"),
         (r.require_cpu_bound, "--require-cpu-bound", "the storage servers' CPU is not the gate's to measure"),
-        (c.time_budget.is_some(), "--trials auto", "one arm has no pairs to look at; give --trials N"),
+        (c.schedule.budget().is_some(), "--trials auto", "one arm has no pairs to look at; give --trials N"),
     ];
     match refused.iter().find(|(given, ..)| *given) {
         Some((_, flag, why)) => {

@@ -11,10 +11,12 @@ use std::{
 
 use serde::{Deserialize, Serialize};
 
+pub mod against;
 pub mod existing;
 pub mod metric;
 pub mod path_json;
 pub mod readwrite;
+pub mod schedule;
 pub mod slo;
 pub mod source;
 pub mod topology;
@@ -26,7 +28,9 @@ use crate::{
     cli::{BenchArgs, EngineArg, RunArgs, TimeoutArgs, TrialsArg},
     error::UsageError,
 };
+pub use against::Against;
 pub use metric::{CpuRole, Metric, MetricSet, HARDWARE_PMU};
+pub use schedule::Schedule;
 pub use workload::{client_procs, Workload, SATURATING_CORES, SERVER_CORES};
 
 /// Longest run or phase bound accepted, seconds (one week): longer is a typo, and
@@ -138,14 +142,9 @@ pub struct BenchConfig {
     /// Set when the run's client processes were scaled to the host's cores
     /// ([`client_procs`]): what was changed and why, for the run's warnings.
     pub procs_scaled: Option<String>,
-    /// Trials per arm and engine planned up front (with `--trials auto`, the minimum).
-    pub trials: u32,
-    /// `--trials auto`: pairs are added until decided or this budget is spent.
-    pub time_budget: Option<Duration>,
-    /// `--sweep`: the saturation sweep's target TPS per step, increasing; `trials` pairs
-    /// run at each step (multitest profiles only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sweep: Option<Vec<u64>>,
+    /// How many trials each arm and engine gets, and when the run stops.
+    #[serde(flatten)]
+    pub schedule: Schedule,
     /// Seed of the trial order within A/B blocks (`--seed`, else from the clock); recorded
     /// so a run's order can be reproduced.
     pub seed: u64,
@@ -172,12 +171,10 @@ pub struct BenchConfig {
     /// ratio, unless `--tps-only`.
     pub gates_if_measured: MetricSet,
     pub allow_same: bool,
-    /// Judge against this recorded baseline (name or path): with a control arm of the
-    /// recorded build (the baseline arm), unless `no_control`.
-    pub against_recorded: Option<String>,
-    /// `--no-control`: against a record, no baseline arm runs; the experiment is compared
-    /// unpaired with the recorded trials.
-    pub no_control: bool,
+    /// What the experiment is compared with: the baseline arm, a recorded baseline (with
+    /// or without a control arm), or nothing.
+    #[serde(flatten)]
+    pub against: Against,
     /// Accept a recorded baseline from another host class or work dir kind.
     pub allow_host_mismatch: bool,
     /// Accept a recorded baseline whose user knobs differ from this run's.
@@ -251,7 +248,7 @@ impl TryFrom<&BenchArgs> for BenchConfig {
             a.allow_same,
             &a.run,
         )?;
-        if a.no_control && c.time_budget.is_some() {
+        if a.no_control && c.schedule.budget().is_some() {
             return Err(usage(
                 "--trials auto does not work with --no-control (unpaired looks are not \
                  implemented); give --trials N, or run a control arm",
@@ -271,11 +268,16 @@ impl TryFrom<&BenchArgs> for BenchConfig {
             ));
         }
         if let Some(ladder) = &a.sweep {
-            c.sweep = Some(check_sweep(&c, a, ladder)?);
+            c.schedule = Schedule::Sweep {
+                ladder: check_sweep(&c, a, ladder)?,
+                pairs: c.schedule.planned_pairs(),
+            };
         }
-        c.against_recorded = a.against_recorded.clone();
-        // A cluster the gate did not start has no control arm: it is the one cluster.
-        c.no_control = a.no_control || a.cluster_file.is_some();
+        c.against = Against::of(
+            a.against_recorded.as_deref(),
+            a.no_control,
+            a.cluster_file.is_some(),
+        );
         c.allow_host_mismatch = a.allow_host_mismatch;
         c.allow_knob_mismatch = a.allow_knob_mismatch;
         c.baselines_dir = a.baselines_dir.clone();
@@ -330,7 +332,7 @@ impl BenchConfig {
             all.extend(parse_all(own, flag)?);
             Ok(all)
         };
-        let (trials, time_budget) = trials_and_budget(a.trials, a.time_budget)?;
+        let schedule = schedule_of(a.trials, a.time_budget)?;
         check_max_regression(a.max_regression)?;
         check_slo_tps(a.slo_tps)?;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -352,9 +354,7 @@ impl BenchConfig {
             topology: topology_of(&a.topology)?,
             existing: None,
             procs_scaled,
-            trials,
-            time_budget,
-            sweep: None,
+            schedule,
             seed: a.seed.unwrap_or_else(clock_seed),
             workdir: crate::cli::workdir_or_env(a.workdir.as_deref()).map_err(UsageError)?,
             out: a.out.clone(),
@@ -370,8 +370,7 @@ impl BenchConfig {
                 MetricSet::NONE.with(Metric::StorageCpuRatio)
             },
             allow_same,
-            against_recorded: None,
-            no_control: false,
+            against: Against::BaselineArm,
             allow_host_mismatch: false,
             allow_knob_mismatch: false,
             baselines_dir: None,
@@ -397,7 +396,7 @@ impl BenchConfig {
 /// pair; starting clusters and loading data come on top) would stop with a verdict that
 /// can only be INCONCLUSIVE. Errors: a [`UsageError`] with the least budget that could.
 fn check_budget_holds_the_first_look(c: &BenchConfig) -> Result<(), UsageError> {
-    let Some(budget) = c.time_budget else {
+    let Some(budget) = c.schedule.budget() else {
         return Ok(());
     };
     let engines = c.engines.len().max(1) as u64;
@@ -433,14 +432,13 @@ pub fn gates(gate_latency: bool, gate: &[crate::cli::GateMetric]) -> MetricSet {
     MetricSet::TPS.with_all(latency).with_all(named)
 }
 
-/// `--trials` and `--time-budget`: trials per arm and engine planned up front (with
-/// `auto`, the [`MIN_PAIRS`] before the first look) and the budget of `auto`.
-fn trials_and_budget(
-    trials: TrialsArg,
-    budget: Option<Duration>,
-) -> Result<(u32, Option<Duration>), UsageError> {
+/// The schedule of `--trials` and `--time-budget`: N pairs, or `auto` within a budget
+/// (a sweep's ladder is added by the caller, which checks it against the other flags).
+fn schedule_of(trials: TrialsArg, budget: Option<Duration>) -> Result<Schedule, UsageError> {
     Ok(match (trials, budget) {
-        (TrialsArg::Count(n), None) if (1..=MAX_TRIALS).contains(&n) => (n, None),
+        (TrialsArg::Count(n), None) if (1..=MAX_TRIALS).contains(&n) => {
+            Schedule::Fixed { pairs: n }
+        }
         (TrialsArg::Count(n), None) => {
             return Err(usage(format!(
                 "--trials {n} must be between 1 and {MAX_TRIALS}, or auto"
@@ -459,7 +457,7 @@ fn trials_and_budget(
                 "--time-budget must be more than 0 and at most four weeks",
             ));
         }
-        (TrialsArg::Auto, Some(b)) => (MIN_PAIRS, Some(b)),
+        (TrialsArg::Auto, Some(b)) => Schedule::Sequential { budget: b },
     })
 }
 
@@ -541,7 +539,7 @@ fn check_sweep(c: &BenchConfig, a: &BenchArgs, ladder: &str) -> Result<Vec<u64>,
     }
     let conflict = [
         (
-            c.time_budget.is_some(),
+            c.schedule.budget().is_some(),
             "--trials auto (--sweep runs --trials N pairs per step)",
         ),
         (
@@ -557,11 +555,11 @@ fn check_sweep(c: &BenchConfig, a: &BenchArgs, ladder: &str) -> Result<Vec<u64>,
         return Err(usage(format!("--sweep does not go with {what}")));
     }
     let steps = readwrite::parse_ladder(ladder).map_err(UsageError)?;
-    if steps.len() as u64 * u64::from(c.trials) > u64::from(MAX_TRIALS) {
+    let pairs = c.schedule.planned_pairs();
+    if steps.len() as u64 * u64::from(pairs) > u64::from(MAX_TRIALS) {
         return Err(usage(format!(
-            "--sweep with {} steps x --trials {} pairs is more than {MAX_TRIALS} pairs",
+            "--sweep with {} steps x --trials {pairs} pairs is more than {MAX_TRIALS} pairs",
             steps.len(),
-            c.trials
         )));
     }
     Ok(steps)
@@ -700,7 +698,10 @@ mod tests {
             (4, 7, 4, 128)
         );
         assert_eq!(w.transaction, "g18ui");
-        assert_eq!(config(&["--profile", "standard"]).unwrap().trials, 3);
+        assert_eq!(
+            config(&["--profile", "standard"]).unwrap().schedule,
+            Schedule::Fixed { pairs: 3 }
+        );
         assert_eq!(
             (w.warmup_seconds, w.seconds, w.measured_seconds()),
             (300, 600, 300)
@@ -960,9 +961,12 @@ mod tests {
         assert!(config(&["--time-budget", "1h"]).is_err());
         let c = config(&["--trials", "auto", "--time-budget", "90min"]).unwrap();
         assert_eq!(
-            (c.trials, c.time_budget),
-            (3, Some(Duration::from_secs(5400)))
+            c.schedule,
+            Schedule::Sequential {
+                budget: Duration::from_secs(5400)
+            }
         );
+        assert_eq!(c.schedule.planned_pairs(), 3);
     }
 
     #[test]

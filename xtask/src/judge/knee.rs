@@ -10,7 +10,7 @@
 use fdb::Engine;
 use serde::Serialize;
 
-use super::{Criteria, Judgement, Verdict};
+use super::{Criteria, Judgement, Reference, Verdict};
 use crate::{
     config::{readwrite::FOLLOWED_SHARE, Arm, Metric},
     results::{
@@ -19,36 +19,12 @@ use crate::{
     },
 };
 
-/// What the experiment's knee is judged against.
-#[derive(Debug, Clone, Copy)]
-pub enum Against<'a> {
-    /// The run's baseline arm (an A/B).
-    Arm,
-    /// The run's baseline arm as the control of a sweep's record (the recorded build run
-    /// today): judged as [`Against::Arm`], with remedies that keep the record's ladder.
-    Control(&'a Baseline),
-    /// A sweep's record without a control arm (`--no-control`): the lowest of its days'
-    /// knees, so a host that is slow today costs no false REGRESSION the record's own days
-    /// would not also have shown.
-    Record(&'a Baseline),
-}
-
-impl<'a> Against<'a> {
-    /// What a sweep judged against `record` (if any) compares with: the record's days
-    /// without a control arm (`control` false), else the run's baseline arm.
-    pub fn of(record: Option<&'a Baseline>, control: bool) -> Against<'a> {
-        match (record, control) {
-            (Some(r), false) => Against::Record(r),
-            (Some(r), true) => Against::Control(r),
-            (None, _) => Against::Arm,
-        }
-    }
-
+impl Reference<'_> {
     /// The knee the experiment's is judged against, TPS, among `steps`: the baseline
     /// arm's, or the lowest of the record's days; `None` below the ladder's first step.
     fn baseline_knee(self, steps: &[Step]) -> Option<u64> {
         match self {
-            Against::Record(r) => r.knees().into_iter().min(),
+            Reference::Record(r) => r.knees().into_iter().min(),
             _ => knee(steps, Arm::Baseline),
         }
     }
@@ -149,7 +125,7 @@ pub fn follows(followed: usize, trials: usize) -> bool {
 /// experiment did not follow a target at or below the record's lowest knee). A split step
 /// is run up to [`CONFIRM_TRIALS`] trials per arm, and to an odd count beyond that, so a
 /// majority decides it. A step runs its confirmations once: the count it reaches is odd.
-pub fn confirmations(steps: &[Step], target: u64, against: Against) -> usize {
+pub fn confirmations(steps: &[Step], target: u64, against: Reference) -> usize {
     let at = |arm| {
         steps
             .iter()
@@ -159,7 +135,7 @@ pub fn confirmations(steps: &[Step], target: u64, against: Against) -> usize {
         return 0;
     };
     let (split, trials) = match (against, at(Arm::Baseline)) {
-        (Against::Record(r), _) => (
+        (Reference::Record(r), _) => (
             !e.followed && r.knees().into_iter().min().is_some_and(|k| target <= k),
             e.trials,
         ),
@@ -207,7 +183,7 @@ pub fn judge(
     ladder: &[u64],
     criteria: Criteria,
     interrupted: bool,
-    against: Against,
+    against: Reference,
 ) -> Vec<Judgement> {
     engines
         .iter()
@@ -219,7 +195,7 @@ pub fn judge(
                 experiment_tps: knee(&steps, Arm::Experiment),
                 first_step_tps: ladder[0],
                 top_step_tps: ladder[ladder.len() - 1],
-                has_baseline: matches!(against, Against::Record(_))
+                has_baseline: matches!(against, Reference::Record(_))
                     || steps.iter().any(|s| s.arm == Arm::Baseline),
             };
             // A sweep that stopped early has no knees to show, only steps so far.
@@ -255,7 +231,7 @@ fn knee_notes(
     trials: &[TrialRecord],
     engine: Engine,
     ladder: &[u64],
-    against: Against,
+    against: Reference,
 ) -> Vec<String> {
     let steps = steps(trials, engine);
     let mut notes: Vec<String> = [Arm::Baseline, Arm::Experiment]
@@ -266,7 +242,7 @@ fn knee_notes(
             None => format!("{arm} knee: below the first step, {} TPS", ladder[0]),
         })
         .collect();
-    if let Against::Record(b) = against {
+    if let Reference::Record(b) = against {
         notes.push(format!("{}: {}", b.name, recorded_knees(b)));
     }
     notes
@@ -368,9 +344,9 @@ fn stopped(trials: &[TrialRecord], engine: Engine, interrupted: bool) -> Option<
 
 /// What to change when the knee is outside the ladder: `ours` for an A/B; against a record
 /// the ladder is the record's, so a new record on a ladder with `change`.
-fn remedy(against: Against, ours: &str, change: &str) -> String {
+fn remedy(against: Reference, ours: &str, change: &str) -> String {
     match against {
-        Against::Arm => ours.to_string(),
+        Reference::Arm => ours.to_string(),
         _ => format!(
             "record the release again on a ladder with {change} (a record's knee compares \
              only on its own ladder)"
@@ -394,7 +370,7 @@ fn decide(
     engine: Engine,
     ladder: &[u64],
     interrupted: bool,
-    against: Against,
+    against: Reference,
 ) -> (Verdict, String, Option<(u64, u64)>) {
     if let Some((verdict, why)) = stopped(trials, engine, interrupted) {
         return (verdict, why, None);
@@ -406,7 +382,7 @@ fn decide(
     // A record's knee lies below the ladder's top (results::baseline checks it).
     let b = against.baseline_knee(&steps);
     let b_name = match against {
-        Against::Record(_) => " (the lowest of the record's days)",
+        Reference::Record(_) => " (the lowest of the record's days)",
         _ => "",
     };
     let rule = rule();
@@ -414,7 +390,9 @@ fn decide(
     let knees = b.zip(e).filter(|(b, e)| *b < top && *e < top);
     let remedy = |ours: &str, change: &str| remedy(against, ours, change);
     // One arm (a cluster the gate did not start): its knee is the result.
-    if matches!(against, Against::Arm) && !steps.iter().any(|s| s.arm == Arm::Baseline) {
+    if matches!(against, Reference::Arm | Reference::Nothing)
+        && !steps.iter().any(|s| s.arm == Arm::Baseline)
+    {
         return (
             Verdict::Measured,
             format!(
@@ -493,7 +471,7 @@ mod tests {
                 step(Arm::Baseline, 100, b.0, b.1),
                 step(Arm::Experiment, 100, e.0, e.1),
             ];
-            confirmations(&steps, 100, Against::Arm)
+            confirmations(&steps, 100, Reference::Arm)
         };
         assert_eq!(at((1, 1), (1, 1)), 0, "both followed");
         assert_eq!(at((0, 1), (0, 1)), 0, "neither followed");
@@ -505,11 +483,15 @@ mod tests {
         // The step's trials so far are counted, not the plan's.
         let alone = [step(Arm::Experiment, 100, 0, 1)];
         assert_eq!(
-            confirmations(&alone, 100, Against::Arm),
+            confirmations(&alone, 100, Reference::Arm),
             0,
             "no baseline arm"
         );
-        assert_eq!(confirmations(&alone, 200, Against::Arm), 0, "another step");
+        assert_eq!(
+            confirmations(&alone, 200, Reference::Arm),
+            0,
+            "another step"
+        );
     }
 
     /// xorshift64*: a seeded, dependency-free source for the Monte Carlo below.
@@ -534,7 +516,7 @@ mod tests {
             steps.push(step(Arm::Baseline, target, b, 1));
             steps.push(step(Arm::Experiment, target, e, 1));
             let extra = if confirm {
-                confirmations(&steps, target, Against::Arm)
+                confirmations(&steps, target, Reference::Arm)
             } else {
                 0
             };

@@ -44,6 +44,7 @@ pub use crate::config::Metric;
 use crate::{
     config::{slo::SloTps, Arm, CpuRole, MetricSet},
     results::{
+        baseline::Baseline,
         noise::{NoisePrior, PriorNoise},
         trial::{Outcome, CPU_BOUND_MIN_CORES},
     },
@@ -100,6 +101,60 @@ impl fmt::Display for Verdict {
     }
 }
 
+/// What the experiment is judged against: decided once per run from its plan (or saved
+/// plan), and matched on wherever judging differs by it (pairing, the samples, the knee,
+/// the host check).
+#[derive(Debug, Clone, Copy)]
+pub enum Reference<'a> {
+    /// The run's baseline arm (an A/B), paired trial by trial.
+    Arm,
+    /// The run's baseline arm as the control of a recorded baseline (the recorded build
+    /// run today): judged as [`Reference::Arm`]; the record checks the host
+    /// (`judge::host`), and a sweep's remedies keep the record's ladder.
+    Control(&'a Baseline),
+    /// A recorded baseline without a control arm (`--no-control`, or a cluster the gate
+    /// did not start): its trials are the baseline, compared unpaired; a sweep's knee is
+    /// the lowest of its days', so a host that is slow today costs no false REGRESSION the
+    /// record's own days would not also have shown.
+    Record(&'a Baseline),
+    /// No baseline: one arm on a cluster the gate did not start, measured only.
+    Nothing,
+}
+
+impl<'a> Reference<'a> {
+    /// The reference of a run judged against `record` (if any), with or without a
+    /// `baseline_arm` of its own.
+    pub fn of(record: Option<&'a Baseline>, baseline_arm: bool) -> Reference<'a> {
+        match (record, baseline_arm) {
+            (Some(r), false) => Reference::Record(r),
+            (Some(r), true) => Reference::Control(r),
+            (None, true) => Reference::Arm,
+            (None, false) => Reference::Nothing,
+        }
+    }
+
+    /// Whether the experiment's trials are compared unpaired: no baseline arm ran.
+    pub fn unpaired(self) -> bool {
+        matches!(self, Reference::Record(_) | Reference::Nothing)
+    }
+
+    /// The record whose trials are the baseline's, when no baseline arm ran.
+    pub fn record_as_baseline(self) -> Option<&'a Baseline> {
+        match self {
+            Reference::Record(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The record today's control arm is checked against (the host check).
+    pub fn controlled_record(self) -> Option<&'a Baseline> {
+        match self {
+            Reference::Control(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
 /// Thresholds the verdicts are decided by.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Criteria {
@@ -123,16 +178,6 @@ pub struct Criteria {
     /// The baseline trials are a recorded baseline's: compare unpaired (Welch), and expect
     /// the planned number of trials of the experiment only.
     pub unpaired: bool,
-}
-
-/// Trials per arm a complete run must have: the planned count, or 1 with `--trials auto`
-/// (`adaptive`), whose planned count is a minimum the time budget may cut short.
-pub fn planned_trials(trials: u32, adaptive: bool) -> u32 {
-    if adaptive {
-        1
-    } else {
-        trials
-    }
 }
 
 /// TPS of one arm's measured trials of one engine.

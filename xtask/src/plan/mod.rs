@@ -26,7 +26,7 @@ use crate::{
         tree::{read_build_config, FdbTree},
         Provenance,
     },
-    config::{slo::SloTps, Arm, BenchConfig, MIN_PAIRS},
+    config::{slo::SloTps, Arm, BenchConfig, Schedule, MIN_PAIRS},
     error::UsageError,
     results::{baseline::Baseline, noise::NoisePrior},
 };
@@ -110,13 +110,14 @@ impl Plan {
     ) -> Result<Plan, UsageError> {
         let mut trials = Vec::new();
         // A sweep runs --trials pairs at each step, each step's pairs numbered on.
-        let steps: Vec<Option<u64>> = match &config.sweep {
+        let steps: Vec<Option<u64>> = match config.schedule.ladder() {
             Some(ladder) => ladder.iter().copied().map(Some).collect(),
             None => vec![None],
         };
+        let pairs = config.schedule.planned_pairs();
         for &engine in &engines {
             for (step, &target_tps) in steps.iter().enumerate() {
-                for (repetition, arm) in step_order(config.trials, config.seed, step) {
+                for (repetition, arm) in step_order(pairs, config.seed, step) {
                     if arm == Arm::Baseline && baseline.is_none() {
                         continue;
                     }
@@ -124,7 +125,7 @@ impl Plan {
                         index: trials.len() + 1,
                         engine,
                         arm,
-                        repetition: step as u32 * config.trials + repetition,
+                        repetition: step as u32 * pairs + repetition,
                         knobs: trial_knobs(&config, arm, engine, workdir.tmpfs),
                         target_tps,
                     });
@@ -143,16 +144,15 @@ impl Plan {
                 &mut warnings,
             )?;
         }
-        let compared = baseline.is_some() || config.against_recorded.is_some();
+        let compared = baseline.is_some() || config.against.record().is_some();
         // A sweep judges its knee step by step, and reruns the steps the arms split on.
-        let one_trial = config.trials < 2 && config.time_budget.is_none();
-        if compared && one_trial && config.sweep.is_none() {
+        if compared && config.schedule == (crate::config::Schedule::Fixed { pairs: 1 }) {
             warnings.push(format!(
                 "--trials {} GIVES AT MOST INCONCLUSIVE: one trial per arm and engine carries \
                  no estimate of the noise, so no change can be called; the statistics need 2 \
                  pairs, and {MIN_PAIRS} or more resolve changes of a few percent (--trials \
                  auto adds pairs until decided)",
-                config.trials
+                pairs
             ));
         }
         if !workdir.tmpfs {
@@ -260,13 +260,12 @@ impl Plan {
         );
         let _ = writeln!(s, "workload   {}", self.workload_line());
         let _ = writeln!(s, "cluster    {}", self.cluster_line());
-        if let Some(ladder) = &self.config.sweep {
+        if let Schedule::Sweep { ladder, pairs } = &self.config.schedule {
             let _ = writeln!(
                 s,
-                "sweep      targets {} TPS, {} pair(s) each, over the workload's target; it \
-                 stops one step past the knee, so fewer trials than listed may run",
+                "sweep      targets {} TPS, {pairs} pair(s) each, over the workload's target; \
+                 it stops one step past the knee, so fewer trials than listed may run",
                 crate::config::readwrite::ladder_text(ladder).replace(',', ", "),
-                self.config.trials
             );
         }
         let _ = writeln!(s, "pinning    {}", self.pinning);
@@ -283,7 +282,7 @@ impl Plan {
             );
         }
         let _ = writeln!(s, "environment {}", self.child_env.summary());
-        if let Some(budget) = self.config.time_budget {
+        if let Schedule::Sequential { budget } = self.config.schedule {
             let _ = writeln!(
                 s,
                 "adaptive   pairs are added after these until decided or {} are spent",
@@ -304,9 +303,9 @@ impl Plan {
         let seconds = self.config.workload.seconds;
         let test = Duration::from_secs(self.trials.len() as u64 * seconds);
         // A sweep may stop before its last step, and reruns a step the arms split on.
-        let least = match self.config.sweep {
-            Some(_) => "if each runs once,",
-            None => "at least",
+        let least = match self.config.schedule {
+            Schedule::Sweep { .. } => "if each runs once,",
+            Schedule::Fixed { .. } | Schedule::Sequential { .. } => "at least",
         };
         format!(
             "trials     {} in this order (--seed {} repeats it), {least} {} of test time \

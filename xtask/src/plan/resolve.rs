@@ -65,7 +65,7 @@ impl Prepared {
 /// building.
 pub fn prepare(config: &BenchConfig) -> Result<Prepared> {
     let baselines = baseline::dir(config.baselines_dir.as_deref())?;
-    let record = match &config.against_recorded {
+    let record = match config.against.record() {
         Some(name) => Some(baseline::find(&baselines, name)?.1),
         None => None,
     };
@@ -104,7 +104,7 @@ pub fn prepare(config: &BenchConfig) -> Result<Prepared> {
                 workdir_tmpfs: workdir.tmpfs,
                 knobs: &knobs,
                 topology: &config.topology,
-                sweep: config.sweep.as_deref(),
+                sweep: config.schedule.ladder(),
                 existing: config.existing.is_some(),
             };
             let allowed = baseline::Allowed {
@@ -225,7 +225,7 @@ pub fn plan(
     probe: EngineProbe,
 ) -> Result<Plan> {
     let mut config = config;
-    if let (Some((b, _)), false) = (&prepared.recorded, config.no_control) {
+    if let (Some((b, _)), true) = (&prepared.recorded, config.against.baseline_arm()) {
         config.baseline.knobs = recorded_user_knobs(b);
     }
     let mut built: BTreeMap<Arm, Provenance> = built.into_iter().collect();
@@ -242,7 +242,7 @@ pub fn plan(
     let experiment = match arm_plan(Arm::Experiment) {
         Ok(e) => e,
         // Both trees wrong: say so at once, not one per attempt.
-        Err(e) if !config.no_control && !one_tree => match arm_plan(Arm::Baseline) {
+        Err(e) if config.against.baseline_arm() && !one_tree => match arm_plan(Arm::Baseline) {
             Err(b) => return Err(e.context(format!("{b:#}\nand"))),
             Ok(_) => return Err(e),
         },
@@ -260,7 +260,7 @@ pub fn plan(
     };
     let mut plan = match recorded {
         None if config.existing.is_some() => existing_plan(config, engines, workdir, experiment)?,
-        Some((b, warnings)) if config.no_control => {
+        Some((b, warnings)) if !config.against.baseline_arm() => {
             let mut plan = no_control_plan(config, engines, workdir, experiment, &b)?;
             plan.warnings.extend(warnings);
             plan.recorded = Some(b);
@@ -540,7 +540,7 @@ fn existing_plan(
     workdir: Workdir,
     experiment: ArmPlan,
 ) -> Result<Plan> {
-    let recorded = config.against_recorded.is_some();
+    let recorded = config.against.record().is_some();
     let warning = config
         .existing
         .as_ref()

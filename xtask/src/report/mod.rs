@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 use serde::Serialize;
 
+mod chart;
 pub mod html;
 pub mod sweep;
 pub mod write;

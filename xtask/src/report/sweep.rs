@@ -9,7 +9,7 @@ use fdb::Engine;
 use html_escape::encode_text as esc;
 use plotters::prelude::*;
 
-use super::html::{bounds, color, drawable, frame, marker, svg};
+use super::chart::{bounds, color, drawable, frame, marker, svg};
 use crate::{
     config::readwrite::FOLLOWED_SHARE,
     config::Arm,

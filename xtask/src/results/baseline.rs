@@ -14,7 +14,10 @@ use serde::{Deserialize, Serialize};
 
 use fdb::{cmake::BuildConfig, knob::KnobSource, Engine, FdbVersion, Knob};
 
-use super::host::{class_identifies_cpu, Host, UNKNOWN_CPU};
+use super::{
+    host::{class_identifies_cpu, Host, UNKNOWN_CPU},
+    trial::MAX_CORES,
+};
 use crate::{
     config::{readwrite, topology::Topology, Workload, MAX_TRIALS},
     error::UsageError,
@@ -456,7 +459,7 @@ fn check_run(origin: &str, field_of: &str, trials: &[RecordedTrial]) -> Result<(
             (
                 "storage_cpu_cores",
                 t.storage_cpu_cores,
-                (0.0, super::saved::MAX_CORES),
+                (0.0, MAX_CORES),
                 "cores",
             ),
         ] {

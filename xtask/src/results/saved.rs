@@ -17,10 +17,10 @@ use super::{
     baseline::Baseline,
     host::Host,
     noise::NoisePrior,
-    trial::{MultitestReport, Outcome, TrialRecord},
+    trial::{MultitestReport, Outcome, TrialRecord, MAX_CORES, MAX_INSTRUCTIONS_PER_S},
 };
 use crate::{
-    config::{slo::SloTps, Metric, MetricSet, Workload},
+    config::{slo::SloTps, Metric, MetricSet, Schedule, Workload},
     error::UsageError,
 };
 
@@ -88,6 +88,18 @@ impl SavedPlan {
 }
 
 impl SavedConfig {
+    /// The run's schedule, from the fields `config::Schedule` is saved as.
+    pub fn schedule(&self) -> Schedule {
+        match (&self.sweep, self.time_budget) {
+            (Some(ladder), _) => Schedule::Sweep {
+                ladder: ladder.clone(),
+                pairs: self.trials,
+            },
+            (None, Some(budget)) => Schedule::Sequential { budget },
+            (None, None) => Schedule::Fixed { pairs: self.trials },
+        }
+    }
+
     /// The metrics that gate when measured (none before there were such).
     pub fn gates_if_measured(&self) -> MetricSet {
         self.gates_if_measured.unwrap_or(MetricSet::NONE)
@@ -107,14 +119,14 @@ pub struct SavedConfig {
     /// The engines asked for.
     engines: Vec<Engine>,
     pub workload: Workload,
-    /// Pairs planned (with `--trials auto`, the minimum).
-    pub trials: u32,
-    /// Set (a duration) for `--trials auto`.
+    /// Pairs planned (with `--trials auto`, the minimum); see [`SavedConfig::schedule`].
+    trials: u32,
+    /// Set for `--trials auto`.
     #[serde(default)]
-    pub time_budget: Option<serde_json::Value>,
+    time_budget: Option<std::time::Duration>,
     /// A saturation sweep's ladder, TPS (`--sweep`).
     #[serde(default)]
-    pub sweep: Option<Vec<u64>>,
+    sweep: Option<Vec<u64>>,
     /// The cluster's shape (absent: the default 1/1/1 cluster).
     #[serde(default)]
     pub topology: crate::config::topology::Topology,
@@ -450,12 +462,6 @@ fn check_meta(meta: &SavedMeta, trials: &[TrialRecord]) -> Result<(), String> {
     }
     Ok(())
 }
-
-/// More cores than any host the gate runs on has (Linux's NR_CPUS is at most 8192).
-pub const MAX_CORES: f64 = 8192.0;
-/// More instructions per second than [`MAX_CORES`] cores retire (10^10 a core is beyond
-/// any CPU's clock times its width).
-pub const MAX_INSTRUCTIONS_PER_S: f64 = MAX_CORES * 1e10;
 
 fn read<T: DeserializeOwned>(dir: &Path, file: &str) -> Result<T> {
     let path = dir.join(file);

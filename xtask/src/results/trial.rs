@@ -17,6 +17,12 @@ use crate::config::{
 /// something else: the client, the disk, the host.
 pub const CPU_BOUND_MIN_CORES: f64 = 0.85;
 
+/// More cores than any host the gate runs on has (Linux's NR_CPUS is at most 8192).
+pub const MAX_CORES: f64 = 8192.0;
+/// More instructions per second than [`MAX_CORES`] cores retire (10^10 a core is beyond
+/// any CPU's clock times its width).
+pub const MAX_INSTRUCTIONS_PER_S: f64 = MAX_CORES * 1e10;
+
 /// CPU (user + system, from `/proc/<pid>/stat`) each role used over one wall-clock window
 /// inside the measurement window: from the end of the warmup to the last moment every
 /// client process was still running.

@@ -4,6 +4,7 @@
 //! soon as the trial ends, so a later failure loses nothing.
 
 pub mod cluster;
+pub mod context;
 pub mod monitor;
 pub mod multitest;
 pub mod reaper;
@@ -24,8 +25,9 @@ use crate::{
     process::{interrupted, on_cpus, take_stalls},
     results::trial::{Outcome, TrialRecord},
 };
+use context::TrialContext;
 use reaper::{clean_stale_runs, live_runs, live_runs_on_host, Reaper, RunDir};
-use trial::{run_trial, TrialContext};
+use trial::run_trial;
 
 /// What the runner calls with every record so far after each trial (to write them out);
 /// its error stops the run.
@@ -144,7 +146,7 @@ impl<'a> Runner<'a> {
             save: Box::new(save),
             trials: Vec::new(),
             expected: plan.trials.len(),
-            open: plan.config.sweep.is_some() || plan.config.time_budget.is_some(),
+            open: plan.config.schedule.open_ended(),
             inherited,
             reaper,
         })

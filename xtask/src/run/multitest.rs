@@ -25,9 +25,9 @@ use fdb::{
 
 use super::{
     cluster::{copy_files, Cluster},
+    context::{Progress, TrialContext},
     monitor::Monitor,
     stall::StallWatch,
-    trial::{Progress, TrialContext},
 };
 use crate::{
     config::{readwrite::ReadWriteLoad, Workload},

@@ -13,50 +13,22 @@ use std::{
 use anyhow::{anyhow, Context, Result};
 use fdb::mako::{last_sample_tps, MakoReport, TextSummary};
 
-use super::{cluster::Cluster, monitor::Monitor, reaper::remove_mako_leftovers, stall::StallWatch};
+use super::{
+    cluster::Cluster,
+    context::{Progress, TrialContext},
+    monitor::Monitor,
+    reaper::remove_mako_leftovers,
+    stall::StallWatch,
+};
 use crate::{
     build::tree::FdbTree,
-    config::{existing::ExistingCluster, topology::Topology, PhaseBounds, Workload},
-    input::PortRange,
-    plan::{env::ChildEnv, pinning::Pinning, ArmPlan, PlannedTrial},
+    config::{existing::ExistingCluster, Workload},
+    plan::{env::ChildEnv, ArmPlan, PlannedTrial},
     process::{excerpt, output_note, read_output, Child, PhaseError},
     results::trial::{
         CpuRole, Outcome, Phase, PhaseTiming, RoleCpu, TrialRecord, CPU_BOUND_MIN_CORES,
     },
 };
-
-/// What every trial of a run shares.
-pub struct TrialContext<'a> {
-    pub workload: &'a Workload,
-    /// The cluster every trial starts.
-    pub topology: &'a Topology,
-    pub bounds: &'a PhaseBounds,
-    /// This run's directory on the work dir (RAM disk).
-    pub run_workdir: &'a Path,
-    pub results_dir: &'a Path,
-    /// A trial whose storage server was not CPU-bound is an error (`--require-cpu-bound`).
-    pub require_cpu_bound: bool,
-    /// Show a progress bar during mako's run (hidden anyway when stderr is no terminal).
-    pub progress: bool,
-    /// A cluster the gate did not start (`--cluster-file`): no servers, no configure.
-    pub existing: Option<&'a ExistingCluster>,
-    /// The record the run is judged against, when it holds a cluster class
-    /// (`Baseline::cluster`): each trial's cluster must be of that class.
-    pub recorded_cluster: Option<(&'a str, &'a str)>,
-    /// CPUs of the storage server and of everything else, when pinned.
-    pub pinning: Option<&'a Pinning>,
-    /// The environment of every server, fdbcli and mako ([`ChildEnv`]).
-    pub env: &'a ChildEnv,
-    /// Where servers' and testers' ports come from (`--port-range`).
-    pub ports: Option<PortRange>,
-}
-
-impl TrialContext<'_> {
-    /// The CPUs of everything but the storage server, when pinned.
-    pub(super) fn other_cpus(&self) -> Option<&[usize]> {
-        self.pinning.map(|p| p.others.as_slice())
-    }
-}
 
 struct Failure {
     phase: Phase,
@@ -575,90 +547,6 @@ fn mako_build(
     Ok(())
 }
 
-/// The progress of a driver's run over its `--seconds`, updated each second: a bar on a
-/// terminal (time left and a status); without one (CI logs) and unless `--quiet`, a line
-/// each [`QUIET_LINE_EVERY`], so a job log never goes minutes without a sign of life.
-pub(super) struct Progress {
-    bar: indicatif::ProgressBar,
-    /// Lines without a terminal (not `--quiet`).
-    lines: bool,
-    what: &'static str,
-    seconds: u64,
-    last_update: Instant,
-    last_line: Instant,
-}
-
-impl Progress {
-    /// A progress over `seconds` of `what` (`mako run`, `multitest`); the bar only when
-    /// `wanted` and stderr is a terminal.
-    pub(super) fn new(wanted: bool, what: &'static str, seconds: u64) -> Progress {
-        let bar = if wanted {
-            let bar = indicatif::ProgressBar::new(seconds);
-            bar.set_style(
-                indicatif::ProgressStyle::with_template(&format!(
-                    "  {what} {{bar:30}} {{pos}}/{{len}} s, {{msg}}"
-                ))
-                .expect("valid template"),
-            );
-            bar
-        } else {
-            indicatif::ProgressBar::hidden()
-        };
-        Progress {
-            bar,
-            lines: wanted,
-            what,
-            seconds,
-            last_update: Instant::now(),
-            last_line: Instant::now(),
-        }
-    }
-
-    /// At most once a second: `elapsed` into the run (`None`: it has not started, as a
-    /// multitest's test while its rows load), and the status `status()` gives.
-    pub(super) fn update(&mut self, elapsed: Option<Duration>, status: impl FnOnce() -> String) {
-        if self.last_update.elapsed() < Duration::from_secs(1) {
-            return;
-        }
-        self.last_update = Instant::now();
-        let status = match elapsed {
-            Some(e) => format!("{}, {}", time_left(e.as_secs(), self.seconds), status()),
-            None => status(),
-        };
-        let elapsed = elapsed.unwrap_or_default();
-        if self.bar.is_hidden() && self.lines && self.last_line.elapsed() >= QUIET_LINE_EVERY {
-            self.last_line = Instant::now();
-            tracing::info!(
-                "  {} {} s of {} s, {status}",
-                self.what,
-                elapsed.as_secs(),
-                self.seconds
-            );
-        }
-        // The message first, so that no frame shows the new position with the old time
-        // left; past its end the bar stays full, and the message says by how much.
-        self.bar.set_message(status);
-        self.bar.set_position(elapsed.as_secs().min(self.seconds));
-    }
-
-    pub(super) fn finish(&self) {
-        self.bar.finish_and_clear();
-    }
-}
-
-/// What is left of a run of `seconds` after `elapsed` seconds, or how far past its end it
-/// is: the time is the run's own, not an estimate from its rate (which, for a multitest
-/// still loading, said "57s left" at 1 of 20 s).
-fn time_left(elapsed: u64, seconds: u64) -> String {
-    match seconds.checked_sub(elapsed) {
-        Some(left) => format!("{left} s left"),
-        None => format!(
-            "{} s past its end (waiting for the driver to finish)",
-            elapsed - seconds
-        ),
-    }
-}
-
 /// mako's status: the phase (warmup or measuring) and the current TPS from its
 /// per-second lines in `out`.
 fn mako_status(elapsed: Duration, w: &Workload, out: &Path) -> String {
@@ -676,9 +564,6 @@ fn mako_status(elapsed: Duration, w: &Workload, out: &Path) -> String {
         None => phase.to_string(),
     }
 }
-
-/// How often a run without a terminal says how far it is.
-const QUIET_LINE_EVERY: Duration = Duration::from_secs(60);
 
 fn mako_run(
     ctx: &TrialContext,
@@ -794,18 +679,6 @@ fn flag_path(flag: &str, path: &Path) -> std::ffi::OsString {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_time_left_is_the_runs_own_and_past_its_end_says_by_how_much() {
-        assert_eq!(time_left(1, 20), "19 s left");
-        assert_eq!(time_left(20, 20), "0 s left");
-        // Past its end the bar says by how much and why, not "21/20 s": a frozen cluster's
-        // test must not run on unsaid.
-        assert_eq!(
-            time_left(95, 20),
-            "75 s past its end (waiting for the driver to finish)"
-        );
-    }
 
     #[test]
     fn a_cluster_file_path_is_quoted_for_the_shell() {
