@@ -1078,6 +1078,70 @@ pub(crate) mod tests {
         assert_eq!(exit_code(&j, false), 1);
     }
 
+    /// Trials of `interleaved(a, b)` whose roles used the given cores in the window, as the
+    /// monitor records them: storage `base` or `exp` cores by arm, the client 0.2, with a
+    /// spread of 1% between trials so that the pairs carry an estimate of the noise.
+    fn with_role_cpu(a: &[f64], b: &[f64], base: f64, exp: f64) -> Vec<TrialRecord> {
+        use crate::results::trial::RoleCpu;
+        let mut trials = interleaved(a, b);
+        for t in &mut trials {
+            let spread = 1.0 + 0.01 * ((t.index % 3) as f64 - 1.0);
+            let storage = if t.arm == Arm::Baseline { base } else { exp };
+            t.cpu = Some(RoleCpu {
+                window_s: 5.0,
+                cores: BTreeMap::from([
+                    (CpuRole::Storage, storage * spread),
+                    (CpuRole::Client, 0.2),
+                    (CpuRole::Log, 0.01),
+                ]),
+                per_second: BTreeMap::new(),
+                instructions_per_s: BTreeMap::new(),
+                instructions_unavailable: None,
+            });
+        }
+        trials
+    }
+
+    #[test]
+    fn storage_cpu_per_transaction_gates_by_default_through_its_ratio_to_the_clients() {
+        // The experiment's storage server spends three times the baseline's CPU per
+        // transaction at the same TPS and client CPU.
+        let trials = with_role_cpu(
+            &[1000.0, 1004.0, 996.0, 1001.0],
+            &[1001.0, 1002.0, 997.0, 1000.0],
+            0.1,
+            0.3,
+        );
+        let by_default = Criteria {
+            trials: 4,
+            gates_if_measured: crate::config::MetricSet::NONE.with(Metric::StorageCpuRatio),
+            ..CRITERIA
+        };
+        let tps_only = Criteria {
+            gates_if_measured: crate::config::MetricSet::NONE,
+            ..by_default
+        };
+        for (criteria, ratio_gates) in [(by_default, true), (tps_only, false)] {
+            let judged = judge(&trials, &[Engine::Redwood], criteria, false);
+            let of = |m: Metric| {
+                judged
+                    .iter()
+                    .find(|j| j.metric == m)
+                    .unwrap_or_else(|| panic!("no {m:?} in {judged:#?}"))
+            };
+            let ratio = of(Metric::StorageCpuRatio);
+            assert_eq!(ratio.verdict, Verdict::Regression, "{}", ratio.reason);
+            assert_eq!(ratio.gating, ratio_gates, "{}", ratio.reason);
+            // Per-role CPU per transaction is reported, never gating unless named.
+            let storage = of(Metric::CpuPerTxn(CpuRole::Storage));
+            assert_eq!(storage.verdict, Verdict::Regression, "{}", storage.reason);
+            assert!(!storage.gating);
+            assert_eq!(of(Metric::Tps).verdict, Verdict::Measured);
+            let exit = if ratio_gates { 1 } else { 0 };
+            assert_eq!(exit_code(&judged, false), exit, "{judged:#?}");
+        }
+    }
+
     #[test]
     fn one_pair_is_inconclusive_not_a_guess() {
         let c = Criteria {
