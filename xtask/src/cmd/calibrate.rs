@@ -29,8 +29,10 @@ use crate::{
 /// measured (and, with `--write-profile`, the trials could be sized), else 2; a window too
 /// short to size is refused before any trial.
 pub fn run(args: &CalibrateArgs) -> Result<i32> {
-    let mut config = BenchConfig::new(Some(&args.build), Some(&args.build), true, &args.run)?;
-    config.baselines_dir = args.baselines_dir.clone();
+    let config = BenchConfig {
+        baselines_dir: args.baselines_dir.clone(),
+        ..BenchConfig::new(Some(&args.build), Some(&args.build), true, &args.run)?
+    };
     if let Some(j) = &config.junit {
         check_junit(j, config.out.as_deref())?;
     }

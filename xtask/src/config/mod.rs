@@ -242,13 +242,13 @@ impl TryFrom<&BenchArgs> for BenchConfig {
         existing::refuse_topology(a, &topology_fields(&a.run.topology))?;
         // Arms without a tree are built from source later (`build::build_arms`) and get
         // their tree then; with --against-recorded there is no baseline tree at all.
-        let mut c = BenchConfig::new(
+        let base = BenchConfig::new(
             a.baseline_build.as_deref(),
             a.experiment_build.as_deref(),
             a.allow_same,
             &a.run,
         )?;
-        if a.no_control && c.schedule.budget().is_some() {
+        if a.no_control && base.schedule.budget().is_some() {
             return Err(usage(
                 "--trials auto does not work with --no-control (unpaired looks are not \
                  implemented); give --trials N, or run a control arm",
@@ -267,27 +267,36 @@ impl TryFrom<&BenchArgs> for BenchConfig {
                  them); give this run's knobs with --knob or --experiment-knob",
             ));
         }
-        if let Some(ladder) = &a.sweep {
-            c.schedule = Schedule::Sweep {
-                ladder: check_sweep(&c, a, ladder)?,
-                pairs: c.schedule.planned_pairs(),
-            };
-        }
-        c.against = Against::of(
-            a.against_recorded.as_deref(),
-            a.no_control,
-            a.cluster_file.is_some(),
-        );
-        c.allow_host_mismatch = a.allow_host_mismatch;
-        c.allow_knob_mismatch = a.allow_knob_mismatch;
-        c.baselines_dir = a.baselines_dir.clone();
-        c.noise_from = a.noise_from.clone();
-        c.noise_max_age_s = a.noise_max_age.as_secs();
-        c.existing = existing::ExistingCluster::resolve(a, &c)?;
-        if c.existing.is_some() {
-            // The cluster's own engine, read from its status json by the plan.
-            c.engines.clear();
-        }
+        let schedule = match &a.sweep {
+            Some(ladder) => Schedule::Sweep {
+                ladder: check_sweep(&base, a, ladder)?,
+                pairs: base.schedule.planned_pairs(),
+            },
+            None => base.schedule.clone(),
+        };
+        let existing = existing::ExistingCluster::resolve(a, &base)?;
+        // Against a cluster the gate did not start, its own engine, read from its status
+        // json by the plan.
+        let engines = match existing {
+            Some(_) => Vec::new(),
+            None => base.engines.clone(),
+        };
+        let c = BenchConfig {
+            schedule,
+            against: Against::of(
+                a.against_recorded.as_deref(),
+                a.no_control,
+                a.cluster_file.is_some(),
+            ),
+            existing,
+            engines,
+            allow_host_mismatch: a.allow_host_mismatch,
+            allow_knob_mismatch: a.allow_knob_mismatch,
+            baselines_dir: a.baselines_dir.clone(),
+            noise_from: a.noise_from.clone(),
+            noise_max_age_s: a.noise_max_age.as_secs(),
+            ..base
+        };
         check_port_range(&c)?;
         Ok(c)
     }
