@@ -5,6 +5,8 @@
 
 pub mod cluster;
 pub mod context;
+mod driver;
+mod mako;
 pub mod monitor;
 pub mod multitest;
 pub mod reaper;

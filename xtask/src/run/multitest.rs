@@ -26,6 +26,7 @@ use fdb::{
 use super::{
     cluster::{copy_files, Cluster},
     context::{Progress, TrialContext},
+    driver::{timed, Driver, Failure, Trial},
     monitor::Monitor,
     stall::StallWatch,
 };
@@ -35,7 +36,7 @@ use crate::{
     process::{excerpt, output_note, read_output, Child, PhaseError},
     results::{
         fs::create_new,
-        trial::{CpuRole, MultitestReport, RoleCpu},
+        trial::{CpuRole, MultitestReport, Phase, RoleCpu, TrialRecord},
     },
 };
 
@@ -68,19 +69,72 @@ pub fn spec(w: &Workload, rw: &ReadWriteLoad, target_tps: u64, clear: bool) -> R
     }
 }
 
+/// The multitest driver: testers and one ReadWrite test, in one phase.
+pub(super) struct Multitest;
+
+impl Driver for Multitest {
+    fn run(
+        &self,
+        t: &Trial,
+        cluster: &mut Cluster,
+        monitor: &mut Monitor,
+        record: &mut TrialRecord,
+    ) -> Result<(), Failure> {
+        let ran = timed(record, Phase::Multitest, || run_test(t, cluster, monitor));
+        record.workdir_peak_bytes = Some(monitor.peak_growth_bytes);
+        let (report, role_cpu) = ran?;
+        if let Err(error) = check_steady(t, cluster, record) {
+            record.multitest = Some(report);
+            return Err(Failure {
+                phase: Phase::Multitest,
+                error,
+            });
+        }
+        let planned = t.planned;
+        // A sweep overdrives past its knee on purpose: retries there are data.
+        let validity = match planned.target_tps {
+            Some(_) => report.measured(),
+            None => report.validity(),
+        }
+        .and_then(|()| t.record_cpu(record, role_cpu));
+        for note in report.saturation().into_iter().chain(report.contention()) {
+            tracing::info!("trial {}: {note}", planned.index);
+        }
+        if let (Some(_), Err(why)) = (planned.target_tps, report.validity()) {
+            // In a sweep this is data (the step is not followed), but it is said.
+            tracing::info!(
+                "trial {}: {why}; in a sweep, this step is not followed",
+                planned.index
+            );
+        }
+        record.multitest = Some(report);
+        validity.map_err(|e| Failure {
+            phase: Phase::Multitest,
+            error: anyhow!(e).into(),
+        })
+    }
+}
+
+/// For a cluster the gate did not start: errors when it recovered during the test
+/// ([`Cluster::check_no_recovery`] against the status the trial read before it).
+fn check_steady(t: &Trial, c: &Cluster, record: &TrialRecord) -> Result<(), PhaseError> {
+    match (t.ctx.existing, &record.cluster) {
+        (Some(_), Some(before)) => c.check_no_recovery(before, t.ctx.bounds.available),
+        _ => Ok(()),
+    }
+}
+
 /// Starts the testers, runs the test within `--timeout-mako-build` (testers joining, rows
 /// loading) + `--seconds` + `--timeout-mako-run-grace`, and reads its results.
 /// Artifacts: `multitest.toml`, `multitest.txt`/`.err`, and the multitest's trace in
 /// `multitest/`.
-pub fn run(
-    ctx: &TrialContext,
-    arm: &ArmPlan,
-    planned: &PlannedTrial,
+fn run_test(
+    t: &Trial,
     cluster: &mut Cluster,
-    work: &Path,
-    artifacts: &Path,
     monitor: &mut Monitor,
 ) -> Result<(MultitestReport, Option<RoleCpu>), PhaseError> {
+    let (ctx, arm, planned) = (t.ctx, t.arm, t.planned);
+    let (work, artifacts) = (&t.work, &t.artifacts);
     let w = ctx.workload;
     let rw = w
         .readwrite

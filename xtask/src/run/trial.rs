@@ -1,39 +1,31 @@
-//! Run stage: run one planned trial (fresh cluster, `mako --mode build`, `mako --mode
-//! run`, harvest, teardown), every phase bounded and timed, into a [`TrialRecord`].
+//! Run stage: run one planned trial (a fresh cluster, or the one of `--cluster-file`
+//! checked; the workload's driver, `mako.rs` or `multitest.rs`; harvest, teardown), every
+//! phase bounded and timed, into a [`TrialRecord`].
 //!
 //! A trial never returns an error: whatever happens becomes the record's outcome, so the
 //! results of earlier trials and this one's artifacts are always kept.
 
 use std::{
     path::{Path, PathBuf},
-    process::Command,
-    time::{Duration, Instant},
+    time::Instant,
 };
 
-use anyhow::{anyhow, Context, Result};
-use fdb::mako::{last_sample_tps, MakoReport, TextSummary};
+use anyhow::{anyhow, Context};
 
 use super::{
     cluster::Cluster,
-    context::{Progress, TrialContext},
+    context::TrialContext,
+    driver::{timed, Driver, Failure, Trial},
+    mako::Mako,
     monitor::Monitor,
-    reaper::remove_mako_leftovers,
-    stall::StallWatch,
+    multitest::Multitest,
 };
 use crate::{
-    build::tree::FdbTree,
     config::{existing::ExistingCluster, Workload},
-    plan::{env::ChildEnv, ArmPlan, PlannedTrial},
-    process::{excerpt, output_note, read_output, Child, PhaseError},
-    results::trial::{
-        CpuRole, Outcome, Phase, PhaseTiming, RoleCpu, TrialRecord, CPU_BOUND_MIN_CORES,
-    },
+    plan::{ArmPlan, PlannedTrial},
+    process::{output_note, PhaseError},
+    results::trial::{Outcome, Phase, PhaseTiming, TrialRecord},
 };
-
-struct Failure {
-    phase: Phase,
-    error: PhaseError,
-}
 
 /// Runs one trial against `tree`. Artifacts go to `<results>/trials/<NN>-<engine>-<arm>-<rep>`.
 pub fn run_trial(ctx: &TrialContext, arm: &ArmPlan, planned: &PlannedTrial) -> TrialRecord {
@@ -42,8 +34,14 @@ pub fn run_trial(ctx: &TrialContext, arm: &ArmPlan, planned: &PlannedTrial) -> T
         planned.index, planned.engine, planned.arm, planned.repetition
     );
     let artifacts_rel = PathBuf::from(crate::results::fs::TRIALS_DIR).join(&name);
-    let artifacts = ctx.results_dir.join(&artifacts_rel);
-    let work = ctx.run_workdir.join(&name);
+    let t = Trial {
+        ctx,
+        arm,
+        planned,
+        work: ctx.run_workdir.join(&name),
+        artifacts: ctx.results_dir.join(&artifacts_rel),
+    };
+    let (work, artifacts) = (&t.work, &t.artifacts);
     let mut record = TrialRecord {
         index: planned.index,
         engine: planned.engine,
@@ -67,8 +65,8 @@ pub fn run_trial(ctx: &TrialContext, arm: &ArmPlan, planned: &PlannedTrial) -> T
         artifacts: artifacts_rel,
     };
     let mut cluster = None;
-    let mut result = std::fs::create_dir_all(&artifacts)
-        .and_then(|()| std::fs::create_dir_all(&work))
+    let mut result = std::fs::create_dir_all(artifacts)
+        .and_then(|()| std::fs::create_dir_all(work))
         .with_context(|| {
             format!(
                 "cannot create {} and {}",
@@ -80,26 +78,16 @@ pub fn run_trial(ctx: &TrialContext, arm: &ArmPlan, planned: &PlannedTrial) -> T
             phase: Phase::ClusterStart,
             error: e.into(),
         })
-        .and_then(|()| {
-            run_phases(
-                ctx,
-                arm,
-                planned,
-                &work,
-                &artifacts,
-                &mut cluster,
-                &mut record,
-            )
-        });
+        .and_then(|()| run_phases(&t, &mut cluster, &mut record));
     if let Some(c) = cluster {
         result = teardown(ctx, c, &name, result, &mut record);
     }
     // The data is wiped only now, after the artifacts were copied off the RAM disk.
-    if let Err(e) = std::fs::remove_dir_all(&work) {
+    if let Err(e) = std::fs::remove_dir_all(work) {
         tracing::warn!("cannot wipe {}: {e}", work.display());
     }
     if let Err(failure) = result {
-        record_failure(ctx, &mut record, failure, &artifacts);
+        record_failure(ctx, &mut record, failure, artifacts);
     }
     record
 }
@@ -187,13 +175,8 @@ fn timeout_note(phase: Phase, artifacts: &Path) -> String {
 
 /// Starts and configures the trial's cluster, or for a cluster the gate did not start
 /// only reads and checks its `status json`, and waits until the database is available.
-fn bring_up(
-    ctx: &TrialContext,
-    arm: &ArmPlan,
-    planned: &PlannedTrial,
-    c: &mut Cluster,
-    record: &mut TrialRecord,
-) -> Result<(), Failure> {
+fn bring_up(t: &Trial, c: &mut Cluster, record: &mut TrialRecord) -> Result<(), Failure> {
+    let (ctx, arm, planned) = (t.ctx, t.arm, t.planned);
     let b = ctx.bounds;
     if ctx.existing.is_none() {
         timed(record, Phase::ClusterStart, || {
@@ -268,12 +251,8 @@ fn teardown(
 
 /// The trial's cluster, not started yet: the gate's own of `ctx.topology`, or the one of
 /// `--cluster-file`.
-fn prepare_cluster(
-    ctx: &TrialContext,
-    arm: &ArmPlan,
-    work: &Path,
-    artifacts: &Path,
-) -> anyhow::Result<Cluster> {
+fn prepare_cluster(t: &Trial) -> anyhow::Result<Cluster> {
+    let (ctx, arm, work, artifacts) = (t.ctx, t.arm, &t.work, &t.artifacts);
     let tree = &arm.tree;
     match ctx.existing {
         Some(e) => {
@@ -284,82 +263,30 @@ fn prepare_cluster(
     }
 }
 
+/// The trial's phases: its cluster brought up, then its driver's workload.
 fn run_phases(
-    ctx: &TrialContext,
-    arm: &ArmPlan,
-    planned: &PlannedTrial,
-    work: &Path,
-    artifacts: &Path,
+    t: &Trial,
     cluster: &mut Option<Cluster>,
     record: &mut TrialRecord,
 ) -> Result<(), Failure> {
-    let c = prepare_cluster(ctx, arm, work, artifacts).map_err(|e| Failure {
+    let c = prepare_cluster(t).map_err(|e| Failure {
         phase: Phase::ClusterStart,
         error: e.into(),
     })?;
     // Stored before it starts, so that a cluster that fails to start is still harvested
     // and torn down.
     let c = cluster.insert(c);
-    bring_up(ctx, arm, planned, c, record)?;
-    let mut monitor = Monitor::new(work);
-    if ctx.workload.readwrite.is_some() {
-        let ran = timed(record, Phase::Multitest, || {
-            super::multitest::run(ctx, arm, planned, c, work, artifacts, &mut monitor)
-        });
-        record.workdir_peak_bytes = Some(monitor.peak_growth_bytes);
-        let (report, role_cpu) = ran?;
-        if let Err(error) = check_steady(ctx, c, record) {
-            record.multitest = Some(report);
-            return Err(Failure {
-                phase: Phase::Multitest,
-                error,
-            });
-        }
-        // A sweep overdrives past its knee on purpose: retries there are data.
-        let validity = match planned.target_tps {
-            Some(_) => report.measured(),
-            None => report.validity(),
-        }
-        .and_then(|()| record_cpu(ctx, record, role_cpu));
-        for note in report.saturation().into_iter().chain(report.contention()) {
-            tracing::info!("trial {}: {note}", planned.index);
-        }
-        if let (Some(_), Err(why)) = (planned.target_tps, report.validity()) {
-            // In a sweep this is data (the step is not followed), but it is said.
-            tracing::info!(
-                "trial {}: {why}; in a sweep, this step is not followed",
-                planned.index
-            );
-        }
-        record.multitest = Some(report);
-        return validity.map_err(|e| Failure {
-            phase: Phase::Multitest,
-            error: anyhow!(e).into(),
-        });
+    bring_up(t, c, record)?;
+    let mut monitor = Monitor::new(&t.work);
+    driver_of(t.ctx.workload).run(t, c, &mut monitor, record)
+}
+
+/// The driver of workload `w`: the one place the run stage chooses by it.
+fn driver_of(w: &Workload) -> &'static dyn Driver {
+    match w.readwrite {
+        Some(_) => &Multitest,
+        None => &Mako,
     }
-    let built = timed(record, Phase::MakoBuild, || {
-        mako_build(ctx, arm, c, work, artifacts, &mut monitor)
-    });
-    record.workdir_peak_bytes = Some(monitor.peak_growth_bytes);
-    built?;
-    let ran = timed(record, Phase::MakoRun, || {
-        mako_run(ctx, arm, c, work, artifacts, &mut monitor)
-    });
-    record.workdir_peak_bytes = Some(monitor.peak_growth_bytes);
-    let (report, role_cpu) = ran?;
-    if let Some(note) = report.one_valued_latency() {
-        tracing::info!("trial {}: {note}", planned.index);
-    }
-    let w = ctx.workload;
-    let validity = report
-        .validity()
-        .and_then(|()| report.window_matches(w.seconds as f64, w.warmup_seconds as f64))
-        .and_then(|()| record_cpu(ctx, record, role_cpu));
-    record.report = Some(report);
-    validity.map_err(|e| Failure {
-        phase: Phase::MakoRun,
-        error: anyhow!(e).into(),
-    })
 }
 
 /// Errors when the cluster's storage engine (`status`) is not the plan's (it was
@@ -392,41 +319,6 @@ fn check_class(
     }
 }
 
-/// For a cluster the gate did not start: errors when it recovered during the test
-/// ([`Cluster::check_no_recovery`] against the status the trial read before it).
-fn check_steady(ctx: &TrialContext, c: &Cluster, record: &TrialRecord) -> Result<(), PhaseError> {
-    match (ctx.existing, &record.cluster) {
-        (Some(_), Some(before)) => c.check_no_recovery(before, ctx.bounds.available),
-        _ => Ok(()),
-    }
-}
-
-/// Records every role's CPU over the measurement window and whether the storage server
-/// was CPU-bound; `Err(reason)` when it was not (or could not be measured) under
-/// `--require-cpu-bound`.
-fn record_cpu(
-    ctx: &TrialContext,
-    record: &mut TrialRecord,
-    role_cpu: Option<RoleCpu>,
-) -> Result<(), String> {
-    let cpu = role_cpu
-        .as_ref()
-        .and_then(|r| r.cores.get(&CpuRole::Storage).copied());
-    record.storage_cpu_cores = cpu;
-    record.cpu_bound = cpu.map(|c| c >= CPU_BOUND_MIN_CORES);
-    record.cpu = role_cpu;
-    match (ctx.require_cpu_bound, cpu) {
-        (true, Some(c)) if c < CPU_BOUND_MIN_CORES => Err(format!(
-            "not CPU-bound: the storage server used {c:.2} cores, below {CPU_BOUND_MIN_CORES} \
-             (--require-cpu-bound)"
-        )),
-        (true, None) => {
-            Err("storage server CPU could not be measured (--require-cpu-bound)".into())
-        }
-        _ => Ok(()),
-    }
-}
-
 /// Fails when a server refused a knob: it would run with the default, and the trial
 /// would silently benchmark another configuration than the one asked for.
 fn check_knobs(cluster: &Cluster) -> Result<(), PhaseError> {
@@ -439,241 +331,6 @@ fn check_knobs(cluster: &Cluster) -> Result<(), PhaseError> {
         problems.join("; ")
     )
     .into())
-}
-
-/// Runs `f` as `phase`, recording its duration whatever the result.
-fn timed<T>(
-    record: &mut TrialRecord,
-    phase: Phase,
-    f: impl FnOnce() -> Result<T, PhaseError>,
-) -> Result<T, Failure> {
-    let started = Instant::now();
-    let result = f();
-    record.phases.push(PhaseTiming {
-        phase,
-        duration_s: started.elapsed().as_secs_f64(),
-    });
-    result.map_err(|error| Failure { phase, error })
-}
-
-/// A mako command in `mode` with the environment mako needs (it links `libfdb_c.so`
-/// without an rpath, and `LD_BIND_NOW` makes a missing symbol fail at start, not
-/// mid-run) and the data set's shape, which build and run must agree on.
-fn mako_command(
-    env: &ChildEnv,
-    tree: &FdbTree,
-    cluster: &Cluster,
-    work: &Path,
-    mode: &str,
-    w: &Workload,
-) -> Command {
-    let mako = tree
-        .mako
-        .as_ref()
-        .expect("a mako workload's trees are opened with mako");
-    let mut cmd = Command::new(mako);
-    env.apply(&mut cmd);
-    cmd.env("LD_LIBRARY_PATH", &tree.lib_dir)
-        .env("LD_BIND_NOW", "1")
-        .current_dir(work)
-        .arg("--cluster")
-        .arg(&cluster.cluster_file)
-        .args(["--mode", mode])
-        .args(["--rows", &w.rows.to_string()])
-        .args(["--keylen", &w.keylen.to_string()])
-        .args(["--vallen", &w.vallen.to_string()]);
-    cmd
-}
-
-fn mako_build(
-    ctx: &TrialContext,
-    arm: &ArmPlan,
-    cluster: &Cluster,
-    work: &Path,
-    artifacts: &Path,
-    monitor: &mut Monitor,
-) -> Result<(), PhaseError> {
-    let w = ctx.workload;
-    let mut cmd = mako_command(ctx.env, &arm.tree, cluster, work, "build", w);
-    cmd.args(["-p", &w.build_procs.to_string()]);
-    let (out, err) = (
-        artifacts.join("mako-build.txt"),
-        artifacts.join("mako-build.err"),
-    );
-    let started = Instant::now();
-    let mut child = Child::spawn_on("mako --mode build", cmd, &out, &err, ctx.other_cpus())?;
-    let bound = ctx.bounds.mako_build;
-    let mut stall = StallWatch::new("mako --mode build", started, None, bound);
-    let status = child.wait_until(started + bound, bound, || {
-        monitor.tick();
-        cluster.check_alive()?;
-        stall.check(cluster)
-    });
-    remove_mako_leftovers(child.pid());
-    let status = status.map_err(|e| stall.explain(e))?;
-    let text = read_output(&out)?;
-    // mako aborts in _dl_fini after its report, so the exit status says little: a
-    // complete report is success.
-    let summary = TextSummary::parse(&text).map_err(|e| {
-        anyhow!(
-            "mako --mode build ended ({status}) without a complete report: {}; see {}; {}",
-            excerpt(&format!("{e:#}"), 10),
-            out.display(),
-            output_note("stderr", &err, 5)
-        )
-    })?;
-    let timeouts = match summary.total_timeouts {
-        Some(n) => n,
-        None if !arm.mako.counts_timeouts => 0,
-        None => {
-            return Err(anyhow!(
-                "mako --mode build printed no 'Total Timeouts:' line, which mako of FDB {} \
-                 prints: the report is incomplete; see {}",
-                arm.mako.release,
-                out.display()
-            )
-            .into())
-        }
-    };
-    if summary.total_errors > 0 || timeouts > 0 {
-        return Err(anyhow!(
-            "mako --mode build counted {} errors and {timeouts} timeouts: the data set is \
-             incomplete; see {}",
-            summary.total_errors,
-            out.display()
-        )
-        .into());
-    }
-    Ok(())
-}
-
-/// mako's status: the phase (warmup or measuring) and the current TPS from its
-/// per-second lines in `out`.
-fn mako_status(elapsed: Duration, w: &Workload, out: &Path) -> String {
-    let phase = if elapsed < Duration::from_secs(w.warmup_seconds) {
-        "warmup"
-    } else if elapsed < Duration::from_secs(w.seconds) {
-        "measuring"
-    } else {
-        "its window is over"
-    };
-    // Cosmetic: a report not readable yet shows the phase alone.
-    let text = read_output(out).unwrap_or_default();
-    match last_sample_tps(&text) {
-        Some(tps) => format!("{phase}, {tps:.0} TPS"),
-        None => phase.to_string(),
-    }
-}
-
-fn mako_run(
-    ctx: &TrialContext,
-    arm: &ArmPlan,
-    cluster: &Cluster,
-    work: &Path,
-    artifacts: &Path,
-    monitor: &mut Monitor,
-) -> Result<(MakoReport, Option<RoleCpu>), PhaseError> {
-    let w = ctx.workload;
-    let (out, err) = (
-        artifacts.join("mako-run.txt"),
-        artifacts.join("mako-run.err"),
-    );
-    let json = artifacts.join("mako.json");
-    let cmd = mako_run_command(ctx, arm, cluster, work, artifacts, &json);
-    let started = Instant::now();
-    let mut child = Child::spawn_on("mako --mode run", cmd, &out, &err, ctx.other_cpus())?;
-    let bound = Duration::from_secs(w.seconds) + ctx.bounds.mako_run_grace;
-    // Every role's CPU over the measurement window: from the end of the warmup (counted
-    // from mako's start) to the last sample while every mako process still ran.
-    let servers = cluster.server_pids();
-    let client = child.pid();
-    let warmup = Duration::from_secs(w.warmup_seconds);
-    let mut progress = Progress::new(ctx.progress, "mako run", w.seconds);
-    let expected = Some(Duration::from_secs(w.seconds));
-    let grace = ctx.bounds.mako_run_grace;
-    let mut stall = StallWatch::new("mako --mode run", started, expected, grace);
-    let status = child.wait_until(started + bound, bound, || {
-        monitor.tick();
-        if started.elapsed() >= warmup {
-            monitor.start_cpu_window(&servers, Some(client));
-        }
-        let elapsed = started.elapsed();
-        progress.update(Some(elapsed), || mako_status(elapsed, w, &out));
-        cluster.check_alive()?;
-        stall.check(cluster)
-    });
-    progress.finish();
-    remove_mako_leftovers(child.pid());
-    let status = status.map_err(|e| stall.explain(e))?;
-    let cpu = monitor.role_cpu();
-    let report = (|| -> Result<MakoReport> {
-        let text = read_output(&out)?;
-        let json_text = read_output(&json)?;
-        let report = MakoReport::parse(
-            &text,
-            &out.display().to_string(),
-            &json_text,
-            &json.display().to_string(),
-            arm.mako.format(),
-        )?;
-        if arm.mako.warmup_seconds {
-            return Ok(report);
-        }
-        // No --warmup_seconds: the window is the samples after the warmup's seconds.
-        report.measured_after(w.warmup_seconds as f64)
-    })()
-    .map_err(|e| {
-        anyhow!(
-            "mako --mode run ended ({status}) without a usable report: {}; {}",
-            excerpt(&format!("{e:#}"), 10),
-            output_note("stderr", &err, 5)
-        )
-    })?;
-    Ok((report, cpu))
-}
-
-/// `mako --mode run` as this arm's mako takes it (`ArmPlan::mako`): `--async_xacts`,
-/// `--warmup_seconds` and `--stats_export_path` only where it has them (the plan refused
-/// a workload a mako cannot run); without `--warmup_seconds` it runs the whole
-/// `--seconds` and the window is cut from its samples.
-fn mako_run_command(
-    ctx: &TrialContext,
-    arm: &ArmPlan,
-    cluster: &Cluster,
-    work: &Path,
-    artifacts: &Path,
-    json: &Path,
-) -> Command {
-    let (w, caps) = (ctx.workload, &arm.mako);
-    let mut cmd = mako_command(ctx.env, &arm.tree, cluster, work, "run", w);
-    cmd.args(["-p", &w.procs.to_string()])
-        .args(["-t", &w.threads.to_string()]);
-    if caps.async_xacts {
-        cmd.args(["--async_xacts", &w.async_xacts.to_string()]);
-    }
-    cmd.args(["-x", &w.transaction]);
-    if caps.warmup_seconds {
-        cmd.args(["--warmup_seconds", &w.warmup_seconds.to_string()]);
-    }
-    cmd.args(["--seconds", &w.seconds.to_string()])
-        // Both take an optional argument (getopt `optional_argument` in mako.cpp): only
-        // the `=` form is unambiguous (and the only one 7.1/7.2's mako reads).
-        // OS strings: a results dir whose name is not UTF-8 is still the same path.
-        .arg(flag_path("--json_report=", json));
-    if caps.stats_export_path {
-        cmd.arg(flag_path(
-            "--stats_export_path=",
-            &artifacts.join("mako-sketch.json"),
-        ));
-    }
-    cmd
-}
-
-/// `--flag=PATH` as one argument, keeping the path's bytes (not `display()`'s lossy text).
-fn flag_path(flag: &str, path: &Path) -> std::ffi::OsString {
-    let mut arg = std::ffi::OsString::from(flag);
-    arg.push(path);
-    arg
 }
 
 #[cfg(test)]
