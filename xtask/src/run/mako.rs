@@ -23,9 +23,7 @@ use super::{
     stall::StallWatch,
 };
 use crate::{
-    build::tree::FdbTree,
     config::Workload,
-    plan::env::ChildEnv,
     process::{excerpt, output_note, read_output, Child, PhaseError},
     results::trial::{Phase, RoleCpu, TrialRecord},
 };
@@ -66,23 +64,17 @@ impl Driver for Mako {
 /// A mako command in `mode` with the environment mako needs (it links `libfdb_c.so`
 /// without an rpath, and `LD_BIND_NOW` makes a missing symbol fail at start, not
 /// mid-run) and the data set's shape, which build and run must agree on.
-fn command(
-    env: &ChildEnv,
-    tree: &FdbTree,
-    cluster: &Cluster,
-    work: &Path,
-    mode: &str,
-    w: &Workload,
-) -> Command {
+fn command(t: &Trial, cluster: &Cluster, mode: &str) -> Command {
+    let (tree, w) = (&t.arm.tree, t.ctx.workload);
     let mako = tree
         .mako
         .as_ref()
         .expect("a mako workload's trees are opened with mako");
     let mut cmd = Command::new(mako);
-    env.apply(&mut cmd);
+    t.ctx.env.apply(&mut cmd);
     cmd.env("LD_LIBRARY_PATH", &tree.lib_dir)
         .env("LD_BIND_NOW", "1")
-        .current_dir(work)
+        .current_dir(&t.work)
         .arg("--cluster")
         .arg(&cluster.cluster_file)
         .args(["--mode", mode])
@@ -97,7 +89,7 @@ fn command(
 fn build(t: &Trial, cluster: &Cluster, monitor: &mut Monitor) -> Result<(), PhaseError> {
     let (ctx, arm, artifacts) = (t.ctx, t.arm, &t.artifacts);
     let w = ctx.workload;
-    let mut cmd = command(ctx.env, &arm.tree, cluster, &t.work, "build", w);
+    let mut cmd = command(t, cluster, "build");
     cmd.args(["-p", &w.build_procs.to_string()]);
     let (out, err) = (
         artifacts.join("mako-build.txt"),
@@ -242,7 +234,7 @@ fn run(
 /// `--seconds` and the window is cut from its samples.
 fn run_command(t: &Trial, cluster: &Cluster, json: &Path) -> Command {
     let (w, caps) = (t.ctx.workload, &t.arm.mako);
-    let mut cmd = command(t.ctx.env, &t.arm.tree, cluster, &t.work, "run", w);
+    let mut cmd = command(t, cluster, "run");
     cmd.args(["-p", &w.procs.to_string()])
         .args(["-t", &w.threads.to_string()]);
     if caps.async_xacts {

@@ -25,14 +25,14 @@ use fdb::{
 
 use super::{
     cluster::{copy_files, Cluster},
-    context::{Progress, TrialContext},
+    context::Progress,
     driver::{timed, Driver, Failure, Trial},
     monitor::Monitor,
     stall::StallWatch,
 };
 use crate::{
     config::{readwrite::ReadWriteLoad, Workload},
-    plan::{ArmPlan, PlannedTrial},
+    plan::PlannedTrial,
     process::{excerpt, output_note, read_output, Child, PhaseError},
     results::{
         fs::create_new,
@@ -156,14 +156,14 @@ fn run_test(
     // Testers on other hosts join a cluster the gate did not start.
     let remote = ctx.existing.map_or(0, |e| e.remote_testers);
     let testers = rw.testers + remote;
-    let cmd = command(ctx, arm, cluster, &spec_file, testers, &log);
+    let cmd = command(t, cluster, &spec_file, testers, &log);
     let (out, err) = (
         artifacts.join("multitest.txt"),
         artifacts.join("multitest.err"),
     );
     let mut child = Child::spawn_on("fdbserver -r multitest", cmd, &out, &err, ctx.other_cpus())?;
     let status = wait(
-        ctx,
+        t,
         &mut child,
         cluster,
         monitor,
@@ -308,7 +308,7 @@ fn tester_knobs(planned: &PlannedTrial) -> Vec<Knob> {
 /// monitor. The CPU window is ReadWrite's measured one: the middle 75% of the test,
 /// timed from the `running test` line of its stdout `out`.
 fn wait(
-    ctx: &TrialContext,
+    t: &Trial,
     child: &mut Child,
     cluster: &Cluster,
     monitor: &mut Monitor,
@@ -316,6 +316,7 @@ fn wait(
     deadline: Instant,
     bound: Duration,
 ) -> Result<std::process::ExitStatus, PhaseError> {
+    let ctx = t.ctx;
     let pid = child.pid();
     let test_s = ctx.workload.seconds as f64;
     let mut load_started: Option<Instant> = None;
@@ -361,16 +362,9 @@ fn phase_of(into: Option<Duration>, test_s: f64) -> String {
 }
 
 /// `fdbserver -r multitest -f SPEC -C CLUSTER --num-testers N -L LOG`, run in `log`.
-fn command(
-    ctx: &TrialContext,
-    arm: &ArmPlan,
-    cluster: &Cluster,
-    spec: &Path,
-    testers: u32,
-    log: &Path,
-) -> Command {
-    let mut cmd = Command::new(&arm.tree.fdbserver);
-    ctx.env.apply(&mut cmd);
+fn command(t: &Trial, cluster: &Cluster, spec: &Path, testers: u32, log: &Path) -> Command {
+    let mut cmd = Command::new(&t.arm.tree.fdbserver);
+    t.ctx.env.apply(&mut cmd);
     cmd.args(["-r", "multitest", "-f"])
         .arg(spec)
         .arg("-C")
