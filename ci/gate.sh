@@ -20,7 +20,7 @@
 #   PERFGATE_JUNIT    JUnit file, default junit.xml (removed before each run, so a run that
 #                     stops before writing one leaves none for CI to show)
 #   PERFGATE_XTASK    a built gate binary to run instead of `cargo run` (e.g. target/release/xtask)
-#   PERFGATE_SLO_TPS_<ENGINE>  TPS floors, see README
+#   PERFGATE_SLO_TPS_<ENGINE>  TPS floors, see docs/slo.md
 # Exit status is the gate's: 0 pass, 1 REGRESSION/SLO-VIOLATION (or INCONCLUSIVE, strict),
 # 2 TIMEOUT/error, 64 usage.
 set -uo pipefail

@@ -63,7 +63,7 @@ fn main() -> ExitCode {
 
 /// A flag clap refused is an error before any verdict too: as for every other usage error,
 /// `--json` prints it as JSON on stdout and `--junit PATH` gets one ERROR test case (README,
-/// "Verdicts and exit status"). The flags are read from the raw command line, since it did
+/// "Verdicts and exit codes"). The flags are read from the raw command line, since it did
 /// not parse.
 fn refused_flags_reported(message: &str) {
     let args: Vec<String> = std::env::args_os()

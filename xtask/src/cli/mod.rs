@@ -217,7 +217,7 @@ pub enum ProfileArg {
     /// run -p 7 -t 4 --async_xacts 128, 300 s warmup, 600 s run.
     Standard,
     /// For a small host (2-4 cores): build -p 2; run -p 2 -t 2 --async_xacts 64, 60 s
-    /// warmup, 120 s run. Run -p of both profiles is scaled to the host's cores (README).
+    /// warmup, 120 s run. Run -p of both profiles is scaled to the host's cores (docs/workloads.md).
     Quick,
     /// Range reads that load the storage server more than the client: 16-byte keys and
     /// values, one 1000-row range read per transaction (gr1:1000), run -p 2 -t 2
@@ -310,8 +310,8 @@ pub struct BenchArgs {
     ///
     /// The experiment is compared unpaired with the mean of the record's days, the spread
     /// of the day means in the error (a record of one run is refused: add days with
-    /// `baseline record --add-run`). Weaker than a control arm (see the README, "Recorded
-    /// baselines"); only when no tree of the recorded build can run.
+    /// `baseline record --add-run`). Weaker than a control arm (docs/recorded-baselines.md,
+    /// "Without a control arm"); only when no tree of the recorded build can run.
     #[arg(long, requires = "against_recorded", help_heading = ARMS, display_order = 14)]
     pub no_control: bool,
 
@@ -415,7 +415,7 @@ pub struct BenchArgs {
     /// Pool the noise with an earlier A/A calibration's.
     ///
     /// The noise of the pairs is pooled with that of a `cargo xtask calibrate --out DIR`:
-    /// more power for the same trials (README, "Noise from a calibration"). Refused unless
+    /// more power for the same trials (docs/calibration.md, "Noise from a calibration"). Refused unless
     /// it ran on this host class, with this workload and work dir kind, finished, and is
     /// younger than --noise-max-age. Recorded in meta.json and in every verdict it was used
     /// for.
@@ -592,7 +592,7 @@ pub struct RunArgs {
     /// On a host with 2 or more allowed CPUs, the storage server runs on a CPU of its own
     /// and everything else (other servers, mako, the gate) on the rest. Off by default: on
     /// a 2-core VM it did not lower the noise of any metric, and it makes TPS client-bound,
-    /// blind to storage server cost (README, "Resolution").
+    /// blind to storage server cost (docs/resolution.md).
     #[arg(long, help_heading = CLUSTER)]
     pub pin: bool,
 
@@ -683,7 +683,7 @@ pub struct RunArgs {
     ///
     /// By default the storage server's CPU per transaction relative to the client's
     /// (`storage_to_client_cpu`) gates too whenever every trial measured it: on a shared
-    /// 2-core VM its noise was half of TPS's or less (README, "Resolution").
+    /// 2-core VM its noise was half of TPS's or less (docs/resolution.md).
     #[arg(long, help_heading = VERDICTS)]
     pub tps_only: bool,
 

@@ -29,7 +29,7 @@ const TABLE_PAIRS: [usize; 9] = [2, 3, 4, 5, 6, 8, 10, 15, 20];
 /// Largest pair count `pairs_needed` looks at.
 const MAX_PAIRS: usize = 200;
 /// The pairs a calibration is advised to run: enough for an estimate of the noise to plan
-/// on (the README's example), where 2 are the least that give one.
+/// on (the example in docs/calibration.md), where 2 are the least that give one.
 pub const ADVISED_PAIRS: u32 = 6;
 
 /// `calibration.json`.

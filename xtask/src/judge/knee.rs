@@ -32,8 +32,8 @@ impl Reference<'_> {
 
 /// Trials per arm that a step the arms split on is run up to ([`confirmations`]): a
 /// majority of 3 needs 2 slow trials to lose a step. On real FDB 8.0, 1 trial in 8 of an
-/// A/A point-read sweep measured under half of its neighbours (README, "Saturation
-/// sweeps"), and with one trial per step such a trial alone gave a false REGRESSION.
+/// A/A point-read sweep measured under half of its neighbours (docs/multitest.md, "Sweeps
+/// measured on a 2-vCPU VM"), and with one trial per step such a trial alone gave a false REGRESSION.
 pub const CONFIRM_TRIALS: usize = 3;
 
 /// One arm at one step: what the reference report's row holds, as means over the arm's
@@ -536,7 +536,7 @@ mod tests {
 
     #[test]
     fn confirming_split_steps_cuts_a_slow_trials_false_regressions() {
-        // 1 trial in 8 slow, as in the real A/A point-read sweep (README).
+        // 1 trial in 8 slow, as in the real A/A point-read sweep (docs/multitest.md).
         let (runs, slow) = (20_000, 0.125);
         let mut state = 0x9E37_79B9_7F4A_7C15;
         let rate = |confirm: bool, state: &mut u64| {

@@ -20,7 +20,7 @@
 //! no loss. A true loss of exactly the tolerance is called REGRESSION at most about half
 //! the time (the point estimate crosses the margin half the time, and the test must also
 //! be significant): near half with many pairs or little noise, far less with few (22% at
-//! 3 pairs and 1% noise per trial, 5% at 3 pairs and 5.5%; README, "Statistics").
+//! 3 pairs and 1% noise per trial, 5% at 3 pairs and 5.5%; docs/statistics.md).
 //! Verdict precedence, as in DESIGN.md: TIMEOUT > ERROR > SLO-VIOLATION > REGRESSION >
 //! INCONCLUSIVE > MEASURED. A run that could not be measured is never a pass.
 
@@ -1450,7 +1450,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_five_percent_slowdown_is_caught_at_the_documented_power() {
-        // README: with 1% noise per trial, the default 3 pairs catch a 5% loss in about
+        // docs/statistics.md: with 1% noise per trial, the default 3 pairs catch a 5% loss in about
         // 78% of runs, and never call it MEASURED.
         let v = simulate(2000, 3, 0.01, 0.95, 42);
         let power = rate(&v, Verdict::Regression);

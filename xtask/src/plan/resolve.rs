@@ -184,7 +184,7 @@ fn days_without_control(b: &Baseline, existing: bool) -> Result<usize, UsageErro
     };
     Err(UsageError(format!(
         "{flag}: baseline {} holds one run, so nothing tells the build's speed from the \
-         speed of the day (README, \"Recorded baselines\": against one recorded run, \
+         speed of the day (docs/recorded-baselines.md: against one recorded run, \
          false REGRESSION 17.6% of the time on this project's 2-core host); {remedy}add runs of it from other days with \
          `cargo xtask baseline record --from DIR --name {} --add-run`",
         b.name, b.name
@@ -432,7 +432,7 @@ fn check_release(config: &BenchConfig, arm: &ArmPlan) -> Result<Option<String>, 
     if caps.release < Release::OLDEST {
         return Err(UsageError(format!(
             "{what}: the gate runs FDB 7.2 and later (it reads 7.1's reports, but 7.1's mako \
-             cannot run its workloads; README, 'FDB releases')"
+             cannot run its workloads; docs/fdb-releases.md)"
         )));
     }
     // The multitest driver was read against the tester and ReadWrite code of 7.2 to 8.0

@@ -188,7 +188,7 @@ fn numbers(j: &Judgement) -> Vec<(String, String)> {
 /// metric, REGRESSION and SLO-VIOLATION are `<failure>`, TIMEOUT and ERROR are `<error>`,
 /// INCONCLUSIVE is `<skipped>` (with the MDE achieved in its message), or a `<failure>`
 /// under `--strict` (the run exits 1 then, and a CI test tab must not show 0 failures).
-/// What CI tools show was read off their own parsers (README, "What CI shows"): the
+/// What CI tools show was read off their own parsers (docs/ci.md, "What CI shows"): the
 /// `message` is the one-line sentence `VERDICT (engine): reason`, since Jenkins ("Error Details")
 /// and mikepenz/action-junit-report (the annotation) show the message alone; there is no
 /// `type`, which no tool shows but dorny/test-reporter, as `type: message`, and that would
