@@ -5,6 +5,7 @@ mod arms;
 mod cleanup;
 mod existing;
 pub(crate) use existing::hand_started_cluster;
+pub(crate) use multitest::SMALL;
 mod failures;
 mod knobs;
 mod multitest;

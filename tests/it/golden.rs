@@ -85,17 +85,10 @@ fn a_configure_that_hangs_writes_the_golden_timeout_results() {
     check(&s, "timeout");
 }
 
-/// FDB's ReadWrite through the multitest driver: 1000 rows, the shortest test the gate
-/// allows. The multitest driver has no warmup of the gate's and no client processes to
-/// scale, so neither [`workload`]'s nor [`PROCS`]'s reason applies.
-const MULTITEST: [&str; 6] = [
-    "--profile",
-    "point-read",
-    "--rows",
-    "1000",
-    "--seconds",
-    "10",
-];
+/// FDB's ReadWrite through the multitest driver, the multitest tests' small workload. The
+/// multitest driver has no warmup of the gate's and no client processes to scale, so
+/// neither [`workload`]'s nor [`PROCS`]'s reason applies.
+const MULTITEST: [&str; 6] = crate::bench::SMALL;
 
 #[test]
 fn a_seeded_multitest_regression_writes_the_golden_results() {

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::support::{code, text, Sandbox};
 
 /// A small multitest workload: 1000 rows, the shortest test the gate allows.
-pub(super) const SMALL: [&str; 6] = [
+pub(crate) const SMALL: [&str; 6] = [
     "--profile",
     "point-read",
     "--rows",
