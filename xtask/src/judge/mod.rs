@@ -361,20 +361,21 @@ pub fn judge_looks(
     family: Option<usize>,
     prior: Option<&NoisePrior>,
 ) -> Vec<Judgement> {
-    let mut judgements: Vec<Judgement> = Vec::new();
+    let mut drafts: Vec<Draft> = Vec::new();
     for &e in engines {
         let looks_e = looks.get(&e).copied().unwrap_or(1).max(1);
-        judgements.extend(
+        drafts.extend(
             judge_engine(trials, e, criteria, prior)
                 .into_iter()
-                .map(|mut j| {
-                    j.looks = looks_e;
-                    j
+                .map(|mut d| {
+                    d.j.looks = looks_e;
+                    d
                 }),
         );
     }
-    decide_family(&mut judgements, true, family);
-    decide_family(&mut judgements, false, None);
+    decide_family(&mut drafts, true, family);
+    decide_family(&mut drafts, false, None);
+    let mut judgements: Vec<Judgement> = drafts.into_iter().map(Draft::decided).collect();
     for j in &mut judgements {
         capped_by_target(j, trials);
     }
@@ -389,6 +390,39 @@ pub fn judge_looks(
         j.verdict = Verdict::Error;
     }
     judgements
+}
+
+/// A judgement on its way through the judge's passes: its numbers, and its verdict once a
+/// rule has given one (a check that needs no statistics, a gated metric not measured, or
+/// the family's decision). Until then `j.verdict` and `j.reason` are not read; only
+/// decided drafts leave the judge.
+struct Draft {
+    j: Judgement,
+    decided: bool,
+}
+
+impl Draft {
+    /// A draft of `j` whose verdict `rule` gave, or undecided.
+    fn new(mut j: Judgement, rule: Option<(Verdict, String)>) -> Draft {
+        let decided = rule.is_some();
+        if let Some((verdict, reason)) = rule {
+            (j.verdict, j.reason) = (verdict, reason);
+        }
+        Draft { j, decided }
+    }
+
+    /// Gives the draft its verdict.
+    fn decide(&mut self, verdict: Verdict, reason: String) {
+        (self.j.verdict, self.j.reason) = (verdict, reason);
+        self.decided = true;
+    }
+
+    /// The judgement, once decided: every draft is decided by the end of
+    /// `decide_family`'s two passes (gated and not).
+    fn decided(self) -> Judgement {
+        assert!(self.decided, "undecided judgement: {:?}", self.j);
+        self.j
+    }
 }
 
 /// A TPS pass is no pass when a multitest trial met its target: that trial's TPS is the
@@ -418,15 +452,15 @@ fn capped_by_target(j: &mut Judgement, trials: &[Sample]) {
     );
 }
 
-/// One judgement per metric of the engine (TPS first; the others that gate or were
+/// One draft per metric of the engine (TPS first; the others that gate or were
 /// measured): stats, comparisons and the verdicts that need no statistics (TIMEOUT,
-/// ERROR, SLO); the rest is left MEASURED for `decide_family`.
+/// ERROR, SLO) decided; the rest is left for `decide_family`.
 fn judge_engine(
     all: &[Sample],
     engine: Engine,
     mut criteria: Criteria,
     prior: Option<&NoisePrior>,
-) -> Vec<Judgement> {
+) -> Vec<Draft> {
     criteria.slo_tps = criteria.slo_tps.or(criteria.slo.get(engine));
     let of = |arm: Arm| -> Vec<&Sample> {
         all.iter()
@@ -461,14 +495,15 @@ fn judge_engine(
         }?;
         Some(if m.lower_is_better() { c.inverted() } else { c })
     };
-    let (verdict, reason) = precheck(&base, &exp, &experiment, criteria);
+    let rule = precheck(&base, &exp, &experiment, criteria);
     let notes = notes(&base, &exp, [&baseline, &experiment]);
     let tps = Judgement {
         engine,
         metric: Metric::Tps,
         gating: true,
-        verdict,
-        reason,
+        // Read only once decided (`Draft`).
+        verdict: Verdict::Measured,
+        reason: String::new(),
         baseline,
         experiment,
         tps_delta_pct,
@@ -482,18 +517,20 @@ fn judge_engine(
         noise_from: None,
         knees: None,
     };
+    let tps = Draft::new(tps, rule);
     let all_measured: Vec<&Sample> = measured(&base).into_iter().chain(measured(&exp)).collect();
     let others = other_metrics(&tps, &all_measured, &compare);
     std::iter::once(tps)
         .chain(others)
-        .map(|mut j| {
+        .map(|mut d| {
+            let j = &mut d.j;
             j.noise_from = noise_from.borrow().get(&j.metric).cloned();
             match &j.noise_from {
                 Some(n) if j.metric == Metric::Tps => j.notes.push(n.clone()),
                 Some(n) if j.gating => j.notes.push(format!("{}: {n}", j.metric.name())),
                 _ => {}
             }
-            j
+            d
         })
         .collect()
 }
@@ -503,11 +540,11 @@ fn judge_engine(
 /// `compare`. A gated metric missing from a measured trial is an ERROR; one that gates
 /// only when measured does not gate then.
 fn other_metrics(
-    tps: &Judgement,
+    tps: &Draft,
     all_measured: &[&Sample],
     compare: &dyn Fn(Metric) -> Option<Comparison>,
-) -> Vec<Judgement> {
-    let criteria = tps.criteria;
+) -> Vec<Draft> {
+    let criteria = tps.j.criteria;
     let missing = |m: Metric| all_measured.iter().find(|t| t.value(m).is_none()).copied();
     let measured_any = |m: Metric| all_measured.iter().any(|t| t.value(m).is_some());
     Metric::ALL[1..]
@@ -516,22 +553,22 @@ fn other_metrics(
         .map(|&m| {
             let gating = criteria.gates.contains(m)
                 || (criteria.gates_if_measured.contains(m) && missing(m).is_none());
-            let mut j = derived_judgement(tps, m, compare(m), gating);
-            if let Some(t) = missing(m).filter(|_| gating && j.verdict == Verdict::Measured) {
-                j.verdict = Verdict::Error;
+            let mut d = derived_judgement(tps, m, compare(m), gating);
+            if let Some(t) = missing(m).filter(|_| gating && !d.decided) {
                 let why = match (m, &t.instructions_unavailable) {
                     (Metric::InstructionsPerTxn(_), Some(why)) => format!(": {why}"),
                     _ => String::new(),
                 };
-                j.reason = format!(
+                let reason = format!(
                     "{} was not measured in trial {} ({} #{}), so it cannot gate{why}",
                     m.label(),
                     t.index,
                     t.arm,
                     t.repetition
                 );
+                d.decide(Verdict::Error, reason);
             }
-            j
+            d
         })
         .collect()
 }
@@ -599,20 +636,20 @@ fn measured<'a>(trials: &[&'a Sample]) -> Vec<&'a Sample> {
 /// and stats, the metric's comparison (`comparison`, oriented higher-is-better), and the
 /// same verdicts that need no statistics, except the TPS SLO.
 fn derived_judgement(
-    tps: &Judgement,
+    tps: &Draft,
     metric: Metric,
     comparison: Option<Comparison>,
     gating: bool,
-) -> Judgement {
-    let mut j = tps.clone();
+) -> Draft {
+    let mut j = tps.j.clone();
     j.metric = metric;
     j.gating = gating;
     j.comparison = comparison;
     j.notes.clear();
-    if j.verdict == Verdict::SloViolation {
-        (j.verdict, j.reason) = (Verdict::Measured, String::new());
-    }
-    j
+    // The TPS floor is TPS's alone; every other check holds for every metric.
+    let rule = Some((j.verdict, std::mem::take(&mut j.reason)))
+        .filter(|(v, _)| tps.decided && *v != Verdict::SloViolation);
+    Draft::new(j, rule)
 }
 
 /// Complete pairs: the baseline and experiment trial of one repetition, both measured.
@@ -709,13 +746,14 @@ fn run_order(pairs: &[(&Sample, &Sample)]) -> Vec<(u64, u64)> {
         .collect()
 }
 
-/// Verdicts decided without statistics; `Measured` means "still to be decided".
+/// The verdict that needs no statistics, when one applies: TIMEOUT or ERROR of a trial,
+/// missing trials, nothing measured, or the experiment below its TPS floor.
 fn precheck(
     base: &[&Sample],
     exp: &[&Sample],
     experiment: &Option<ArmStats>,
     c: Criteria,
-) -> (Verdict, String) {
+) -> Option<(Verdict, String)> {
     let all = || base.iter().chain(exp);
     let describe = |t: &Sample| {
         format!(
@@ -727,32 +765,32 @@ fn precheck(
         )
     };
     if let Some(t) = all().find(|t| t.outcome == Outcome::Timeout) {
-        return (Verdict::Timeout, describe(t));
+        return Some((Verdict::Timeout, describe(t)));
     }
     if let Some(t) = all().find(|t| t.outcome != Outcome::Measured) {
-        return (Verdict::Error, describe(t));
+        return Some((Verdict::Error, describe(t)));
     }
     let planned = c.trials as usize;
     if (base.len() < planned && !c.unpaired) || exp.len() < planned {
-        return (
+        return Some((
             Verdict::Error,
             format!(
                 "only {} baseline and {} experiment trials of {planned} each ran",
                 base.len(),
                 exp.len()
             ),
-        );
+        ));
     }
     match (experiment, c.slo_tps) {
-        (None, _) => (Verdict::Error, "no measured trial".to_string()),
-        (Some(e), Some(slo)) if e.tps_mean < slo => (
+        (None, _) => Some((Verdict::Error, "no measured trial".to_string())),
+        (Some(e), Some(slo)) if e.tps_mean < slo => Some((
             Verdict::SloViolation,
             format!(
                 "experiment {:.1} TPS is below the SLO of {slo:.1} TPS",
                 e.tps_mean
             ),
-        ),
-        _ => (Verdict::Measured, String::new()),
+        )),
+        _ => None,
     }
 }
 
@@ -778,20 +816,20 @@ fn look_factor(j: &Judgement, level: f64) -> f64 {
 /// one-sided p-values are scaled for the look ([`look_factor`]); the REGRESSION test's
 /// are Holm-adjusted over the open judgements of the family, or by Bonferroni as members
 /// of a family of size `family` when given.
-fn decide_family(judgements: &mut [Judgement], gating: bool, family: Option<usize>) {
-    let open: Vec<usize> = (0..judgements.len())
+fn decide_family(drafts: &mut [Draft], gating: bool, family: Option<usize>) {
+    let open: Vec<usize> = (0..drafts.len())
         .filter(|&i| {
-            let j = &judgements[i];
-            j.gating == gating && j.verdict == Verdict::Measured && j.comparison.is_some()
+            let d = &drafts[i];
+            d.j.gating == gating && !d.decided && d.j.comparison.is_some()
         })
         .collect();
     let p_sl: Vec<f64> = open
         .iter()
-        .map(|&i| judgements[i].comparison.as_ref().expect("open").p_slower())
+        .map(|&i| drafts[i].j.comparison.as_ref().expect("open").p_slower())
         .collect();
     let p_sl = stats::holm_by(&p_sl, |k, left| {
         let members = family.unwrap_or(left);
-        let j = &judgements[open[k]];
+        let j = &drafts[open[k]].j;
         if j.looks <= 1 {
             members as f64
         } else {
@@ -799,18 +837,19 @@ fn decide_family(judgements: &mut [Judgement], gating: bool, family: Option<usiz
         }
     });
     for (k, &i) in open.iter().enumerate() {
-        let j = &mut judgements[i];
+        let j = &mut drafts[i].j;
         let c = j.comparison.as_ref().expect("open");
         j.p_not_worse_adjusted =
             Some((c.p_not_worse_than(margin(j)) * look_factor(j, ALPHA / 2.0)).min(1.0));
         j.p_slower_adjusted = Some(p_sl[k]);
         j.family_size = family.unwrap_or(open.len());
     }
-    for j in judgements
+    for d in drafts
         .iter_mut()
-        .filter(|j| j.gating == gating && j.verdict == Verdict::Measured)
+        .filter(|d| d.j.gating == gating && !d.decided)
     {
-        decide(j);
+        let (verdict, reason) = decide(&d.j);
+        d.decide(verdict, reason);
     }
 }
 
@@ -819,14 +858,13 @@ fn decide_family(judgements: &mut [Judgement], gating: bool, family: Option<usiz
 /// quick run's TPS).
 const NO_NOISE_SE: f64 = 1e-9;
 
-/// Decides a judgement of one arm with nothing to compare it with (a cluster the gate did
-/// not start, no record): MEASURED, the numbers as the reason. Returns false for any other.
-fn one_arm(j: &mut Judgement) -> bool {
+/// The verdict on one arm with nothing to compare it with (a cluster the gate did not
+/// start, no record): MEASURED, the numbers as the reason. `None` for any other.
+fn one_arm(j: &Judgement) -> Option<(Verdict, String)> {
     let (None, Some(e)) = (&j.baseline, &j.experiment) else {
-        return false;
+        return None;
     };
-    j.verdict = Verdict::Measured;
-    j.reason = match e.mean(j.metric) {
+    let reason = match e.mean(j.metric) {
         Some(mean) => format!(
             "{}: {mean:.1} (mean of {} trials{}); one arm, no baseline to compare with",
             j.metric.label(),
@@ -838,18 +876,17 @@ fn one_arm(j: &mut Judgement) -> bool {
         ),
         None => format!("{}: not measured; one arm, no baseline", j.metric.label()),
     };
-    true
+    Some((Verdict::Measured, reason))
 }
 
-/// Decides one open judgement from its comparison and adjusted p-values (set by
+/// The verdict on one open judgement from its comparison and adjusted p-values (set by
 /// `decide_family`): MEASURED, REGRESSION or INCONCLUSIVE, with the sentence why.
-fn decide(j: &mut Judgement) {
+fn decide(j: &Judgement) -> (Verdict, String) {
     let tol = j.criteria.max_regression_pct;
     let Some(c) = &j.comparison else {
-        if one_arm(j) {
-            return;
+        if let Some(decided) = one_arm(j) {
+            return decided;
         }
-        j.verdict = Verdict::Inconclusive;
         // The metric's own plain means, not TPS's.
         let plain = match (&j.baseline, &j.experiment) {
             (Some(a), Some(b)) => a
@@ -865,26 +902,25 @@ fn decide(j: &mut Judgement) {
         } else {
             "fewer than 2 complete pairs"
         };
-        j.reason = format!(
+        let reason = format!(
             "{}: {too_few} give no estimate of the noise: run more trials (plain means: {})",
             j.metric.label(),
             plain.unwrap_or_else(|| "-".to_string())
         );
-        return;
+        return (Verdict::Inconclusive, reason);
     };
     if c.se < NO_NOISE_SE {
         // Two identical ratios are not evidence of no noise (benchstat and scipy agree):
         // a t test with se 0 would call any change certain.
-        j.verdict = Verdict::Inconclusive;
         let (change, ..) = j.change_pct().expect("a comparison");
-        j.reason = format!(
+        let reason = format!(
             "{}: every trial gave the same figure on each side ({change:+.2}%), which carries \
              no estimate of the noise (real trials never agree exactly: a deterministic \
              stand-in, or copied trials?): run more trials, or check where the trials came \
              from",
             j.metric.label()
         );
-        return;
+        return (Verdict::Inconclusive, reason);
     }
     let (nw, sl) = (
         j.p_not_worse_adjusted.expect("set"),
@@ -897,7 +933,7 @@ fn decide(j: &mut Judgement) {
         Metric::CpuPerTxn(_) | Metric::StorageCpuRatio => ("a rise", "more CPU per transaction"),
         Metric::InstructionsPerTxn(_) => ("a rise", "more instructions per transaction"),
     };
-    (j.verdict, j.reason) = if nw < ALPHA / 2.0 {
+    if nw < ALPHA / 2.0 {
         (
             Verdict::Measured,
             format!("{numbers}: {loss} beyond {tol:.2}% is ruled out"),
@@ -920,7 +956,7 @@ fn decide(j: &mut Judgement) {
                 c.mde_pct
             ),
         )
-    };
+    }
 }
 
 /// The sentence of a decided judgement's numbers: the change with its interval, the pairs,
