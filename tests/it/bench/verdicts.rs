@@ -272,6 +272,48 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
         assert_eq!(code(&o), 2, "{pointer}: {}", text(&o));
         assert!(text(&o).contains(says), "{pointer}: {}", text(&o));
     }
+    // What the run was compared with, and its schedule, must hold together as a gate
+    // writes them: judged anyway, an edited file could pass a run that failed.
+    for (field, value, says) in [
+        (
+            "baseline",
+            json!(null),
+            "it has no baseline arm, no recorded baseline and no cluster of its own",
+        ),
+        (
+            "config/existing",
+            json!({"cluster_file": "/x/fdb.cluster"}),
+            "it has a baseline arm on a cluster the gate did not start",
+        ),
+        (
+            "config/against_recorded",
+            json!("rel"),
+            "its config names the recorded baseline Some(\"rel\") and its plan holds none",
+        ),
+        (
+            "config/sweep",
+            json!([400, 800]),
+            "trial 1 ran at no sweep target and the run planned the ladder 400,800",
+        ),
+        (
+            "config/time_budget",
+            json!("2h"),
+            "invalid type: string \"2h\", expected struct Duration",
+        ),
+    ] {
+        let mut meta = s.read_json("meta.json");
+        let (parent, key) = field.rsplit_once('/').unwrap_or(("", field));
+        let at = if parent.is_empty() {
+            &mut meta["plan"]
+        } else {
+            &mut meta["plan"][parent]
+        };
+        at[key] = value;
+        std::fs::write(edited.join("meta.json"), meta.to_string()).unwrap();
+        let o = compare_only(&edited);
+        assert_eq!(code(&o), 2, "{field}: {}", text(&o));
+        assert!(text(&o).contains(says), "{field}: {}", text(&o));
+    }
     std::fs::copy(s.out().join("meta.json"), edited.join("meta.json")).unwrap();
 
     // compare never writes into the run it reads: --out RUN, or --junit inside it.

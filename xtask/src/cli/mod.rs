@@ -373,9 +373,9 @@ pub struct BenchArgs {
     /// the knee, where no arm follows its target any more (below 90% of it, or retries).
     /// The knee of each arm is the highest target it followed; a lower knee of the
     /// experiment is a REGRESSION. A list (2000,4000,8000) or a geometric ladder
-    /// START..MAXxFACTOR (2000..64000x2). With --against-recorded of a sweep's record: its
-    /// ladder, and the knee is judged against the control arm's (or, with --no-control, the
-    /// lowest recorded day's).
+    /// START..MAXxFACTOR (2000..64000x2). With --against-recorded of a sweep's record, give
+    /// the record's ladder (a run of another ladder is refused); the knee is judged against
+    /// the control arm's (or, with --no-control, the lowest recorded day's).
     #[arg(long, value_name = "LADDER", help_heading = WORKLOAD)]
     pub sweep: Option<String>,
 
@@ -575,7 +575,7 @@ pub struct RunArgs {
 
     /// Storage engine to benchmark; repeat for several [default: redwood]
     ///
-    /// Against a recorded baseline, the default is the record's engine.
+    /// Against a recorded baseline the record's engine runs, and --engine is refused.
     #[arg(long = "engine", value_enum, value_name = "ENGINE", help_heading = CLUSTER)]
     pub engines: Vec<EngineArg>,
 

@@ -103,8 +103,10 @@ fn finish_sweep(
 ) -> Result<Finished> {
     let trials = run_sweep(&plan, &out, ladder)?;
     let interrupted = interrupted();
-    let criteria = criteria(&plan, plan.config.schedule.complete_at());
     let against = Reference::of(plan.recorded.as_ref(), plan.baseline.is_some());
+    let mut criteria = criteria(&plan, plan.config.schedule.complete_at());
+    // As every other run's, and as `compare` judges it again.
+    criteria.unpaired = against.unpaired();
     let mut warnings = plan.warnings.clone();
     if let Some(record) = against.controlled_record() {
         log_host_lines(

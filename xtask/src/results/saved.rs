@@ -151,6 +151,10 @@ pub struct SavedConfig {
     /// there was one is read. Absent from runs of the gate's own clusters and older runs.
     #[serde(default)]
     pub existing: Option<serde_json::Value>,
+    /// The recorded baseline's name, for a run judged against one (`config::Against`);
+    /// absent from runs of gates before records.
+    #[serde(default)]
+    against_recorded: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -397,6 +401,60 @@ fn check_numbering(trials: &[TrialRecord]) -> Result<(), String> {
 /// windows of the plan's workload: at least 1 trial planned, TPS floors positive and
 /// finite, every measured report's run and warmup the ones the plan asked
 /// ([`MakoReport::window_matches`]).
+/// Errors when what the run was compared with does not hold together as a gate writes it
+/// (`config::Against`, `judge::Reference`): a record named but not saved, a run without a
+/// baseline arm that had neither a record nor a cluster of its own, or a cluster the gate
+/// did not start beside a baseline arm. Judged anyway, such a file could pass a run that
+/// failed.
+fn check_reference(plan: &SavedPlan) -> Result<(), String> {
+    let c = &plan.config;
+    let (arm, record, existing) = (
+        plan.baseline.is_some(),
+        plan.recorded.is_some(),
+        c.existing.is_some(),
+    );
+    if c.against_recorded.is_some() != record {
+        return Err(format!(
+            "its config names the recorded baseline {:?} and its plan holds {}",
+            c.against_recorded,
+            if record { "one" } else { "none" }
+        ));
+    }
+    if !arm && !record && !existing {
+        return Err("it has no baseline arm, no recorded baseline and no cluster of its own                     (a gate compares with one of them)"
+            .into());
+    }
+    if arm && existing {
+        return Err("it has a baseline arm on a cluster the gate did not start (a gate runs                     one arm there)"
+            .into());
+    }
+    Ok(())
+}
+
+/// Errors when a trial's sweep target does not fit the run: a sweep's trials each ran at a
+/// step of its `ladder`, and no other run's trial has a target of its own (a knee judged on
+/// trials of another ladder, or none, says nothing of the run).
+fn check_targets(ladder: Option<&[u64]>, trials: &[TrialRecord]) -> Result<(), String> {
+    let Some(t) = trials.iter().find(|t| match (ladder, t.target_tps) {
+        (Some(l), Some(x)) => !l.contains(&x),
+        (Some(_), None) | (None, Some(_)) => true,
+        (None, None) => false,
+    }) else {
+        return Ok(());
+    };
+    let target = t.target_tps.map_or("no sweep target".to_string(), |x| {
+        format!("a target of {x} TPS")
+    });
+    let ladder = ladder.map_or("no sweep".to_string(), |l| {
+        let steps: Vec<String> = l.iter().map(u64::to_string).collect();
+        format!("the ladder {}", steps.join(","))
+    });
+    Err(format!(
+        "trial {} ran at {target} and the run planned {ladder}",
+        t.index
+    ))
+}
+
 fn check_meta(meta: &SavedMeta, trials: &[TrialRecord]) -> Result<(), String> {
     let c = &meta.plan.config;
     // A sweep numbers each step's pairs on from the step's first, and skips steps past
@@ -419,6 +477,8 @@ fn check_meta(meta: &SavedMeta, trials: &[TrialRecord]) -> Result<(), String> {
             "its sweep ladder {l:?} is not 2 or more increasing targets (a gate refuses one)"
         ));
     }
+    check_reference(&meta.plan)?;
+    check_targets(c.sweep.as_deref(), trials)?;
     if let Some(record) = &meta.plan.recorded {
         // The record a run was judged against, as `baseline` files are checked; a sweep
         // judged against it stepped its ladder (`Baseline::check_compatible`).
