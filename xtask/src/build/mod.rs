@@ -1276,7 +1276,7 @@ mod tests {
             ("USE_JEMALLOC", "OFF"),
             ("USE_LD", ""),
             ("USE_OTHER", "ON"),
-            ("LD_LIBRARY_PATH", "/work/target/debug/deps"),
+            ("LD_LIBRARY_PATH", "/build/target/debug/deps"),
             ("HOME", "/root"),
         ]
         .map(|(k, v)| (k.to_string(), v.to_string()));
