@@ -288,7 +288,7 @@ fn ci_gate_script_runs_the_gate_and_leaves_junit_where_ci_looks() {
         .output()
         .unwrap();
     assert_eq!(crate::support::code(&o), 1, "{}", crate::support::text(&o));
-    // And the JUnit file says it failed (issue 15: a skipped case under a failed job).
+    // And the JUnit file says it failed: a skipped case under a failed job would hide why.
     let junit = crate::support::read_junit(&s.dir.path().join("noisy.xml"));
     let result = &junit[0]["cases"][0]["results"][0];
     assert_eq!(
