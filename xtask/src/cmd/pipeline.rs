@@ -67,9 +67,8 @@ pub fn execute(plan: Plan) -> Result<Finished> {
     }
     let (trials, looks) = run_trials(&plan, &out)?;
     let interrupted = interrupted();
-    let reference = Reference::of(plan.recorded.as_ref(), plan.baseline.is_some());
-    let mut criteria = criteria(&plan, plan.config.schedule.complete_at());
-    criteria.unpaired = reference.unpaired();
+    let reference = reference(&plan);
+    let criteria = criteria(&plan, plan.config.schedule.complete_at());
     let samples = Sample::of_run(reference.record_as_baseline(), &trials);
     let judgements = judge_looks(
         &samples,
@@ -103,10 +102,8 @@ fn finish_sweep(
 ) -> Result<Finished> {
     let trials = run_sweep(&plan, &out, ladder)?;
     let interrupted = interrupted();
-    let against = Reference::of(plan.recorded.as_ref(), plan.baseline.is_some());
-    let mut criteria = criteria(&plan, plan.config.schedule.complete_at());
-    // As every other run's, and as `compare` judges it again.
-    criteria.unpaired = against.unpaired();
+    let against = reference(&plan);
+    let criteria = criteria(&plan, plan.config.schedule.complete_at());
     let mut warnings = plan.warnings.clone();
     if let Some(record) = against.controlled_record() {
         log_host_lines(
@@ -137,7 +134,7 @@ fn run_sweep(plan: &Plan, out: &Path, ladder: &[u64]) -> Result<Vec<TrialRecord>
     let mut runner = Runner::start(plan, out, |trials| {
         write::trials(out, trials).context(write::Stage("results"))
     })?;
-    let against = Reference::of(plan.recorded.as_ref(), plan.baseline.is_some());
+    let against = reference(plan);
     let mut next_repetition = plan.trials.iter().map(|t| t.repetition).max().unwrap_or(0);
     'engines: for &engine in &plan.engines {
         // Steps handed to the runner: the plan's trials on the steps past them will not run.
@@ -269,6 +266,12 @@ fn finish(plan: Plan, out: PathBuf, j: Judged, started: std::time::SystemTime) -
     })
 }
 
+/// What the plan's experiment is judged against: its record (if any), and whether a
+/// baseline arm ran beside it.
+fn reference(plan: &Plan) -> Reference<'_> {
+    Reference::of(plan.recorded.as_ref(), plan.baseline.is_some())
+}
+
 /// The judging criteria of the plan, for `trials` planned per arm.
 fn criteria(plan: &Plan, trials: u32) -> Criteria {
     let c = &plan.config;
@@ -278,7 +281,8 @@ fn criteria(plan: &Plan, trials: u32) -> Criteria {
         slo_tps: c.slo_tps,
         slo: plan.slo,
         strict: c.strict,
-        unpaired: false,
+        // As `compare` judges the run again.
+        unpaired: reference(plan).unpaired(),
         gates: c.gates,
         gates_if_measured: c.gates_if_measured,
     }
