@@ -288,7 +288,7 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
         (
             "config/against_recorded",
             json!("rel"),
-            "its config names the recorded baseline Some(\"rel\") and its plan holds none",
+            "its config names the recorded baseline rel and its plan holds none",
         ),
         (
             "config/sweep",

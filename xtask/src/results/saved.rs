@@ -413,20 +413,30 @@ fn check_reference(plan: &SavedPlan) -> Result<(), String> {
         plan.recorded.is_some(),
         c.existing.is_some(),
     );
-    if c.against_recorded.is_some() != record {
-        return Err(format!(
-            "its config names the recorded baseline {:?} and its plan holds {}",
-            c.against_recorded,
-            if record { "one" } else { "none" }
-        ));
+    match (&c.against_recorded, record) {
+        (Some(name), false) => {
+            return Err(format!(
+                "its config names the recorded baseline {name} and its plan holds none"
+            ))
+        }
+        (None, true) => {
+            return Err("its plan holds a recorded baseline and its config names none".into())
+        }
+        _ => {}
     }
     if !arm && !record && !existing {
-        return Err("it has no baseline arm, no recorded baseline and no cluster of its own                     (a gate compares with one of them)"
-            .into());
+        return Err(
+            "it has no baseline arm, no recorded baseline and no cluster of its own \
+                    (a gate compares with one of them)"
+                .into(),
+        );
     }
     if arm && existing {
-        return Err("it has a baseline arm on a cluster the gate did not start (a gate runs                     one arm there)"
-            .into());
+        return Err(
+            "it has a baseline arm on a cluster the gate did not start (a gate runs \
+                    one arm there)"
+                .into(),
+        );
     }
     Ok(())
 }
@@ -446,8 +456,7 @@ fn check_targets(ladder: Option<&[u64]>, trials: &[TrialRecord]) -> Result<(), S
         format!("a target of {x} TPS")
     });
     let ladder = ladder.map_or("no sweep".to_string(), |l| {
-        let steps: Vec<String> = l.iter().map(u64::to_string).collect();
-        format!("the ladder {}", steps.join(","))
+        format!("the ladder {}", crate::config::readwrite::ladder_text(l))
     });
     Err(format!(
         "trial {} ran at {target} and the run planned {ladder}",
