@@ -13,7 +13,7 @@ use crate::{
     cli::CompareArgs,
     config::{check_max_regression, check_slo_tps, Schedule},
     error::UsageError,
-    judge::{exit_code, host::host_lines, judge_looks, knee, samples::Sample, Criteria, Reference},
+    judge::{exit_code, host::host_lines, knee, samples::Sample, Criteria, Judge, Reference},
     report::write,
     results::{
         fs::{
@@ -109,15 +109,14 @@ fn judge_saved(plan: &SavedPlan, reference: Reference, j: &Judged) -> Vec<crate:
             j.interrupted,
             reference,
         ),
-        Schedule::Fixed { .. } | Schedule::Sequential { .. } => judge_looks(
-            j.samples,
-            plan.engines(),
-            j.criteria,
-            j.interrupted,
-            j.looks,
-            None,
-            plan.noise_prior.as_ref(),
-        ),
+        Schedule::Fixed { .. } | Schedule::Sequential { .. } => Judge {
+            criteria: j.criteria,
+            interrupted: j.interrupted,
+            looks: j.looks,
+            family: None,
+            prior: plan.noise_prior.as_ref(),
+        }
+        .verdicts(j.samples, plan.engines()),
     }
 }
 

@@ -13,8 +13,8 @@ use fdb::Engine;
 use crate::{
     config::{Schedule, MAX_TRIALS},
     judge::{
-        exit_code, host::host_lines, judge_looks, knee, samples::Sample, sequential::Sequential,
-        Criteria, Judgement, Reference, Verdict,
+        exit_code, host::host_lines, knee, samples::Sample, sequential::Sequential, Criteria,
+        Judge, Judgement, Reference, Verdict,
     },
     plan::{Plan, PlannedTrial},
     process::interrupted,
@@ -70,15 +70,14 @@ pub fn execute(plan: Plan) -> Result<Finished> {
     let reference = reference(&plan);
     let criteria = criteria(&plan, plan.config.schedule.complete_at());
     let samples = Sample::of_run(reference.record_as_baseline(), &trials);
-    let judgements = judge_looks(
-        &samples,
-        &plan.engines,
+    let judgements = Judge {
         criteria,
         interrupted,
-        &looks,
-        None,
-        plan.noise_prior.as_ref(),
-    );
+        looks: &looks,
+        family: None,
+        prior: plan.noise_prior.as_ref(),
+    }
+    .verdicts(&samples, &plan.engines);
     let mut warnings = plan.warnings.clone();
     if let Some(record) = reference.controlled_record() {
         log_host_lines(host_lines(record, &samples, &plan.engines), &mut warnings);
@@ -405,15 +404,14 @@ fn look(
     let looks = BTreeMap::from([(engine, looks)]);
     let samples = Sample::of_trials(trials);
     let criteria = criteria(plan, 1);
-    let mut judged = judge_looks(
-        &samples,
-        &[engine],
+    let mut judged = Judge {
         criteria,
-        false,
-        &looks,
-        Some(family),
-        plan.noise_prior.as_ref(),
-    );
+        interrupted: false,
+        looks: &looks,
+        family: Some(family),
+        prior: plan.noise_prior.as_ref(),
+    }
+    .verdicts(&samples, &[engine]);
     judged.retain(|j| j.gating);
     judged
 }

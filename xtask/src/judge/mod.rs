@@ -325,7 +325,7 @@ pub struct Judgement {
     pub knees: Option<knee::Knees>,
 }
 
-/// [`judge_looks`] with one look per engine (a fixed number of trials), on trial records.
+/// [`Judge::verdicts`] with one look per engine (a fixed number of trials), on trial records.
 #[cfg(test)]
 pub fn judge(
     trials: &[crate::results::trial::TrialRecord],
@@ -333,63 +333,77 @@ pub fn judge(
     criteria: Criteria,
     interrupted: bool,
 ) -> Vec<Judgement> {
-    judge_looks(
-        &Sample::of_trials(trials),
-        engines,
+    Judge {
         criteria,
         interrupted,
-        &BTreeMap::new(),
-        None,
-        None,
-    )
+        looks: &BTreeMap::new(),
+        family: None,
+        prior: None,
+    }
+    .verdicts(&Sample::of_trials(trials), engines)
 }
 
-/// Judges every engine of the run. `trials` may be partial: missing trials make the
-/// verdict ERROR, and so does `interrupted` (a signal cut the run short), whatever the
-/// numbers say, unless a TIMEOUT came first. For verdicts that are one of several looks
-/// (`--trials auto`), `looks[e]` is the number of looks planned for engine `e` (1 when
-/// absent). `family`: judge the gated metrics as members of a family of that size by
-/// Bonferroni (a look of one engine that must stand in the final Holm family of every
-/// engine) instead of Holm over the judgements present. `prior`: a calibration's noise
-/// to pool with the pairs' own (`--noise-from`; paired comparisons only).
-pub fn judge_looks(
-    trials: &[Sample],
-    engines: &[Engine],
-    criteria: Criteria,
-    interrupted: bool,
-    looks: &BTreeMap<Engine, u32>,
-    family: Option<usize>,
-    prior: Option<&NoisePrior>,
-) -> Vec<Judgement> {
-    let mut drafts: Vec<Draft> = Vec::new();
-    for &e in engines {
-        let looks_e = looks.get(&e).copied().unwrap_or(1).max(1);
-        drafts.extend(
-            judge_engine(trials, e, criteria, prior)
-                .into_iter()
-                .map(|mut d| {
-                    d.j.looks = looks_e;
-                    d
-                }),
-        );
+/// How a run's trials are judged: what gates and by how much, and what the run's
+/// circumstances change about it.
+#[derive(Debug, Clone, Copy)]
+pub struct Judge<'a> {
+    pub criteria: Criteria,
+    /// A signal cut the run short: every verdict is ERROR unless a TIMEOUT came first.
+    pub interrupted: bool,
+    /// For verdicts that are one of several looks (`--trials auto`), `looks[e]` is the
+    /// number of looks planned for engine `e` (1 when absent).
+    pub looks: &'a BTreeMap<Engine, u32>,
+    /// Judge the gated metrics as members of a family of this size by Bonferroni (a look of
+    /// one engine that must stand in the final Holm family of every engine) instead of
+    /// Holm over the judgements present.
+    pub family: Option<usize>,
+    /// A calibration's noise to pool with the pairs' own (`--noise-from`; paired
+    /// comparisons only).
+    pub prior: Option<&'a NoisePrior>,
+}
+
+impl Judge<'_> {
+    /// Judges every engine of `engines` on `trials`, one [`Judgement`] per engine and
+    /// metric. `trials` may be partial: missing trials make the verdict ERROR, whatever
+    /// the numbers say.
+    pub fn verdicts(&self, trials: &[Sample], engines: &[Engine]) -> Vec<Judgement> {
+        let Judge {
+            criteria,
+            interrupted,
+            looks,
+            family,
+            prior,
+        } = *self;
+        let mut drafts: Vec<Draft> = Vec::new();
+        for &e in engines {
+            let looks_e = looks.get(&e).copied().unwrap_or(1).max(1);
+            drafts.extend(
+                judge_engine(trials, e, criteria, prior)
+                    .into_iter()
+                    .map(|mut d| {
+                        d.j.looks = looks_e;
+                        d
+                    }),
+            );
+        }
+        decide_family(&mut drafts, true, family);
+        decide_family(&mut drafts, false, None);
+        let mut judgements: Vec<Judgement> = drafts.into_iter().map(Draft::decided).collect();
+        for j in &mut judgements {
+            capped_by_target(j, trials);
+        }
+        for j in judgements
+            .iter_mut()
+            .filter(|j| interrupted && j.verdict < Verdict::Error)
+        {
+            j.reason = format!(
+                "the run was interrupted by a signal (numbers so far: {})",
+                j.reason
+            );
+            j.verdict = Verdict::Error;
+        }
+        judgements
     }
-    decide_family(&mut drafts, true, family);
-    decide_family(&mut drafts, false, None);
-    let mut judgements: Vec<Judgement> = drafts.into_iter().map(Draft::decided).collect();
-    for j in &mut judgements {
-        capped_by_target(j, trials);
-    }
-    for j in judgements
-        .iter_mut()
-        .filter(|j| interrupted && j.verdict < Verdict::Error)
-    {
-        j.reason = format!(
-            "the run was interrupted by a signal (numbers so far: {})",
-            j.reason
-        );
-        j.verdict = Verdict::Error;
-    }
-    judgements
 }
 
 /// A judgement on its way through the judge's passes: its numbers, and its verdict once a
@@ -1210,14 +1224,16 @@ pub(crate) mod tests {
             slo_tps: None,
             ..CRITERIA
         };
-        let j = judge_looks(
+        let j = Judge {
+            criteria,
+            interrupted: false,
+            looks: &BTreeMap::new(),
+            family: None,
+            prior: Some(&prior),
+        }
+        .verdicts(
             &Sample::of_trials(&interleaved(&[1000.0], &[800.0])),
             &[Engine::Redwood],
-            criteria,
-            false,
-            &BTreeMap::new(),
-            None,
-            Some(&prior),
         )
         .remove(0);
         assert_eq!(j.verdict, Verdict::Inconclusive, "{j:?}");
@@ -1265,15 +1281,14 @@ pub(crate) mod tests {
                 .insert(fdb::mako::TRANSACTION.to_string(), stats);
         }
         let none = BTreeMap::new();
-        let js = judge_looks(
-            &Sample::of_trials(&trials),
-            &[Engine::Redwood],
+        let js = Judge {
             criteria,
-            false,
-            &none,
-            None,
-            Some(&prior),
-        );
+            interrupted: false,
+            looks: &none,
+            family: None,
+            prior: Some(&prior),
+        }
+        .verdicts(&Sample::of_trials(&trials), &[Engine::Redwood]);
         let j = js
             .iter()
             .find(|j| j.metric == Metric::TxnLatencyP99)
@@ -1580,15 +1595,14 @@ pub(crate) mod tests {
                 }
                 let naive =
                     stats::paired(&a, &b).is_some_and(|c| c.p_not_worse_than(margin) < ALPHA / 2.0);
-                let v = judge_looks(
-                    &Sample::of_trials(&trials),
-                    &[Engine::Redwood],
+                let v = Judge {
                     criteria,
-                    false,
-                    &BTreeMap::new(),
-                    None,
-                    prior.as_ref(),
-                )
+                    interrupted: false,
+                    looks: &BTreeMap::new(),
+                    family: None,
+                    prior: prior.as_ref(),
+                }
+                .verdicts(&Sample::of_trials(&trials), &[Engine::Redwood])
                 .remove(0)
                 .verdict;
                 (v, naive)
@@ -1676,15 +1690,14 @@ pub(crate) mod tests {
         };
         let judge_one = |samples: &[Sample]| {
             let none = BTreeMap::new();
-            judge_looks(
-                samples,
-                &[Engine::Redwood],
+            Judge {
                 criteria,
-                false,
-                &none,
-                None,
-                None,
-            )
+                interrupted: false,
+                looks: &none,
+                family: None,
+                prior: None,
+            }
+            .verdicts(samples, &[Engine::Redwood])
             .remove(0)
         };
         let runs = 2000;
@@ -1768,15 +1781,14 @@ pub(crate) mod tests {
                 unpaired: true,
                 ..criteria
             };
-            let v = judge_looks(
-                &unpaired,
-                &[Engine::Redwood],
-                welch,
-                false,
-                &BTreeMap::new(),
-                None,
-                None,
-            );
+            let v = Judge {
+                criteria: welch,
+                interrupted: false,
+                looks: &BTreeMap::new(),
+                family: None,
+                prior: None,
+            }
+            .verdicts(&unpaired, &[Engine::Redwood]);
             assert_eq!(
                 v[0].comparison.as_ref().map(|c| c.method),
                 Some(stats::Method::Welch)
@@ -1855,18 +1867,24 @@ pub(crate) mod tests {
             }
             let samples = Sample::of_trials(&trials);
             let all_k = BTreeMap::from([(engines[0], k), (engines[1], k)]);
-            let fin = judge_looks(&samples, &engines, criteria, false, &all_k, None, None);
+            let fin = Judge {
+                criteria,
+                interrupted: false,
+                looks: &all_k,
+                family: None,
+                prior: None,
+            }
+            .verdicts(&samples, &engines);
             let family = engines.len() * criteria.gates.iter().count();
             let at_look = BTreeMap::from([(engines[0], k)]);
-            let look = judge_looks(
-                &samples,
-                &engines[..1],
+            let look = Judge {
                 criteria,
-                false,
-                &at_look,
-                Some(family),
-                None,
-            );
+                interrupted: false,
+                looks: &at_look,
+                family: Some(family),
+                prior: None,
+            }
+            .verdicts(&samples, &engines[..1]);
             for j in look.iter().filter(|j| j.gating) {
                 let f = fin
                     .iter()
@@ -1929,15 +1947,14 @@ pub(crate) mod tests {
                 continue;
             };
             k = looks;
-            let j = judge_looks(
-                &Sample::of_trials(&interleaved(&a, &b)),
-                &[Engine::Redwood],
+            let j = Judge {
                 criteria,
-                false,
-                &BTreeMap::from([(Engine::Redwood, looks)]),
-                None,
-                None,
-            )
+                interrupted: false,
+                looks: &BTreeMap::from([(Engine::Redwood, looks)]),
+                family: None,
+                prior: None,
+            }
+            .verdicts(&Sample::of_trials(&interleaved(&a, &b)), &[Engine::Redwood])
             .remove(0);
             let decided = j.verdict != Verdict::Inconclusive;
             last = Some(j);
