@@ -432,6 +432,21 @@ fn another_host_class_workload_or_a_broken_file_is_refused() {
     assert_ne!(code(&o), 64, "{}", text(&o));
     let warnings = summary(&s, "knobs-same")["warnings"].to_string();
     assert!(!warnings.contains("MISMATCH"), "{warnings}");
+    // Today's control arm is the recorded build as it was recorded: with the record's
+    // user knobs, though the user gave them to the experiment alone.
+    let meta: Value = serde_json::from_str(
+        &std::fs::read_to_string(s.dir.path().join("knobs-same/meta.json")).unwrap(),
+    )
+    .unwrap();
+    let trials = meta["plan"]["trials"].as_array().unwrap();
+    let control: Vec<&Value> = trials.iter().filter(|t| t["arm"] == "baseline").collect();
+    assert!(!control.is_empty(), "{trials:?}");
+    for t in control {
+        assert!(
+            t["knobs"].to_string().contains("page_cache_4k"),
+            "a control trial without the record's knob: {t}"
+        );
+    }
     let o = against(&s, &dir, &exp, "knobs-allowed", &["--allow-knob-mismatch"]);
     assert_ne!(code(&o), 64, "{}", text(&o));
     assert!(summary(&s, "knobs-allowed")["warnings"][0]
@@ -439,8 +454,8 @@ fn another_host_class_workload_or_a_broken_file_is_refused() {
         .unwrap()
         .starts_with("KNOB MISMATCH"));
 
-    // The knob the gate adds on a RAM disk, given by the user too, is the same knob (issue
-    // 18: refused as "record ran with []"); on a disk it is a real difference.
+    // The knob the gate adds on a RAM disk, given by the user too, is the same knob (not a
+    // record that "ran with []"); on a disk it is a real difference.
     std::fs::write(&file, &original).unwrap();
     let aio = ["--knob", "disable_posix_kernel_aio=1"];
     let o = against(&s, &dir, &exp, "aio", &aio);

@@ -724,7 +724,7 @@ fn an_existing_clusters_engine_is_read_from_it_and_names_the_run() {
     assert!(line.contains("memory"), "{line}");
     if s.workdir_is_tmpfs() {
         assert!(
-            line.ends_with("testers --knob_disable_posix_kernel_aio=1"),
+            line.ends_with("tester --knob_disable_posix_kernel_aio=1"),
             "{line}"
         );
     }

@@ -11,10 +11,7 @@ use crate::{
     cli::BenchArgs,
     config::{source::SourceConfig, Arm, BenchConfig},
     error::UsageError,
-    plan::{
-        resolve::{plan, prepare, Prepared},
-        same_knobs,
-    },
+    plan::resolve::{plan, prepare, Prepared},
     report::write,
     results::fs::{check_junit, check_markdown},
     run::cluster::{engine_of_existing, refuse_unreachable},
@@ -33,19 +30,19 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         check_markdown(m, args.run.out.as_deref())?;
     }
     let result = (|| {
-        let mut config = BenchConfig::try_from(args)?;
+        let config = BenchConfig::try_from(args)?;
         let prepared = prepare(&config)?;
-        control_from_record(&mut config, &prepared);
         // A cluster that is down is said in a second, before a build or a plan-time wait.
-        if let Some(e) = &config.existing {
+        if let Some(e) = config.cluster.existing() {
             refuse_unreachable(e)?;
         }
         check_given_trees(&config)?;
         let mut wanted = Vec::new();
-        if config.baseline.build_dir.is_none() && config.against.baseline_arm() {
+        let no_tree = |arm| prepared.given_tree(&config, arm).is_none();
+        if no_tree(Arm::Baseline) && config.against.baseline_arm() {
             wanted.push(Arm::Baseline);
         }
-        if config.experiment.build_dir.is_none() {
+        if no_tree(Arm::Experiment) {
             wanted.push(Arm::Experiment);
         }
         let built = if wanted.is_empty() {
@@ -68,7 +65,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
             let commits = build::commits(&source, &wanted)?;
             refuse_same_commit(&config, &prepared, &source, &commits)?;
             refuse_unfit_cmake_args(&config, &source)?;
-            refuse_unknown_knobs(&config, &source, &commits)?;
+            refuse_unknown_knobs(&config, &prepared, &source, &commits)?;
             build::build_arms(&source, &wanted)?
         };
         let mut plan = plan(config, prepared, built, &engine_of_existing)?;
@@ -99,26 +96,6 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
     result
 }
 
-/// Against a record with no `--baseline-build`, the control arm runs the record's own build
-/// tree when it is still there (it holds `bin/fdbserver`); the plan then checks that it is
-/// the recorded build (source version and configuration), as for a given tree. Otherwise
-/// the control is built from source at the record's source version.
-fn control_from_record(config: &mut BenchConfig, prepared: &Prepared) {
-    let Some(record) = prepared.record() else {
-        return;
-    };
-    if !config.against.baseline_arm() || config.baseline.build_dir.is_some() {
-        return;
-    }
-    let Some(tree) = record.build_tree.as_deref().map(std::path::PathBuf::from) else {
-        return;
-    };
-    // The plan names every arm's tree, so the user sees where the control came from.
-    if tree.join("bin/fdbserver").is_file() {
-        config.baseline.build_dir = Some(tree);
-    }
-}
-
 /// Refuses, before hours of building, `--cmake-arg`s that make a tree the plan refuses
 /// (a build type other than Release, instrumentation: `fdb::cmake::arg_problems`), unless
 /// `--allow-non-release` (the built tree is then warned about like a given one).
@@ -139,13 +116,13 @@ fn refuse_unfit_cmake_args(config: &BenchConfig, source: &SourceConfig) -> Resul
 /// the first trial.
 fn refuse_unknown_knobs(
     config: &BenchConfig,
+    prepared: &Prepared,
     source: &SourceConfig,
     commits: &[(Arm, String)],
 ) -> Result<()> {
     for (arm, commit) in commits {
-        let names: Vec<&str> = config
-            .arm(*arm)
-            .knobs
+        let names: Vec<&str> = prepared
+            .arm_knobs(config, *arm)
             .iter()
             .map(|k| k.name.as_str())
             .collect();
@@ -174,8 +151,7 @@ fn refuse_same_commit(
     source: &SourceConfig,
     commits: &[(Arm, String)],
 ) -> Result<()> {
-    let same_knobs = same_knobs(config, prepared.engines(), prepared.tmpfs());
-    if config.allow_same || commits.len() < 2 || !same_knobs {
+    if config.allow_same || commits.len() < 2 || !prepared.same_knobs(config) {
         return Ok(());
     }
     if commits[0].1 != commits[1].1 {

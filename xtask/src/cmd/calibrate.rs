@@ -9,7 +9,7 @@ use super::pipeline::execute;
 use crate::{
     cli::CalibrateArgs,
     config::BenchConfig,
-    config::Workload,
+    config::{DriverKind, Workload},
     error::UsageError,
     judge::{
         calibrate::Calibration,
@@ -54,15 +54,15 @@ pub fn run(args: &CalibrateArgs) -> Result<i32> {
     let c = &done.plan.config;
     // Sizing splits mako's per-second TPS into batches; ReadWrite prints none, so a
     // multitest calibration measures the noise only.
-    let cost = match c.workload.readwrite {
-        Some(_) => {
+    let cost = match c.workload.driver_kind() {
+        DriverKind::Multitest(_) => {
             tracing::info!(
                 "no trials sized for --budget: the multitest driver prints no per-second TPS \
                  to size a window from (ReadWrite measures the middle 75% of --seconds)"
             );
             None
         }
-        None => trial_cost(
+        DriverKind::Mako => trial_cost(
             trials_wall_s,
             &done.trials,
             &c.workload,
@@ -100,7 +100,7 @@ pub fn run(args: &CalibrateArgs) -> Result<i32> {
 /// hold two pairs of the shortest sized trials.
 fn check_profile_path(p: &Path, config: &BenchConfig, budget: std::time::Duration) -> Result<()> {
     let w = &config.workload;
-    if w.readwrite.is_some() {
+    if let DriverKind::Multitest(_) = w.driver_kind() {
         return Err(UsageError(format!(
             "--write-profile sizes mako's warmup and window from its per-second TPS, and \
              profile '{}' runs the multitest driver, which prints none (ReadWrite measures \

@@ -161,7 +161,7 @@ pub fn refuse_topology(a: &BenchArgs, topology: &Topology) -> Result<(), UsageEr
 fn refuse_server_flags(a: &BenchArgs, c: &BenchConfig) -> Result<(), UsageError> {
     let r = &a.run;
     let refused = [
-        (c.workload.readwrite.is_none(), "a mako profile", "mako's build phase clears and loads the key space from one client; use a multitest profile (point-read, write, mixed)"),
+        (c.workload.driver_kind().needs_mako(), "a mako profile", "mako's build phase clears and loads the key space from one client; use a multitest profile (point-read, write, mixed)"),
         (a.source.baseline.is_some(), "--baseline", "one arm runs: the cluster is the baseline's and the experiment's alike"),
         (!r.knobs.is_empty() || !r.baseline_knobs.is_empty() || !r.experiment_knobs.is_empty(), "--knob, --baseline-knob and --experiment-knob", "server knobs are the cluster's own configuration (the testers are clients)"),
         (!r.engines.is_empty(), "--engine", "the storage engine is the one the cluster was configured with; status json records it"),

@@ -12,6 +12,7 @@ use std::{
 use serde::{Deserialize, Serialize};
 
 pub mod against;
+pub mod cluster;
 pub mod existing;
 pub mod metric;
 pub mod path_json;
@@ -29,9 +30,10 @@ use crate::{
     error::UsageError,
 };
 pub use against::Against;
+pub use cluster::ClusterSource;
 pub use metric::{CpuRole, Metric, MetricSet, HARDWARE_PMU};
 pub use schedule::Schedule;
-pub use workload::{client_procs, Workload, SATURATING_CORES, SERVER_CORES};
+pub use workload::{client_procs, DriverKind, Workload, SATURATING_CORES, SERVER_CORES};
 
 /// Longest run or phase bound accepted, seconds (one week): longer is a typo, and
 /// `Instant + Duration` must not overflow.
@@ -132,13 +134,10 @@ pub struct BenchConfig {
     /// a cluster the gate did not start it is empty: the plan reads the cluster's.
     pub engines: Vec<Engine>,
     pub workload: Workload,
-    /// The cluster every trial starts.
-    #[serde(default, skip_serializing_if = "topology::Topology::is_default")]
-    pub topology: topology::Topology,
-    /// A cluster the gate did not start (`--cluster-file`): trials run only testers
-    /// against it, one arm.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub existing: Option<existing::ExistingCluster>,
+    /// The cluster the trials run against: one the gate starts for each trial, or one it
+    /// did not start (`--cluster-file`).
+    #[serde(flatten)]
+    pub cluster: ClusterSource,
     /// Set when the run's client processes were scaled to the host's cores
     /// ([`client_procs`]): what was changed and why, for the run's warnings.
     pub procs_scaled: Option<String>,
@@ -274,12 +273,11 @@ impl TryFrom<&BenchArgs> for BenchConfig {
             },
             None => base.schedule.clone(),
         };
-        let existing = existing::ExistingCluster::resolve(a, &base)?;
         // Against a cluster the gate did not start, its own engine, read from its status
         // json by the plan.
-        let engines = match existing {
-            Some(_) => Vec::new(),
-            None => base.engines.clone(),
+        let (cluster, engines) = match existing::ExistingCluster::resolve(a, &base)? {
+            Some(e) => (ClusterSource::Existing(e), Vec::new()),
+            None => (base.cluster.clone(), base.engines.clone()),
         };
         let c = BenchConfig {
             schedule,
@@ -288,7 +286,7 @@ impl TryFrom<&BenchArgs> for BenchConfig {
                 a.no_control,
                 a.cluster_file.is_some(),
             ),
-            existing,
+            cluster,
             engines,
             allow_host_mismatch: a.allow_host_mismatch,
             allow_knob_mismatch: a.allow_knob_mismatch,
@@ -360,8 +358,7 @@ impl BenchConfig {
             },
             engines: expand_engines(&a.engines),
             workload,
-            topology: topology_of(&a.topology)?,
-            existing: None,
+            cluster: ClusterSource::Own(topology_of(&a.topology)?),
             procs_scaled,
             schedule,
             seed: a.seed.unwrap_or_else(clock_seed),
@@ -496,11 +493,7 @@ fn topology_fields(a: &crate::cli::TopologyArgs) -> topology::Topology {
 /// Ports a trial listens on: one per server of the gate's own cluster (none for a cluster
 /// the gate did not start) and one per tester this host runs (multitest driver).
 pub fn ports_per_trial(c: &BenchConfig) -> u32 {
-    let servers = match c.existing {
-        Some(_) => 0,
-        None => c.topology.servers(),
-    };
-    servers + c.workload.readwrite.as_ref().map_or(0, |rw| rw.testers)
+    c.cluster.servers() + c.workload.driver_kind().testers()
 }
 
 /// Errors when `--port-range` holds fewer ports than a trial listens on
@@ -524,7 +517,8 @@ fn check_port_range(c: &BenchConfig) -> Result<(), UsageError> {
 /// Refuses a gate the workload's driver cannot measure: the multitest driver's ReadWrite
 /// reports no p99 latency.
 fn check_driver_gates(c: &BenchConfig) -> Result<(), UsageError> {
-    if c.workload.readwrite.is_some() && c.gates.contains(Metric::TxnLatencyP99) {
+    let multitest = matches!(c.workload.driver_kind(), DriverKind::Multitest(_));
+    if multitest && c.gates.contains(Metric::TxnLatencyP99) {
         return Err(usage(format!(
             "--gate latency: profile '{}' runs the multitest driver, whose ReadWrite \
              workload reports no p99 latency (its highest percentile is p98, shown in \
@@ -539,7 +533,7 @@ fn check_driver_gates(c: &BenchConfig) -> Result<(), UsageError> {
 /// driver, a fixed number of pairs per step, and no flag the sweep replaces or that
 /// cannot judge a knee.
 fn check_sweep(c: &BenchConfig, a: &BenchArgs, ladder: &str) -> Result<Vec<u64>, UsageError> {
-    if c.workload.readwrite.is_none() {
+    if c.workload.driver_kind().needs_mako() {
         return Err(usage(format!(
             "--sweep steps the multitest driver's target TPS, and profile '{}' runs mako; \
              give --profile point-read, write or mixed",

@@ -81,22 +81,26 @@ pub struct Topology {
 
 impl Default for Topology {
     fn default() -> Topology {
-        Topology {
-            hosts: 1,
-            stateless_per_host: 1,
-            logs_per_host: 1,
-            storage_per_host: 1,
-            redundancy: Redundancy::Single,
-            coordinators: 1,
-            logs: None,
-            commit_proxies: None,
-            grv_proxies: None,
-            resolvers: None,
-        }
+        Topology::LOOPBACK
     }
 }
 
 impl Topology {
+    /// The upstream loopback cluster, the default: one host, one stateless, one log and
+    /// one storage process, `single` redundancy, FDB's default role counts.
+    pub const LOOPBACK: Topology = Topology {
+        hosts: 1,
+        stateless_per_host: 1,
+        logs_per_host: 1,
+        storage_per_host: 1,
+        redundancy: Redundancy::Single,
+        coordinators: 1,
+        logs: None,
+        commit_proxies: None,
+        grv_proxies: None,
+        resolvers: None,
+    };
+
     /// fdbserver processes of the cluster: every host's stateless, log and storage ones.
     pub fn servers(&self) -> u32 {
         self.hosts * (self.stateless_per_host + self.logs_per_host + self.storage_per_host)

@@ -15,6 +15,34 @@ use crate::{
     error::UsageError,
 };
 
+/// The program that runs a workload, chosen by its profile: every stage that depends on
+/// it asks [`Workload::driver_kind`] and matches on the answer, so a new driver is one
+/// more variant here and its `run::driver::Driver`.
+#[derive(Debug, Clone, Copy)]
+pub enum DriverKind<'a> {
+    /// mako (`bindings/c/test/mako/mako.cpp`), a client of the cluster: the arms' trees
+    /// need their mako binary.
+    Mako,
+    /// FDB's multitest (`fdbserver -r multitest`) with testers running the ReadWrite
+    /// workload (`fdbserver/workloads/ReadWrite.actor.cpp`) at this load.
+    Multitest(&'a ReadWriteLoad),
+}
+
+impl DriverKind<'_> {
+    /// Whether the arms' trees must hold mako: the multitest driver runs fdbserver alone.
+    pub fn needs_mako(self) -> bool {
+        matches!(self, DriverKind::Mako)
+    }
+
+    /// Tester processes the gate starts on this host in each trial: none for mako.
+    pub fn testers(self) -> u32 {
+        match self {
+            DriverKind::Mako => 0,
+            DriverKind::Multitest(rw) => rw.testers,
+        }
+    }
+}
+
 /// Upper bound of mako's client processes (`-p`) and threads (`-t`): beyond it a value
 /// is a typo, not a workload.
 pub const MAX_CLIENTS: u32 = 256;
@@ -213,18 +241,18 @@ impl Workload {
     /// Measurement window in seconds: mako's `--seconds` includes the warmup; ReadWrite
     /// measures the middle 75% of its test (`discardEdgeMeasurements`), rounded down.
     pub fn measured_seconds(&self) -> u64 {
-        if self.readwrite.is_some() {
-            return self.seconds * 3 / 4;
+        match self.driver_kind() {
+            DriverKind::Multitest(_) => self.seconds * 3 / 4,
+            DriverKind::Mako => self.seconds - self.warmup_seconds,
         }
-        self.seconds - self.warmup_seconds
     }
 
-    /// The workload driver's name: `mako` or `multitest`.
-    pub fn driver(&self) -> &'static str {
-        if self.readwrite.is_some() {
-            "multitest"
-        } else {
-            "mako"
+    /// The program that runs this workload: the multitest driver when it has a ReadWrite
+    /// load, else mako.
+    pub fn driver_kind(&self) -> DriverKind<'_> {
+        match &self.readwrite {
+            Some(rw) => DriverKind::Multitest(rw),
+            None => DriverKind::Mako,
         }
     }
 

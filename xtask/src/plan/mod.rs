@@ -26,7 +26,7 @@ use crate::{
         tree::{read_build_config, FdbTree},
         Provenance,
     },
-    config::{slo::SloTps, Arm, BenchConfig, Schedule, MIN_PAIRS},
+    config::{slo::SloTps, Arm, BenchConfig, ClusterSource, Schedule, MIN_PAIRS},
     error::UsageError,
     results::{baseline::Baseline, noise::NoisePrior},
 };
@@ -46,6 +46,9 @@ pub struct ArmPlan {
     pub build_config: Option<BuildConfig>,
     /// How the tree was built, when the gate built it from `--fdb-src` (`build`).
     pub provenance: Option<Provenance>,
+    /// The user's fdbserver knobs for this arm, in order (later ones win): the config's,
+    /// or for the control arm of a recorded baseline, the record's.
+    pub knobs: Vec<Knob>,
 }
 
 /// One trial: a fresh cluster, `mako --mode build`, `mako --mode run`, teardown.
@@ -108,30 +111,7 @@ impl Plan {
         experiment: ArmPlan,
         same_binaries: bool,
     ) -> Result<Plan, UsageError> {
-        let mut trials = Vec::new();
-        // A sweep runs --trials pairs at each step, each step's pairs numbered on.
-        let steps: Vec<Option<u64>> = match config.schedule.ladder() {
-            Some(ladder) => ladder.iter().copied().map(Some).collect(),
-            None => vec![None],
-        };
         let pairs = config.schedule.planned_pairs();
-        for &engine in &engines {
-            for (step, &target_tps) in steps.iter().enumerate() {
-                for (repetition, arm) in step_order(pairs, config.seed, step) {
-                    if arm == Arm::Baseline && baseline.is_none() {
-                        continue;
-                    }
-                    trials.push(PlannedTrial {
-                        index: trials.len() + 1,
-                        engine,
-                        arm,
-                        repetition: step as u32 * pairs + repetition,
-                        knobs: trial_knobs(&config, arm, engine, workdir.tmpfs),
-                        target_tps,
-                    });
-                }
-            }
-        }
         let mut warnings = Vec::new();
         if let Some(baseline) = &baseline {
             check_arms_differ(
@@ -163,7 +143,7 @@ impl Plan {
                 workdir.fs_type
             ));
         }
-        Ok(Plan {
+        let mut plan = Plan {
             pinning: PinPlan::for_host(config.pin),
             config,
             engines,
@@ -175,10 +155,53 @@ impl Plan {
             recorded: None,
             preflight: None,
             noise_prior: None,
-            trials,
+            trials: Vec::new(),
             warnings,
             child_env: env::ChildEnv::default(),
-        })
+        };
+        plan.trials = plan.planned_trials();
+        Ok(plan)
+    }
+
+    /// Every trial planned up front, in run order: the planned pairs of each engine (at
+    /// each step of a sweep, each step's pairs numbered on), the baseline's trials only
+    /// when a baseline arm runs.
+    fn planned_trials(&self) -> Vec<PlannedTrial> {
+        let steps: Vec<Option<u64>> = match self.config.schedule.ladder() {
+            Some(ladder) => ladder.iter().copied().map(Some).collect(),
+            None => vec![None],
+        };
+        let pairs = self.config.schedule.planned_pairs();
+        let mut trials = Vec::new();
+        for &engine in &self.engines {
+            for (step, &target_tps) in steps.iter().enumerate() {
+                for (repetition, arm) in step_order(pairs, self.config.seed, step) {
+                    if arm == Arm::Baseline && self.baseline.is_none() {
+                        continue;
+                    }
+                    trials.push(PlannedTrial {
+                        index: trials.len() + 1,
+                        target_tps,
+                        ..self.trial(engine, arm, step as u32 * pairs + repetition)
+                    });
+                }
+            }
+        }
+        trials
+    }
+
+    /// A trial of `arm` on `engine`, its `repetition`-th, with its knobs; not numbered
+    /// (index 0) and at the workload's target TPS.
+    fn trial(&self, engine: Engine, arm: Arm, repetition: u32) -> PlannedTrial {
+        let user = &self.arm(arm).knobs;
+        PlannedTrial {
+            index: 0,
+            engine,
+            arm,
+            repetition,
+            knobs: trial_knobs(&self.config.cluster, user, engine, self.workdir.tmpfs),
+            target_tps: None,
+        }
     }
     /// The two trials of pair `repetition` of `engine`, in run order, for `--trials auto`
     /// runs past the planned pairs; their `index` is left 0 for the runner to set.
@@ -188,14 +211,7 @@ impl Plan {
             .filter(|(rep, arm)| {
                 *rep == repetition && (*arm == Arm::Experiment || self.baseline.is_some())
             })
-            .map(|(_, arm)| PlannedTrial {
-                index: 0,
-                engine,
-                arm,
-                repetition,
-                knobs: trial_knobs(&self.config, arm, engine, self.workdir.tmpfs),
-                target_tps: None,
-            })
+            .map(|(_, arm)| self.trial(engine, arm, repetition))
             .collect()
     }
 
@@ -318,12 +334,7 @@ impl Plan {
 
     /// One trial's line of the plan: index, arm, engine, repetition, sweep target, knobs.
     fn trial_line(&self, t: &PlannedTrial) -> String {
-        // Against a cluster the gate did not start, the knobs are its testers' alone.
-        let whose = if self.config.existing.is_some() {
-            "testers "
-        } else {
-            ""
-        };
+        let whose = self.config.cluster.knob_owner();
         let knobs: Vec<String> = t.knobs.iter().map(Knob::arg).collect();
         let knobs = match knobs.is_empty() {
             true => String::new(),
@@ -347,17 +358,8 @@ impl Plan {
     /// share its target.
     fn workload_line(&self) -> String {
         let summary = self.config.workload.summary();
-        let remote = self
-            .config
-            .existing
-            .as_ref()
-            .map_or(0, |e| e.remote_testers);
-        let here = self
-            .config
-            .workload
-            .readwrite
-            .as_ref()
-            .map_or(0, |rw| rw.testers);
+        let remote = self.config.cluster.remote_testers();
+        let here = self.config.workload.driver_kind().testers();
         match remote {
             0 => summary,
             n => format!(
@@ -371,23 +373,19 @@ impl Plan {
     /// The plan's `cluster` line: the shape of the cluster each trial starts, or the
     /// cluster the gate did not start and the testers it waits for.
     fn cluster_line(&self) -> String {
-        match &self.config.existing {
-            Some(e) => format!(
+        match &self.config.cluster {
+            ClusterSource::Existing(e) => format!(
                 "existing, not started by the gate: {} (coordinators {}), its shape from \
                  status json at each trial; {} tester(s) here{}",
                 e.path.display(),
                 e.connection.coordinators.join(","),
-                self.config
-                    .workload
-                    .readwrite
-                    .as_ref()
-                    .map_or(0, |rw| rw.testers),
+                self.config.workload.driver_kind().testers(),
                 match e.remote_testers {
                     0 => String::new(),
                     n => format!(" and {n} on other hosts"),
                 }
             ),
-            None => self.config.topology.summary(),
+            ClusterSource::Own(t) => t.summary(),
         }
     }
 }
@@ -433,28 +431,39 @@ pub fn check_build_config(
     Ok(config)
 }
 
-/// The knobs of a trial of `arm` and `engine` (`tmpfs`: the work dir is a RAM disk): the
-/// arm's with the automatic ones (`fdb::knob::effective_knobs`); against a cluster the gate
-/// did not start, the testers' alone (`fdb::knob::tester_knobs`): its servers have their own.
-pub fn trial_knobs(config: &BenchConfig, arm: Arm, engine: Engine, tmpfs: bool) -> Vec<Knob> {
-    match config.existing {
-        Some(_) => tester_knobs(tmpfs),
-        None => effective_knobs(&config.arm(arm).knobs, engine, tmpfs),
+/// The knobs of a trial of an arm with user knobs `user` on `engine` (`tmpfs`: the work
+/// dir is a RAM disk): the user's with the automatic ones (`fdb::knob::effective_knobs`);
+/// against a cluster the gate did not start, the testers' alone (`fdb::knob::tester_knobs`):
+/// its servers have their own.
+pub fn trial_knobs(
+    cluster: &ClusterSource,
+    user: &[Knob],
+    engine: Engine,
+    tmpfs: bool,
+) -> Vec<Knob> {
+    match cluster {
+        ClusterSource::Existing(_) => tester_knobs(tmpfs),
+        ClusterSource::Own(_) => effective_knobs(user, engine, tmpfs),
     }
 }
 
-/// Whether both arms' fdbservers get the same knobs for every engine, compared as command
-/// lines (`tmpfs`: the work dir is a RAM disk): a user knob equal to an automatic one is no
-/// change.
-pub fn same_knobs(config: &BenchConfig, engines: &[Engine], tmpfs: bool) -> bool {
+/// Whether both arms' fdbservers get the same knobs for every engine, given the arms'
+/// user knobs (`[baseline, experiment]`), compared as command lines (`tmpfs`: the work dir
+/// is a RAM disk): a user knob equal to an automatic one is no change.
+pub fn same_knobs(
+    cluster: &ClusterSource,
+    user: [&[Knob]; 2],
+    engines: &[Engine],
+    tmpfs: bool,
+) -> bool {
     engines.iter().all(|&e| {
-        let args = |arm| -> Vec<String> {
-            trial_knobs(config, arm, e, tmpfs)
+        let [a, b] = user.map(|knobs| -> Vec<String> {
+            trial_knobs(cluster, knobs, e, tmpfs)
                 .iter()
                 .map(Knob::arg)
                 .collect()
-        };
-        args(Arm::Baseline) == args(Arm::Experiment)
+        });
+        a == b
     })
 }
 
@@ -469,7 +478,8 @@ fn check_arms_differ(
     same_binaries: bool,
     warnings: &mut Vec<String>,
 ) -> Result<(), UsageError> {
-    let same_knobs = same_knobs(config, engines, workdir.tmpfs);
+    let user = [&baseline.knobs[..], &experiment.knobs[..]];
+    let same_knobs = same_knobs(&config.cluster, user, engines, workdir.tmpfs);
     let same_version = baseline.version.source_version == experiment.version.source_version;
     if same_version && same_binaries && same_knobs && !config.allow_same {
         return Err(UsageError(format!(

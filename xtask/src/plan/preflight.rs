@@ -16,7 +16,10 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::workdir::Workdir;
-use crate::{config::Workload, error::UsageError};
+use crate::{
+    config::{ClusterSource, DriverKind, Workload},
+    error::UsageError,
+};
 
 /// What a trial is expected to need on the work dir, and what there is.
 #[derive(Debug, Clone, Serialize)]
@@ -100,9 +103,11 @@ pub fn inserts_per_transaction(spec: &str) -> f64 {
 /// bound: ReadWrite overwrites keys of its rows, which the tlog and the storage server's
 /// version window hold until they are durable.
 pub fn writes_per_transaction(w: &Workload) -> f64 {
-    match &w.readwrite {
-        Some(rw) => rw.alpha * f64::from(rw.writes_b) + (1.0 - rw.alpha) * f64::from(rw.writes_a),
-        None => inserts_per_transaction(&w.transaction),
+    match w.driver_kind() {
+        DriverKind::Multitest(rw) => {
+            rw.alpha * f64::from(rw.writes_b) + (1.0 - rw.alpha) * f64::from(rw.writes_a)
+        }
+        DriverKind::Mako => inserts_per_transaction(&w.transaction),
     }
 }
 
@@ -155,10 +160,9 @@ pub fn check(foot: &Footprint, cap: &Capacity, w: &Workload) -> Result<(), Strin
         fixes.push(format!("--rows {}", rows as u64));
     }
     fixes.push(bigger.to_string());
-    let writes = if w.readwrite.is_some() {
-        "writes"
-    } else {
-        "inserts"
+    let writes = match w.driver_kind() {
+        DriverKind::Multitest(_) => "writes",
+        DriverKind::Mako => "inserts",
     };
     Err(format!(
         "a trial needs about {:.0} MiB on the work dir ({:.0} MiB data set + {:.0} MiB growth at \
@@ -244,19 +248,18 @@ pub fn cgroup_headroom(root: &Path) -> Option<(u64, String)> {
 /// Checks that a trial fits on the work dir, before anything starts (a build included):
 /// the footprint needs only the workload, the work dir and, for the expected TPS, the best
 /// TPS of a recorded baseline (`recorded_best_tps`). Against a cluster the gate did not
-/// start (`existing`), the data set and its growth live on that cluster's servers: only
-/// the testers' files ([`TESTER_BYTES`]) are on the work dir.
+/// start, the data set and its growth live on that cluster's servers: only the testers'
+/// files ([`TESTER_BYTES`]) are on the work dir.
 pub fn fits(
     workload: &Workload,
     workdir: &Workdir,
     recorded_best_tps: Option<f64>,
-    existing: bool,
+    cluster: &ClusterSource,
 ) -> Result<Preflight> {
     let expected_tps = recorded_best_tps.map_or(DEFAULT_EXPECTED_TPS, |best| best * 1.2);
-    let footprint = if existing {
-        Footprint::testers_only(expected_tps)
-    } else {
-        Footprint::new(workload, expected_tps)
+    let footprint = match cluster {
+        ClusterSource::Existing(_) => Footprint::testers_only(expected_tps),
+        ClusterSource::Own(_) => Footprint::new(workload, expected_tps),
     };
     let cgroup = if workdir.tmpfs {
         // tmpfs pages are charged to the memory cgroup. PERFGATE_CGROUP_ROOT points the

@@ -2,10 +2,13 @@
 //! recorded baseline and with it the engine, the SLO floors, the work dir and that a trial
 //! fits on it), then the [`Plan`] from the arms' trees.
 
-use std::{collections::BTreeMap, path::Path};
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+};
 
 use anyhow::{Context, Result};
-use fdb::{knob::KnobSource, Engine, Release};
+use fdb::{knob::KnobSource, Engine, Knob, Release};
 
 use super::{
     check_build_config,
@@ -20,7 +23,7 @@ use crate::{
         Provenance,
     },
     config::existing::ExistingCluster,
-    config::{slo, Arm, BenchConfig, Metric, HARDWARE_PMU},
+    config::{slo, Against, Arm, BenchConfig, ClusterSource, Metric, HARDWARE_PMU},
     error::UsageError,
     results::{
         baseline::{self, Baseline},
@@ -40,6 +43,55 @@ pub struct Prepared {
     recorded: Option<(Baseline, Vec<String>)>,
     /// That a trial fits on the work dir.
     preflight: Preflight,
+    /// The control arm of a record, when one runs: the recorded build as it was recorded.
+    control: Option<Control>,
+}
+
+/// The control arm of `--against-recorded` (without `--no-control`): the record's user
+/// knobs, and the record's own build tree when it is still there and no
+/// `--baseline-build` was given (else the control is built from source at the record's
+/// source version). The plan checks that the tree is the recorded build (source version
+/// and configuration), as for a given tree.
+struct Control {
+    knobs: Vec<Knob>,
+    tree: Option<PathBuf>,
+}
+
+impl Control {
+    /// The control arm of record `b`.
+    fn of(config: &BenchConfig, b: &Baseline) -> Control {
+        let tree = b.build_tree.as_deref().map(PathBuf::from);
+        Control {
+            knobs: recorded_user_knobs(b),
+            tree: tree.filter(|t| {
+                config.baseline.build_dir.is_none() && t.join("bin/fdbserver").is_file()
+            }),
+        }
+    }
+}
+
+/// Whether record `b` can judge this run (`tmpfs`: the work dir is a RAM disk): the same
+/// workload, host class, work dir kind, knobs, cluster shape and sweep ladder, as
+/// [`Baseline::check_compatible`] checks them. Returns the warnings of what
+/// `--allow-host-mismatch` or `--allow-knob-mismatch` let pass. Errors: a [`UsageError`]
+/// naming what differs.
+fn check_record(config: &BenchConfig, b: &Baseline, tmpfs: bool) -> Result<Vec<String>> {
+    let ours = &config.experiment.knobs;
+    let knobs = super::trial_knobs(&config.cluster, ours, b.engine, tmpfs);
+    let run = baseline::RunSetup {
+        host: &Host::read(),
+        workload: &config.workload,
+        workdir_tmpfs: tmpfs,
+        knobs: &knobs,
+        topology: config.cluster.topology(),
+        sweep: config.schedule.ladder(),
+        existing: config.cluster.existing().is_some(),
+    };
+    let allowed = baseline::Allowed {
+        host: config.allow_host_mismatch,
+        knobs: config.allow_knob_mismatch,
+    };
+    b.check_compatible(&run, allowed)
 }
 
 impl Prepared {
@@ -56,6 +108,33 @@ impl Prepared {
     /// Whether the work dir is a RAM disk (which decides the automatic knobs).
     pub fn tmpfs(&self) -> bool {
         self.workdir.tmpfs
+    }
+
+    /// The user knobs of `arm`, in order (later ones win): the config's, or for the
+    /// control arm of a record, the record's.
+    pub fn arm_knobs<'a>(&'a self, config: &'a BenchConfig, arm: Arm) -> &'a [Knob] {
+        match (&self.control, arm) {
+            (Some(c), Arm::Baseline) => &c.knobs,
+            _ => &config.arm(arm).knobs,
+        }
+    }
+
+    /// The build tree `arm` runs without a build: the user's (`--*-build`), or for the
+    /// control arm of a record the record's own tree while it holds `bin/fdbserver`.
+    /// `None`: the arm is built from source.
+    pub fn given_tree<'a>(&'a self, config: &'a BenchConfig, arm: Arm) -> Option<&'a Path> {
+        let control = match (&self.control, arm) {
+            (Some(c), Arm::Baseline) => c.tree.as_deref(),
+            _ => None,
+        };
+        config.arm(arm).build_dir.as_deref().or(control)
+    }
+
+    /// Whether the two arms get the same fdbserver knobs for every engine (an A/A run
+    /// unless their builds differ): [`super::same_knobs`] of the arms' user knobs.
+    pub fn same_knobs(&self, config: &BenchConfig) -> bool {
+        let knobs = [Arm::Baseline, Arm::Experiment].map(|arm| self.arm_knobs(config, arm));
+        super::same_knobs(&config.cluster, knobs, &self.engines, self.workdir.tmpfs)
     }
 }
 
@@ -97,21 +176,7 @@ pub fn prepare(config: &BenchConfig) -> Result<Prepared> {
     let workdir = workdir::choose(config.workdir.as_deref())?;
     let recorded = match record {
         Some(b) => {
-            let knobs = super::trial_knobs(config, Arm::Experiment, b.engine, workdir.tmpfs);
-            let run = baseline::RunSetup {
-                host: &Host::read(),
-                workload: &config.workload,
-                workdir_tmpfs: workdir.tmpfs,
-                knobs: &knobs,
-                topology: &config.topology,
-                sweep: config.schedule.ladder(),
-                existing: config.existing.is_some(),
-            };
-            let allowed = baseline::Allowed {
-                host: config.allow_host_mismatch,
-                knobs: config.allow_knob_mismatch,
-            };
-            let warnings = b.check_compatible(&run, allowed)?;
+            let warnings = check_record(config, &b, workdir.tmpfs)?;
             Some((b, warnings))
         }
         None => None,
@@ -126,14 +191,19 @@ pub fn prepare(config: &BenchConfig) -> Result<Prepared> {
         &config.workload,
         &workdir,
         best_recorded_tps,
-        config.existing.is_some(),
+        &config.cluster,
     )?;
+    let control = recorded
+        .as_ref()
+        .filter(|_| config.against.baseline_arm())
+        .map(|(b, _)| Control::of(config, b));
     Ok(Prepared {
         engines,
         slo,
         workdir,
         recorded,
         preflight,
+        control,
     })
 }
 
@@ -146,19 +216,17 @@ fn no_control_plan(
     experiment: ArmPlan,
     b: &Baseline,
 ) -> Result<Plan> {
-    let days = days_without_control(b, config.existing.is_some())?;
-    let (why, instead) = match config.existing {
-        Some(_) => ("the cluster is not the gate's", ""),
-        None => (
+    let existing = config.cluster.existing().is_some();
+    let days = days_without_control(b, existing)?;
+    let (why, instead) = match existing {
+        true => ("the cluster is not the gate's", ""),
+        false => (
             "--no-control",
             "; a control arm of the recorded build gives a verdict on the build alone, \
              with more power",
         ),
     };
-    let mut plan = match config.existing {
-        Some(_) => existing_plan(config, engines, workdir, experiment)?,
-        None => Plan::new(config, engines, workdir, None, experiment, false)?,
-    };
+    let mut plan = one_arm_plan(config, engines, workdir, experiment)?;
     plan.warnings.push(format!(
         "NO CONTROL ARM ({why}): the experiment is compared unpaired with the record's runs \
          from {days} days, the day-to-day variance in the error{instead}"
@@ -224,21 +292,21 @@ pub fn plan(
     built: Vec<(Arm, Provenance)>,
     probe: EngineProbe,
 ) -> Result<Plan> {
-    let mut config = config;
-    if let (Some((b, _)), true) = (&prepared.recorded, config.against.baseline_arm()) {
-        config.baseline.knobs = recorded_user_knobs(b);
-    }
-    let mut built: BTreeMap<Arm, Provenance> = built.into_iter().collect();
-    let mut build_warnings = Vec::new();
-    let mut arm_plan = |arm: Arm| arm_plan(&config, arm, built.remove(&arm), &mut build_warnings);
-    let one_tree = config.one_tree();
+    let mut sources = ArmSource::of_arms(&config, &prepared, built);
     let Prepared {
         engines,
         slo,
         workdir,
         recorded,
         preflight,
+        control: _,
     } = prepared;
+    let mut build_warnings = Vec::new();
+    let mut arm_plan = |arm: Arm| {
+        let source = sources.remove(&arm).context("an arm is planned once")?;
+        arm_plan(&config, arm, source, &mut build_warnings)
+    };
+    let one_tree = config.one_tree();
     let experiment = match arm_plan(Arm::Experiment) {
         Ok(e) => e,
         // Both trees wrong: say so at once, not one per attempt.
@@ -248,18 +316,18 @@ pub fn plan(
         },
         Err(e) => return Err(e),
     };
-    let existing = config.existing.as_ref();
-    let tls = existing.is_some_and(|e| e.connection.tls());
-    let (child_env, env_warning) = child_env(tls, existing.is_some());
-    let (engines, slo) = match existing {
-        Some(_) => {
+    let (child_env, env_warning) = child_env(&config.cluster);
+    let (engines, slo) = match &config.cluster {
+        ClusterSource::Existing(_) => {
             let record = recorded.as_ref().map(|(b, _)| b);
             existing_engine(&config, &experiment, &child_env, &workdir, probe, record)?
         }
-        None => (engines, slo),
+        ClusterSource::Own(_) => (engines, slo),
     };
     let mut plan = match recorded {
-        None if config.existing.is_some() => existing_plan(config, engines, workdir, experiment)?,
+        None if config.against == Against::Nothing => {
+            one_arm_plan(config, engines, workdir, experiment)?
+        }
         Some((b, warnings)) if !config.against.baseline_arm() => {
             let mut plan = no_control_plan(config, engines, workdir, experiment, &b)?;
             plan.warnings.extend(warnings);
@@ -325,14 +393,16 @@ fn warmups_differ(plan: &Plan) -> Option<String> {
 /// variables left out, if any.
 /// `existing`: the run is against a cluster the gate did not start, whose knobs are its
 /// own.
-fn child_env(tls: bool, existing: bool) -> (ChildEnv, Option<String>) {
+fn child_env(cluster: &ClusterSource) -> (ChildEnv, Option<String>) {
+    let tls = cluster.existing().is_some_and(|e| e.connection.tls());
     let env = ChildEnv::from_vars(std::env::vars_os(), tls);
     let fdb_vars: Vec<String> = env.fdb_removed().map(str::to_string).collect();
-    let instead = if existing {
-        "the testers are clients, and the cluster's servers have their own knobs; FDB_TLS_* \
-         pass only with a cluster file of :tls coordinators"
-    } else {
-        "give knobs with --knob, --baseline-knob or --experiment-knob"
+    let instead = match cluster {
+        ClusterSource::Existing(_) => {
+            "the testers are clients, and the cluster's servers have their own knobs; \
+             FDB_TLS_* pass only with a cluster file of :tls coordinators"
+        }
+        ClusterSource::Own(_) => "give knobs with --knob, --baseline-knob or --experiment-knob",
     };
     let warning = (!fdb_vars.is_empty()).then(|| {
         format!(
@@ -382,22 +452,58 @@ fn check_control(control: &ArmPlan, record: &Baseline) -> Result<(), UsageError>
     )))
 }
 
-/// The plan of one arm: its tree (the config's, or the one `provenance` says was built)
+/// Where an arm's tree comes from and the user knobs it runs with, before it is checked.
+struct ArmSource {
+    /// A tree that needs no build ([`Prepared::given_tree`]).
+    given: Option<PathBuf>,
+    /// How the gate built the arm's tree from `--fdb-src`.
+    built: Option<Provenance>,
+    /// [`Prepared::arm_knobs`].
+    knobs: Vec<Knob>,
+}
+
+impl ArmSource {
+    /// Both arms' sources, each arm's tree either given ([`Prepared::given_tree`]) or in
+    /// `built`.
+    fn of_arms(
+        config: &BenchConfig,
+        prepared: &Prepared,
+        built: Vec<(Arm, Provenance)>,
+    ) -> BTreeMap<Arm, ArmSource> {
+        let mut built: BTreeMap<Arm, Provenance> = built.into_iter().collect();
+        [Arm::Baseline, Arm::Experiment]
+            .map(|arm| {
+                let source = ArmSource {
+                    given: prepared.given_tree(config, arm).map(Path::to_path_buf),
+                    built: built.remove(&arm),
+                    knobs: prepared.arm_knobs(config, arm).to_vec(),
+                };
+                (arm, source)
+            })
+            .into()
+    }
+}
+
+/// The plan of one arm: its tree (given, or the one `source.built` says was built)
 /// checked, its version and cmake record read. A tree that is not a Release build with mako
 /// is refused, or with `--allow-non-release` adds to `warnings`.
 fn arm_plan(
     config: &BenchConfig,
     arm: Arm,
-    provenance: Option<Provenance>,
+    source: ArmSource,
     warnings: &mut Vec<String>,
 ) -> Result<ArmPlan> {
-    let dir = match (&config.arm(arm).build_dir, &provenance) {
-        (Some(d), _) => d.clone(),
+    let ArmSource {
+        given,
+        built: provenance,
+        knobs,
+    } = source;
+    let dir = match (given, &provenance) {
+        (Some(d), _) => d,
         (None, Some(p)) => p.build_dir.clone(),
-        (None, None) => unreachable!("an arm without a tree is built first"),
+        (None, None) => anyhow::bail!("the {arm} arm has no tree: it was neither given nor built"),
     };
-    // The multitest driver runs fdbserver alone: its trees need no mako.
-    let needs_mako = config.workload.readwrite.is_none();
+    let needs_mako = config.workload.driver_kind().needs_mako();
     let tree = FdbTree::open_for(&dir, needs_mako)
         .with_context(|| format!("{} {} is not usable", config.tree_label(arm), dir.display()))?;
     let version = tree.version()?;
@@ -410,6 +516,7 @@ fn arm_plan(
         mako,
         build_config,
         provenance,
+        knobs,
     };
     warnings.extend(check_release(config, &plan)?);
     Ok(plan)
@@ -437,13 +544,14 @@ fn check_release(config: &BenchConfig, arm: &ArmPlan) -> Result<Option<String>, 
     }
     // The multitest driver was read against the tester and ReadWrite code of 7.2 to 8.0
     // (fdb::multitest) and run on 7.3 and 8.0; 7.1's is not known to match.
-    if w.readwrite.is_some() && caps.release < Release::new(7, 2) {
+    let multitest = !w.driver_kind().needs_mako();
+    if multitest && caps.release < Release::new(7, 2) {
         return Err(UsageError(format!(
             "{what}: the multitest driver runs FDB 7.2 and later (its output was checked \
              against 7.2 to 8.0's tester code); use a tree of FDB 7.2 or later"
         )));
     }
-    if !caps.async_xacts && w.readwrite.is_none() {
+    if !caps.async_xacts && !multitest {
         return Err(UsageError(format!(
             "{what}: its mako has no --async_xacts (it came with FDB 7.2), and every workload \
              of the gate runs {} concurrent transactions per thread: use a tree of FDB 7.2 or \
@@ -532,9 +640,10 @@ fn existing_engine(
     Ok((vec![engine], slo))
 }
 
-/// The plan of a run against a cluster the gate did not start: the experiment arm alone,
-/// with a warning that says what it measures.
-fn existing_plan(
+/// The plan of the experiment arm alone (no baseline arm: `--no-control`, or a cluster
+/// the gate did not start), with a warning that says what a cluster the gate did not
+/// start measures.
+fn one_arm_plan(
     config: BenchConfig,
     engines: Vec<Engine>,
     workdir: Workdir,
@@ -542,8 +651,8 @@ fn existing_plan(
 ) -> Result<Plan> {
     let recorded = config.against.record().is_some();
     let warning = config
-        .existing
-        .as_ref()
+        .cluster
+        .existing()
         .map(|e| existing_warning(e, recorded));
     let mut plan = Plan::new(config, engines, workdir, None, experiment, false)?;
     plan.warnings.extend(warning);

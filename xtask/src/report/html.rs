@@ -11,7 +11,7 @@ use fdb::{Engine, Knob};
 
 use super::chart::{bounds, color, drawable, frame, marker, svg, BASELINE, EXPERIMENT};
 use crate::{
-    config::Arm,
+    config::{Arm, DriverKind},
     judge::{Judgement, Verdict},
     plan::{Plan, PlannedTrial},
     results::trial::{MultitestReport, Outcome, TrialRecord},
@@ -64,7 +64,7 @@ pub fn render(
             "TPS per trial",
             TrialRecord::tps,
         ));
-        if plan.config.workload.readwrite.is_some() {
+        if let DriverKind::Multitest(_) = plan.config.workload.driver_kind() {
             // ReadWrite prints no per-second TPS and no p99: its highest percentile is p98.
             s.push_str(&chart_trials(
                 engine,
@@ -530,11 +530,7 @@ fn provenance(plan: &Plan) -> String {
         ),
     ));
     rows.push(("trial order seed".into(), plan.config.seed.to_string()));
-    let whose = if plan.config.existing.is_some() {
-        "tester "
-    } else {
-        ""
-    };
+    let whose = plan.config.cluster.knob_owner();
     rows.extend(knob_rows(&plan.trials, plan.engines.len() > 1, whose));
     let mut s = String::from("<h2>Provenance</h2><table>\n");
     for (k, v) in rows {

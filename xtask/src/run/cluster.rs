@@ -60,8 +60,8 @@ pub fn engine_of_existing(
     workdir: &Workdir,
 ) -> Result<Engine> {
     let e = config
-        .existing
-        .as_ref()
+        .cluster
+        .existing()
         .context("no --cluster-file: the gate configures the engine of its own clusters")?;
     let (tree, release, bound) = (&arm.tree, arm.mako.release, config.bounds.available);
     let workdir = &workdir.path;

@@ -7,7 +7,7 @@ use std::{
 };
 
 use crate::{
-    config::{existing::ExistingCluster, topology::Topology, PhaseBounds, Workload},
+    config::{ClusterSource, PhaseBounds, Workload},
     input::PortRange,
     plan::{env::ChildEnv, pinning::Pinning},
 };
@@ -15,8 +15,9 @@ use crate::{
 /// What every trial of a run shares.
 pub struct TrialContext<'a> {
     pub workload: &'a Workload,
-    /// The cluster every trial starts.
-    pub topology: &'a Topology,
+    /// The cluster the trials run against: one each starts, or one the gate did not start
+    /// (`--cluster-file`: no servers, no configure).
+    pub cluster: &'a ClusterSource,
     pub bounds: &'a PhaseBounds,
     /// This run's directory on the work dir (RAM disk).
     pub run_workdir: &'a Path,
@@ -25,8 +26,6 @@ pub struct TrialContext<'a> {
     pub require_cpu_bound: bool,
     /// Show a progress bar during mako's run (hidden anyway when stderr is no terminal).
     pub progress: bool,
-    /// A cluster the gate did not start (`--cluster-file`): no servers, no configure.
-    pub existing: Option<&'a ExistingCluster>,
     /// The record the run is judged against, when it holds a cluster class
     /// (`Baseline::cluster`): each trial's cluster must be of that class.
     pub recorded_cluster: Option<(&'a str, &'a str)>,

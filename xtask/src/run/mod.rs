@@ -62,12 +62,7 @@ pub struct Runner<'a> {
 /// none of the processes it accounts; otherwise the run ended before its measurement
 /// window (CPU is sampled from the end of the warmup).
 fn unmeasured_cpu(plan: &Plan) -> String {
-    match plan
-        .config
-        .existing
-        .as_ref()
-        .map_or(0, |e| e.remote_testers)
-    {
+    match plan.config.cluster.remote_testers() {
         0 => "not measured: the run ended before its measurement window (CPU is sampled \
               from the end of the warmup on)"
             .into(),
@@ -218,14 +213,13 @@ impl<'a> Runner<'a> {
         let config = &self.plan.config;
         let ctx = TrialContext {
             workload: &config.workload,
-            topology: &config.topology,
+            cluster: &config.cluster,
             bounds: &config.bounds,
             run_workdir: &self.run_workdir,
             results_dir: self.out,
             require_cpu_bound: config.require_cpu_bound,
             progress: !config.quiet,
             pinning: self.plan.pinning.pinned(),
-            existing: config.existing.as_ref(),
             recorded_cluster: self
                 .plan
                 .recorded

@@ -31,7 +31,7 @@ use super::{
     stall::StallWatch,
 };
 use crate::{
-    config::{readwrite::ReadWriteLoad, Workload},
+    config::{readwrite::ReadWriteLoad, DriverKind, Workload},
     plan::PlannedTrial,
     process::{excerpt, output_note, read_output, Child, PhaseError},
     results::{
@@ -115,12 +115,12 @@ impl Driver for Multitest {
     }
 }
 
-/// For a cluster the gate did not start: errors when it recovered during the test
-/// ([`Cluster::check_no_recovery`] against the status the trial read before it).
+/// For a cluster the gate did not start, whose status the trial read before the test:
+/// errors when it recovered during the test ([`Cluster::check_no_recovery`]).
 fn check_steady(t: &Trial, c: &Cluster, record: &TrialRecord) -> Result<(), PhaseError> {
-    match (t.ctx.existing, &record.cluster) {
-        (Some(_), Some(before)) => c.check_no_recovery(before, t.ctx.bounds.available),
-        _ => Ok(()),
+    match &record.cluster {
+        Some(before) => c.check_no_recovery(before, t.ctx.bounds.available),
+        None => Ok(()),
     }
 }
 
@@ -136,14 +136,14 @@ fn run_test(
     let (ctx, arm, planned) = (t.ctx, t.arm, t.planned);
     let (work, artifacts) = (&t.work, &t.artifacts);
     let w = ctx.workload;
-    let rw = w
-        .readwrite
-        .as_ref()
-        .ok_or_else(|| anyhow!("the multitest driver ran a workload without a ReadWrite load"))?;
+    let DriverKind::Multitest(rw) = w.driver_kind() else {
+        return Err(anyhow!("the multitest driver ran a workload without a ReadWrite load").into());
+    };
     // A sweep's step sets the target.
     let target_tps = planned.target_tps.unwrap_or(rw.target_tps);
     let spec_file = artifacts.join("multitest.toml");
-    let clear = ctx.existing.is_some();
+    // The database of a cluster the gate did not start must be left as it was found.
+    let clear = ctx.cluster.existing().is_some();
     create_new(&spec_file, &spec(w, rw, target_tps, clear).to_toml()?)?;
     let started = Instant::now();
     // Testers joining and the rows loading are the load phase (mako's build), then the
@@ -154,7 +154,7 @@ fn run_test(
     let log = work.join("multitest");
     std::fs::create_dir_all(&log).with_context(|| format!("cannot create {}", log.display()))?;
     // Testers on other hosts join a cluster the gate did not start.
-    let remote = ctx.existing.map_or(0, |e| e.remote_testers);
+    let remote = ctx.cluster.remote_testers();
     let testers = rw.testers + remote;
     let cmd = command(t, cluster, &spec_file, testers, &log);
     let (out, err) = (

@@ -21,7 +21,7 @@ use super::{
     multitest::Multitest,
 };
 use crate::{
-    config::{existing::ExistingCluster, Workload},
+    config::{existing::ExistingCluster, ClusterSource, DriverKind, Workload},
     plan::{ArmPlan, PlannedTrial},
     process::{output_note, PhaseError},
     results::trial::{Outcome, Phase, PhaseTiming, TrialRecord},
@@ -111,7 +111,7 @@ fn record_failure(
         PhaseError::Timeout(..) => timeout_note(phase, artifacts),
         _ => String::new(),
     };
-    let rows = match (ctx.existing, phase, &record.multitest) {
+    let rows = match (ctx.cluster.existing(), phase, &record.multitest) {
         (Some(e), Phase::Multitest, None) if super::multitest::wrote_rows(artifacts) => {
             rows_left_note(e)
         }
@@ -178,33 +178,33 @@ fn timeout_note(phase: Phase, artifacts: &Path) -> String {
 fn bring_up(t: &Trial, c: &mut Cluster, record: &mut TrialRecord) -> Result<(), Failure> {
     let (ctx, arm, planned) = (t.ctx, t.arm, t.planned);
     let b = ctx.bounds;
-    if ctx.existing.is_none() {
-        timed(record, Phase::ClusterStart, || {
-            c.start(&arm.tree, &planned.knobs, ctx.pinning, b.cluster_start)?;
-            check_knobs(c)
-        })?;
-        timed(record, Phase::Configure, || {
-            c.configure(planned.engine, arm.mako.release, b.configure)
-        })?;
-    }
-    let mut existing = None;
-    record.availability = Some(timed(record, Phase::Available, || {
-        let available = c.wait_available(b.available)?;
-        if ctx.existing.is_some() {
-            let remote = ctx.existing.map_or(0, |e| e.remote_testers);
-            let status = c.existing_status(&arm.version.protocol, remote, b.available)?;
-            existing = Some(status);
+    let remote = match ctx.cluster {
+        ClusterSource::Own(_) => {
+            timed(record, Phase::ClusterStart, || {
+                c.start(&arm.tree, &planned.knobs, ctx.pinning, b.cluster_start)?;
+                check_knobs(c)
+            })?;
+            timed(record, Phase::Configure, || {
+                c.configure(planned.engine, arm.mako.release, b.configure)
+            })?;
+            let available = timed(record, Phase::Available, || c.wait_available(b.available))?;
+            record.availability = Some(available);
+            return Ok(());
         }
-        Ok(available)
-    })?);
-    if let Some(status) = &existing {
-        tracing::info!("trial {}: cluster {}", planned.index, status.class());
-        check_class(ctx, planned, status).map_err(|error| Failure {
-            phase: Phase::Available,
-            error,
-        })?;
-    }
-    record.cluster = existing;
+        ClusterSource::Existing(e) => e.remote_testers,
+    };
+    let (available, status) = timed(record, Phase::Available, || {
+        let available = c.wait_available(b.available)?;
+        let status = c.existing_status(&arm.version.protocol, remote, b.available)?;
+        Ok((available, status))
+    })?;
+    record.availability = Some(available);
+    tracing::info!("trial {}: cluster {}", planned.index, status.class());
+    check_class(ctx, planned, &status).map_err(|error| Failure {
+        phase: Phase::Available,
+        error,
+    })?;
+    record.cluster = Some(status);
     Ok(())
 }
 
@@ -249,17 +249,19 @@ fn teardown(
     result
 }
 
-/// The trial's cluster, not started yet: the gate's own of `ctx.topology`, or the one of
-/// `--cluster-file`.
+/// The trial's cluster, not started yet: the gate's own of the planned topology, or the
+/// one of `--cluster-file`.
 fn prepare_cluster(t: &Trial) -> anyhow::Result<Cluster> {
     let (ctx, arm, work, artifacts) = (t.ctx, t.arm, &t.work, &t.artifacts);
     let tree = &arm.tree;
-    match ctx.existing {
-        Some(e) => {
+    match ctx.cluster {
+        ClusterSource::Existing(e) => {
             let release = arm.mako.release;
             Cluster::existing(tree, release, e, work, artifacts, ctx.env, ctx.ports)
         }
-        None => Cluster::new(tree, ctx.topology, work, artifacts, ctx.env, ctx.ports),
+        ClusterSource::Own(topology) => {
+            Cluster::new(tree, topology, work, artifacts, ctx.env, ctx.ports)
+        }
     }
 }
 
@@ -283,9 +285,9 @@ fn run_phases(
 
 /// The driver of workload `w`: the one place the run stage chooses by it.
 fn driver_of(w: &Workload) -> &'static dyn Driver {
-    match w.readwrite {
-        Some(_) => &Multitest,
-        None => &Mako,
+    match w.driver_kind() {
+        DriverKind::Multitest(_) => &Multitest,
+        DriverKind::Mako => &Mako,
     }
 }
 
