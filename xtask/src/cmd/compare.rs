@@ -78,14 +78,16 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
     }
     write::verdicts(
         &out,
-        &judgements,
-        interrupted,
-        &warnings,
+        write::Verdicts {
+            judgements: &judgements,
+            interrupted,
+            warnings: &warnings,
+        },
         write::Copies {
             junit: args.junit.as_deref(),
             markdown: args.export_markdown.as_deref(),
+            json_to_stdout: args.json,
         },
-        args.json,
         &crate::report::JunitRun::new(
             &trials,
             std::time::UNIX_EPOCH

@@ -239,14 +239,16 @@ fn finish(plan: Plan, out: PathBuf, j: Judged, started: std::time::SystemTime) -
     let results = || write::Stage("results");
     write::verdicts(
         &out,
-        &j.judgements,
-        j.interrupted,
-        &j.warnings,
+        write::Verdicts {
+            judgements: &j.judgements,
+            interrupted: j.interrupted,
+            warnings: &j.warnings,
+        },
         write::Copies {
             junit: plan.config.junit.as_deref(),
             markdown: plan.config.export_markdown.as_deref(),
+            json_to_stdout: plan.config.json,
         },
-        plan.config.json,
         &crate::report::JunitRun::new(
             &j.trials,
             started,

@@ -111,38 +111,6 @@ impl Plan {
         experiment: ArmPlan,
         same_binaries: bool,
     ) -> Result<Plan, UsageError> {
-        let pairs = config.schedule.planned_pairs();
-        let mut warnings = Vec::new();
-        if let Some(baseline) = &baseline {
-            check_arms_differ(
-                &config,
-                &engines,
-                &workdir,
-                baseline,
-                &experiment,
-                same_binaries,
-                &mut warnings,
-            )?;
-        }
-        let compared = baseline.is_some() || config.against.record().is_some();
-        // A sweep judges its knee step by step, and reruns the steps the arms split on.
-        if compared && config.schedule == (crate::config::Schedule::Fixed { pairs: 1 }) {
-            warnings.push(format!(
-                "--trials {} GIVES AT MOST INCONCLUSIVE: one trial per arm and engine carries \
-                 no estimate of the noise, so no change can be called; the statistics need 2 \
-                 pairs, and {MIN_PAIRS} or more resolve changes of a few percent (--trials \
-                 auto adds pairs until decided)",
-                pairs
-            ));
-        }
-        if !workdir.tmpfs {
-            warnings.push(format!(
-                "WORK DIR {} IS NOT A RAM DISK (statfs type {}): TPS will be bound by disk \
-                 fsync latency, not by the storage server's CPU; use --workdir on a tmpfs",
-                workdir.path.display(),
-                workdir.fs_type
-            ));
-        }
         let mut plan = Plan {
             pinning: PinPlan::for_host(config.pin),
             config,
@@ -156,11 +124,72 @@ impl Plan {
             preflight: None,
             noise_prior: None,
             trials: Vec::new(),
-            warnings,
+            warnings: Vec::new(),
             child_env: env::ChildEnv::default(),
         };
+        plan.check_arms_differ(same_binaries)?;
+        plan.warnings.extend(plan.setup_warnings());
         plan.trials = plan.planned_trials();
         Ok(plan)
+    }
+
+    /// Refuses two arms that cannot differ (an A/A) unless `--allow-same`; warns when the
+    /// source versions agree but the binaries do not (`same_binaries`: byte-identical).
+    fn check_arms_differ(&mut self, same_binaries: bool) -> Result<(), UsageError> {
+        let Some(baseline) = &self.baseline else {
+            return Ok(());
+        };
+        let experiment = &self.experiment;
+        let user = [&baseline.knobs[..], &experiment.knobs[..]];
+        let same_knobs = same_knobs(
+            &self.config.cluster,
+            user,
+            &self.engines,
+            self.workdir.tmpfs,
+        );
+        let version = &baseline.version.source_version;
+        let same_version = *version == experiment.version.source_version;
+        if same_version && same_binaries && same_knobs && !self.config.allow_same {
+            return Err(UsageError(format!(
+                "baseline and experiment run byte-identical binaries (source version \
+                 {version}) with the same knobs, so this would be an A/A run, not an A/B; give \
+                 the arms different builds or --baseline-knob/--experiment-knob, or pass \
+                 --allow-same to measure noise on purpose"
+            )));
+        }
+        if same_version && !same_binaries {
+            self.warnings.push(format!(
+                "both arms report source version {version} but their binaries differ \
+                 (uncommitted changes, or other build flags): the source version alone does \
+                 not tell them apart"
+            ));
+        }
+        Ok(())
+    }
+
+    /// The warnings of how the run is set up: one pair per arm, a work dir on disk.
+    fn setup_warnings(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        let compared = self.baseline.is_some() || self.config.against.record().is_some();
+        // A sweep judges its knee step by step, and reruns the steps the arms split on.
+        if compared && self.config.schedule == (crate::config::Schedule::Fixed { pairs: 1 }) {
+            warnings.push(format!(
+                "--trials 1 GIVES AT MOST INCONCLUSIVE: one trial per arm and engine carries \
+                 no estimate of the noise, so no change can be called; the statistics need 2 \
+                 pairs, and {MIN_PAIRS} or more resolve changes of a few percent (--trials \
+                 auto adds pairs until decided)"
+            ));
+        }
+        let workdir = &self.workdir;
+        if !workdir.tmpfs {
+            warnings.push(format!(
+                "WORK DIR {} IS NOT A RAM DISK (statfs type {}): TPS will be bound by disk \
+                 fsync latency, not by the storage server's CPU; use --workdir on a tmpfs",
+                workdir.path.display(),
+                workdir.fs_type
+            ));
+        }
+        warnings
     }
 
     /// Every trial planned up front, in run order: the planned pairs of each engine (at
@@ -465,40 +494,6 @@ pub fn same_knobs(
         });
         a == b
     })
-}
-
-/// Refuses two arms that cannot differ (an A/A) unless `--allow-same`; warns when the
-/// source versions agree but the binaries do not.
-fn check_arms_differ(
-    config: &BenchConfig,
-    engines: &[Engine],
-    workdir: &Workdir,
-    baseline: &ArmPlan,
-    experiment: &ArmPlan,
-    same_binaries: bool,
-    warnings: &mut Vec<String>,
-) -> Result<(), UsageError> {
-    let user = [&baseline.knobs[..], &experiment.knobs[..]];
-    let same_knobs = same_knobs(&config.cluster, user, engines, workdir.tmpfs);
-    let same_version = baseline.version.source_version == experiment.version.source_version;
-    if same_version && same_binaries && same_knobs && !config.allow_same {
-        return Err(UsageError(format!(
-            "baseline and experiment run byte-identical binaries (source version {}) with \
-                 the same knobs, so this would be an A/A run, not an A/B; give the arms \
-                 different builds or --baseline-knob/--experiment-knob, or pass --allow-same \
-                 to measure noise on purpose",
-            baseline.version.source_version
-        )));
-    }
-    if same_version && !same_binaries {
-        warnings.push(format!(
-            "both arms report source version {} but their binaries differ (uncommitted \
-                 changes, or other build flags): the source version alone does not tell them \
-                 apart",
-            baseline.version.source_version
-        ));
-    }
-    Ok(())
 }
 
 /// Arms in balanced blocks: each block of two repetitions runs A B B A or B A A B (a

@@ -85,11 +85,22 @@ pub fn trials(out: &Path, trials: &[TrialRecord]) -> Result<()> {
     )
 }
 
-/// Where the run's JUnit and Markdown also go (`--junit`, `--export-markdown`).
+/// Where the run's JUnit and Markdown also go (`--junit`, `--export-markdown`), and
+/// whether stdout gets the summary as JSON (`--json`) instead of the table.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Copies<'a> {
     pub junit: Option<&'a Path>,
     pub markdown: Option<&'a Path>,
+    pub json_to_stdout: bool,
+}
+
+/// What the verdict files say: the judgements, whether a signal cut the run short, and
+/// the run's warnings.
+#[derive(Debug, Clone, Copy)]
+pub struct Verdicts<'a> {
+    pub judgements: &'a [Judgement],
+    pub interrupted: bool,
+    pub warnings: &'a [String],
 }
 
 /// Adds `text` to the end of `path` when it is a regular file already (GitHub's
@@ -121,18 +132,15 @@ fn append_or_write(path: &Path, text: &str) -> Result<()> {
     }
 }
 
-/// Writes `summary.json` and `junit.xml` (and the `--junit` copy) into `out` and prints
-/// the table (or, with `json_to_stdout`, the summary): the end of `bench`, `calibrate`
-/// and `compare`.
-pub fn verdicts(
-    out: &Path,
-    judgements: &[Judgement],
-    interrupted: bool,
-    warnings: &[String],
-    copies: Copies,
-    json_to_stdout: bool,
-    run: &super::JunitRun,
-) -> Result<()> {
+/// Writes `summary.json`, `junit.xml` and `summary.md` (and their `copies`) into `out`
+/// and prints the table (or, with `copies.json_to_stdout`, the summary): the end of
+/// `bench`, `calibrate` and `compare`.
+pub fn verdicts(out: &Path, v: Verdicts, copies: Copies, run: &super::JunitRun) -> Result<()> {
+    let Verdicts {
+        judgements,
+        interrupted,
+        warnings,
+    } = v;
     let table = table(judgements, warnings);
     let junit = relative_to_results(out, &junit(judgements, &table, run));
     let summary = relative_to_results(out, &summary_json(judgements, interrupted, warnings));
@@ -147,7 +155,7 @@ pub fn verdicts(
         append_or_write(extra, &md)?;
     }
     // A closed stdout (`| head`) must not turn a verdict into a crash.
-    let _ = if json_to_stdout {
+    let _ = if copies.json_to_stdout {
         std::io::stdout().write_all(summary.as_bytes())
     } else {
         writeln!(std::io::stdout(), "\n{table}\nresults: {}", out.display())

@@ -76,7 +76,13 @@ pub fn engine_of_existing(
     let read = || -> Result<Engine> {
         // No tester runs here, so no port is taken.
         let (at, ports) = (scratch.path(), None);
-        let c = Cluster::existing(tree, release, e, at, at, env, ports)?;
+        let place = Place {
+            work: at,
+            artifacts: at,
+            env,
+            ports,
+        };
+        let c = Cluster::existing(tree, release, e, place)?;
         // The phase error's text only: as a source too, `{:#}` would print it twice.
         c.wait_available(bound).map_err(|e| match e {
             PhaseError::Timeout(..) => {
@@ -271,54 +277,19 @@ impl Server {
             auto_address: false,
         })
     }
+}
 
-    #[allow(clippy::too_many_arguments)]
-    fn spawn(
-        &self,
-        multi_host: bool,
-        tree: &FdbTree,
-        cluster_file: &Path,
-        artifacts: &Path,
-        knobs: &[Knob],
-        pinning: Option<&Pinning>,
-        env: &ChildEnv,
-    ) -> Result<Child> {
-        let mut cmd = Command::new(&tree.fdbserver);
-        env.apply(&mut cmd);
-        let public = if self.auto_address {
-            format!("auto:{}", self.port)
-        } else {
-            self.address().to_string()
-        };
-        cmd.arg("-p")
-            .arg(public)
-            .args(["-c", self.role.as_str()])
-            .arg("-d")
-            .arg(&self.data_dir)
-            .arg("-L")
-            .arg(&self.log_dir)
-            .arg("-C")
-            .arg(cluster_file)
-            .args(knobs.iter().map(Knob::arg))
-            .current_dir(self.data_dir.parent().expect("server dir"));
-        if multi_host {
-            // One machine and zone per "host": redundancy places replicas apart.
-            let id = format!("host{}", self.host);
-            cmd.args(["--locality-machineid", &id, "--locality-zoneid", &id]);
-        }
-        let stem = format!("fdbserver-{}-{}", self.role.as_str(), self.port);
-        let cpus = pinning.map(|p| match self.role {
-            Role::Storage => p.storage.as_slice(),
-            Role::Stateless | Role::Log | Role::Tester => p.others.as_slice(),
-        });
-        Child::spawn_on(
-            &format!("fdbserver {} :{}", self.role.as_str(), self.port),
-            cmd,
-            &artifacts.join(format!("{stem}.out")),
-            &artifacts.join(format!("{stem}.err")),
-            cpus,
-        )
-    }
+/// Where a trial's cluster lives and what its processes get.
+#[derive(Debug, Clone, Copy)]
+pub struct Place<'a> {
+    /// Its data, trace files and cluster file (on the work dir).
+    pub work: &'a Path,
+    /// Where fdbcli outputs and server stdout/stderr go (the trial's results dir).
+    pub artifacts: &'a Path,
+    /// The environment of every server and fdbcli call.
+    pub env: &'a ChildEnv,
+    /// Where servers' and testers' ports come from (`--port-range`); `None`: any free one.
+    pub ports: Option<PortRange>,
 }
 
 /// A running cluster; dropping it kills every server.
@@ -368,14 +339,13 @@ impl Cluster {
     /// Prepares a cluster under `work` (data and trace dirs) with ports chosen now and
     /// its cluster file; [`Cluster::start`] starts the servers. Kept apart so that a
     /// cluster that fails to start is still there to harvest and tear down.
-    pub fn new(
-        tree: &FdbTree,
-        topology: &Topology,
-        work: &Path,
-        artifacts: &Path,
-        env: &ChildEnv,
-        ports: Option<PortRange>,
-    ) -> Result<Cluster> {
+    pub fn new(tree: &FdbTree, topology: &Topology, at: Place) -> Result<Cluster> {
+        let Place {
+            work,
+            artifacts,
+            env,
+            ports,
+        } = at;
         let t = topology;
         let per_host = [
             (Role::Stateless, t.stateless_per_host),
@@ -432,11 +402,14 @@ impl Cluster {
         tree: &FdbTree,
         release: Release,
         e: &ExistingCluster,
-        work: &Path,
-        artifacts: &Path,
-        env: &ChildEnv,
-        ports: Option<PortRange>,
+        at: Place,
     ) -> Result<Cluster> {
+        let Place {
+            work,
+            artifacts,
+            env,
+            ports,
+        } = at;
         let cluster_file = work.join("fdb.cluster");
         create_new(&cluster_file, &format!("{}\n", e.connection))?;
         let coordinators = resolved_coordinators(e);
@@ -665,6 +638,54 @@ impl Cluster {
         self.spawn_from(first, tree, knobs, pinning, bound)
     }
 
+    /// Starts fdbserver `server` of this cluster from `tree` with `knobs` (on the CPUs of
+    /// its role when pinned); its stdout and stderr go to the artifacts dir as
+    /// `fdbserver-<role>-<port>.out`/`.err`.
+    fn spawn_server(
+        &self,
+        server: &Server,
+        tree: &FdbTree,
+        knobs: &[Knob],
+        pinning: Option<&Pinning>,
+    ) -> Result<Child> {
+        let mut cmd = Command::new(&tree.fdbserver);
+        self.env.apply(&mut cmd);
+        let public = if server.auto_address {
+            format!("auto:{}", server.port)
+        } else {
+            server.address().to_string()
+        };
+        cmd.arg("-p")
+            .arg(public)
+            .args(["-c", server.role.as_str()])
+            .arg("-d")
+            .arg(&server.data_dir)
+            .arg("-L")
+            .arg(&server.log_dir)
+            .arg("-C")
+            .arg(&self.cluster_file)
+            .args(knobs.iter().map(Knob::arg))
+            .current_dir(server.data_dir.parent().expect("server dir"));
+        if self.topology.hosts > 1 {
+            // One machine and zone per "host": redundancy places replicas apart.
+            let id = format!("host{}", server.host);
+            cmd.args(["--locality-machineid", &id, "--locality-zoneid", &id]);
+        }
+        let (role, port) = (server.role.as_str(), server.port);
+        let stem = format!("fdbserver-{role}-{port}");
+        let cpus = pinning.map(|p| match server.role {
+            Role::Storage => p.storage.as_slice(),
+            Role::Stateless | Role::Log | Role::Tester => p.others.as_slice(),
+        });
+        Child::spawn_on(
+            &format!("fdbserver {role} :{port}"),
+            cmd,
+            &self.artifacts.join(format!("{stem}.out")),
+            &self.artifacts.join(format!("{stem}.err")),
+            cpus,
+        )
+    }
+
     /// Spawns `servers[first..]` and waits, within `bound`, until each listens.
     fn spawn_from(
         &mut self,
@@ -675,17 +696,8 @@ impl Cluster {
         bound: Duration,
     ) -> Result<(), PhaseError> {
         let deadline = Instant::now() + bound;
-        let multi_host = self.topology.hosts > 1;
         for i in first..self.servers.len() {
-            let child = self.servers[i].spawn(
-                multi_host,
-                tree,
-                &self.cluster_file,
-                &self.artifacts,
-                knobs,
-                pinning,
-                &self.env,
-            )?;
+            let child = self.spawn_server(&self.servers[i], tree, knobs, pinning)?;
             self.servers[i].child = Some(child);
         }
         // A tester on `auto:<port>` listens where FDB chose; the multitest's own wait for

@@ -124,6 +124,9 @@ fn check_steady(t: &Trial, c: &Cluster, record: &TrialRecord) -> Result<(), Phas
     }
 }
 
+/// The multitest's stdout in a trial's artifacts: its progress lines and its result.
+const STDOUT: &str = "multitest.txt";
+
 /// Starts the testers, runs the test within `--timeout-mako-build` (testers joining, rows
 /// loading) + `--seconds` + `--timeout-mako-run-grace`, and reads its results.
 /// Artifacts: `multitest.toml`, `multitest.txt`/`.err`, and the multitest's trace in
@@ -157,31 +160,20 @@ fn run_test(
     let remote = ctx.cluster.remote_testers();
     let testers = rw.testers + remote;
     let cmd = command(t, cluster, &spec_file, testers, &log);
-    let (out, err) = (
-        artifacts.join("multitest.txt"),
-        artifacts.join("multitest.err"),
-    );
+    let (out, err) = (artifacts.join(STDOUT), artifacts.join("multitest.err"));
     let mut child = Child::spawn_on("fdbserver -r multitest", cmd, &out, &err, ctx.other_cpus())?;
-    let status = wait(
-        t,
-        &mut child,
-        cluster,
-        monitor,
-        &out,
-        started + bound,
-        bound,
-    )
-    .map_err(|e| match e {
-        // The multitest prints nothing until its testers have joined.
-        PhaseError::Timeout(bound, _) if !joined(&out) => {
-            PhaseError::Timeout(bound, not_joined(rw.testers, remote))
-        }
-        e => e,
-    });
+    let status =
+        wait(t, &mut child, cluster, monitor, started + bound, bound).map_err(|e| match e {
+            // The multitest prints nothing until its testers have joined.
+            PhaseError::Timeout(bound, _) if !joined(&out) => {
+                PhaseError::Timeout(bound, not_joined(rw.testers, remote))
+            }
+            e => e,
+        });
     let copied = copy_files(&log, &artifacts.join("multitest"));
     let status = status?;
     copied.map_err(PhaseError::from)?;
-    let result = read_result(&out, &err, status, testers, rw.testers, remote)
+    let result = read_result(&out, &err, status, rw.testers, remote)
         .map_err(|e| cluster_gone_first(cluster, e))?;
     let cpu = monitor
         .role_cpu()
@@ -198,18 +190,17 @@ fn run_test(
 }
 
 /// The multitest's result from its stdout `out` (stderr `err`), which ended with `status`
-/// and waited for `testers` (`here` started by the gate, `remote` elsewhere). Errors: no
+/// and waited for its testers (`here` started by the gate, `remote` elsewhere). Errors: no
 /// usable result, saying whether the testers never joined.
 fn read_result(
     out: &Path,
     err: &Path,
     status: std::process::ExitStatus,
-    testers: u32,
     here: u32,
     remote: u32,
 ) -> Result<fdb::multitest::ReadWriteResult, PhaseError> {
     let text = read_output(out)?;
-    read_run(&text, testers as usize).map_err(|e| {
+    read_run(&text, (here + remote) as usize).map_err(|e| {
         if !joined(out) {
             return anyhow!(
                 "fdbserver -r multitest ended ({status}): {}; {}",
@@ -273,7 +264,7 @@ fn without_client_cpu(mut cpu: RoleCpu, remote: bool) -> RoleCpu {
 /// test's setup, which writes the rows: before, a cluster the gate did not start holds
 /// none of them.
 pub fn wrote_rows(artifacts: &Path) -> bool {
-    joined(&artifacts.join("multitest.txt"))
+    joined(&artifacts.join(STDOUT))
 }
 
 /// Whether the multitest's stdout `out` says its testers joined.
@@ -304,19 +295,20 @@ fn tester_knobs(planned: &PlannedTrial) -> Vec<Knob> {
         .collect()
 }
 
-/// Waits for the multitest until `deadline`, checking the cluster and ticking the
-/// monitor. The CPU window is ReadWrite's measured one: the middle 75% of the test,
-/// timed from the `running test` line of its stdout `out`.
+/// Waits for the multitest until `deadline` (`bound` after the testers started), checking
+/// the cluster and ticking the monitor. The CPU window is ReadWrite's measured one: the
+/// middle 75% of the test, timed from the `running test` line of its stdout ([`STDOUT`]
+/// in the trial's artifacts).
 fn wait(
     t: &Trial,
     child: &mut Child,
     cluster: &Cluster,
     monitor: &mut Monitor,
-    out: &Path,
     deadline: Instant,
     bound: Duration,
 ) -> Result<std::process::ExitStatus, PhaseError> {
     let ctx = t.ctx;
+    let out = &t.artifacts.join(STDOUT);
     let pid = child.pid();
     let test_s = ctx.workload.seconds as f64;
     let mut load_started: Option<Instant> = None;

@@ -13,7 +13,7 @@ use std::{
 use anyhow::{anyhow, Context};
 
 use super::{
-    cluster::Cluster,
+    cluster::{Cluster, Place},
     context::TrialContext,
     driver::{timed, Driver, Failure, Trial},
     mako::Mako,
@@ -254,14 +254,15 @@ fn teardown(
 fn prepare_cluster(t: &Trial) -> anyhow::Result<Cluster> {
     let (ctx, arm, work, artifacts) = (t.ctx, t.arm, &t.work, &t.artifacts);
     let tree = &arm.tree;
+    let at = Place {
+        work,
+        artifacts,
+        env: ctx.env,
+        ports: ctx.ports,
+    };
     match ctx.cluster {
-        ClusterSource::Existing(e) => {
-            let release = arm.mako.release;
-            Cluster::existing(tree, release, e, work, artifacts, ctx.env, ctx.ports)
-        }
-        ClusterSource::Own(topology) => {
-            Cluster::new(tree, topology, work, artifacts, ctx.env, ctx.ports)
-        }
+        ClusterSource::Existing(e) => Cluster::existing(tree, arm.mako.release, e, at),
+        ClusterSource::Own(topology) => Cluster::new(tree, topology, at),
     }
 }
 
