@@ -208,6 +208,31 @@ fn record_list_show_and_judge_a_candidate_against_the_record() {
         meta["plan"]["baseline"]["tree"]["root"],
         release.to_str().unwrap()
     );
+    // A recorded tree that is still there but damaged is not silently replaced by a build
+    // from source: the plan's check of it names it and what is wrong.
+    let damaged = s.dir.path().join("damaged");
+    std::fs::create_dir_all(damaged.join("bin")).unwrap();
+    let other = s.dir.path().join("damaged-record");
+    std::fs::create_dir_all(&other).unwrap();
+    let mut rec = b.clone();
+    rec["build_tree"] = json!(damaged.to_str().unwrap());
+    std::fs::write(other.join("release.json"), rec.to_string()).unwrap();
+    let o = crate::support::gate_cmd()
+        .args(["bench", "--against-recorded", "release", "--baselines-dir"])
+        .arg(&other)
+        .arg("--experiment-build")
+        .arg(&same)
+        .arg("--dry-run")
+        .args(crate::support::TINY)
+        .env("WORKDIR", s.workdir.path())
+        .output()
+        .unwrap();
+    assert_ne!(code(&o), 0, "{}", text(&o));
+    assert!(
+        text(&o).contains(damaged.to_str().unwrap()) && text(&o).contains("fdbserver"),
+        "{}",
+        text(&o)
+    );
 
     // Without a control (--no-control), a record of one run is refused: nothing in it
     // tells the build's speed from the host's that day (the host's level varies by day).

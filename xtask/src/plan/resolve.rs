@@ -58,14 +58,29 @@ struct Control {
 }
 
 impl Control {
-    /// The control arm of record `b`.
+    /// The control arm of record `b`. A recorded tree that is still there is the
+    /// control's even when it is damaged, so that the plan's check of it says what is
+    /// wrong with it; only a tree that is gone is built again from source, and the log
+    /// says so.
     fn of(config: &BenchConfig, b: &Baseline) -> Control {
-        let tree = b.build_tree.as_deref().map(PathBuf::from);
+        let recorded = b.build_tree.as_deref().map(PathBuf::from);
+        let tree = match recorded.filter(|_| config.baseline.build_dir.is_none()) {
+            Some(t) if t.symlink_metadata().is_ok() => Some(t),
+            Some(t) => {
+                tracing::info!(
+                    "the build tree of baseline {}, {}, is gone: the control arm is built \
+                     from source at its source version {}",
+                    b.name,
+                    t.display(),
+                    b.build.source_version
+                );
+                None
+            }
+            None => None,
+        };
         Control {
             knobs: recorded_user_knobs(b),
-            tree: tree.filter(|t| {
-                config.baseline.build_dir.is_none() && t.join("bin/fdbserver").is_file()
-            }),
+            tree,
         }
     }
 }
@@ -389,10 +404,9 @@ fn warmups_differ(plan: &Plan) -> Option<String> {
 }
 
 /// The environment fdbserver, fdbcli and mako get, built from the gate's (with FDB's TLS
-/// variables when `tls`, a cluster reached over TLS), and the warning naming the FDB_*
-/// variables left out, if any.
-/// `existing`: the run is against a cluster the gate did not start, whose knobs are its
-/// own.
+/// variables for a `cluster` the gate did not start whose cluster file names TLS
+/// coordinators), and the warning naming the FDB_* variables left out, if any, with what
+/// to do instead (such a cluster's servers have knobs of their own).
 fn child_env(cluster: &ClusterSource) -> (ChildEnv, Option<String>) {
     let tls = cluster.existing().is_some_and(|e| e.connection.tls());
     let env = ChildEnv::from_vars(std::env::vars_os(), tls);

@@ -404,13 +404,7 @@ impl Cluster {
         e: &ExistingCluster,
         at: Place,
     ) -> Result<Cluster> {
-        let Place {
-            work,
-            artifacts,
-            env,
-            ports,
-        } = at;
-        let cluster_file = work.join("fdb.cluster");
+        let cluster_file = at.work.join("fdb.cluster");
         create_new(&cluster_file, &format!("{}\n", e.connection))?;
         let coordinators = resolved_coordinators(e);
         Ok(Cluster {
@@ -418,15 +412,15 @@ impl Cluster {
             servers: Vec::new(),
             topology: Topology::default(),
             fdbcli: tree.fdbcli.clone(),
-            env: env.clone(),
-            artifacts: artifacts.to_path_buf(),
+            env: at.env.clone(),
+            artifacts: at.artifacts.to_path_buf(),
             existing: Some(Existing {
                 release,
                 coordinators,
                 probed: Default::default(),
                 failing_since: Default::default(),
             }),
-            ports,
+            ports: at.ports,
         })
     }
 
