@@ -722,6 +722,12 @@ fn an_existing_clusters_engine_is_read_from_it_and_names_the_run() {
         .find(|l| l.contains("1. B"))
         .unwrap_or_else(|| panic!("{plan}"));
     assert!(line.contains("memory"), "{line}");
+    // The gate starts no cluster and no mako here, and its plan says neither.
+    assert!(
+        plan.contains("plus each trial's status check and data load"),
+        "{plan}"
+    );
+    assert!(!plan.contains("mako the tree's lib/"), "{plan}");
     if s.workdir_is_tmpfs() {
         assert!(
             line.ends_with("tester --knob_disable_posix_kernel_aio=1"),

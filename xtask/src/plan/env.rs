@@ -87,9 +87,10 @@ impl ChildEnv {
             .filter(|n| n.starts_with("FDB_") && *n != "FDB_SRC")
     }
 
-    /// One line for the plan: what passes, and what does not that could change a run
+    /// One line for the plan: what passes (and, when the workload runs `mako`, the tree's
+    /// `lib/` it gets as `LD_LIBRARY_PATH`), and what does not that could change a run
     /// (FDB's, the loader's and the allocator's variables), with a count of the rest.
-    pub fn summary(&self) -> String {
+    pub fn summary(&self, mako: bool) -> String {
         let passed: Vec<&str> = self.passed.keys().map(String::as_str).collect();
         let telling = |n: &&str| {
             ["FDB_", "LD_", "MALLOC_", "GLIBC_", "JE_", "TCMALLOC_"]
@@ -103,9 +104,13 @@ impl ChildEnv {
             .filter(telling)
             .collect();
         let others = self.removed.len() - named.len();
+        let lib = match mako {
+            true => " (and mako the tree's lib/ as LD_LIBRARY_PATH)",
+            false => "",
+        };
         format!(
-            "children get {} only (and mako the tree's lib/ as LD_LIBRARY_PATH); not passed \
-             from the gate's environment: {}{others} other variable(s)",
+            "children get {} only{lib}; not passed from the gate's environment: \
+             {}{others} other variable(s)",
             if passed.is_empty() {
                 "nothing".to_string()
             } else {
@@ -159,8 +164,9 @@ mod tests {
                 "FDB_TLS_CERTIFICATE_FILE"
             ]
         );
+        assert!(!env.summary(false).contains("LD_LIBRARY_PATH"));
         assert_eq!(
-            env.summary(),
+            env.summary(true),
             "children get LC_ALL, PATH only (and mako the tree's lib/ as LD_LIBRARY_PATH); not \
              passed from the gate's environment: FDB_KNOB_page_cache_4k, \
              FDB_NETWORK_OPTION_TRACE_ENABLE, FDB_SRC, FDB_TLS_CERTIFICATE_FILE, LD_PRELOAD, 1 \

@@ -326,7 +326,8 @@ impl Plan {
                 crate::config::ports_per_trial(&self.config)
             );
         }
-        let _ = writeln!(s, "environment {}", self.child_env.summary());
+        let mako = self.config.workload.driver_kind().needs_mako();
+        let _ = writeln!(s, "environment {}", self.child_env.summary(mako));
         if let Schedule::Sequential { budget } = self.config.schedule {
             let _ = writeln!(
                 s,
@@ -352,9 +353,14 @@ impl Plan {
             Schedule::Sweep { .. } => "if each runs once,",
             Schedule::Fixed { .. } | Schedule::Sequential { .. } => "at least",
         };
+        // A cluster the gate did not start is only checked before each trial.
+        let setup = match self.config.cluster {
+            ClusterSource::Own(_) => "cluster start",
+            ClusterSource::Existing(_) => "status check",
+        };
         format!(
             "trials     {} in this order (--seed {} repeats it), {least} {} of test time \
-             ({seconds} s each), plus each trial's cluster start and data load:",
+             ({seconds} s each), plus each trial's {setup} and data load:",
             self.trials.len(),
             self.config.seed,
             humantime::format_duration(test),
