@@ -278,3 +278,65 @@ fn the_gitlab_example_fails_a_slower_merge_request_and_runs_again() {
     }
     s.assert_no_leftover_processes();
 }
+
+/// The GitHub example's baseline is the merge base of the pull request's head with its
+/// base branch, not the base branch's tip: its `Merge base` step, run as GitHub runs it
+/// (bash, `GITHUB_OUTPUT`), on a checkout where the base branch moved on after the branch
+/// point.
+#[test]
+fn the_github_example_compares_a_pull_request_with_its_merge_base() {
+    let s = Sandbox::new();
+    let repo = s.dir.path().join("foundationdb");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    let commit = |msg: &str| {
+        std::fs::write(repo.join("f.txt"), msg).unwrap();
+        git(&repo, &["add", "f.txt"]);
+        git(
+            &repo,
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-qm",
+                msg,
+            ],
+        );
+        git(&repo, &["rev-parse", "HEAD"])
+    };
+    let branch_point = commit("branch point");
+    git(&repo, &["checkout", "-qb", "pr"]);
+    let head = commit("the change");
+    git(&repo, &["checkout", "-q", "main"]);
+    let base_tip = commit("landed on main since");
+    let workflow = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../ci/examples/github-actions.yml"),
+    )
+    .unwrap();
+    let script = workflow
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("run: echo \"sha=$(git -C foundationdb merge-base")
+        })
+        .map(|rest| format!("echo \"sha=$(git -C foundationdb merge-base{rest}"))
+        .unwrap_or_else(|| panic!("no merge-base step in the GitHub example:\n{workflow}"));
+    let output = s.dir.path().join("github-output");
+    let o = Command::new("bash")
+        .args(["-c", &script])
+        .current_dir(s.dir.path())
+        .env("BASE", &base_tip)
+        .env("HEAD", &head)
+        .env("GITHUB_OUTPUT", &output)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let said = std::fs::read_to_string(&output).unwrap();
+    assert_eq!(said.trim(), format!("sha={branch_point}"));
+    assert!(
+        workflow.contains("--baseline ${{ inputs.baseline || steps.base.outputs.sha }}"),
+        "{workflow}"
+    );
+}
