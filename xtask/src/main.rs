@@ -62,9 +62,9 @@ fn main() -> ExitCode {
 }
 
 /// A flag clap refused is an error before any verdict too: as for every other usage error,
-/// `--json` prints it as JSON on stdout and `--junit PATH` gets one ERROR test case (README,
-/// "Verdicts and exit codes"). The flags are read from the raw command line, since it did
-/// not parse.
+/// `--json` prints it as JSON on stdout, `--junit PATH` gets one ERROR test case and
+/// `--export-markdown PATH` the error (README, "Verdicts and exit codes"). The flags are
+/// read from the raw command line, since it did not parse.
 fn refused_flags_reported(message: &str) {
     let args: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
@@ -78,18 +78,24 @@ fn refused_flags_reported(message: &str) {
     if args.iter().any(|a| a == "--json") {
         println!("{}", xtask::report::error_json(EXIT_USAGE, &message));
     }
-    let junit = args
-        .iter()
-        .enumerate()
-        .find_map(|(i, a)| match a.strip_prefix("--junit=") {
-            Some(path) => Some(path.to_string()),
-            None if a == "--junit" => args.get(i + 1).cloned(),
-            None => None,
-        });
-    if let Some(path) = junit {
-        xtask::report::write::setup_error(
-            std::path::Path::new(&path),
-            &anyhow::Error::new(xtask::error::UsageError(message)),
-        );
-    }
+    let value_of = |flag: &str| {
+        let joined = format!("{flag}=");
+        args.iter()
+            .enumerate()
+            .find_map(|(i, a)| match a.strip_prefix(&joined) {
+                Some(path) => Some(std::path::PathBuf::from(path)),
+                None if a == flag => args.get(i + 1).map(std::path::PathBuf::from),
+                None => None,
+            })
+    };
+    let (junit, markdown) = (value_of("--junit"), value_of("--export-markdown"));
+    let copies = xtask::report::write::Copies {
+        junit: junit.as_deref(),
+        markdown: markdown.as_deref(),
+        json_to_stdout: false,
+    };
+    xtask::report::write::setup_error(
+        copies,
+        &anyhow::Error::new(xtask::error::UsageError(message)),
+    );
 }

@@ -209,6 +209,28 @@ fn copies_may_go_inside_the_results_dir_but_never_among_the_trials_files() {
     assert_eq!(code(&o), 0, "{}", text(&o));
     let copy = std::fs::read_to_string(&md).unwrap();
     assert!(copy.contains("MEASURED"), "{copy}");
+    // A run stopped before its first trial, by a bad value or a flag clap does not know,
+    // still tells the job summary why (appended, as every step's summary is).
+    let summary = s.dir.path().join("job-summary.md");
+    std::fs::write(&summary, "earlier step\n").unwrap();
+    for (extra, said) in [
+        ("--max-regression=-1", "--max-regression"),
+        ("--no-such-flag", "unexpected argument '--no-such-flag'"),
+    ] {
+        let _ = std::fs::remove_dir_all(s.out());
+        let o = s.bench(
+            &a,
+            &b,
+            &["--export-markdown", summary.to_str().unwrap(), extra],
+        );
+        assert_eq!(code(&o), 64, "{}", text(&o));
+        let md = std::fs::read_to_string(&summary).unwrap();
+        assert!(md.starts_with("earlier step\n"), "{md}");
+        assert!(
+            md.contains("### perfgate: ERROR") && md.contains(said),
+            "{md}"
+        );
+    }
 }
 
 #[test]

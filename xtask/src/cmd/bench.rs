@@ -90,8 +90,13 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         }
         Ok(execute(plan)?.exit_code)
     })();
-    if let (Err(e), Some(path)) = (&result, junit) {
-        write::setup_error(&path, e);
+    if let Err(e) = &result {
+        let copies = write::Copies {
+            junit: junit.as_deref(),
+            markdown: args.run.export_markdown.as_deref(),
+            json_to_stdout: false,
+        };
+        write::setup_error(copies, e);
     }
     result
 }

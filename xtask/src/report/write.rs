@@ -275,11 +275,12 @@ pub fn calibration(out: &Path, cal: &Calibration) -> Result<()> {
     write(&out.join("calibration.json"), &json(cal))
 }
 
-/// Writes the `--junit` file of a run that failed before its first trial (bad input, a
-/// build that failed or timed out): a CI job reads it, so such a run is an ERROR (a
-/// TIMEOUT for a build past its bound) there too, not a missing file. Best effort: the
-/// error itself is what the caller reports.
-pub fn setup_error(junit_path: &Path, e: &anyhow::Error) {
+/// Writes the `--junit` file and appends to the `--export-markdown` file (`copies`) of a
+/// run that failed before its first trial (bad input, a build that failed or timed
+/// out): a CI job shows them, so such a run is an ERROR (a TIMEOUT for a build past its
+/// bound) there too, not a missing file or an empty job summary. Best effort: the error
+/// itself is what the caller reports.
+pub fn setup_error(copies: Copies, e: &anyhow::Error) {
     let verdict = if e.downcast_ref::<BuildTimeout>().is_some() {
         Verdict::Timeout
     } else {
@@ -289,10 +290,17 @@ pub fn setup_error(junit_path: &Path, e: &anyhow::Error) {
         Some(stage) => stage.0,
         None => "setup",
     };
-    let _ = write(
-        junit_path,
-        &junit_setup_error(case, verdict, &format!("{e:#}")),
-    );
+    let message = format!("{e:#}");
+    if let Some(path) = copies.junit {
+        let _ = write(path, &junit_setup_error(case, verdict, &message));
+    }
+    if let Some(path) = copies.markdown {
+        let md = format!(
+            "### perfgate: {verdict}\n\nThe run stopped before its first trial ({case}):\n\n\
+             ```text\n{message}\n```\n"
+        );
+        let _ = append_or_write(path, &md);
+    }
 }
 
 /// The stage a run failed in after its setup, as an error's context: it names the JUnit
