@@ -188,17 +188,21 @@ fn record_list_show_and_judge_a_candidate_against_the_record() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("release.json")).unwrap()).unwrap();
     let release = s.dir.path().join("release");
     assert_eq!(b["build_tree"], release.to_str().unwrap(), "{b}");
-    let o = crate::support::gate_cmd()
-        .args(["bench", "--against-recorded", "release", "--baselines-dir"])
-        .arg(&dir)
-        .arg("--experiment-build")
-        .arg(&same)
-        .arg("--out")
-        .arg(s.dir.path().join("record-tree"))
-        .args(crate::support::TINY)
-        .env("WORKDIR", s.workdir.path())
-        .output()
-        .unwrap();
+    // `against` names the control's tree; these runs leave it to the record.
+    let from_record = |baselines: &std::path::Path, extra: &[&str]| {
+        crate::support::gate_cmd()
+            .args(["bench", "--against-recorded", "release", "--baselines-dir"])
+            .arg(baselines)
+            .arg("--experiment-build")
+            .arg(&same)
+            .args(crate::support::TINY)
+            .args(extra)
+            .env("WORKDIR", s.workdir.path())
+            .output()
+            .unwrap()
+    };
+    let out = s.dir.path().join("record-tree");
+    let o = from_record(&dir, &["--out", out.to_str().unwrap()]);
     assert_eq!(code(&o), 0, "{}", text(&o));
     let meta: Value = serde_json::from_str(
         &std::fs::read_to_string(s.dir.path().join("record-tree/meta.json")).unwrap(),
@@ -217,16 +221,7 @@ fn record_list_show_and_judge_a_candidate_against_the_record() {
     let mut rec = b.clone();
     rec["build_tree"] = json!(damaged.to_str().unwrap());
     std::fs::write(other.join("release.json"), rec.to_string()).unwrap();
-    let o = crate::support::gate_cmd()
-        .args(["bench", "--against-recorded", "release", "--baselines-dir"])
-        .arg(&other)
-        .arg("--experiment-build")
-        .arg(&same)
-        .arg("--dry-run")
-        .args(crate::support::TINY)
-        .env("WORKDIR", s.workdir.path())
-        .output()
-        .unwrap();
+    let o = from_record(&other, &["--dry-run"]);
     assert_ne!(code(&o), 0, "{}", text(&o));
     assert!(
         text(&o).contains(damaged.to_str().unwrap()) && text(&o).contains("fdbserver"),
