@@ -12,6 +12,7 @@ pub mod knob;
 pub mod mako;
 pub mod multitest;
 pub mod release;
+pub mod simulation;
 pub mod status;
 pub mod trace;
 pub mod version;

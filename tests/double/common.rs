@@ -121,6 +121,24 @@ pub struct Behaviour {
     /// `mako --mode run` ends only once the tree's `double-go` file exists (waited for
     /// at most 120 s): a test lets a trial finish when it has done what must come first.
     pub mako_run_waits_for_go: bool,
+    /// `fdbserver -r simulation`: instructions (cachegrind's Ir) a committed transaction
+    /// costs in the storage server's `getValueQ` (the only storage function it reports).
+    pub sim_storage_ir_per_txn: u64,
+    /// Added to every seed's unseed: a build whose change alters the simulated path.
+    pub sim_unseed_offset: u64,
+    /// The simulation waits up to this long for another simulation of the same tree to
+    /// have started, and fails (exit 1, "ran alone") if none did: a pair whose trials run
+    /// at once meets, one run after the other does not.
+    pub sim_meet_peer_ms: Option<u64>,
+    /// The unseed differs from run to run (it includes the process id): a simulation that
+    /// does not replay its seed.
+    pub sim_not_deterministic: bool,
+    /// The simulation fails: a SevError trace event, `0 tests passed; 1 tests failed.`,
+    /// exit 1.
+    pub sim_fails: bool,
+    /// How much each seed's work per transaction differs from another's, percent (seed k
+    /// costs 1 + k x this / 100 times the tree's figures): seeds are replicates, not copies.
+    pub sim_seed_spread_pct: f64,
 }
 
 impl Behaviour {
@@ -173,6 +191,12 @@ impl Default for Behaviour {
             multitest_recovery_runs: Vec::new(),
             multitest_reconfigure_runs: Vec::new(),
             recovering_status_answers: 0,
+            sim_storage_ir_per_txn: 50_000,
+            sim_unseed_offset: 0,
+            sim_fails: false,
+            sim_not_deterministic: false,
+            sim_meet_peer_ms: None,
+            sim_seed_spread_pct: 2.0,
         }
     }
 }

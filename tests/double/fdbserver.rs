@@ -4,6 +4,7 @@
 
 mod common;
 mod multitest;
+mod simulation;
 
 use std::{
     io::{BufRead, BufReader, Write},
@@ -22,6 +23,10 @@ fn main() {
     }
     if common::flag(&args, &["-r", "--role"]).as_deref() == Some("multitest") {
         multitest::main(&args, &b);
+        return;
+    }
+    if common::flag(&args, &["-r", "--role"]).as_deref() == Some("simulation") {
+        simulation::main(&args, &b);
         return;
     }
     let listen = common::flag(&args, &["-p", "--public_address"]).expect("-p ADDRESS");

@@ -12,6 +12,7 @@ mod multitest;
 mod plan;
 mod releases;
 mod results;
+mod simulation;
 mod sizing;
 mod timeouts;
 mod verdicts;

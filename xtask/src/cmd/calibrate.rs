@@ -33,6 +33,15 @@ pub fn run(args: &CalibrateArgs) -> Result<i32> {
         baselines_dir: args.baselines_dir.clone(),
         ..BenchConfig::new(Some(&args.build), Some(&args.build), true, &args.run)?
     };
+    if config.workload.simulated {
+        return Err(UsageError(format!(
+            "profile '{}' runs FDB's simulator under Valgrind, whose instruction counts are \
+             exact: there is no noise to calibrate; an A/A is `cargo xtask bench --profile {0} \
+             --baseline-build DIR --experiment-build DIR --allow-same`",
+            config.workload.profile
+        ))
+        .into());
+    }
     if let Some(j) = &config.junit {
         check_junit(j, config.out.as_deref())?;
     }
@@ -55,7 +64,8 @@ pub fn run(args: &CalibrateArgs) -> Result<i32> {
     // Sizing splits mako's per-second TPS into batches; ReadWrite prints none, so a
     // multitest calibration measures the noise only.
     let cost = match c.workload.driver_kind() {
-        DriverKind::Multitest(_) => {
+        // `calibrate` refuses the simulation driver before any trial.
+        DriverKind::Multitest(_) | DriverKind::Simulation(_) => {
             tracing::info!(
                 "no trials sized for --budget: the multitest driver prints no per-second TPS \
                  to size a window from (ReadWrite measures the middle 75% of --seconds)"

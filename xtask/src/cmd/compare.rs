@@ -76,12 +76,14 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
             write::rewrite_dir(t, original, &to_run)
         });
     }
+    let profile_diff = crate::results::profile::diff(&args.dir, &trials)?;
     write::verdicts(
         &out,
         write::Verdicts {
             judgements: &judgements,
             interrupted,
             warnings: &warnings,
+            profile_diff: &profile_diff,
         },
         write::Copies {
             junit: args.junit.as_deref(),
@@ -210,6 +212,7 @@ fn criteria(args: &CompareArgs, plan: &SavedPlan, reference: Reference) -> Crite
         unpaired: reference.unpaired(),
         gates: c.gates(),
         gates_if_measured: c.gates_if_measured(),
+        exact: c.workload.simulated,
     }
 }
 

@@ -237,12 +237,14 @@ struct Judged {
 /// returns the finished run with its exit status.
 fn finish(plan: Plan, out: PathBuf, j: Judged, started: std::time::SystemTime) -> Result<Finished> {
     let results = || write::Stage("results");
+    let profile_diff = crate::results::profile::diff(&out, &j.trials).context(results())?;
     write::verdicts(
         &out,
         write::Verdicts {
             judgements: &j.judgements,
             interrupted: j.interrupted,
             warnings: &j.warnings,
+            profile_diff: &profile_diff,
         },
         write::Copies {
             junit: plan.config.junit.as_deref(),
@@ -257,7 +259,15 @@ fn finish(plan: Plan, out: PathBuf, j: Judged, started: std::time::SystemTime) -
         ),
     )
     .context(results())?;
-    write::html_report(&out, &plan, &j.trials, &j.judgements, started).context(results())?;
+    write::html_report(
+        &out,
+        &plan,
+        &j.trials,
+        &j.judgements,
+        &profile_diff,
+        started,
+    )
+    .context(results())?;
     Ok(Finished {
         exit_code: exit_code(&j.judgements, j.interrupted),
         plan,
@@ -286,6 +296,7 @@ fn criteria(plan: &Plan, trials: u32) -> Criteria {
         unpaired: reference(plan).unpaired(),
         gates: c.gates,
         gates_if_measured: c.gates_if_measured,
+        exact: c.workload.simulated,
     }
 }
 
@@ -300,8 +311,8 @@ fn run_trials(plan: &Plan, out: &Path) -> Result<(Vec<TrialRecord>, BTreeMap<Eng
     let mut looks = BTreeMap::new();
     match plan.config.schedule {
         Schedule::Fixed { .. } | Schedule::Sweep { .. } => {
-            for planned in &plan.trials {
-                if !runner.run(planned.clone())? {
+            for batch in plan.trials.chunks(plan.parallel_trials()) {
+                if !runner.run_batch(batch.to_vec())? {
                     break;
                 }
             }

@@ -17,6 +17,10 @@ pub enum ClusterSource {
     /// A cluster the gate did not start (`--cluster-file`): trials run only testers
     /// against it, one arm; its servers, knobs, engine and shape are its own.
     Existing(ExistingCluster),
+    /// FDB's simulator's cluster, inside the one `fdbserver -r simulation` process of each
+    /// trial (the simulation driver): no servers, ports or `status json`; its shape is the
+    /// spec's `[configuration]` (`fdb::simulation::SimulationSpec`).
+    Simulated,
 }
 
 impl ClusterSource {
@@ -24,7 +28,7 @@ impl ClusterSource {
     pub fn existing(&self) -> Option<&ExistingCluster> {
         match self {
             ClusterSource::Existing(e) => Some(e),
-            ClusterSource::Own(_) => None,
+            ClusterSource::Own(_) | ClusterSource::Simulated => None,
         }
     }
 
@@ -34,7 +38,7 @@ impl ClusterSource {
     pub fn topology(&self) -> &Topology {
         match self {
             ClusterSource::Own(t) => t,
-            ClusterSource::Existing(_) => &Topology::LOOPBACK,
+            ClusterSource::Existing(_) | ClusterSource::Simulated => &Topology::LOOPBACK,
         }
     }
 
@@ -43,7 +47,7 @@ impl ClusterSource {
     pub fn servers(&self) -> u32 {
         match self {
             ClusterSource::Own(t) => t.servers(),
-            ClusterSource::Existing(_) => 0,
+            ClusterSource::Existing(_) | ClusterSource::Simulated => 0,
         }
     }
 
@@ -58,7 +62,7 @@ impl ClusterSource {
     /// servers have their own), else the servers' and testers' both (no prefix).
     pub fn knob_owner(&self) -> &'static str {
         match self {
-            ClusterSource::Own(_) => "",
+            ClusterSource::Own(_) | ClusterSource::Simulated => "",
             ClusterSource::Existing(_) => "tester ",
         }
     }
@@ -73,6 +77,7 @@ impl Serialize for ClusterSource {
             ClusterSource::Own(t) if t.is_default() => {}
             ClusterSource::Own(t) => map.serialize_entry("topology", t)?,
             ClusterSource::Existing(e) => map.serialize_entry("existing", e)?,
+            ClusterSource::Simulated => map.serialize_entry("simulated", &true)?,
         }
         map.end()
     }

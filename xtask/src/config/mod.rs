@@ -88,6 +88,8 @@ pub struct PhaseBounds {
     /// Beyond the workload's `seconds`.
     pub mako_run_grace: Duration,
     pub teardown: Duration,
+    /// One seed of the simulation driver under Valgrind.
+    pub simulation: Duration,
 }
 
 impl PhaseBounds {
@@ -108,6 +110,7 @@ impl PhaseBounds {
             mako_build: s("--timeout-mako-build", t.timeout_mako_build)?,
             mako_run_grace: s("--timeout-mako-run-grace", t.timeout_mako_run_grace)?,
             teardown: s("--timeout-teardown", t.timeout_teardown)?,
+            simulation: s("--timeout-simulation", t.timeout_simulation)?,
         })
     }
 }
@@ -208,6 +211,14 @@ pub struct BenchConfig {
 /// and a calibration says what it was then.
 pub const DEFAULT_NOISE_MAX_AGE_S: u64 = 14 * 24 * 3600;
 
+/// Tolerated loss of a gated metric, percent, when `--max-regression` is not given.
+pub const DEFAULT_MAX_REGRESSION_PCT: f64 = 2.0;
+
+/// The same under the simulation driver: its instruction counts are deterministic (an A/A
+/// gives the same count), so the tolerance is the smallest change worth a look, not room
+/// for noise; a +1% storage-server change must be a REGRESSION.
+pub const DEFAULT_SIMULATION_MAX_REGRESSION_PCT: f64 = 0.5;
+
 impl BenchConfig {
     /// Whether one given tree runs as both arms (calibrate's A/A): messages then name "the
     /// build tree", once.
@@ -273,6 +284,7 @@ impl TryFrom<&BenchArgs> for BenchConfig {
             },
             None => base.schedule.clone(),
         };
+        refuse_beside_simulation(&base, a)?;
         // Against a cluster the gate did not start, its own engine, read from its status
         // json by the plan.
         let (cluster, engines) = match existing::ExistingCluster::resolve(a, &base)? {
@@ -340,11 +352,13 @@ impl BenchConfig {
             Ok(all)
         };
         let schedule = schedule_of(a.trials, a.time_budget)?;
-        check_max_regression(a.max_regression)?;
         check_slo_tps(a.slo_tps)?;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let (workload, procs_scaled) =
             Workload::resolve(a.profile, a.profile_file.as_deref(), &a.workload, cores)?;
+        let max_regression = max_regression_of(a.max_regression, &workload)?;
+        let simulated = workload.simulated;
+        let cluster = cluster_of(&workload, &a.topology)?;
         let c = BenchConfig {
             baseline: ArmConfig {
                 arm: Arm::Baseline,
@@ -358,7 +372,7 @@ impl BenchConfig {
             },
             engines: expand_engines(&a.engines),
             workload,
-            cluster: ClusterSource::Own(topology_of(&a.topology)?),
+            cluster,
             procs_scaled,
             schedule,
             seed: a.seed.unwrap_or_else(clock_seed),
@@ -366,11 +380,11 @@ impl BenchConfig {
             out: a.out.clone(),
             junit: a.junit.clone(),
             export_markdown: a.export_markdown.clone(),
-            max_regression_pct: a.max_regression,
+            max_regression_pct: max_regression,
             slo_tps: a.slo_tps,
             strict: a.strict,
-            gates: gates(a.gate_latency, &a.gate),
-            gates_if_measured: if a.tps_only {
+            gates: gates(a.gate_latency, &a.gate, simulated),
+            gates_if_measured: if a.tps_only || simulated {
                 MetricSet::NONE
             } else {
                 MetricSet::NONE.with(Metric::StorageCpuRatio)
@@ -422,7 +436,10 @@ fn check_budget_holds_the_first_look(c: &BenchConfig) -> Result<(), UsageError> 
 }
 
 /// The gated set of `--gate-latency` and `--gate`: TPS and what they name.
-pub fn gates(gate_latency: bool, gate: &[crate::cli::GateMetric]) -> MetricSet {
+/// Without `--gate`, TPS gates, or under the simulation driver (`simulated`) the storage
+/// server's instructions per transaction: the simulator's TPS is simulated time's, which a
+/// change of CPU cost does not move.
+pub fn gates(gate_latency: bool, gate: &[crate::cli::GateMetric], simulated: bool) -> MetricSet {
     use crate::cli::GateMetric as G;
     let named = gate.iter().map(|g| match g {
         G::Latency => Metric::TxnLatencyP99,
@@ -433,9 +450,16 @@ pub fn gates(gate_latency: bool, gate: &[crate::cli::GateMetric]) -> MetricSet {
         G::ClientCpu => Metric::CpuPerTxn(CpuRole::Client),
         G::StorageInstructions => Metric::InstructionsPerTxn(CpuRole::Storage),
         G::ClientInstructions => Metric::InstructionsPerTxn(CpuRole::Client),
+        G::LogInstructions => Metric::InstructionsPerTxn(CpuRole::Log),
+        G::StatelessInstructions => Metric::InstructionsPerTxn(CpuRole::Stateless),
     });
     let latency = gate_latency.then_some(Metric::TxnLatencyP99);
-    MetricSet::TPS.with_all(latency).with_all(named)
+    let base = if simulated {
+        MetricSet::NONE.with(Metric::InstructionsPerTxn(CpuRole::Storage))
+    } else {
+        MetricSet::TPS
+    };
+    base.with_all(latency).with_all(named)
 }
 
 /// The schedule of `--trials` and `--time-budget`: N pairs, or `auto` within a budget
@@ -472,6 +496,24 @@ fn topology_of(a: &crate::cli::TopologyArgs) -> Result<topology::Topology, Usage
     let t = topology_fields(a);
     t.validate()?;
     Ok(t)
+}
+
+/// The cluster of a run's trials from its workload and topology flags: the simulator's
+/// own under the simulation driver (no topology flag may be given), else one the gate
+/// starts in the flags' shape.
+fn cluster_of(w: &Workload, a: &crate::cli::TopologyArgs) -> Result<ClusterSource, UsageError> {
+    let t = topology_of(a)?;
+    match w.driver_kind() {
+        DriverKind::Simulation(_) if !t.is_default() => Err(usage(format!(
+            "the topology flags (--hosts, --logs, --commit-proxies, ...) shape a cluster the \
+             gate starts, and profile '{}' runs FDB's simulator, whose cluster is fixed by the \
+             gate's spec (one storage server, one tlog, one of each stateless role); drop \
+             them, or use a multitest profile (point-read, write, mixed)",
+            w.profile
+        ))),
+        DriverKind::Simulation(_) => Ok(ClusterSource::Simulated),
+        DriverKind::Mako | DriverKind::Multitest(_) => Ok(ClusterSource::Own(t)),
+    }
 }
 
 /// The topology the flags give, not checked.
@@ -517,6 +559,9 @@ fn check_port_range(c: &BenchConfig) -> Result<(), UsageError> {
 /// Refuses a gate the workload's driver cannot measure: the multitest driver's ReadWrite
 /// reports no p99 latency.
 fn check_driver_gates(c: &BenchConfig) -> Result<(), UsageError> {
+    if c.workload.simulated {
+        return check_simulation(c);
+    }
     let multitest = matches!(c.workload.driver_kind(), DriverKind::Multitest(_));
     if multitest && c.gates.contains(Metric::TxnLatencyP99) {
         return Err(usage(format!(
@@ -527,6 +572,85 @@ fn check_driver_gates(c: &BenchConfig) -> Result<(), UsageError> {
         )));
     }
     Ok(())
+}
+
+/// Errors when a simulation run (`base`) is given a flag of `bench` that needs a real
+/// cluster or a noisy measurement: `--cluster-file`, `--sweep`, `--against-recorded`,
+/// `--noise-from`.
+fn refuse_beside_simulation(base: &BenchConfig, a: &BenchArgs) -> Result<(), UsageError> {
+    if !base.workload.simulated {
+        return Ok(());
+    }
+    let refused = [
+        (
+            a.cluster_file.is_some(),
+            "--cluster-file (the simulator runs its own cluster)",
+        ),
+        (
+            a.sweep.is_some(),
+            "--sweep (the simulator's TPS is simulated time's)",
+        ),
+        (
+            a.against_recorded.is_some(),
+            "--against-recorded (records hold real clusters' TPS; compare two builds, \
+                 which the simulation makes as exact as a record)",
+        ),
+        (
+            a.noise_from.is_some(),
+            "--noise-from (a seed's count is exact: there is no noise to pool)",
+        ),
+    ];
+    if let Some((_, what)) = refused.iter().find(|(on, _)| *on) {
+        return Err(usage(format!(
+            "profile '{}' runs FDB's simulator under Valgrind, which does not go with \
+                 {what}",
+            base.workload.profile
+        )));
+    }
+    Ok(())
+}
+
+/// Errors when a simulation run (`c`) asks for what only a real cluster has: CPU, latency
+/// or TPS gates (the simulator's time is simulated: its TPS and latencies are its pacing,
+/// and its CPU is Valgrind's), pinning, the CPU-bound check, or `--trials auto` (each
+/// seed's count is exact: there is no noise to stop on).
+fn check_simulation(c: &BenchConfig) -> Result<(), UsageError> {
+    let other = c
+        .gates
+        .iter()
+        .find(|m| !matches!(m, Metric::InstructionsPerTxn(_)));
+    let refused = [
+        (
+            other.is_some(),
+            format!(
+                "--gate {} (the simulator's time is simulated: its TPS and latencies are its \
+                 pacing, not the build's speed; gate instructions: --gate storage-instructions, \
+                 log-instructions, stateless-instructions, client-instructions)",
+                other.map_or("", |m| m.name())
+            ),
+        ),
+        (
+            c.schedule.budget().is_some(),
+            "--trials auto (a seed's count is exact, so there is no noise to stop on; give \
+             --trials N, N seeds per arm)"
+                .to_string(),
+        ),
+        (
+            c.pin,
+            "--pin (instruction counts do not depend on where a process runs)".to_string(),
+        ),
+        (
+            c.require_cpu_bound,
+            "--require-cpu-bound (the simulator runs in one process under Valgrind)".to_string(),
+        ),
+    ];
+    match refused.iter().find(|(on, _)| *on) {
+        Some((_, what)) => Err(usage(format!(
+            "profile '{}' runs FDB's simulator under Valgrind, which does not go with {what}",
+            c.workload.profile
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The `--sweep` ladder of a run, checked against the rest of its flags: the multitest
@@ -576,6 +700,17 @@ pub fn check_max_regression(pct: f64) -> Result<(), UsageError> {
     Err(usage(format!(
         "--max-regression {pct} must be a percentage between 0 and 100 (exclusive)"
     )))
+}
+
+/// `--max-regression` as given, else the default of `w`'s driver, checked.
+fn max_regression_of(given: Option<f64>, w: &Workload) -> Result<f64, UsageError> {
+    let pct = given.unwrap_or(if w.simulated {
+        DEFAULT_SIMULATION_MAX_REGRESSION_PCT
+    } else {
+        DEFAULT_MAX_REGRESSION_PCT
+    });
+    check_max_regression(pct)?;
+    Ok(pct)
 }
 
 /// Checks a `--slo-tps` floor: a positive, finite TPS figure.

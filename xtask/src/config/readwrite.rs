@@ -184,17 +184,24 @@ impl ReadWriteLoad {
     /// One line for people: the mix (only the transaction types that run), the target
     /// and the concurrency.
     pub fn summary(&self) -> String {
+        format!(
+            "{}; target {} TPS over {} testers x {} actors",
+            self.mix(),
+            self.target_tps,
+            self.testers,
+            self.actors_per_tester
+        )
+    }
+
+    /// The transaction types that run, with their reads and writes, and the target.
+    pub fn mix(&self) -> String {
         let a = format!("A {} reads {} writes", self.reads_a, self.writes_a);
         let b = format!("B {} reads {} writes", self.reads_b, self.writes_b);
-        let mix = match self.alpha {
+        match self.alpha {
             x if x <= 0.0 => a,
             x if x >= 1.0 => b,
             x => format!("{a}, {b}, alpha {x}"),
-        };
-        format!(
-            "{mix}; target {} TPS over {} testers x {} actors",
-            self.target_tps, self.testers, self.actors_per_tester
-        )
+        }
     }
 
     /// Errors: a value ReadWrite would refuse or misread, or one that is a typo rather than

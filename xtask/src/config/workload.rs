@@ -26,6 +26,11 @@ pub enum DriverKind<'a> {
     /// FDB's multitest (`fdbserver -r multitest`) with testers running the ReadWrite
     /// workload (`fdbserver/workloads/ReadWrite.actor.cpp`) at this load.
     Multitest(&'a ReadWriteLoad),
+    /// FDB's simulator (`fdbserver -r simulation`) running a whole cluster and the
+    /// ReadWrite workload at this load in one process, under Valgrind's cachegrind: the
+    /// instructions per committed transaction of each role (`fdb::simulation`). Its
+    /// `testers` is unused: the simulator chooses its clients.
+    Simulation(&'a ReadWriteLoad),
 }
 
 impl DriverKind<'_> {
@@ -37,7 +42,7 @@ impl DriverKind<'_> {
     /// Tester processes the gate starts on this host in each trial: none for mako.
     pub fn testers(self) -> u32 {
         match self {
-            DriverKind::Mako => 0,
+            DriverKind::Mako | DriverKind::Simulation(_) => 0,
             DriverKind::Multitest(rw) => rw.testers,
         }
     }
@@ -78,7 +83,22 @@ pub fn client_procs(profile_procs: u32, cores: usize) -> u32 {
 }
 
 /// Names of the built-in profiles ([`ProfileArg`]): a profile file may not take one.
-const BUILT_IN: [&str; 6] = ["quick", "standard", "scan", "point-read", "write", "mixed"];
+const BUILT_IN: [&str; 10] = [
+    "quick",
+    "standard",
+    "scan",
+    "point-read",
+    "write",
+    "mixed",
+    "sim-g18ui",
+    "sim-point-read",
+    "sim-write",
+    "sim-mixed",
+];
+
+/// Upper bound of a simulation's `--seconds` (simulated time): each simulated second of the
+/// built-in load costs about 20 s of host time under Valgrind.
+pub const MAX_SIMULATED_SECONDS: u64 = 120;
 
 /// The workload of a run: mako's (its `--help`, `bindings/c/test/mako/mako.cpp`), or with
 /// [`Workload::readwrite`] the multitest driver's ReadWrite load, which uses `rows`,
@@ -112,6 +132,10 @@ pub struct Workload {
     /// the multitest driver).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub readwrite: Option<ReadWriteLoad>,
+    /// The ReadWrite load runs in FDB's simulator under Valgrind (the simulation driver),
+    /// not on testers of a real cluster; `seconds` is then simulated time.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub simulated: bool,
 }
 
 impl Workload {
@@ -155,6 +179,19 @@ impl Workload {
     /// One line for people: the profile and every value, as mako's flags (or ReadWrite's
     /// options).
     pub fn summary(&self) -> String {
+        if let DriverKind::Simulation(rw) = self.driver_kind() {
+            return format!(
+                "{}: ReadWrite in FDB's simulator under cachegrind, rows {} keyBytes {} \
+                 valueBytes {}; {}, target {} TPS; {} simulated s, every transaction counted",
+                self.profile,
+                self.rows,
+                self.keylen,
+                self.vallen,
+                rw.mix(),
+                rw.target_tps,
+                self.seconds,
+            );
+        }
         if let Some(rw) = &self.readwrite {
             return format!(
                 "{}: multitest ReadWrite, rows {} keyBytes {} valueBytes {}; {}; {} s test \
@@ -243,7 +280,35 @@ impl Workload {
     pub fn measured_seconds(&self) -> u64 {
         match self.driver_kind() {
             DriverKind::Multitest(_) => self.seconds * 3 / 4,
+            DriverKind::Simulation(_) => self.seconds,
             DriverKind::Mako => self.seconds - self.warmup_seconds,
+        }
+    }
+
+    /// The ReadWrite test of this workload's load `rw` (the multitest and simulation
+    /// drivers'): its rows, sizes, duration and mix, at `target_tps`; `clear` the rows when
+    /// the test ends (a cluster the gate did not start, which the next trial must find
+    /// empty as a fresh one is).
+    pub fn readwrite_spec(
+        &self,
+        rw: &ReadWriteLoad,
+        target_tps: u64,
+        clear: bool,
+    ) -> fdb::multitest::ReadWriteSpec {
+        fdb::multitest::ReadWriteSpec {
+            title: format!("perfgate-{}", self.profile),
+            duration_s: self.seconds as f64,
+            target_tps: target_tps as f64,
+            actors_per_tester: rw.actors_per_tester,
+            node_count: self.rows,
+            key_bytes: self.keylen,
+            value_bytes: self.vallen,
+            reads_a: rw.reads_a,
+            writes_a: rw.writes_a,
+            reads_b: rw.reads_b,
+            writes_b: rw.writes_b,
+            alpha: rw.alpha,
+            clear_after_test: clear,
         }
     }
 
@@ -251,6 +316,7 @@ impl Workload {
     /// load, else mako.
     pub fn driver_kind(&self) -> DriverKind<'_> {
         match &self.readwrite {
+            Some(rw) if self.simulated => DriverKind::Simulation(rw),
             Some(rw) => DriverKind::Multitest(rw),
             None => DriverKind::Mako,
         }
@@ -277,6 +343,7 @@ impl Workload {
             warmup_seconds: 300,
             seconds: 600,
             readwrite: None,
+            simulated: false,
         };
         // Multitest: FDB's nodeCount default; the reference report's key, value and test
         // sizes; mako's fields empty.
@@ -293,11 +360,16 @@ impl Workload {
             warmup_seconds: 0,
             seconds: 60,
             readwrite: Some(ReadWriteLoad::built_in(load)),
+            simulated: false,
         };
         match profile {
             ProfileArg::PointRead => multitest("point-read", Load::PointRead),
             ProfileArg::Write => multitest("write", Load::Write),
             ProfileArg::Mixed => multitest("mixed", Load::Mixed),
+            ProfileArg::SimG18ui
+            | ProfileArg::SimPointRead
+            | ProfileArg::SimWrite
+            | ProfileArg::SimMixed => Workload::simulation(profile, multitest),
             ProfileArg::Standard => standard,
             // Two client processes leave the storage server and the other servers two
             // cores on a 4-core host (client_procs scales -p down on smaller ones).
@@ -327,6 +399,45 @@ impl Workload {
                 seconds: 90,
                 ..standard
             },
+        }
+    }
+
+    /// A simulation profile's workload: the ReadWrite load `multitest` gives for its
+    /// mix, run in FDB's simulator.
+    fn simulation(profile: ProfileArg, multitest: impl Fn(&str, Load) -> Workload) -> Workload {
+        // Simulation: rows enough that the mix's writes rarely conflict (2000 rows retried
+        // 1.4 transactions per commit on FDB 8.0, 20000 rows 0.05), and 5 simulated seconds
+        // (about 2 min of host time under cachegrind on FDB 8.0, 2-core VM). The simulator splits the
+        // target over its clients (8 with the gate's spec); 32 actors each is ReadWrite's own
+        // default for that rate (`ReadWriteWorkload.h`).
+        let simulation = |profile: &str, load: ReadWriteLoad| Workload {
+            profile: profile.to_string(),
+            rows: 20_000,
+            seconds: 5,
+            readwrite: Some(ReadWriteLoad {
+                target_tps: 1000,
+                testers: 1,
+                actors_per_tester: 32,
+                ..load
+            }),
+            simulated: true,
+            ..multitest(profile, Load::Mixed)
+        };
+        match profile {
+            ProfileArg::SimPointRead => {
+                simulation("sim-point-read", ReadWriteLoad::built_in(Load::PointRead))
+            }
+            ProfileArg::SimWrite => simulation("sim-write", ReadWriteLoad::built_in(Load::Write)),
+            ProfileArg::SimMixed => simulation("sim-mixed", ReadWriteLoad::built_in(Load::Mixed)),
+            _ => simulation(
+                "sim-g18ui",
+                ReadWriteLoad {
+                    reads_a: 18,
+                    writes_a: 2,
+                    alpha: 0.0,
+                    ..ReadWriteLoad::built_in(Load::Mixed)
+                },
+            ),
         }
     }
 
@@ -397,6 +508,7 @@ impl Workload {
                 writes_b: o.writes_b.unwrap_or(rw.writes_b),
                 alpha: o.alpha.unwrap_or(rw.alpha),
             }),
+            simulated: self.simulated,
         }
     }
 
@@ -564,6 +676,22 @@ impl Workload {
         }
         if self.vallen == 0 {
             return Err(usage("--vallen must be at least 1".to_string()));
+        }
+        if self.simulated {
+            if !(1..=MAX_SIMULATED_SECONDS).contains(&self.seconds) {
+                return Err(usage(format!(
+                    "--seconds {} must be between 1 and {MAX_SIMULATED_SECONDS}: simulated \
+                     seconds, each about 20 s of host time under Valgrind",
+                    self.seconds
+                )));
+            }
+            if self.readwrite.as_ref().is_some_and(|rw| rw.testers != 1) {
+                return Err(usage(
+                    "--testers: the simulator chooses its own clients (the simulation driver \
+                     starts no tester)",
+                ));
+            }
+            return Ok(());
         }
         if !(MIN_TEST_SECONDS..=MAX_SECONDS).contains(&self.seconds) {
             return Err(usage(format!(

@@ -178,6 +178,10 @@ pub struct Criteria {
     /// The baseline trials are a recorded baseline's: compare unpaired (Welch), and expect
     /// the planned number of trials of the experiment only.
     pub unpaired: bool,
+    /// Every figure is a deterministic count (the simulation driver's instructions): pairs
+    /// that agree exactly are no change, not a missing estimate of the noise.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub exact: bool,
 }
 
 /// TPS of one arm's measured trials of one engine.
@@ -501,7 +505,7 @@ fn judge_engine(
             unpaired(&base, &exp, m)
         } else {
             let prior = prior.and_then(|p| Some((p, p.get(engine, m)?)));
-            let (c, said) = paired_with_prior(&pairs, m, prior);
+            let (c, said) = paired_with_prior(&pairs, m, prior, criteria.exact);
             if let Some(said) = said {
                 noise_from.borrow_mut().insert(m, said);
             }
@@ -514,7 +518,7 @@ fn judge_engine(
     let tps = Judgement {
         engine,
         metric: Metric::Tps,
-        gating: true,
+        gating: criteria.gates.contains(Metric::Tps),
         // Read only once decided (`Draft`).
         verdict: Verdict::Measured,
         reason: String::new(),
@@ -696,11 +700,13 @@ fn unpaired(base: &[&Sample], exp: &[&Sample], m: Metric) -> Option<Comparison> 
 /// calibration's (`prior`) when it describes them ([`stats::noise_agrees`], on the pairs'
 /// plain variance), with what was done with it for the verdict; no comparison when a pair
 /// lacks `m` or there are fewer than 2 pairs (then, with a calibration, why it was not
-/// pooled: the check needs the run's own noise).
+/// pooled: the check needs the run's own noise). Deterministic counts (`exact`) are
+/// compared as such ([`stats::paired_counts`]).
 fn paired_with_prior(
     pairs: &[(&Sample, &Sample)],
     m: Metric,
     prior: Option<(&NoisePrior, PriorNoise)>,
+    exact: bool,
 ) -> (Option<Comparison>, Option<String>) {
     let Some((a, b)) = pairs
         .iter()
@@ -711,6 +717,10 @@ fn paired_with_prior(
         return (None, None);
     };
     let order = run_order(pairs);
+    if exact {
+        // Counts: no host drifts between a pair's trials, and no noise to pool.
+        return (stats::paired_counts(&a, &b), None);
+    }
     let Some((p, n)) = prior else {
         return (stats::paired_in_order(&a, &b, &order, None), None);
     };
@@ -923,6 +933,9 @@ fn decide(j: &Judgement) -> (Verdict, String) {
         );
         return (Verdict::Inconclusive, reason);
     };
+    if c.se < NO_NOISE_SE && j.criteria.exact {
+        return exact_verdict(j, tol);
+    }
     if c.se < NO_NOISE_SE {
         // Two identical ratios are not evidence of no noise (benchstat and scipy agree):
         // a t test with se 0 would call any change certain.
@@ -969,6 +982,33 @@ fn decide(j: &Judgement) -> (Verdict, String) {
                  more trials (cargo xtask calibrate tells how many)",
                 c.mde_pct
             ),
+        )
+    }
+}
+
+/// The verdict of a deterministic metric whose pairs all changed by the same ratio (the
+/// simulation driver's, when every seed's count moved alike, or not at all): the change is
+/// the number itself, so it is REGRESSION beyond the tolerance `tol` (percent) and MEASURED
+/// within it.
+fn exact_verdict(j: &Judgement, tol: f64) -> (Verdict, String) {
+    let (change, ..) = j.change_pct().expect("a comparison");
+    let pairs = j.comparison.as_ref().map_or(0, |c| c.n_baseline);
+    let said = format!(
+        "{}: {change:+.3}% in each of {pairs} pairs, an exact count (the same in every \
+         pair of seeds)",
+        j.metric.label()
+    );
+    // Oriented so that higher is better: a loss is a negative log ratio.
+    let loss = j.comparison.as_ref().map_or(0.0, |c| c.log_delta) < margin(j);
+    if loss {
+        (
+            Verdict::Regression,
+            format!("{said}: beyond the {tol:.2}% tolerance"),
+        )
+    } else {
+        (
+            Verdict::Measured,
+            format!("{said}: within the {tol:.2}% tolerance"),
         )
     }
 }
@@ -1066,6 +1106,7 @@ pub(crate) mod tests {
         unpaired: false,
         gates: crate::config::MetricSet::TPS,
         gates_if_measured: crate::config::MetricSet::NONE,
+        exact: false,
     };
 
     fn verdict(trials: &[TrialRecord]) -> Judgement {

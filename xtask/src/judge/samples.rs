@@ -10,9 +10,10 @@ use crate::{
     config::{Arm, CpuRole, Metric},
     results::{
         baseline::Baseline,
-        trial::{Outcome, TrialRecord},
+        trial::{Outcome, SimulationReport, TrialRecord},
     },
 };
+use fdb::simulation::SimRole;
 
 /// One trial as the judge sees it: its place in the run, how it ended, and the values
 /// of the metrics it measured.
@@ -112,14 +113,17 @@ impl Sample {
                     .iter()
                     .flat_map(|c| c.cores.iter().map(|(r, c)| (*r, *c))),
             ),
-            // per_txn's arithmetic is the same for any per-second rate: x / TPS (x 10^6
-            // for CPU seconds), so instructions per second / TPS comes out x 10^6.
-            instructions_per_txn: per_txn(
-                tps,
-                t.cpu
-                    .iter()
-                    .flat_map(|c| c.instructions_per_s.iter().map(|(r, n)| (*r, *n / 1e6))),
-            ),
+            instructions_per_txn: match &t.simulation {
+                Some(s) => simulated_per_txn(s),
+                // per_txn's arithmetic is the same for any per-second rate: x / TPS (x 10^6
+                // for CPU seconds), so instructions per second / TPS comes out x 10^6.
+                None => per_txn(
+                    tps,
+                    t.cpu
+                        .iter()
+                        .flat_map(|c| c.instructions_per_s.iter().map(|(r, n)| (*r, *n / 1e6))),
+                ),
+            },
             instructions_unavailable: t
                 .cpu
                 .as_ref()
@@ -223,6 +227,21 @@ impl Sample {
             })
             .collect()
     }
+}
+
+/// Instructions per committed transaction of each role of a simulation trial (its shared
+/// work, flow's and the libraries', is no role's).
+fn simulated_per_txn(s: &SimulationReport) -> BTreeMap<CpuRole, f64> {
+    [
+        (SimRole::Storage, CpuRole::Storage),
+        (SimRole::Log, CpuRole::Log),
+        (SimRole::Stateless, CpuRole::Stateless),
+        (SimRole::Client, CpuRole::Client),
+    ]
+    .into_iter()
+    .filter_map(|(sim, role)| Some((role, s.per_transaction(sim)?)))
+    .filter(|(_, v)| v.is_finite() && *v > 0.0)
+    .collect()
 }
 
 /// CPU microseconds per transaction from cores over the window and the window's TPS:

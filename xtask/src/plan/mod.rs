@@ -11,6 +11,7 @@ pub mod env;
 pub mod pinning;
 pub mod preflight;
 pub mod resolve;
+pub mod simulation;
 pub mod workdir;
 
 use fdb::{
@@ -96,6 +97,10 @@ pub struct Plan {
     pub warnings: Vec<String>,
     /// The environment every fdbserver, fdbcli and mako gets ([`env::ChildEnv`]).
     pub child_env: env::ChildEnv,
+    /// What the simulation driver's trials run (Valgrind, seeds, specs); `None` under the
+    /// other drivers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub simulation: Option<simulation::SimulationPlan>,
 }
 
 impl Plan {
@@ -126,6 +131,7 @@ impl Plan {
             trials: Vec::new(),
             warnings: Vec::new(),
             child_env: env::ChildEnv::default(),
+            simulation: None,
         };
         plan.check_arms_differ(same_binaries)?;
         plan.warnings.extend(plan.setup_warnings());
@@ -346,6 +352,17 @@ impl Plan {
     /// they take (their test time; each trial's cluster start and data load add to it,
     /// and the run says its own estimate once a trial has ended).
     fn trials_header(&self) -> String {
+        if let Some(v) = self.simulation.as_ref().map(|s| &s.valgrind) {
+            return format!(
+                "trials     {} in this order (--seed {} repeats it), {} at a time (one per \
+                 core); trial #k runs simulator seed k, under {} (about 2 min a seed on a \
+                 2-core VM):",
+                self.trials.len(),
+                self.config.seed,
+                self.parallel_trials(),
+                v.version
+            );
+        }
         let seconds = self.config.workload.seconds;
         let test = Duration::from_secs(self.trials.len() as u64 * seconds);
         // A sweep may stop before its last step, and reruns a step the arms split on.
@@ -355,7 +372,7 @@ impl Plan {
         };
         // A cluster the gate did not start is only checked before each trial.
         let setup = match self.config.cluster {
-            ClusterSource::Own(_) => "cluster start",
+            ClusterSource::Own(_) | ClusterSource::Simulated => "cluster start",
             ClusterSource::Existing(_) => "status check",
         };
         format!(
@@ -405,6 +422,19 @@ impl Plan {
         }
     }
 
+    /// How many trials run at the same time: one, but under the simulation driver one per
+    /// core of the host (`std::thread::available_parallelism`, which honours affinity and
+    /// cgroup quotas): an instruction count does not depend on what else runs, so the
+    /// trials of a pair, and several pairs, run at once.
+    pub fn parallel_trials(&self) -> usize {
+        match self.config.cluster {
+            ClusterSource::Simulated => {
+                std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+            }
+            ClusterSource::Own(_) | ClusterSource::Existing(_) => 1,
+        }
+    }
+
     /// The plan's `cluster` line: the shape of the cluster each trial starts, or the
     /// cluster the gate did not start and the testers it waits for.
     fn cluster_line(&self) -> String {
@@ -421,6 +451,11 @@ impl Plan {
                 }
             ),
             ClusterSource::Own(t) => t.summary(),
+            ClusterSource::Simulated => "FDB's simulator, in one process per trial, under \
+                                          cachegrind: single replication, one storage server, \
+                                          tlog, commit proxy, GRV proxy and resolver; no \
+                                          buggify, fault injection or attrition"
+                .to_string(),
         }
     }
 }
@@ -479,6 +514,8 @@ pub fn trial_knobs(
     match cluster {
         ClusterSource::Existing(_) => tester_knobs(tmpfs),
         ClusterSource::Own(_) => effective_knobs(user, engine, tmpfs),
+        // The simulator's storage is simulated files: no direct I/O to turn off.
+        ClusterSource::Simulated => user.to_vec(),
     }
 }
 

@@ -104,7 +104,7 @@ pub fn inserts_per_transaction(spec: &str) -> f64 {
 /// version window hold until they are durable.
 pub fn writes_per_transaction(w: &Workload) -> f64 {
     match w.driver_kind() {
-        DriverKind::Multitest(rw) => {
+        DriverKind::Multitest(rw) | DriverKind::Simulation(rw) => {
             rw.alpha * f64::from(rw.writes_b) + (1.0 - rw.alpha) * f64::from(rw.writes_a)
         }
         DriverKind::Mako => inserts_per_transaction(&w.transaction),
@@ -161,7 +161,7 @@ pub fn check(foot: &Footprint, cap: &Capacity, w: &Workload) -> Result<(), Strin
     }
     fixes.push(bigger.to_string());
     let writes = match w.driver_kind() {
-        DriverKind::Multitest(_) => "writes",
+        DriverKind::Multitest(_) | DriverKind::Simulation(_) => "writes",
         DriverKind::Mako => "inserts",
     };
     Err(format!(
@@ -259,7 +259,8 @@ pub fn fits(
     let expected_tps = recorded_best_tps.map_or(DEFAULT_EXPECTED_TPS, |best| best * 1.2);
     let footprint = match cluster {
         ClusterSource::Existing(_) => Footprint::testers_only(expected_tps),
-        ClusterSource::Own(_) => Footprint::new(workload, expected_tps),
+        // The simulator's data (`simfdb/`) is on the work dir too, as a trial's would be.
+        ClusterSource::Own(_) | ClusterSource::Simulated => Footprint::new(workload, expected_tps),
     };
     let cgroup = if workdir.tmpfs {
         // tmpfs pages are charged to the memory cgroup. PERFGATE_CGROUP_ROOT points the

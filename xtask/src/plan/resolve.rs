@@ -8,6 +8,8 @@ use std::{
 };
 
 use anyhow::{Context, Result};
+
+use super::simulation::{SimulationPlan, Valgrind};
 use fdb::{knob::KnobSource, Engine, Knob, Release};
 
 use super::{
@@ -23,7 +25,7 @@ use crate::{
         Provenance,
     },
     config::existing::ExistingCluster,
-    config::{slo, Against, Arm, BenchConfig, ClusterSource, Metric, HARDWARE_PMU},
+    config::{slo, Against, Arm, BenchConfig, ClusterSource, DriverKind, Metric, HARDWARE_PMU},
     error::UsageError,
     results::{
         baseline::{self, Baseline},
@@ -45,6 +47,8 @@ pub struct Prepared {
     preflight: Preflight,
     /// The control arm of a record, when one runs: the recorded build as it was recorded.
     control: Option<Control>,
+    /// Valgrind, found before any build, under the simulation driver.
+    valgrind: Option<Valgrind>,
 }
 
 /// The control arm of `--against-recorded` (without `--no-control`): the record's user
@@ -174,7 +178,17 @@ pub fn prepare(config: &BenchConfig) -> Result<Prepared> {
         check_results_dir(out, copies)?;
     }
     let counted = |m: &Metric| matches!(m, Metric::InstructionsPerTxn(_));
-    if let Some(m) = config.gates.iter().find(counted) {
+    // The simulation driver counts instructions under Valgrind, with no PMU.
+    let valgrind = match config.workload.driver_kind() {
+        DriverKind::Simulation(_) => Some(Valgrind::find()?),
+        DriverKind::Mako | DriverKind::Multitest(_) => None,
+    };
+    if let Some(m) = config
+        .gates
+        .iter()
+        .find(counted)
+        .filter(|_| valgrind.is_none())
+    {
         if !Path::new(HARDWARE_PMU).exists() {
             return Err(UsageError(format!(
                 "gating on {} needs a hardware PMU, and this host has none ({HARDWARE_PMU} \
@@ -219,6 +233,7 @@ pub fn prepare(config: &BenchConfig) -> Result<Prepared> {
         recorded,
         preflight,
         control,
+        valgrind,
     })
 }
 
@@ -315,6 +330,7 @@ pub fn plan(
         recorded,
         preflight,
         control: _,
+        valgrind,
     } = prepared;
     let mut build_warnings = Vec::new();
     let mut arm_plan = |arm: Arm| {
@@ -337,7 +353,7 @@ pub fn plan(
             let record = recorded.as_ref().map(|(b, _)| b);
             existing_engine(&config, &experiment, &child_env, &workdir, probe, record)?
         }
-        ClusterSource::Own(_) => (engines, slo),
+        ClusterSource::Own(_) | ClusterSource::Simulated => (engines, slo),
     };
     let mut plan = match recorded {
         None if config.against == Against::Nothing => {
@@ -370,6 +386,7 @@ pub fn plan(
     plan.warnings.extend(warmups_differ(&plan));
     plan.warnings.extend(plan.config.procs_scaled.clone());
     plan.child_env = child_env;
+    plan.simulation = SimulationPlan::new(valgrind, &plan.config, &plan.engines)?;
     plan.warnings.extend(env_warning);
     plan.preflight = Some(preflight);
     plan.warnings.extend(slo.warnings);
@@ -416,7 +433,9 @@ fn child_env(cluster: &ClusterSource) -> (ChildEnv, Option<String>) {
             "the testers are clients, and the cluster's servers have their own knobs; \
              FDB_TLS_* pass only with a cluster file of :tls coordinators"
         }
-        ClusterSource::Own(_) => "give knobs with --knob, --baseline-knob or --experiment-knob",
+        ClusterSource::Own(_) | ClusterSource::Simulated => {
+            "give knobs with --knob, --baseline-knob or --experiment-knob"
+        }
     };
     let warning = (!fdb_vars.is_empty()).then(|| {
         format!(

@@ -10,6 +10,7 @@ use plotters::prelude::*;
 use fdb::{Engine, Knob};
 
 use super::chart::{bounds, color, drawable, frame, marker, svg, BASELINE, EXPERIMENT};
+use crate::results::profile::ProfileDiff;
 use crate::{
     config::{Arm, DriverKind},
     judge::{Judgement, Verdict},
@@ -30,6 +31,7 @@ pub fn render(
     trials: &[TrialRecord],
     judgements: &[Judgement],
     warnings: &[String],
+    profile_diff: &[ProfileDiff],
     run: &RunInfo,
 ) -> String {
     let mut s = String::from(
@@ -64,6 +66,10 @@ pub fn render(
             "TPS per trial",
             TrialRecord::tps,
         ));
+        if let DriverKind::Simulation(_) = plan.config.workload.driver_kind() {
+            s.push_str(&simulation_section(engine, &of, profile_diff));
+            continue;
+        }
         if let DriverKind::Multitest(_) = plan.config.workload.driver_kind() {
             // ReadWrite prints no per-second TPS and no p99: its highest percentile is p98.
             s.push_str(&chart_trials(
@@ -91,6 +97,52 @@ pub fn render(
     s.push_str(&readwrite_table(trials));
     s.push_str(&provenance(plan));
     s.push_str("</body></html>\n");
+    s
+}
+
+/// An engine's simulation trials: storage server instructions per transaction per trial,
+/// and the differential profile.
+fn simulation_section(engine: Engine, of: &[&TrialRecord], profile_diff: &[ProfileDiff]) -> String {
+    let mut s = chart_trials(
+        engine,
+        of,
+        "storage server instructions per transaction per trial (simulation)",
+        |t| {
+            t.simulation
+                .as_ref()?
+                .per_transaction(fdb::simulation::SimRole::Storage)
+        },
+    );
+    if let Some(d) = profile_diff.iter().find(|d| d.engine == engine) {
+        s.push_str(&profile_table(d));
+    }
+    s
+}
+
+/// The differential profile of one engine: the functions whose instructions per
+/// transaction changed most between the arms.
+fn profile_table(d: &ProfileDiff) -> String {
+    let mut s = format!(
+        "<h3>Instructions per transaction by function, experiment - baseline</h3>\n<p>{} \
+         pairs of seeds, {} with the same simulated path (same unseed).</p>\n<table><tr>\
+         <th>change</th><th>baseline</th><th>experiment</th><th>role</th><th>function</th>\
+         <th>file</th></tr>\n",
+        d.pairs, d.exact_pairs
+    );
+    for f in &d.functions {
+        let _ = writeln!(
+            s,
+            "<tr><td>{:+.1}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td><code>{}</code></td>\
+             <td>{}</td></tr>",
+            f.change_per_txn,
+            f.baseline_per_txn,
+            f.experiment_per_txn,
+            crate::results::profile::role_name(f.role),
+            esc(&f.function),
+            esc(&f.file)
+        );
+    }
+    s.push_str("</table>\n");
     s
 }
 

@@ -49,15 +49,25 @@ pub struct Summary<'a> {
     /// Conditions that make the numbers less trustworthy (e.g. a disk-backed work dir).
     pub warnings: &'a [String],
     pub judgements: &'a [Judgement],
+    /// The simulation driver's differential profile per engine: the functions whose
+    /// instructions per committed transaction changed most (absent under other drivers).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub profile_diff: &'a [crate::results::profile::ProfileDiff],
 }
 
-pub fn summary_json(judgements: &[Judgement], interrupted: bool, warnings: &[String]) -> String {
+pub fn summary_json(
+    judgements: &[Judgement],
+    interrupted: bool,
+    warnings: &[String],
+    profile_diff: &[crate::results::profile::ProfileDiff],
+) -> String {
     let s = Summary {
         schema_version: SUMMARY_SCHEMA_VERSION,
         exit_code: exit_code(judgements, interrupted),
         interrupted,
         warnings,
         judgements,
+        profile_diff,
     };
     json(&s)
 }
@@ -807,11 +817,12 @@ mod tests {
     #[test]
     fn summary_exit_code_follows_the_worst_verdict_or_the_interrupt() {
         let (_, j) = run();
-        let v: serde_json::Value = serde_json::from_str(&summary_json(&j, false, &[])).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&summary_json(&j, false, &[], &[])).unwrap();
         assert_eq!(v["exit_code"], 1);
         assert_eq!(v["judgements"][0]["verdict"], "REGRESSION");
         let v: serde_json::Value =
-            serde_json::from_str(&summary_json(&j, true, &["w".into()])).unwrap();
+            serde_json::from_str(&summary_json(&j, true, &["w".into()], &[])).unwrap();
         assert_eq!(v["exit_code"], 2);
     }
 }

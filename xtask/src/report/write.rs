@@ -101,6 +101,8 @@ pub struct Verdicts<'a> {
     pub judgements: &'a [Judgement],
     pub interrupted: bool,
     pub warnings: &'a [String],
+    /// The simulation driver's differential profile (empty under other drivers).
+    pub profile_diff: &'a [crate::results::profile::ProfileDiff],
 }
 
 /// Adds `text` to the end of `path` when it is a regular file already (GitHub's
@@ -140,11 +142,25 @@ pub fn verdicts(out: &Path, v: Verdicts, copies: Copies, run: &super::JunitRun) 
         judgements,
         interrupted,
         warnings,
+        profile_diff,
     } = v;
-    let table = table(judgements, warnings);
+    let mut table = table(judgements, warnings);
+    if !profile_diff.is_empty() {
+        table = format!("{table}\n{}", crate::results::profile::render(profile_diff));
+    }
     let junit = relative_to_results(out, &junit(judgements, &table, run));
-    let summary = relative_to_results(out, &summary_json(judgements, interrupted, warnings));
-    let md = relative_to_results(out, &markdown(judgements, interrupted, warnings));
+    let summary = relative_to_results(
+        out,
+        &summary_json(judgements, interrupted, warnings, profile_diff),
+    );
+    let mut md = markdown(judgements, interrupted, warnings);
+    if !profile_diff.is_empty() {
+        md = format!(
+            "{md}\n```\n{}```\n",
+            crate::results::profile::render(profile_diff)
+        );
+    }
+    let md = relative_to_results(out, &md);
     write(&out.join("summary.json"), &summary)?;
     write(&out.join("junit.xml"), &junit)?;
     write(&out.join("summary.md"), &md)?;
@@ -170,6 +186,7 @@ pub fn html_report(
     plan: &Plan,
     trials: &[TrialRecord],
     judgements: &[Judgement],
+    profile_diff: &[crate::results::profile::ProfileDiff],
     started: SystemTime,
 ) -> Result<()> {
     let run = html::RunInfo {
@@ -190,7 +207,7 @@ pub fn html_report(
         .collect();
     write(
         &out.join("report.html"),
-        &html::render(plan, &trials, &judgements, &warnings, &run),
+        &html::render(plan, &trials, &judgements, &warnings, profile_diff, &run),
     )
 }
 

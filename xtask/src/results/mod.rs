@@ -6,5 +6,6 @@ pub mod baseline;
 pub mod fs;
 pub mod host;
 pub mod noise;
+pub mod profile;
 pub mod saved;
 pub mod trial;

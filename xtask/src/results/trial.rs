@@ -67,6 +67,8 @@ pub enum Phase {
     Multitest,
     /// Stopping every process of the trial.
     Teardown,
+    /// The simulation driver's run: `fdbserver -r simulation` of one seed under Valgrind.
+    Simulation,
 }
 
 impl std::fmt::Display for Phase {
@@ -125,6 +127,9 @@ pub struct TrialRecord {
     /// mako.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub multitest: Option<MultitestReport>,
+    /// The simulation driver's results; `None` under the other drivers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simulation: Option<SimulationReport>,
     /// CPU used by the storage server over the measurement window, in cores (1.0 = one
     /// core busy). A CPU-bound run is near 1.0: the storage server is single-threaded.
     pub storage_cpu_cores: Option<f64>,
@@ -153,12 +158,14 @@ pub struct TrialRecord {
 }
 
 impl TrialRecord {
-    /// The trial's TPS, from whichever driver's report it has.
+    /// The trial's TPS, from whichever driver's report it has (the simulation driver's:
+    /// transactions per simulated second).
     pub fn tps(&self) -> Option<f64> {
-        match (&self.report, &self.multitest) {
-            (Some(r), _) => Some(r.tps),
-            (None, Some(m)) => Some(m.result.tps),
-            (None, None) => None,
+        match (&self.report, &self.multitest, &self.simulation) {
+            (Some(r), _, _) => Some(r.tps),
+            (None, Some(m), _) => Some(m.result.tps),
+            (None, None, Some(s)) => Some(s.simulated_tps),
+            (None, None, None) => None,
         }
     }
 
@@ -325,6 +332,38 @@ impl MultitestReport {
     }
 }
 
+/// The simulation driver's results of one trial: one seed of `fdbserver -r simulation`
+/// under cachegrind (`fdb::simulation`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SimulationReport {
+    /// The simulator's seed (`-s`): a pair's two trials run the same one.
+    pub seed: u64,
+    /// What the simulator printed: unseed, transactions, retries, clients.
+    pub result: fdb::simulation::SimulationResult,
+    /// Transactions per simulated second of the test: the simulator's pacing, not the
+    /// build's speed (a change of CPU cost does not move it).
+    pub simulated_tps: f64,
+    /// Instructions the whole run executed (cachegrind's `Ir`).
+    pub instructions: u64,
+    /// The same per role, by the defining file of each function
+    /// (`fdb::simulation::role_of_file`); `shared` is flow, fdbrpc, libraries and code
+    /// without symbols.
+    pub instructions_by_role: BTreeMap<fdb::simulation::SimRole, u64>,
+    /// Instructions per function, relative to the results dir
+    /// ([`PROFILE_FILE`](super::profile::PROFILE_FILE) in the
+    /// trial's artifacts): what the differential profile reads.
+    #[serde(serialize_with = "crate::config::path_json::lossy")]
+    pub profile: PathBuf,
+}
+
+impl SimulationReport {
+    /// Instructions per committed transaction of `role`.
+    pub fn per_transaction(&self, role: fdb::simulation::SimRole) -> Option<f64> {
+        let ir = *self.instructions_by_role.get(&role)?;
+        Some(ir as f64 / self.result.transactions)
+    }
+}
+
 /// What `status json` said when the database became available.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Availability {
@@ -365,6 +404,7 @@ pub(crate) fn measured_trial(index: usize, arm: Arm, tps: f64) -> TrialRecord {
             latency_us: BTreeMap::new(),
         }),
         multitest: None,
+        simulation: None,
         storage_cpu_cores: Some(0.97),
         cpu_bound: Some(true),
         cpu: None,

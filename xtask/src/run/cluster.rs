@@ -1131,12 +1131,16 @@ impl Cluster {
     }
 }
 
-/// Copies the files of `from` (a trace dir on the work dir) into `to`, made if needed.
+/// Copies the regular files of `from` (a trace dir on the work dir) into `to`, made if
+/// needed; directories and links in it are not followed.
 pub(super) fn copy_files(from: &Path, to: &Path) -> Result<()> {
     std::fs::create_dir_all(to).with_context(|| format!("cannot create {}", to.display()))?;
     let entries =
         std::fs::read_dir(from).with_context(|| format!("cannot list {}", from.display()))?;
-    for entry in entries.flatten() {
+    let files = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()));
+    for entry in files {
         std::fs::copy(entry.path(), to.join(entry.file_name()))
             .with_context(|| format!("cannot copy {} to the results", entry.path().display()))?;
     }

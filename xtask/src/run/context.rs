@@ -35,6 +35,8 @@ pub struct TrialContext<'a> {
     pub env: &'a ChildEnv,
     /// Where servers' and testers' ports come from (`--port-range`).
     pub ports: Option<PortRange>,
+    /// What the simulation driver's trials run (Valgrind, seeds, specs).
+    pub simulation: Option<&'a crate::plan::simulation::SimulationPlan>,
 }
 
 impl TrialContext<'_> {

@@ -10,6 +10,7 @@ mod mako;
 pub mod monitor;
 pub mod multitest;
 pub mod reaper;
+pub mod simulation;
 pub mod stall;
 pub mod trial;
 
@@ -181,21 +182,92 @@ impl<'a> Runner<'a> {
     /// Runs one trial (unless its engine already failed) and saves every record so far.
     /// Returns false when the run must stop (interrupt). Errors: the results dir is gone
     /// ([`Runner::check_results_dir`]), or the records cannot be saved.
-    pub fn run(&mut self, mut planned: PlannedTrial) -> Result<bool> {
-        // One failed trial already makes the engine's verdict TIMEOUT or ERROR: its
-        // remaining trials would cost time and change nothing.
-        if self.failed(planned.engine) {
-            tracing::warn!(
-                "{} trial skipped: an earlier {0} trial failed",
-                planned.engine
-            );
-            self.expected = self.expected.saturating_sub(1);
-            return Ok(true);
+    pub fn run(&mut self, planned: PlannedTrial) -> Result<bool> {
+        self.run_batch(vec![planned])
+    }
+
+    /// Runs `batch`'s trials (those whose engine has not failed) at the same time, each on
+    /// a thread of its own, then saves every record so far, in run order. Only for trials
+    /// whose figures do not depend on what else runs on the host (the simulation driver's
+    /// instruction counts); one trial is [`Runner::run`]. Returns false when the run must
+    /// stop (interrupt).
+    pub fn run_batch(&mut self, batch: Vec<PlannedTrial>) -> Result<bool> {
+        let mut planned = Vec::new();
+        for mut p in batch {
+            // One failed trial already makes the engine's verdict TIMEOUT or ERROR: its
+            // remaining trials would cost time and change nothing.
+            if self.failed(p.engine) {
+                tracing::warn!("{} trial skipped: an earlier {0} trial failed", p.engine);
+                self.expected = self.expected.saturating_sub(1);
+                continue;
+            }
+            p.index = self.trials.len() + planned.len() + 1;
+            self.check_results_dir(p.index)?;
+            // A trial the caller did not announce still counts.
+            self.expected = self.expected.max(p.index);
+            self.announce(&p);
+            planned.push(p);
         }
-        planned.index = self.trials.len() + 1;
-        self.check_results_dir(planned.index)?;
-        // A trial the caller did not announce still counts.
-        self.expected = self.expected.max(planned.index);
+        let Some(last) = planned.last().map(|p| p.index) else {
+            return Ok(true);
+        };
+        for stall in take_stalls() {
+            tracing::warn!(
+                "the gate was stalled for {:.0} s between trials (stopped, or starved of CPU)",
+                stall.as_secs_f64()
+            );
+        }
+        let ctx = self.context();
+        let others = ctx.pinning.map(|p| p.others.as_slice());
+        let plan = self.plan;
+        let records: Vec<TrialRecord> = match planned.as_slice() {
+            [one] => vec![on_cpus(others, || run_trial(&ctx, plan.arm(one.arm), one))],
+            many => std::thread::scope(|s| {
+                let running: Vec<_> = many
+                    .iter()
+                    .map(|p| s.spawn(|| run_trial(&ctx, plan.arm(p.arm), p)))
+                    .collect();
+                running
+                    .into_iter()
+                    .map(|t| t.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                    .collect()
+            }),
+        };
+        let stalls: Vec<f64> = take_stalls().iter().map(|d| d.as_secs_f64()).collect();
+        // Left running, it would take CPU from the next trials' servers.
+        let keep: Vec<u32> = std::iter::once(self.reaper.pid())
+            .chain(self.inherited.iter().copied())
+            .collect();
+        let orphans = crate::process::end_orphans(&keep, &self.run_workdir);
+        let mut stop = interrupted();
+        for mut record in records {
+            record.gate_stalls_s = stalls.clone();
+            self.log(&record);
+            for (pid, cmd) in &orphans {
+                tracing::warn!(
+                    "trial {}: pid {pid} outlived the trial outside its process groups \
+                     (setsid) and was killed: {cmd}",
+                    record.index
+                );
+            }
+            stop |= record.outcome == Outcome::Interrupted;
+            self.trials.push(record);
+        }
+        for index in simulation::check_determinism(self.plan, &mut self.trials) {
+            tracing::error!(
+                "trial {index}: the simulation did not replay its seed (see trials.json)"
+            );
+        }
+        self.check_results_dir(last + 1)?;
+        (self.save)(&self.trials)?;
+        if stop {
+            tracing::warn!("interrupted: stopping after trial {}", self.trials.len());
+        }
+        Ok(!stop)
+    }
+
+    /// Says which trial starts, of how many, and about how long the rest take.
+    fn announce(&self, planned: &PlannedTrial) {
         tracing::info!(
             "trial {} of {}{}: {} {} #{}{}{}",
             planned.index,
@@ -208,10 +280,17 @@ impl<'a> Runner<'a> {
                 .target_tps
                 .map(|t| format!(", target {t} TPS"))
                 .unwrap_or_default(),
-            eta(&self.trials, self.expected + 1 - planned.index)
+            eta(
+                &self.trials,
+                (self.expected + 1 - planned.index).div_ceil(self.plan.parallel_trials())
+            )
         );
+    }
+
+    /// What every trial of the run shares.
+    fn context(&self) -> TrialContext<'_> {
         let config = &self.plan.config;
-        let ctx = TrialContext {
+        TrialContext {
             workload: &config.workload,
             cluster: &config.cluster,
             bounds: &config.bounds,
@@ -227,38 +306,8 @@ impl<'a> Runner<'a> {
                 .and_then(|b| Some((b.name.as_str(), b.cluster.as_deref()?))),
             env: &self.plan.child_env,
             ports: config.port_range,
-        };
-        let others = ctx.pinning.map(|p| p.others.as_slice());
-        for stall in take_stalls() {
-            tracing::warn!(
-                "the gate was stalled for {:.0} s between trials (stopped, or starved of CPU)",
-                stall.as_secs_f64()
-            );
+            simulation: self.plan.simulation.as_ref(),
         }
-        let mut record = on_cpus(others, || {
-            run_trial(&ctx, self.plan.arm(planned.arm), &planned)
-        });
-        record.gate_stalls_s = take_stalls().iter().map(|d| d.as_secs_f64()).collect();
-        self.log(&record);
-        // Left running, it would take CPU from the next trials' servers.
-        let keep: Vec<u32> = std::iter::once(self.reaper.pid())
-            .chain(self.inherited.iter().copied())
-            .collect();
-        for (pid, cmd) in crate::process::end_orphans(&keep, &self.run_workdir) {
-            tracing::warn!(
-                "trial {}: pid {pid} outlived the trial outside its process groups (setsid) \
-                 and was killed: {cmd}",
-                record.index
-            );
-        }
-        let stop = record.outcome == Outcome::Interrupted || interrupted();
-        self.trials.push(record);
-        self.check_results_dir(planned.index + 1)?;
-        (self.save)(&self.trials)?;
-        if stop {
-            tracing::warn!("interrupted: stopping after trial {}", self.trials.len());
-        }
-        Ok(!stop)
     }
 
     fn log(&self, record: &TrialRecord) {
@@ -282,8 +331,26 @@ impl<'a> Runner<'a> {
                 phases.join(", ")
             );
         }
-        match (&record.outcome, record.tps()) {
-            (Outcome::Measured, Some(tps)) => tracing::info!(
+        match (&record.outcome, record.tps(), &record.simulation) {
+            (Outcome::Measured, _, Some(s)) => tracing::info!(
+                "trial {}: seed {}, unseed {}, {} transactions; instructions per transaction: \
+                 {}; {} in all",
+                record.index,
+                s.seed,
+                s.result.unseed,
+                s.result.transactions,
+                s.instructions_by_role
+                    .keys()
+                    .filter_map(|r| Some(format!(
+                        "{} {:.0}",
+                        crate::results::profile::role_name(*r),
+                        s.per_transaction(*r)?
+                    )))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                s.instructions
+            ),
+            (Outcome::Measured, Some(tps), None) => tracing::info!(
                 "trial {}: {:.1} TPS, CPU {}",
                 record.index,
                 tps,
@@ -330,8 +397,9 @@ impl<'a> Runner<'a> {
     }
 }
 
-/// ", about N min left" for `remaining` trials at the mean wall time of the trials so far
-/// (their phases'), or "" before the first has finished. An estimate, no bound: a sweep
+/// ", about N min left" for `remaining` trials (rounds of trials that run at once) at the
+/// mean wall time of the trials so far (their phases'), or "" before the first has
+/// finished. An estimate, no bound: a sweep
 /// stops one step past its knee, before its last planned trial, and may rerun a step;
 /// `--trials auto` stops when decided and may add pairs.
 fn eta(done: &[TrialRecord], remaining: usize) -> String {

@@ -17,11 +17,7 @@ use std::{
 };
 
 use anyhow::{anyhow, Context};
-use fdb::{
-    knob::KnobSource,
-    multitest::{read_run, ReadWriteSpec},
-    Knob,
-};
+use fdb::{knob::KnobSource, multitest::read_run, Knob};
 
 use super::{
     cluster::{copy_files, Cluster},
@@ -31,7 +27,7 @@ use super::{
     stall::StallWatch,
 };
 use crate::{
-    config::{readwrite::ReadWriteLoad, DriverKind, Workload},
+    config::DriverKind,
     plan::PlannedTrial,
     process::{excerpt, output_note, read_output, Child, PhaseError},
     results::{
@@ -47,27 +43,6 @@ const RUNNING: &str = "running test (";
 /// The multitest's first line, printed once the testers it waits for have joined (runTests
 /// in `fdbserver/tester/test.cpp`, after its wait for `minTestersExpected` testers).
 const JOINED: &str = "startingConfiguration:";
-
-/// The ReadWrite spec of a trial: the workload's rows, sizes, duration and load, at
-/// `target_tps`; `clear` the rows when the test ends (a cluster the gate did not start,
-/// which the next trial must find empty as a fresh one is).
-pub fn spec(w: &Workload, rw: &ReadWriteLoad, target_tps: u64, clear: bool) -> ReadWriteSpec {
-    ReadWriteSpec {
-        title: format!("perfgate-{}", w.profile),
-        duration_s: w.seconds as f64,
-        target_tps: target_tps as f64,
-        actors_per_tester: rw.actors_per_tester,
-        node_count: w.rows,
-        key_bytes: w.keylen,
-        value_bytes: w.vallen,
-        reads_a: rw.reads_a,
-        writes_a: rw.writes_a,
-        reads_b: rw.reads_b,
-        writes_b: rw.writes_b,
-        alpha: rw.alpha,
-        clear_after_test: clear,
-    }
-}
 
 /// The multitest driver: testers and one ReadWrite test, in one phase.
 pub(super) struct Multitest;
@@ -147,7 +122,10 @@ fn run_test(
     let spec_file = artifacts.join("multitest.toml");
     // The database of a cluster the gate did not start must be left as it was found.
     let clear = ctx.cluster.existing().is_some();
-    create_new(&spec_file, &spec(w, rw, target_tps, clear).to_toml()?)?;
+    create_new(
+        &spec_file,
+        &w.readwrite_spec(rw, target_tps, clear).to_toml()?,
+    )?;
     let started = Instant::now();
     // Testers joining and the rows loading are the load phase (mako's build), then the
     // test runs its --seconds.

@@ -56,6 +56,7 @@ pub fn run_trial(ctx: &TrialContext, arm: &ArmPlan, planned: &PlannedTrial) -> T
         availability: None,
         report: None,
         multitest: None,
+        simulation: None,
         storage_cpu_cores: None,
         cpu_bound: None,
         cpu: None,
@@ -154,6 +155,7 @@ fn timeout_note(phase: Phase, artifacts: &Path) -> String {
             Some("multitest"),
         ),
         Phase::Teardown => ("--timeout-teardown", None),
+        Phase::Simulation => ("--timeout-simulation", Some("simulation")),
     };
     let output = match child {
         Some(stem) => {
@@ -192,6 +194,12 @@ fn bring_up(t: &Trial, c: &mut Cluster, record: &mut TrialRecord) -> Result<(), 
             return Ok(());
         }
         ClusterSource::Existing(e) => e.remote_testers,
+        ClusterSource::Simulated => {
+            return Err(Failure {
+                phase: Phase::ClusterStart,
+                error: anyhow!("a simulated cluster has no servers to bring up").into(),
+            })
+        }
     };
     let (available, status) = timed(record, Phase::Available, || {
         let available = c.wait_available(b.available)?;
@@ -263,15 +271,20 @@ fn prepare_cluster(t: &Trial) -> anyhow::Result<Cluster> {
     match ctx.cluster {
         ClusterSource::Existing(e) => Cluster::existing(tree, arm.mako.release, e, at),
         ClusterSource::Own(topology) => Cluster::new(tree, topology, at),
+        ClusterSource::Simulated => Err(anyhow!("a simulated cluster has no servers to prepare")),
     }
 }
 
-/// The trial's phases: its cluster brought up, then its driver's workload.
+/// The trial's phases: its cluster brought up, then its driver's workload; the simulation
+/// driver's cluster is inside its one process.
 fn run_phases(
     t: &Trial,
     cluster: &mut Option<Cluster>,
     record: &mut TrialRecord,
 ) -> Result<(), Failure> {
+    if let DriverKind::Simulation(_) = t.ctx.workload.driver_kind() {
+        return super::simulation::run(t, record);
+    }
     let c = prepare_cluster(t).map_err(|e| Failure {
         phase: Phase::ClusterStart,
         error: e.into(),
@@ -289,6 +302,8 @@ fn driver_of(w: &Workload) -> &'static dyn Driver {
     match w.driver_kind() {
         DriverKind::Multitest(_) => &Multitest,
         DriverKind::Mako => &Mako,
+        // `run_phases` runs it before any cluster.
+        DriverKind::Simulation(_) => &Multitest,
     }
 }
 
