@@ -60,9 +60,10 @@ have git || need git -- "the gate builds FDB revisions from a git checkout"
 # main branch, which generates with a newer cmake from PyPI (`pip install cmake`).
 have cmake || need cmake -- "configures FDB builds (and the tests' tiny CMake project)"
 have ninja || need ninja-build -- "builds FDB's targets (and the tests' tiny project)"
+have valgrind || need valgrind -- "runs FDB's simulator for the sim-* profiles (the tests use a stand-in)"
 apt_install
 cmake_version=$(cmake --version 2>/dev/null | head -n1 | awk '{print $3}') || true
-say "  gate: cc, git, cmake ${cmake_version:-(version unknown)}, ninja present"
+say "  gate: cc, git, cmake ${cmake_version:-(version unknown)}, ninja, valgrind present"
 case "$cmake_version" in
   3.2[0-5].* | 3.1[0-9].* | 3.[0-9].*)
     say "  note: building FDB's main branch needs a cmake newer than this one (3.25.1 fails"
