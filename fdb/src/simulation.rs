@@ -109,12 +109,15 @@ pub fn read_run(stdout: &str, title: &str) -> Result<SimulationResult> {
         .trim()
         .parse()
         .with_context(|| format!("unseed {unseed:?} is not a number"))?;
-    if !out.all_passed() {
-        bail!(
-            "the simulation's test failed: it printed {} tests passed and {} failed",
-            out.passed.map_or("no count of".into(), |p| p.to_string()),
-            out.failed.map_or("none".into(), |f| f.to_string())
-        );
+    match (out.passed, out.failed) {
+        (Some(p), Some(f)) if f > 0 || p == 0 => {
+            bail!("the simulation's test failed: it printed {p} tests passed and {f} failed")
+        }
+        (Some(_), Some(_)) => {}
+        _ => bail!(
+            "the simulation printed no 'N tests passed; M tests failed.' line: its test did \
+             not finish"
+        ),
     }
     let Some(test) = out.tests.iter().find(|t| t.title == title) else {
         bail!("the simulation printed no metrics of test {title}");
@@ -194,7 +197,7 @@ pub fn parse_cachegrind(text: &str) -> Result<Cachegrind> {
     let mut costs: BTreeMap<(&str, &str), u64> = BTreeMap::new();
     let mut total: u64 = 0;
     for (n, line) in text.lines().enumerate() {
-        let at = || format!("cachegrind line {}: {line:?}", n + 1);
+        let at = || format!("cachegrind line {}: {}", n + 1, quoted_start(line));
         if let Some(events) = line.strip_prefix("events:") {
             ir_column = Some(
                 events
@@ -252,6 +255,18 @@ pub fn parse_cachegrind(text: &str) -> Result<Cachegrind> {
         total_ir: summary,
         functions: by_function(&costs),
     })
+}
+
+/// Longest part of a line a message quotes.
+const QUOTED_CHARS: usize = 120;
+
+/// The start of `line` quoted for a message, cut after [`QUOTED_CHARS`] characters (a
+/// line of a damaged file may be megabytes long).
+fn quoted_start(line: &str) -> String {
+    match line.char_indices().nth(QUOTED_CHARS) {
+        Some((i, _)) => format!("{:?}... ({} more bytes)", &line[..i], line.len() - i),
+        None => format!("{line:?}"),
+    }
 }
 
 /// Costs per (file, function) summed per function, each with its defining file.
@@ -431,6 +446,12 @@ mod tests {
             format!("{err:#}").contains("0 tests passed and 1 failed"),
             "{err:#}"
         );
+        let no_count = STDOUT.replace("1 tests passed; 0 tests failed.", "");
+        let err = read_run(&no_count, "PerfgateReadWrite").unwrap_err();
+        assert!(
+            format!("{err:#}").contains("its test did not finish"),
+            "{err:#}"
+        );
     }
 
     #[test]
@@ -466,6 +487,14 @@ mod tests {
         assert!(format!("{err:#}").contains("before fl= and fn="), "{err:#}");
         let err = parse_cachegrind("events: Dr\nsummary: 3\n").unwrap_err();
         assert!(format!("{err:#}").contains("no Ir event"), "{err:#}");
+        // A damaged line of megabytes is quoted by its start.
+        let long = format!("events: Ir\n{}\n", "x".repeat(3 << 20));
+        let err = format!("{:#}", parse_cachegrind(&long).unwrap_err());
+        assert!(
+            err.len() < 300 && err.contains("more bytes"),
+            "{}",
+            &err[..300.min(err.len())]
+        );
     }
 
     #[test]

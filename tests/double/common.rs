@@ -130,6 +130,9 @@ pub struct Behaviour {
     /// have started, and fails (exit 1, "ran alone") if none did: a pair whose trials run
     /// at once meets, one run after the other does not.
     pub sim_meet_peer_ms: Option<u64>,
+    /// Under the double's valgrind, the cachegrind output file is a FIFO nobody writes (a
+    /// reader that opens it blocking waits forever).
+    pub sim_cachegrind_fifo: bool,
     /// The unseed differs from run to run (it includes the process id): a simulation that
     /// does not replay its seed.
     pub sim_not_deterministic: bool,
@@ -196,6 +199,7 @@ impl Default for Behaviour {
             sim_fails: false,
             sim_not_deterministic: false,
             sim_meet_peer_ms: None,
+            sim_cachegrind_fifo: false,
             sim_seed_spread_pct: 2.0,
         }
     }

@@ -93,7 +93,12 @@ pub fn main(args: &[String], b: &common::Behaviour) {
     events.push_str("</Trace>\n");
     std::fs::write(&trace, events).expect("trace file");
     print!("{out}");
-    if let Ok(file) = std::env::var("PERFGATE_DOUBLE_CACHEGRIND_OUT") {
+    if let (Ok(file), true) = (
+        std::env::var("PERFGATE_DOUBLE_CACHEGRIND_OUT"),
+        b.sim_cachegrind_fifo,
+    ) {
+        nix::unistd::mkfifo(file.as_str(), nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+    } else if let Ok(file) = std::env::var("PERFGATE_DOUBLE_CACHEGRIND_OUT") {
         let scale = 1.0 + seed as f64 * b.sim_seed_spread_pct / 100.0;
         let per = |ir: u64| (ir as f64 * scale) as u64 * transactions;
         let functions = [

@@ -149,6 +149,24 @@ fn one_percent_more_storage_work_is_a_regression_that_names_its_function() {
     assert!(per_txn > 500.0 && per_txn < 520.0, "{top:#}");
     let out = text(&o);
     assert!(out.contains("getValueQ(...) [clone .resume]"), "{out}");
+    // A profile that is gone, or a record pointing outside the run, costs the profile only.
+    let trials_json = s.out().join("trials.json");
+    let mut trials: Value =
+        serde_json::from_str(&std::fs::read_to_string(&trials_json).unwrap()).unwrap();
+    trials[0]["simulation"]["profile"] = json!("../../etc/passwd");
+    std::fs::write(&trials_json, trials.to_string()).unwrap();
+    let again = crate::support::compare_only(&s.out());
+    assert_eq!(code(&again), 1, "{}", text(&again));
+    assert!(
+        text(&again).contains("no differential profile"),
+        "{}",
+        text(&again)
+    );
+    assert!(
+        text(&again).contains("not a path inside the results dir"),
+        "{}",
+        text(&again)
+    );
     // Within the 0.5% tolerance, a quarter percent is no regression.
     let b = s.tree(
         "c",
@@ -188,6 +206,28 @@ fn an_a_a_whose_seed_does_not_replay_is_an_error_naming_both_traces() {
     assert!(!errors.is_empty(), "{trials:#}");
     assert!(errors[0].contains("did not replay"), "{errors:?}");
     assert!(errors[0].contains("/trace/"), "{errors:?}");
+    // Two copies of one build are byte-identical arms too.
+    let copy = s.tree("copy", json!({ "sim_not_deterministic": true }));
+    let o = sim(&s, &a, &copy, &["--allow-same", "--trials", "2"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(text(&o).contains("did not replay"), "{}", text(&o));
+}
+
+#[test]
+fn a_cachegrind_file_that_is_a_fifo_is_an_error_not_a_wait() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({ "sim_cachegrind_fifo": true }));
+    let o = sim(&s, &a, &b, &["--trials", "2"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let trials = s.read_json("trials.json");
+    let error = trials
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|t| t["error"].as_str())
+        .expect("a failed trial");
+    assert!(error.contains("a FIFO"), "{error}");
+    s.assert_no_leftover_processes();
 }
 
 #[test]
@@ -242,9 +282,17 @@ fn a_simulation_without_valgrind_or_with_real_cluster_flags_is_refused_before_an
         (&["--trials", "auto"][..], "--trials auto"),
         (
             &["--gate", "storage-cpu"][..],
-            "--gate storage_cpu_us_per_txn",
+            "gating on storage server CPU per transaction",
         ),
+        (&["--gate-latency"][..], "gating on p99 transaction latency"),
         (&["--hosts", "3"][..], "topology flags"),
+        // Refused as a topology flag, not by the shape's rules (which would ask for --hosts).
+        (&["--redundancy", "double"][..], "topology flags"),
+        (&["--slo-tps", "100"][..], "--slo-tps"),
+        (
+            &["--warmup-seconds", "30"][..],
+            "FDB's simulator (the simulation driver)",
+        ),
         (&["--sweep", "100,200"][..], "--sweep"),
         (&["--testers", "2"][..], "--testers"),
         (&["--seconds", "1000"][..], "simulated seconds"),
@@ -263,4 +311,25 @@ fn a_simulation_without_valgrind_or_with_real_cluster_flags_is_refused_before_an
         .unwrap();
     assert_eq!(code(&o), 64, "{}", text(&o));
     assert!(text(&o).contains("no noise to calibrate"), "{}", text(&o));
+}
+
+#[test]
+fn a_build_whose_storage_code_has_no_symbols_says_so() {
+    let s = Sandbox::new();
+    // No instruction in a storage-server file, as cachegrind reports a stripped fdbserver.
+    let (a, b) = s.ab(json!({ "sim_storage_ir_per_txn": 0 }), json!({}));
+    let o = sim(&s, &a, &b, &["--trials", "2"]);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    let summary = s.read_json("summary.json");
+    let storage = judgement(&summary, "storage_instructions_per_txn");
+    assert_eq!(storage["verdict"], "ERROR", "{storage:#}");
+    let reason = storage["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("attributed to the storage code"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("no symbols or debug information"),
+        "{reason}"
+    );
 }

@@ -664,10 +664,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", help_heading = VERDICTS)]
     pub seed: Option<u64>,
 
-    /// Tolerated loss in percent; default 2 (TPS, CPU), 0.5 for the simulation driver's
-    /// instruction counts.
+    /// Tolerated loss in percent; default 2 (sim-* profiles: 0.5).
     ///
-    /// MEASURED when the 95% interval rules out a larger loss, REGRESSION when the
+    /// The simulation driver's instruction counts have no noise to make room for, so its
+    /// default is the smallest change worth a look. MEASURED when the 95% interval rules out a larger loss, REGRESSION when the
     /// experiment is significantly worse by more than this.
     #[arg(
         long,
@@ -940,8 +940,13 @@ pub struct TimeoutArgs {
     /// For one seed of the simulation driver under Valgrind.
     ///
     /// Bound for one `valgrind fdbserver -r simulation` run: the built-in 5 simulated
-    /// seconds took 1.5-3 min on a 2-core VM.
-    #[arg(long, default_value_t = 1800, value_name = "SECONDS")]
+    /// seconds took 2-5 min on a 2-core VM.
+    #[arg(
+        long,
+        default_value_t = 1800,
+        value_name = "SECONDS",
+        hide_short_help = true
+    )]
     pub timeout_simulation: u64,
 }
 

@@ -36,8 +36,8 @@ pub fn run(args: &CalibrateArgs) -> Result<i32> {
     if config.workload.simulated {
         return Err(UsageError(format!(
             "profile '{}' runs FDB's simulator under Valgrind, whose instruction counts are \
-             exact: there is no noise to calibrate; an A/A is `cargo xtask bench --profile {0} \
-             --baseline-build DIR --experiment-build DIR --allow-same`",
+             exact: there is no noise to calibrate; an A/A is `cargo xtask bench` with this \
+             profile and --baseline-build DIR --experiment-build DIR --allow-same",
             config.workload.profile
         ))
         .into());

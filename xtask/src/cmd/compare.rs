@@ -69,6 +69,8 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
     }
     let out = results_dir(args)?;
     let mut warnings = warnings_of(plan, reference, &samples, &trials);
+    let (profile_diff, unread) = crate::results::profile::diff_or_warning(&args.dir, &trials);
+    warnings.extend(unread);
     if let Some(original) = &meta.results_dir {
         // The run's messages name its files where it was written; name them from here.
         let to_run = path_to_run(&out, &args.dir);
@@ -76,7 +78,6 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
             write::rewrite_dir(t, original, &to_run)
         });
     }
-    let profile_diff = crate::results::profile::diff(&args.dir, &trials)?;
     write::verdicts(
         &out,
         write::Verdicts {

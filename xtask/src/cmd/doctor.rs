@@ -96,6 +96,7 @@ fn check_all(explicit_workdir: Option<&Path>) -> Vec<Finding> {
         crate::results::fs::default_fdb_src(),
     ));
     f.extend(build_tools());
+    f.push(valgrind());
     if let Some(why) = crate::build::cmake_too_old() {
         f.push(finding(
             Level::Warn,
@@ -105,6 +106,25 @@ fn check_all(explicit_workdir: Option<&Path>) -> Vec<Finding> {
         ));
     }
     f
+}
+
+/// Valgrind, which the simulation driver (`--profile sim-*`) needs: a warning without it,
+/// worded as `bench`'s refusal.
+fn valgrind() -> Finding {
+    match crate::plan::simulation::Valgrind::find() {
+        Ok(v) => finding(
+            Level::Ok,
+            "valgrind",
+            format!("{} ({})", v.version, v.path.display()),
+            "",
+        ),
+        Err(e) => finding(
+            Level::Warn,
+            "valgrind",
+            e.0,
+            "needed only by the sim-* profiles",
+        ),
+    }
 }
 
 /// The FDB checkout `bench` builds its arms from (`FDB_SRC`, else foundationdb beside

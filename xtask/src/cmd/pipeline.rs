@@ -235,9 +235,15 @@ struct Judged {
 
 /// Writes the verdicts (summary, JUnit, Markdown, results.tsv) and report.html, and
 /// returns the finished run with its exit status.
-fn finish(plan: Plan, out: PathBuf, j: Judged, started: std::time::SystemTime) -> Result<Finished> {
+fn finish(
+    plan: Plan,
+    out: PathBuf,
+    mut j: Judged,
+    started: std::time::SystemTime,
+) -> Result<Finished> {
     let results = || write::Stage("results");
-    let profile_diff = crate::results::profile::diff(&out, &j.trials).context(results())?;
+    let (profile_diff, unread) = crate::results::profile::diff_or_warning(&out, &j.trials);
+    j.warnings.extend(unread);
     write::verdicts(
         &out,
         write::Verdicts {

@@ -502,7 +502,11 @@ fn topology_of(a: &crate::cli::TopologyArgs) -> Result<topology::Topology, Usage
 /// own under the simulation driver (no topology flag may be given), else one the gate
 /// starts in the flags' shape.
 fn cluster_of(w: &Workload, a: &crate::cli::TopologyArgs) -> Result<ClusterSource, UsageError> {
-    let t = topology_of(a)?;
+    // Checked before the shape's own rules, which would ask for more flags.
+    let t = match w.driver_kind() {
+        DriverKind::Simulation(_) => topology_fields(a),
+        DriverKind::Mako | DriverKind::Multitest(_) => topology_of(a)?,
+    };
     match w.driver_kind() {
         DriverKind::Simulation(_) if !t.is_default() => Err(usage(format!(
             "the topology flags (--hosts, --logs, --commit-proxies, ...) shape a cluster the \
@@ -623,11 +627,20 @@ fn check_simulation(c: &BenchConfig) -> Result<(), UsageError> {
         (
             other.is_some(),
             format!(
-                "--gate {} (the simulator's time is simulated: its TPS and latencies are its \
-                 pacing, not the build's speed; gate instructions: --gate storage-instructions, \
-                 log-instructions, stateless-instructions, client-instructions)",
-                other.map_or("", |m| m.name())
+                "gating on {} (--gate or --gate-latency: the simulator's time is simulated, \
+                 its TPS and latencies are its pacing, not the build's speed; gate \
+                 instructions: --gate storage-instructions, log-instructions, \
+                 stateless-instructions, client-instructions)",
+                other.map_or("", |m| m.label())
             ),
+        ),
+        (
+            c.slo_tps.is_some(),
+            "--slo-tps (the simulator's TPS is simulated time's, and gates nothing)".to_string(),
+        ),
+        (
+            c.port_range.is_some(),
+            "--port-range (the simulator listens on no port)".to_string(),
         ),
         (
             c.schedule.budget().is_some(),

@@ -535,6 +535,12 @@ impl Workload {
             ("alpha", o.alpha.is_some()),
         ];
         let (foreign, runs, instead) = match self.readwrite {
+            Some(_) if self.simulated => (
+                &mako[..],
+                "FDB's simulator (the simulation driver), which has no such value",
+                "its values are --seconds (simulated), --rows, --keylen, --vallen, \
+                 --target-tps, --actors-per-tester and the mix (--reads-a, --writes-a, ...)",
+            ),
             Some(_) => (
                 &mako[..],
                 "the multitest driver (ReadWrite), which has no such value",

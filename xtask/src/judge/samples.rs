@@ -124,10 +124,13 @@ impl Sample {
                         .flat_map(|c| c.instructions_per_s.iter().map(|(r, n)| (*r, *n / 1e6))),
                 ),
             },
-            instructions_unavailable: t
-                .cpu
-                .as_ref()
-                .and_then(|c| c.instructions_unavailable.clone()),
+            instructions_unavailable: match &t.simulation {
+                Some(s) => unattributed(s),
+                None => t
+                    .cpu
+                    .as_ref()
+                    .and_then(|c| c.instructions_unavailable.clone()),
+            },
             cpu_bound: t.cpu_bound,
             workdir_peak_bytes: t.workdir_peak_bytes,
             gate_stalls_s: t.gate_stalls_s.clone(),
@@ -227,6 +230,28 @@ impl Sample {
             })
             .collect()
     }
+}
+
+/// Why a simulation trial has no instructions for some role: none of its functions were
+/// found in that role's source files, which happens when the fdbserver has no symbols or
+/// debug information (cachegrind names functions from the symbol table, files from the
+/// debug information).
+fn unattributed(s: &SimulationReport) -> Option<String> {
+    let none: Vec<String> = s
+        .instructions_by_role
+        .iter()
+        .filter(|(r, ir)| **r != SimRole::Shared && **ir == 0)
+        .map(|(r, _)| crate::results::profile::role_name(*r))
+        .collect();
+    (!none.is_empty()).then(|| {
+        format!(
+            "no instruction of seed {} was attributed to the {} code: the fdbserver has no \
+             symbols or debug information (a stripped binary; FDB's Release build keeps \
+             them), or its sources are not where FDB keeps them (see the trial's profile.tsv)",
+            s.seed,
+            none.join(", ")
+        )
+    })
 }
 
 /// Instructions per committed transaction of each role of a simulation trial (its shared

@@ -97,6 +97,11 @@ pub struct Plan {
     pub warnings: Vec<String>,
     /// The environment every fdbserver, fdbcli and mako gets ([`env::ChildEnv`]).
     pub child_env: env::ChildEnv,
+    /// Whether both arms are one build: the same source version and byte-identical
+    /// binaries (one tree, or copies of it). With the same knobs, an A/A: the simulation
+    /// driver then checks that each seed replays.
+    #[serde(skip)]
+    pub same_build: bool,
     /// What the simulation driver's trials run (Valgrind, seeds, specs); `None` under the
     /// other drivers.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -132,6 +137,7 @@ impl Plan {
             warnings: Vec::new(),
             child_env: env::ChildEnv::default(),
             simulation: None,
+            same_build: false,
         };
         plan.check_arms_differ(same_binaries)?;
         plan.warnings.extend(plan.setup_warnings());
@@ -155,6 +161,7 @@ impl Plan {
         );
         let version = &baseline.version.source_version;
         let same_version = *version == experiment.version.source_version;
+        self.same_build = same_version && same_binaries;
         if same_version && same_binaries && same_knobs && !self.config.allow_same {
             return Err(UsageError(format!(
                 "baseline and experiment run byte-identical binaries (source version \
@@ -187,7 +194,8 @@ impl Plan {
             ));
         }
         let workdir = &self.workdir;
-        if !workdir.tmpfs {
+        // The simulator's files are simulated: the disk does not bound its counts.
+        if !workdir.tmpfs && !matches!(self.config.cluster, ClusterSource::Simulated) {
             warnings.push(format!(
                 "WORK DIR {} IS NOT A RAM DISK (statfs type {}): TPS will be bound by disk \
                  fsync latency, not by the storage server's CPU; use --workdir on a tmpfs",

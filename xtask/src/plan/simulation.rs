@@ -96,7 +96,15 @@ impl Valgrind {
         let out = crate::process::run_bounded("valgrind --version", cmd, VERSION_BOUND)
             .map_err(|e| missing(format!("{} does not run ({e:#})", path.display())))?;
         let version = out.stdout.trim().to_string();
-        if !out.status.success() || !version.starts_with("valgrind-") {
+        if !out.status.success() {
+            return Err(missing(format!(
+                "{} --version exited with {}: {}",
+                path.display(),
+                out.status,
+                crate::process::excerpt(out.stderr.trim(), 3)
+            )));
+        }
+        if !version.starts_with("valgrind-") {
             return Err(missing(format!(
                 "{} --version printed {:?}, not a Valgrind version",
                 path.display(),

@@ -27,6 +27,9 @@ pub const PROFILE_FILE: &str = "profile.tsv";
 /// a change there is below a millionth of the run.
 pub const PROFILE_MIN_SHARE: f64 = 1e-6;
 
+/// Longest function or file name a profile keeps, bytes.
+const NAME_BYTES: usize = 1000;
+
 /// How many functions the differential profile lists.
 pub const DIFF_TOP: usize = 10;
 
@@ -44,7 +47,9 @@ pub struct ProfileLine {
 pub fn write_profile(artifacts: &Path, run: &Cachegrind) -> Result<std::path::PathBuf> {
     let least = ((run.total_ir as f64 * PROFILE_MIN_SHARE).ceil() as u64).max(1);
     let mut text = String::from("ir\trole\tfile\tfunction\n");
-    let clean = |s: &str| s.replace(['\t', '\n', '\r'], " ");
+    // Names as cachegrind gives them, made safe for every report (no controls, at most
+    // NAME_BYTES: a template's demangled name can run to kilobytes).
+    let clean = |s: &str| crate::process::clean_text(s, NAME_BYTES, &[]);
     for f in run.functions.iter().filter(|f| f.ir >= least) {
         text.push_str(&format!(
             "{}\t{}\t{}\t{}\n",
@@ -125,8 +130,18 @@ pub struct ProfileDiff {
 }
 
 /// The differential profile of each engine of a simulation run whose results dir is `out`,
-/// from the measured pairs' profiles; empty when the run has no simulation trial.
-/// Errors: a profile file that is missing or does not read.
+/// from the measured pairs' profiles; empty when the run has no simulation trial. A
+/// profile that cannot be read leaves the run without one, and the warning for the run's
+/// report says why: it explains a verdict, it does not decide one.
+pub fn diff_or_warning(out: &Path, trials: &[TrialRecord]) -> (Vec<ProfileDiff>, Option<String>) {
+    match diff(out, trials) {
+        Ok(d) => (d, None),
+        Err(e) => (Vec::new(), Some(format!("no differential profile: {e:#}"))),
+    }
+}
+
+/// [`diff_or_warning`]. Errors: a profile file that is missing, does not read, or lies
+/// outside the results dir.
 pub fn diff(out: &Path, trials: &[TrialRecord]) -> Result<Vec<ProfileDiff>> {
     let mut engines: Vec<Engine> = trials
         .iter()
@@ -139,6 +154,19 @@ pub fn diff(out: &Path, trials: &[TrialRecord]) -> Result<Vec<ProfileDiff>> {
         diffs.extend(engine_diff(out, engine, trials)?);
     }
     Ok(diffs)
+}
+
+/// `rel` (a trial's profile path, from its record) under the results dir `out`. Errors: an
+/// absolute path or one with `..`: a record that points outside the run.
+fn inside(out: &Path, rel: &Path) -> Result<std::path::PathBuf> {
+    use std::path::Component;
+    if rel.components().all(|c| matches!(c, Component::Normal(_))) {
+        return Ok(out.join(rel));
+    }
+    bail!(
+        "a trial's profile {} is not a path inside the results dir (trials.json edited?)",
+        rel.display()
+    )
 }
 
 /// The measured simulation pairs of `engine`: (baseline, experiment) of each repetition.
@@ -179,7 +207,7 @@ fn engine_diff(out: &Path, engine: Engine, trials: &[TrialRecord]) -> Result<Opt
                 .as_ref()
                 .expect("paired trials are simulations");
             txns[side] += s.result.transactions;
-            for line in read_profile(&out.join(&s.profile))? {
+            for line in read_profile(&inside(out, &s.profile)?)? {
                 let entry = per_fn
                     .entry((line.function, line.file))
                     .or_insert((line.role, [0.0; 2]));

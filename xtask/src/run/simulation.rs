@@ -2,14 +2,14 @@
 //! simulation`), a whole cluster and the ReadWrite workload in one process on simulated
 //! time, run under Valgrind's cachegrind (`--cache-sim=no`: instruction counts only) in a
 //! scratch directory of the trial's work dir (the simulator writes `simfdb/` and its trace
-//! files into its working directory). The trial keeps the spec, the simulator's stdout and
-//! stderr, and the instructions per function
-//! ([`PROFILE_FILE`](crate::results::profile::PROFILE_FILE)); on failure, the trace files.
+//! files into its working directory). The trial keeps the spec, the simulator's stdout,
+//! stderr and trace files, and the instructions per function
+//! ([`PROFILE_FILE`](crate::results::profile::PROFILE_FILE)).
 //!
 //! Why cachegrind and not callgrind: the gate attributes each function's own (exclusive)
 //! instructions to a role by where the function is defined, which cachegrind's per-function
 //! costs give; callgrind's inclusive costs and windows cost 1.6x the time (measured on FDB
-//! 8.0, DESIGN notes in `docs/simulation.md`). Address-space randomization is turned off for
+//! 8.0, `docs/simulation.md`). Address-space randomization is turned off for
 //! the child (`personality(ADDR_NO_RANDOMIZE)`, as `setarch -R`): flow's memory-tracker
 //! samples allocations by address hash, so with it on, two runs of one seed differ in a few
 //! hundredths of a percent of their instructions.
@@ -41,6 +41,9 @@ const STDOUT: &str = "simulation.txt";
 const STDERR: &str = "simulation.err";
 /// The spec, in the trial's artifacts.
 const SPEC: &str = "simulation.toml";
+/// cachegrind's output file, on the trial's work dir (kept in the artifacts when it does
+/// not read).
+const CACHEGRIND_OUT: &str = "cachegrind.out";
 
 /// Runs the trial's seed under cachegrind, bounded by `--timeout-simulation`, and fills
 /// `record.simulation`.
@@ -65,7 +68,9 @@ fn run_seed(t: &Trial) -> Result<SimulationReport, PhaseError> {
     create_new(&spec_file, spec)?;
     let dir = t.work.join("simulation");
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let out_file = dir.join("cachegrind.out");
+    // Beside the simulator's dir, not in it: its trace files are kept, and the 20 MB of
+    // cachegrind's file only when it does not read.
+    let out_file = t.work.join(CACHEGRIND_OUT);
     let seed = seed_of(planned.repetition);
     let mut cmd = Command::new(&valgrind.path);
     ctx.env.apply(&mut cmd);
@@ -100,7 +105,10 @@ fn run_seed(t: &Trial) -> Result<SimulationReport, PhaseError> {
     let (result, cachegrind) = match (result, copy_files(&dir, &t.artifacts.join(TRACE_DIR))) {
         (Ok(r), Ok(())) => r,
         (Ok(_), Err(e)) => return Err(e.into()),
-        (Err(e), kept) => return Err(with_traces(&t.artifacts, kept, e)),
+        (Err(e), kept) => {
+            let e = keep_cachegrind_out(&out_file, &t.artifacts, e);
+            return Err(with_traces(&t.artifacts, kept, e));
+        }
     };
     let profile = write_profile(&t.artifacts, &cachegrind)?;
     let simulated_tps = result.transactions / w.seconds as f64;
@@ -146,16 +154,32 @@ fn read(
             output_note("stderr", stderr, 5)
         )
     })?;
-    let raw = std::fs::read(cachegrind).with_context(|| {
+    // Read as every child's output is: a regular file, not followed through a link, of at
+    // most 64 MiB (a real one is about 20 MB), never waited on.
+    let raw = read_output(cachegrind).with_context(|| {
         format!(
-            "cachegrind wrote no {} ({})",
-            cachegrind.display(),
+            "cachegrind wrote no usable output file ({})",
             output_note("stderr", stderr, 5)
         )
     })?;
-    let parsed = simulation::parse_cachegrind(&String::from_utf8_lossy(&raw))
-        .with_context(|| format!("cachegrind's {}", cachegrind.display()))?;
+    let parsed = simulation::parse_cachegrind(&raw).context("cachegrind's output file")?;
     Ok((result, parsed))
+}
+
+/// `e` with cachegrind's output file `out` copied into the trial's `artifacts` when it is a
+/// regular file (a failed parse is read there), named in the message.
+fn keep_cachegrind_out(out: &Path, artifacts: &Path, e: PhaseError) -> PhaseError {
+    let regular = std::fs::symlink_metadata(out).is_ok_and(|m| m.file_type().is_file());
+    let kept = artifacts.join(CACHEGRIND_OUT);
+    if !regular || std::fs::copy(out, &kept).is_err() {
+        return e;
+    }
+    match e {
+        PhaseError::Failed(e) => {
+            PhaseError::Failed(anyhow!("{e:#} (the file is kept as {})", kept.display()))
+        }
+        e => e,
+    }
 }
 
 /// Where a simulation trial keeps the simulator's trace files, in its artifacts.
@@ -166,28 +190,26 @@ pub const TRACE_DIR: &str = "trace";
 fn with_traces(artifacts: &Path, kept: anyhow::Result<()>, e: PhaseError) -> PhaseError {
     let note = match kept {
         Ok(()) => format!(
-            "; the simulator's trace files are in {}",
+            "the simulator's trace files are in {}",
             artifacts.join(TRACE_DIR).display()
         ),
-        Err(c) => format!("; its trace files were not kept: {c:#}"),
+        Err(c) => format!("its trace files were not kept: {c:#}"),
     };
     match e {
-        PhaseError::Failed(e) => PhaseError::Failed(anyhow!("{e:#}{note}")),
-        PhaseError::Timeout(bound, why) => PhaseError::Timeout(bound, format!("{why}{note}")),
+        PhaseError::Failed(e) => PhaseError::Failed(anyhow!("{e:#}; {note}")),
+        PhaseError::Timeout(bound, why) if why.is_empty() => PhaseError::Timeout(bound, note),
+        PhaseError::Timeout(bound, why) => PhaseError::Timeout(bound, format!("{why}; {note}")),
         PhaseError::Interrupted => PhaseError::Interrupted,
     }
 }
 
 /// Marks as ERROR each measured experiment trial whose seed printed another unseed than
-/// the same seed's baseline trial although both arms run the same fdbserver (one tree)
-/// with the same knobs: FDB's determinism check failed, so the counts are not the
+/// the same seed's baseline trial although both arms run byte-identical binaries
+/// ([`Plan::same_build`]: one tree, or copies of one build) with the same knobs: FDB's determinism check failed, so the counts are not the
 /// build's alone (an uninitialized read, the host's clock or entropy reaching the
 /// simulation). Returns the indices of the trials marked.
 pub fn check_determinism(plan: &Plan, trials: &mut [TrialRecord]) -> Vec<usize> {
-    let Some(baseline) = &plan.baseline else {
-        return Vec::new();
-    };
-    if baseline.tree.fdbserver != plan.experiment.tree.fdbserver {
+    if plan.baseline.is_none() || !plan.same_build {
         return Vec::new();
     }
     let unseeds: Vec<(Engine, u32, Vec<fdb::Knob>, u64)> = trials
