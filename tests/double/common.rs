@@ -130,6 +130,9 @@ pub struct Behaviour {
     /// have started, and fails (exit 1, "ran alone") if none did: a pair whose trials run
     /// at once meets, one run after the other does not.
     pub sim_meet_peer_ms: Option<u64>,
+    /// Instructions a committed transaction costs in flow's `N2::Net2::run` (shared code,
+    /// no role's).
+    pub sim_shared_ir_per_txn: u64,
     /// Under the double's valgrind, the cachegrind output file is a FIFO nobody writes (a
     /// reader that opens it blocking waits forever).
     pub sim_cachegrind_fifo: bool,
@@ -200,6 +203,7 @@ impl Default for Behaviour {
             sim_not_deterministic: false,
             sim_meet_peer_ms: None,
             sim_cachegrind_fifo: false,
+            sim_shared_ir_per_txn: 400_000,
             sim_seed_spread_pct: 2.0,
         }
     }

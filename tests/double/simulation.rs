@@ -125,7 +125,7 @@ pub fn main(args: &[String], b: &common::Behaviour) {
             (
                 "/src/foundationdb/flow/Net2.cpp",
                 "N2::Net2::run()",
-                per(400_000),
+                per(b.sim_shared_ir_per_txn),
             ),
             ("???", "???", per(300_000)),
         ];

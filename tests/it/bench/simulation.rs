@@ -63,6 +63,11 @@ fn an_a_a_simulation_is_exact_and_every_seed_runs_in_both_arms() {
     );
     // The simulator's TPS is simulated time's: judged, never gating.
     assert_eq!(judgement(&summary, "tps")["gating"], false);
+    let total = judgement(&summary, "instructions_per_txn");
+    assert_eq!(
+        (total["verdict"].as_str(), total["gating"].as_bool()),
+        (Some("MEASURED"), Some(false))
+    );
     let trials = s.read_json("trials.json");
     let trials = trials.as_array().unwrap();
     assert_eq!(trials.len(), 6);
@@ -331,5 +336,37 @@ fn a_build_whose_storage_code_has_no_symbols_says_so() {
     assert!(
         reason.contains("no symbols or debug information"),
         "{reason}"
+    );
+}
+
+#[test]
+fn a_change_in_shared_code_shows_in_the_whole_runs_count_and_gates_when_asked() {
+    let s = Sandbox::new();
+    // 2% more work in flow, which no role owns.
+    let (a, b) = s.ab(json!({}), json!({ "sim_shared_ir_per_txn": 408_000 }));
+    let o = sim(&s, &a, &b, &["--trials", "2"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let summary = s.read_json("summary.json");
+    let storage = judgement(&summary, "storage_instructions_per_txn");
+    assert_eq!(storage["verdict"], "MEASURED", "{storage:#}");
+    let total = judgement(&summary, "instructions_per_txn");
+    assert_eq!(
+        (total["verdict"].as_str(), total["gating"].as_bool()),
+        (Some("REGRESSION"), Some(false))
+    );
+    let top = &summary["profile_diff"][0]["functions"][0];
+    assert_eq!(
+        (top["function"].as_str(), top["role"].as_str()),
+        (Some("N2::Net2::run()"), Some("shared"))
+    );
+    let o = sim(&s, &a, &b, &["--trials", "2", "--gate", "instructions"]);
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    // Outside the simulation driver there is no whole run's count to gate on.
+    let o = s.bench(&a, &b, &["--gate", "instructions"]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    let said = text(&o);
+    assert!(
+        said.contains("--gate instructions counts the whole simulated run"),
+        "{said}"
     );
 }

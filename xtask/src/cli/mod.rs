@@ -151,6 +151,9 @@ pub enum GateMetric {
     LogInstructions,
     /// Stateless servers' instructions per transaction (the simulation driver).
     StatelessInstructions,
+    /// Instructions per transaction of the whole simulated run, shared code included (the
+    /// simulation driver).
+    Instructions,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -72,6 +72,10 @@ pub enum Metric {
     /// speed of the moment does not move at all (rustc-perf gates on `instructions:u` for
     /// this reason).
     InstructionsPerTxn(CpuRole),
+    /// Instructions per committed transaction of the whole run, every role and the code
+    /// no role owns (flow, fdbrpc, libraries) together: the simulation driver's
+    /// (lower is better). A change in shared code shows here and in no role.
+    TotalInstructionsPerTxn,
     /// A saturation sweep's knee (`--sweep`), TPS (higher is better): the highest target
     /// an arm followed (measured within 10% of it, not overdriven). One value per arm and
     /// run, not per trial: judged by `judge::knee`, not by the paired statistics.
@@ -80,7 +84,7 @@ pub enum Metric {
 
 impl Metric {
     /// Every metric, in report order.
-    pub const ALL: [Metric; 12] = [
+    pub const ALL: [Metric; 13] = [
         Metric::Tps,
         Metric::TxnLatencyP99,
         Metric::StorageCpuRatio,
@@ -92,6 +96,7 @@ impl Metric {
         Metric::InstructionsPerTxn(CpuRole::Log),
         Metric::InstructionsPerTxn(CpuRole::Stateless),
         Metric::InstructionsPerTxn(CpuRole::Client),
+        Metric::TotalInstructionsPerTxn,
         Metric::KneeTps,
     ];
 
@@ -109,6 +114,7 @@ impl Metric {
             Metric::InstructionsPerTxn(CpuRole::Log) => "log_instructions_per_txn",
             Metric::InstructionsPerTxn(CpuRole::Stateless) => "stateless_instructions_per_txn",
             Metric::InstructionsPerTxn(CpuRole::Client) => "client_instructions_per_txn",
+            Metric::TotalInstructionsPerTxn => "instructions_per_txn",
             Metric::KneeTps => "knee_tps",
         }
     }
@@ -133,6 +139,7 @@ impl Metric {
             Metric::InstructionsPerTxn(CpuRole::Client) => {
                 "client (mako or testers) instructions per transaction"
             }
+            Metric::TotalInstructionsPerTxn => "instructions per transaction, all code",
             Metric::KneeTps => "knee (the highest target TPS followed)",
         }
     }
@@ -151,6 +158,7 @@ impl Metric {
             Metric::InstructionsPerTxn(CpuRole::Log) => "tlog instr/txn",
             Metric::InstructionsPerTxn(CpuRole::Stateless) => "stateless instr/txn",
             Metric::InstructionsPerTxn(CpuRole::Client) => "client instr/txn",
+            Metric::TotalInstructionsPerTxn => "all instr/txn",
             Metric::KneeTps => "knee TPS",
         }
     }

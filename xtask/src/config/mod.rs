@@ -452,6 +452,7 @@ pub fn gates(gate_latency: bool, gate: &[crate::cli::GateMetric], simulated: boo
         G::ClientInstructions => Metric::InstructionsPerTxn(CpuRole::Client),
         G::LogInstructions => Metric::InstructionsPerTxn(CpuRole::Log),
         G::StatelessInstructions => Metric::InstructionsPerTxn(CpuRole::Stateless),
+        G::Instructions => Metric::TotalInstructionsPerTxn,
     });
     let latency = gate_latency.then_some(Metric::TxnLatencyP99);
     let base = if simulated {
@@ -566,6 +567,14 @@ fn check_driver_gates(c: &BenchConfig) -> Result<(), UsageError> {
     if c.workload.simulated {
         return check_simulation(c);
     }
+    if c.gates.contains(Metric::TotalInstructionsPerTxn) {
+        return Err(usage(format!(
+            "--gate instructions counts the whole simulated run's instructions, and profile \
+             '{}' runs a real cluster; give --profile sim-g18ui (or another sim-* profile), \
+             or gate storage-instructions on a host with a hardware PMU",
+            c.workload.profile
+        )));
+    }
     let multitest = matches!(c.workload.driver_kind(), DriverKind::Multitest(_));
     if multitest && c.gates.contains(Metric::TxnLatencyP99) {
         return Err(usage(format!(
@@ -619,10 +628,12 @@ fn refuse_beside_simulation(base: &BenchConfig, a: &BenchArgs) -> Result<(), Usa
 /// and its CPU is Valgrind's), pinning, the CPU-bound check, or `--trials auto` (each
 /// seed's count is exact: there is no noise to stop on).
 fn check_simulation(c: &BenchConfig) -> Result<(), UsageError> {
-    let other = c
-        .gates
-        .iter()
-        .find(|m| !matches!(m, Metric::InstructionsPerTxn(_)));
+    let other = c.gates.iter().find(|m| {
+        !matches!(
+            m,
+            Metric::InstructionsPerTxn(_) | Metric::TotalInstructionsPerTxn
+        )
+    });
     let refused = [
         (
             other.is_some(),

@@ -539,7 +539,8 @@ impl Workload {
                 &mako[..],
                 "FDB's simulator (the simulation driver), which has no such value",
                 "its values are --seconds (simulated), --rows, --keylen, --vallen, \
-                 --target-tps, --actors-per-tester and the mix (--reads-a, --writes-a, ...)",
+                 --target-tps, --actors-per-tester and, in a profile file, the mix (reads_a, \
+                 writes_a, reads_b, writes_b, alpha)",
             ),
             Some(_) => (
                 &mako[..],

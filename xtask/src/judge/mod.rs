@@ -207,6 +207,9 @@ pub struct ArmStats {
     /// Mean instructions per transaction of each role the host counted them for.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub instructions_per_txn_mean: BTreeMap<CpuRole, f64>,
+    /// Mean instructions per transaction of the whole run (the simulation driver's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_instructions_per_txn_mean: Option<f64>,
     /// Trials whose storage server was measured below 0.85 cores (not CPU-bound).
     pub trials_not_cpu_bound: usize,
     /// Trials whose storage CPU could not be measured (the run ended before its warmup).
@@ -224,6 +227,7 @@ impl ArmStats {
             Metric::CpuPerTxn(r) => self.cpu_us_per_txn_mean.get(&r).copied(),
             Metric::StorageCpuRatio => self.storage_to_client_cpu_mean,
             Metric::InstructionsPerTxn(r) => self.instructions_per_txn_mean.get(&r).copied(),
+            Metric::TotalInstructionsPerTxn => self.total_instructions_per_txn_mean,
             Metric::KneeTps => None,
         }
     }
@@ -276,6 +280,12 @@ impl ArmStats {
                     Some((r, mean_of(v.collect())?))
                 })
                 .collect(),
+            total_instructions_per_txn_mean: mean_of(
+                trials
+                    .iter()
+                    .filter_map(|t| t.value(Metric::TotalInstructionsPerTxn))
+                    .collect(),
+            ),
             tps,
         })
     }
@@ -574,7 +584,12 @@ fn other_metrics(
             let mut d = derived_judgement(tps, m, compare(m), gating);
             if let Some(t) = missing(m).filter(|_| gating && !d.decided) {
                 let why = match (m, &t.instructions_unavailable) {
-                    (Metric::InstructionsPerTxn(_), Some(why)) => format!(": {why}"),
+                    (
+                        Metric::InstructionsPerTxn(_) | Metric::TotalInstructionsPerTxn,
+                        Some(why),
+                    ) => {
+                        format!(": {why}")
+                    }
                     _ => String::new(),
                 };
                 let reason = format!(
@@ -908,30 +923,7 @@ fn one_arm(j: &Judgement) -> Option<(Verdict, String)> {
 fn decide(j: &Judgement) -> (Verdict, String) {
     let tol = j.criteria.max_regression_pct;
     let Some(c) = &j.comparison else {
-        if let Some(decided) = one_arm(j) {
-            return decided;
-        }
-        // The metric's own plain means, not TPS's.
-        let plain = match (&j.baseline, &j.experiment) {
-            (Some(a), Some(b)) => a
-                .mean(j.metric)
-                .zip(b.mean(j.metric))
-                .map(|(a, b)| format!("{:+.2}%", 100.0 * (b / a - 1.0))),
-            _ => None,
-        };
-        // Against a record there are no pairs: each side needs 2 measured trials (2
-        // recorded days when the record holds several).
-        let too_few = if j.criteria.unpaired {
-            "fewer than 2 measured trials on a side (or 2 recorded days)"
-        } else {
-            "fewer than 2 complete pairs"
-        };
-        let reason = format!(
-            "{}: {too_few} give no estimate of the noise: run more trials (plain means: {})",
-            j.metric.label(),
-            plain.unwrap_or_else(|| "-".to_string())
-        );
-        return (Verdict::Inconclusive, reason);
+        return one_arm(j).unwrap_or_else(|| too_few(j));
     };
     if c.se < NO_NOISE_SE && j.criteria.exact {
         return exact_verdict(j, tol);
@@ -958,7 +950,9 @@ fn decide(j: &Judgement) -> (Verdict, String) {
         Metric::Tps | Metric::KneeTps => ("a loss", "slower"),
         Metric::TxnLatencyP99 => ("a worsening", "higher in latency"),
         Metric::CpuPerTxn(_) | Metric::StorageCpuRatio => ("a rise", "more CPU per transaction"),
-        Metric::InstructionsPerTxn(_) => ("a rise", "more instructions per transaction"),
+        Metric::InstructionsPerTxn(_) | Metric::TotalInstructionsPerTxn => {
+            ("a rise", "more instructions per transaction")
+        }
     };
     if nw < ALPHA / 2.0 {
         (
@@ -984,6 +978,31 @@ fn decide(j: &Judgement) -> (Verdict, String) {
             ),
         )
     }
+}
+
+/// The verdict of a judgement without a comparison of two arms: INCONCLUSIVE, with the
+/// metric's own plain means.
+fn too_few(j: &Judgement) -> (Verdict, String) {
+    let plain = match (&j.baseline, &j.experiment) {
+        (Some(a), Some(b)) => a
+            .mean(j.metric)
+            .zip(b.mean(j.metric))
+            .map(|(a, b)| format!("{:+.2}%", 100.0 * (b / a - 1.0))),
+        _ => None,
+    };
+    // Against a record there are no pairs: each side needs 2 measured trials (2
+    // recorded days when the record holds several).
+    let too_few = if j.criteria.unpaired {
+        "fewer than 2 measured trials on a side (or 2 recorded days)"
+    } else {
+        "fewer than 2 complete pairs"
+    };
+    let reason = format!(
+        "{}: {too_few} give no estimate of the noise: run more trials (plain means: {})",
+        j.metric.label(),
+        plain.unwrap_or_else(|| "-".to_string())
+    );
+    (Verdict::Inconclusive, reason)
 }
 
 /// The verdict of a deterministic metric whose pairs all changed by the same ratio (the

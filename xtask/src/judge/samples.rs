@@ -44,6 +44,9 @@ pub struct Sample {
     /// Instructions retired per committed transaction, per role, where the host counted
     /// them (a hardware PMU): instructions per second over the window / TPS.
     pub instructions_per_txn: BTreeMap<CpuRole, f64>,
+    /// Instructions per committed transaction of the whole run (the simulation driver's):
+    /// every role and the shared code.
+    pub total_instructions_per_txn: Option<f64>,
     /// Why instructions were not counted in this trial (no PMU, `perf_event_open`
     /// refused), when the record says.
     pub instructions_unavailable: Option<String>,
@@ -88,6 +91,7 @@ impl Sample {
                     / self.cpu_us_per_txn.get(&CpuRole::Client)?,
             ),
             Metric::InstructionsPerTxn(role) => self.instructions_per_txn.get(&role).copied(),
+            Metric::TotalInstructionsPerTxn => self.total_instructions_per_txn,
             // A run's value, not a trial's (`judge::knee`).
             Metric::KneeTps => None,
         }
@@ -124,6 +128,10 @@ impl Sample {
                         .flat_map(|c| c.instructions_per_s.iter().map(|(r, n)| (*r, *n / 1e6))),
                 ),
             },
+            total_instructions_per_txn: t
+                .simulation
+                .as_ref()
+                .map(|s| s.instructions as f64 / s.result.transactions),
             instructions_unavailable: match &t.simulation {
                 Some(s) => unattributed(s),
                 None => t
@@ -164,7 +172,10 @@ impl Sample {
         let cores = |r: CpuRole| self.per_second_cores.get(&r).filter(|v| !v.is_empty());
         let series: Vec<f64> = match m {
             Metric::Tps => window.to_vec(),
-            Metric::TxnLatencyP99 | Metric::InstructionsPerTxn(_) | Metric::KneeTps => return None,
+            Metric::TxnLatencyP99
+            | Metric::InstructionsPerTxn(_)
+            | Metric::TotalInstructionsPerTxn
+            | Metric::KneeTps => return None,
             Metric::CpuPerTxn(role) => cores(role)?
                 .iter()
                 .zip(window)
@@ -218,6 +229,7 @@ impl Sample {
                     t.storage_cpu_cores.map(|c| (CpuRole::Storage, c)),
                 ),
                 instructions_per_txn: BTreeMap::new(),
+                total_instructions_per_txn: None,
                 instructions_unavailable: None,
                 cpu_bound: None,
                 workdir_peak_bytes: None,
