@@ -308,6 +308,14 @@ fn a_simulation_without_valgrind_or_with_real_cluster_flags_is_refused_before_an
         assert_eq!(code(&o), 64, "{flags:?}: {}", text(&o));
         assert!(text(&o).contains(says), "{flags:?}: {}", text(&o));
     }
+    // One seed per arm is allowed, and the warning says what is missing.
+    let o = sim(&s, &a, &a, &["--allow-same", "--trials", "1", "--dry-run"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(
+        text(&o).contains("give --trials 2 or more (a seed each)"),
+        "{}",
+        text(&o)
+    );
     let o = crate::support::gate_cmd()
         .args(["calibrate", "--build"])
         .arg(&a)

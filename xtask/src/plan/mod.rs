@@ -186,11 +186,17 @@ impl Plan {
         let compared = self.baseline.is_some() || self.config.against.record().is_some();
         // A sweep judges its knee step by step, and reruns the steps the arms split on.
         if compared && self.config.schedule == (crate::config::Schedule::Fixed { pairs: 1 }) {
+            // The simulation driver has no noise to wait out: only a second seed is missing.
+            let more = match self.config.cluster {
+                ClusterSource::Simulated => "give --trials 2 or more (a seed each)",
+                ClusterSource::Own(_) | ClusterSource::Existing(_) => {
+                    "--trials auto adds pairs until decided"
+                }
+            };
             warnings.push(format!(
                 "--trials 1 GIVES AT MOST INCONCLUSIVE: one trial per arm and engine carries \
                  no estimate of the noise, so no change can be called; the statistics need 2 \
-                 pairs, and {MIN_PAIRS} or more resolve changes of a few percent (--trials \
-                 auto adds pairs until decided)"
+                 pairs, and {MIN_PAIRS} or more resolve changes of a few percent ({more})"
             ));
         }
         let workdir = &self.workdir;
