@@ -35,11 +35,13 @@ seed baseline_file real xtask/testdata/baseline-real.json
 for run in pointread contention overdriven two-tests; do
   seed multitest_results "$run" "$data/multitest/$run-stdout.txt" "$data/multitest/$run-trace.xml"
 done
+seed simulation_outputs real "$data/simulation/cachegrind-excerpt.out" "$data/simulation/stdout-seed1.txt"
 for spec in g18ui grv:1 gr5:10ui ir:3 cr1:2; do
   mkdir -p "$corpus/transaction_spec"; printf '%s' "$spec" > "$corpus/transaction_spec/$spec"
 done
 cd fuzz
-for target in mako_report status_json trace_events baseline_file transaction_spec multitest_results; do
+for target in mako_report status_json trace_events baseline_file transaction_spec multitest_results \
+  simulation_outputs; do
   echo "fuzz: $target for ${secs}s"
   log="$corpus/$target.log"
   if ! cargo fuzz run --sanitizer none "$target" "$corpus/$target" -- \
