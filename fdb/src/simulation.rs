@@ -324,6 +324,22 @@ impl SimRole {
         SimRole::Client,
         SimRole::Shared,
     ];
+
+    /// Lowercase name, as serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SimRole::Storage => "storage",
+            SimRole::Log => "log",
+            SimRole::Stateless => "stateless",
+            SimRole::Client => "client",
+            SimRole::Shared => "shared",
+        }
+    }
+
+    /// The role named `name` ([`SimRole::as_str`]).
+    pub fn from_name(name: &str) -> Option<SimRole> {
+        SimRole::ALL.into_iter().find(|r| r.as_str() == name)
+    }
 }
 
 /// The role of a function defined in `file` (a path as the debug information gives it,
@@ -537,6 +553,11 @@ mod tests {
             ("???", SimRole::Shared),
         ] {
             assert_eq!(role_of_file(file), role, "{file}");
+        }
+        for r in SimRole::ALL {
+            let json = serde_json::to_string(&r).unwrap();
+            assert_eq!(json, format!("\"{}\"", r.as_str()));
+            assert_eq!(SimRole::from_name(r.as_str()), Some(r));
         }
     }
 

@@ -285,6 +285,12 @@ impl Workload {
         }
     }
 
+    /// The title of this workload's ReadWrite test (`testTitle`): the multitest's and the
+    /// simulator's stdout name the test's metrics by it.
+    pub fn test_title(&self) -> String {
+        format!("perfgate-{}", self.profile)
+    }
+
     /// The ReadWrite test of this workload's load `rw` (the multitest and simulation
     /// drivers'): its rows, sizes, duration and mix, at `target_tps`; `clear` the rows when
     /// the test ends (a cluster the gate did not start, which the next trial must find
@@ -296,7 +302,7 @@ impl Workload {
         clear: bool,
     ) -> fdb::multitest::ReadWriteSpec {
         fdb::multitest::ReadWriteSpec {
-            title: format!("perfgate-{}", self.profile),
+            title: self.test_title(),
             duration_s: self.seconds as f64,
             target_tps: target_tps as f64,
             actors_per_tester: rw.actors_per_tester,

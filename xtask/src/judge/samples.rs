@@ -249,11 +249,11 @@ impl Sample {
 /// debug information (cachegrind names functions from the symbol table, files from the
 /// debug information).
 fn unattributed(s: &SimulationReport) -> Option<String> {
-    let none: Vec<String> = s
+    let none: Vec<&str> = s
         .instructions_by_role
         .iter()
         .filter(|(r, ir)| **r != SimRole::Shared && **ir == 0)
-        .map(|(r, _)| crate::results::profile::role_name(*r))
+        .map(|(r, _)| r.as_str())
         .collect();
     (!none.is_empty()).then(|| {
         format!(

@@ -9,7 +9,7 @@ use fdb::{simulation::SimulationSpec, Engine};
 use serde::Serialize;
 
 use crate::{
-    config::{BenchConfig, DriverKind, Workload},
+    config::{BenchConfig, DriverKind},
     error::UsageError,
 };
 
@@ -55,11 +55,6 @@ impl SimulationPlan {
             seeds: (1..=pairs).map(seed_of).collect(),
             specs,
         }))
-    }
-
-    /// The test title of the specs: what the simulator's stdout names the test's metrics by.
-    pub fn title(w: &Workload) -> String {
-        format!("perfgate-{}", w.profile)
     }
 }
 

@@ -137,7 +137,7 @@ fn profile_table(d: &ProfileDiff) -> String {
             f.change_per_txn,
             f.baseline_per_txn,
             f.experiment_per_txn,
-            crate::results::profile::role_name(f.role),
+            f.role.as_str(),
             esc(&f.function),
             esc(&f.file)
         );

@@ -54,7 +54,7 @@ pub fn write_profile(artifacts: &Path, run: &Cachegrind) -> Result<std::path::Pa
         text.push_str(&format!(
             "{}\t{}\t{}\t{}\n",
             f.ir,
-            role_name(role_of_file(&f.file)),
+            role_of_file(&f.file).as_str(),
             clean(&f.file),
             clean(&f.function)
         ));
@@ -62,14 +62,6 @@ pub fn write_profile(artifacts: &Path, run: &Cachegrind) -> Result<std::path::Pa
     let path = artifacts.join(PROFILE_FILE);
     create_new(&path, &text)?;
     Ok(path)
-}
-
-/// A role's name as serialized (`storage`, ..., `shared`).
-pub fn role_name(role: SimRole) -> String {
-    serde_json::to_value(role)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 /// Reads a [`PROFILE_FILE`]. Errors: a line that is not `ir`, role, file, function.
@@ -92,7 +84,7 @@ pub fn read_profile(path: &Path) -> Result<Vec<ProfileLine>> {
                 ir: ir
                     .parse()
                     .with_context(|| format!("{}: {ir:?} is not a count", path.display()))?,
-                role: serde_json::from_value(serde_json::Value::String(role.into()))
+                role: SimRole::from_name(role)
                     .with_context(|| format!("{}: {role:?} is not a role", path.display()))?,
                 file: file.to_string(),
                 function: function.to_string(),
@@ -269,7 +261,7 @@ pub fn render(diffs: &[ProfileDiff]) -> String {
             s.push_str(&format!(
                 "  {:>+12.1} ({pct:>7}) {:<9} {}\n",
                 f.change_per_txn,
-                role_name(f.role),
+                f.role.as_str(),
                 crate::process::clean_text(&short(&f.function), 200, &[])
             ));
         }

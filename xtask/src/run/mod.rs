@@ -341,11 +341,7 @@ impl<'a> Runner<'a> {
                 s.result.transactions,
                 s.instructions_by_role
                     .keys()
-                    .filter_map(|r| Some(format!(
-                        "{} {:.0}",
-                        crate::results::profile::role_name(*r),
-                        s.per_transaction(*r)?
-                    )))
+                    .filter_map(|r| Some(format!("{} {:.0}", r.as_str(), s.per_transaction(*r)?)))
                     .collect::<Vec<_>>()
                     .join(", "),
                 s.instructions

@@ -22,10 +22,7 @@ use super::{
 };
 use crate::{
     config::Arm,
-    plan::{
-        simulation::{seed_of, SimulationPlan},
-        Plan,
-    },
+    plan::{simulation::seed_of, Plan},
     process::{output_note, read_output, Child, PhaseError},
     results::{
         fs::create_new,
@@ -96,7 +93,7 @@ fn run_seed(t: &Trial) -> Result<SimulationReport, PhaseError> {
     let started = Instant::now();
     let mut child = Child::spawn("valgrind fdbserver -r simulation", cmd, &stdout, &stderr)?;
     let status = child.wait_until(started + bound, bound, || Ok(()));
-    let title = SimulationPlan::title(w);
+    let title = w.test_title();
     let result = status.and_then(|status| {
         read(&stdout, &stderr, &out_file, &title, status).map_err(PhaseError::from)
     });
