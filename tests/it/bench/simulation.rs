@@ -312,6 +312,12 @@ fn a_simulation_without_valgrind_or_with_real_cluster_flags_is_refused_before_an
     let o = sim(&s, &a, &a, &["--allow-same", "--trials", "1", "--dry-run"]);
     assert_eq!(code(&o), 0, "{}", text(&o));
     assert!(
+        text(&o).contains("gates      storage_instructions_per_txn (tolerance 0.5%)"),
+        "{}",
+        text(&o)
+    );
+    assert!(!text(&o).contains("pinning    "), "{}", text(&o));
+    assert!(
         text(&o).contains("give --trials 2 or more (a seed each)"),
         "{}",
         text(&o)

@@ -333,12 +333,7 @@ impl Plan {
                 crate::config::readwrite::ladder_text(ladder).replace(',', ", "),
             );
         }
-        let _ = writeln!(s, "pinning    {}", self.pinning);
-        let slo = match self.slo_sources.as_slice() {
-            [] => "no TPS floor (--slo-tps, PERFGATE_SLO_TPS_<ENGINE>, slo.json)".to_string(),
-            sources => sources.join("; "),
-        };
-        let _ = writeln!(s, "slo        {slo}");
+        s.push_str(&self.judging_lines());
         if let Some(r) = self.config.port_range {
             let _ = writeln!(
                 s,
@@ -362,6 +357,35 @@ impl Plan {
         s
     }
 
+    /// The plan's lines on what shapes the judging besides the trials: pinning and TPS
+    /// floors, or under the simulation driver its gates and tolerance.
+    fn judging_lines(&self) -> String {
+        let mut s = String::new();
+        if matches!(self.config.cluster, ClusterSource::Simulated) {
+            // Counts depend neither on where a process runs nor on a TPS floor.
+            let _ = writeln!(
+                s,
+                "gates      {} (tolerance {}%); no pinning, no TPS floor: counts do not \
+                 depend on them",
+                self.config
+                    .gates
+                    .iter()
+                    .map(|m| m.name())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                self.config.max_regression_pct
+            );
+        } else {
+            let _ = writeln!(s, "pinning    {}", self.pinning);
+            let slo = match self.slo_sources.as_slice() {
+                [] => "no TPS floor (--slo-tps, PERFGATE_SLO_TPS_<ENGINE>, slo.json)".to_string(),
+                sources => sources.join("; "),
+            };
+            let _ = writeln!(s, "slo        {slo}");
+        }
+        s
+    }
+
     /// The line over the trials: how many, the seed of their order, and the least time
     /// they take (their test time; each trial's cluster start and data load add to it,
     /// and the run says its own estimate once a trial has ended).
@@ -369,7 +393,7 @@ impl Plan {
         if let Some(v) = self.simulation.as_ref().map(|s| &s.valgrind) {
             return format!(
                 "trials     {} in this order (--seed {} repeats it), {} at a time (one per \
-                 core); trial #k runs simulator seed k, under {} (about 2 min a seed on a \
+                 core); trial #k runs simulator seed k, under {} (2-5 min a seed on a \
                  2-core VM):",
                 self.trials.len(),
                 self.config.seed,
