@@ -15,6 +15,8 @@
 //!   `[WORKDIR]`; what follows them (`[SANDBOX]/results/trials/02-...`) stays pinned;
 //! - `workdir_peak_bytes`: the growth of the work dir's filesystem, which other tests'
 //!   clusters share, sampled once a second;
+//! - `host_probe_s` and `steal_pct`: the host-speed probe's seconds and the hypervisor's
+//!   steal time, properties of the host at that moment;
 //! - floats of `summary.json` are rounded to 10 significant digits: glibc picks its
 //!   `exp`/`log` by CPU (with FMA or without), which may change a last bit;
 //! - in `report.html`'s trial table, the phase durations (their names stay) and the work
@@ -268,7 +270,7 @@ fn mask_attribute(text: &str, marker: &str) -> String {
 }
 
 fn results_tsv(text: &str) -> String {
-    mask_tsv_columns(text, &["workdir_peak_bytes"])
+    mask_tsv_columns(text, &["workdir_peak_bytes", "host_probe_s", "steal_pct"])
 }
 
 /// The trial table's phase durations and work dir peaks; the rest as written.

@@ -607,3 +607,44 @@ fn a_gated_metric_that_was_not_measured_is_an_error() {
         assert!(!text(&o).contains("needs a hardware PMU"), "{}", text(&o));
     }
 }
+
+/// Every trial is bracketed by the host-speed probe, recorded in trials.json; from 5 pairs
+/// on the judge regresses the pairs' ratios on the probe's and says what that did to the
+/// pairs' sd. `--no-host-probe` records no probe.
+#[test]
+fn the_host_speed_probe_is_recorded_and_removed_from_five_pairs_on() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"tps": 1000.0}), json!({"tps": 990.0}));
+    let o = s.bench(&a, &b, &["--trials", "5"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let trials = s.read_json("trials.json");
+    for t in trials.as_array().unwrap() {
+        let h = &t["host"];
+        assert!(h["probe_rounds"].as_u64().unwrap() > 0, "{t}");
+        assert!(h["before_s"].as_f64().unwrap() > 0.0, "{t}");
+        assert!(h["after_s"].as_f64().unwrap() > 0.0, "{t}");
+    }
+    let j = &s.read_json("summary.json")["judgements"][0];
+    let k = &j["comparison"]["covariate"];
+    assert!(k["slope"].as_f64().unwrap().is_finite(), "{j}");
+    assert!(k["adjusted_sd_pct"].as_f64().unwrap() >= 0.0, "{j}");
+    let reason = j["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("host speed removed (probe slope"),
+        "{reason}"
+    );
+
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"tps": 1000.0}), json!({"tps": 990.0}));
+    let o = s.bench(&a, &b, &["--trials", "2", "--no-host-probe"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let trials = s.read_json("trials.json");
+    assert!(
+        trials
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t.get("host").is_none()),
+        "{trials}"
+    );
+}

@@ -399,10 +399,12 @@ pub struct BenchArgs {
     /// Step the target TPS up a ladder, --trials A/B pairs per step, and stop one step past
     /// the knee, where no arm follows its target any more (below 90% of it, or retries).
     /// The knee of each arm is the highest target it followed; a lower knee of the
-    /// experiment is a REGRESSION. A list (2000,4000,8000) or a geometric ladder
-    /// START..MAXxFACTOR (2000..64000x2). With --against-recorded of a sweep's record, give
-    /// the record's ladder (a run of another ladder is refused); the knee is judged against
-    /// the control arm's (or, with --no-control, the lowest recorded day's).
+    /// experiment is a REGRESSION when the pairs at the steps above the lower knee show a
+    /// loss beyond --max-regression (one-sided test at 2.5%), else INCONCLUSIVE. A list
+    /// (2000,4000,8000) or a geometric ladder START..MAXxFACTOR (2000..64000x2). With
+    /// --against-recorded of a sweep's record, give the record's ladder (a run of another
+    /// ladder is refused); the knee is judged against the control arm's (or, with
+    /// --no-control, the lowest recorded day's, without a test).
     #[arg(long, value_name = "LADDER", help_heading = WORKLOAD)]
     pub sweep: Option<String>,
 
@@ -439,13 +441,15 @@ pub struct BenchArgs {
     )]
     pub remote_testers: u32,
 
-    /// Pool the noise with an earlier A/A calibration's.
+    /// Compare the pairs' noise with an earlier A/A calibration's.
     ///
-    /// The noise of the pairs is pooled with that of a `cargo xtask calibrate --out DIR`:
-    /// more power for the same trials (docs/calibration.md, "Noise from a calibration"). Refused unless
-    /// it ran on this host class, with this workload and work dir kind, finished, and is
-    /// younger than --noise-max-age. Recorded in meta.json and in every verdict it was used
-    /// for.
+    /// Each verdict's note says how the noise of the run's pairs compares with that of a
+    /// `cargo xtask calibrate --out DIR`, and when it is significantly larger (the host is
+    /// noisier than when it was calibrated). Never pooled: verdicts are judged on the run's
+    /// own pairs, as a few pairs cannot show that today is no noisier than the calibration's
+    /// day (docs/calibration.md, "Noise from a calibration"). Refused unless it ran on this
+    /// host class, with this workload and work dir kind, finished, and is younger than
+    /// --noise-max-age. Recorded in meta.json and in every verdict of a metric it measured.
     #[arg(long, value_name = "DIR", conflicts_with = "no_control", help_heading = VERDICTS)]
     pub noise_from: Option<PathBuf>,
 
@@ -725,6 +729,16 @@ pub struct RunArgs {
     /// the storage server.
     #[arg(long, help_heading = VERDICTS)]
     pub require_cpu_bound: bool,
+
+    /// Skip the host-speed probe around each trial.
+    ///
+    /// By default each trial is bracketed by the same fixed CPU work, timed before its
+    /// cluster starts and after it is torn down (about 0.75 s each), with the host's steal
+    /// time and CPU clock; the judge removes the host's drift between a pair's trials by
+    /// regressing the pair's log TPS ratio on the probe's (docs/resolution.md). This
+    /// saves the probe's seconds when the host is known to be quiet.
+    #[arg(long, hide_short_help = true, help_heading = VERDICTS)]
+    pub no_host_probe: bool,
 
     /// Results directory.
     ///

@@ -28,7 +28,8 @@ pub fn load(dir: &Path, plan: &Plan, max_age_s: u64, now: SystemTime) -> Result<
     };
     if plan.baseline.is_none() {
         return Err(refuse(
-            "--no-control runs no pairs, and only paired comparisons pool noise".into(),
+            "--no-control runs no pairs, and only pairs' noise is compared with a calibration's"
+                .into(),
         ));
     }
     let saved = SavedRun::read(dir).with_context(|| format!("--noise-from {}", dir.display()))?;

@@ -78,7 +78,8 @@ pub enum Metric {
     TotalInstructionsPerTxn,
     /// A saturation sweep's knee (`--sweep`), TPS (higher is better): the highest target
     /// an arm followed (measured within 10% of it, not overdriven). One value per arm and
-    /// run, not per trial: judged by `judge::knee`, not by the paired statistics.
+    /// run, not per trial: judged by `judge::knee`, whose REGRESSION also needs a paired
+    /// test of the TPS at the steps above the lower knee.
     KneeTps,
 }
 

@@ -184,13 +184,15 @@ pub struct BenchConfig {
     /// Where baselines live (`--baselines-dir`), if given.
     #[serde(serialize_with = "path_json::lossy_opt")]
     pub baselines_dir: Option<PathBuf>,
-    /// A calibration's results dir whose noise is pooled with the pairs' (`--noise-from`).
+    /// A calibration's results dir whose noise the pairs' is compared with (`--noise-from`).
     #[serde(serialize_with = "path_json::lossy_opt")]
     pub noise_from: Option<PathBuf>,
     /// Oldest calibration `noise_from` may be, seconds (`--noise-max-age`).
     pub noise_max_age_s: u64,
     /// A trial whose storage server used less than 0.85 cores is an error, not a warning.
     pub require_cpu_bound: bool,
+    /// Probe the host's speed around each trial (`run::probe`; off: `--no-host-probe`).
+    pub host_probe: bool,
     /// Run build trees that are not Release, lack mako or are instrumented (warned).
     pub allow_non_release: bool,
     pub dry_run: bool,
@@ -397,6 +399,7 @@ impl BenchConfig {
             noise_from: None,
             noise_max_age_s: DEFAULT_NOISE_MAX_AGE_S,
             require_cpu_bound: a.require_cpu_bound,
+            host_probe: !a.no_host_probe,
             allow_non_release: a.allow_non_release,
             dry_run: a.dry_run,
             quiet: a.quiet,
@@ -610,7 +613,7 @@ fn refuse_beside_simulation(base: &BenchConfig, a: &BenchArgs) -> Result<(), Usa
         ),
         (
             a.noise_from.is_some(),
-            "--noise-from (a seed's count is exact: there is no noise to pool)",
+            "--noise-from (a seed's count is exact: there is no noise to compare)",
         ),
     ];
     if let Some((_, what)) = refused.iter().find(|(on, _)| *on) {

@@ -201,7 +201,7 @@ impl Calibration {
                     tps_cv_pct: of_tps.cv_pct,
                     pair_log_ratio_sd: sd,
                     pair_log_ratio_sd_upper80: of_tps.pair_log_ratio_sd_upper80,
-                    aa_change: stats::paired_in_order(&a, &b, &judge::run_order(&pairs), None),
+                    aa_change: stats::paired_in_order(&a, &b, &judge::run_order(&pairs)),
                     mde_pct_by_pairs: sd.map_or_else(Vec::new, |sd| {
                         TABLE_PAIRS
                             .iter()

@@ -70,6 +70,11 @@ pub struct Sample {
     /// then the target's, not the build's capacity. `None` under mako and when the
     /// cluster saturated.
     pub target_met: Option<f64>,
+    /// The host's speed around the trial, probe rounds per second
+    /// ([`HostSpeed::speed`](crate::results::trial::HostSpeed::speed)): the covariate the
+    /// paired test removes from each pair ([`super::stats::adjusted`]). `None` when the
+    /// trial was not probed.
+    pub host_speed: Option<f64>,
 }
 
 impl Sample {
@@ -155,6 +160,7 @@ impl Sample {
                 .as_ref()
                 .filter(|m| m.followed())
                 .map(|m| m.target_tps),
+            host_speed: t.host.as_ref().map(|h| h.speed()),
         }
     }
 
@@ -234,6 +240,7 @@ impl Sample {
                 cpu_bound: None,
                 workdir_peak_bytes: None,
                 gate_stalls_s: Vec::new(),
+                host_speed: None,
                 drift: None,
                 per_second_tps: Vec::new(),
                 warmup_s: 0.0,

@@ -87,8 +87,8 @@ pub struct Plan {
     pub recorded: Option<Baseline>,
     /// The capacity check's numbers, once done.
     pub preflight: Option<Preflight>,
-    /// A calibration's noise pooled with the pairs' (`--noise-from`), as checked and read
-    /// before any trial.
+    /// A calibration's noise the pairs' is compared with, never pooled (`--noise-from`), as
+    /// checked and read before any trial.
     pub noise_prior: Option<NoisePrior>,
     pub trials: Vec<PlannedTrial>,
     /// Which CPUs the trials' processes run on.
@@ -298,7 +298,8 @@ impl Plan {
         if let Some(n) = &self.noise_prior {
             let _ = writeln!(
                 s,
-                "{:<10} pooled with calibration {} (started {}, {} engine/metric figures)",
+                "{:<10} compared with calibration {} (started {}, {} engine/metric figures), \
+                 not pooled",
                 "noise",
                 n.source.display(),
                 n.calibrated_at,

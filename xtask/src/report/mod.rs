@@ -77,7 +77,7 @@ pub fn results_tsv(trials: &[TrialRecord]) -> String {
     let mut s = String::from(
         "index\tengine\tarm\trepetition\toutcome\ttps\toverall_tps\tmeasured_s\ttotal_xacts\t\
          txn_latency_us_p50\ttxn_latency_us_p99\tstorage_cpu_cores\tcpu_bound\tworkdir_peak_bytes\t\
-         failed_phase\terror\n",
+         host_probe_s\tsteal_pct\tfailed_phase\terror\n",
     );
     let opt =
         |v: Option<f64>, digits: usize| v.map(|v| format!("{v:.digits$}")).unwrap_or_default();
@@ -86,7 +86,7 @@ pub fn results_tsv(trials: &[TrialRecord]) -> String {
         let m = t.multitest.as_ref().map(|m| &m.result);
         let _ = writeln!(
             s,
-            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
             t.index,
             t.engine,
             t.arm,
@@ -109,6 +109,8 @@ pub fn results_tsv(trials: &[TrialRecord]) -> String {
             t.workdir_peak_bytes
                 .map(|b| b.to_string())
                 .unwrap_or_default(),
+            opt(t.host.as_ref().map(|h| (h.before_s + h.after_s) / 2.0), 4),
+            opt(t.host.as_ref().and_then(|h| h.steal_pct), 2),
             t.failed_phase.map(|p| p.to_string()).unwrap_or_default(),
             t.error.as_deref().unwrap_or("").replace(['\t', '\n'], " "),
         );

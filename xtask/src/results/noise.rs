@@ -73,12 +73,12 @@ impl NoisePrior {
         Ok(())
     }
 
-    /// For a verdict: e.g. `noise pooled with calibration /runs/cal (6 A/A pairs, sd
-    /// 3.76%, 2 days old)`.
+    /// The calibration of `n` for a verdict's note: e.g. `calibration /runs/cal (6 A/A
+    /// pairs, sd 3.76%, 2days old)`.
     pub fn describe(&self, n: PriorNoise) -> String {
         let age = age_text(self.age_s);
         format!(
-            "noise pooled with calibration {} ({} A/A pairs, sd {:.2}%, {age} old)",
+            "calibration {} ({} A/A pairs, sd {:.2}%, {age} old)",
             self.source.display(),
             n.pairs,
             100.0 * n.sd_log,

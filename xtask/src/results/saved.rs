@@ -70,7 +70,7 @@ pub struct SavedPlan {
     pub recorded: Option<Baseline>,
     #[serde(default)]
     pub warnings: Vec<String>,
-    /// The calibration's noise the run pooled with its pairs' (`--noise-from`).
+    /// The calibration's noise the run compared its pairs' with (`--noise-from`).
     #[serde(default)]
     pub noise_prior: Option<NoisePrior>,
 }

@@ -99,6 +99,35 @@ pub struct PhaseTiming {
     pub duration_s: f64,
 }
 
+/// The host-speed probe of one trial (`run::probe`): the same fixed CPU work timed just
+/// before the trial's cluster started and just after it was torn down, with the host's
+/// steal time and CPU clock over the trial.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostSpeed {
+    /// Rounds of the probe's loop (the same in every probe of a gate version).
+    pub probe_rounds: u64,
+    /// Seconds the probe took before the trial.
+    pub before_s: f64,
+    /// Seconds the probe took after the trial.
+    pub after_s: f64,
+    /// Share of the host's CPU time stolen by the hypervisor between the probes, percent
+    /// (`/proc/stat`); `None` where the kernel reports no steal time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_pct: Option<f64>,
+    /// Mean CPU clock of the host's cores at the two probes, MHz (`/proc/cpuinfo`); `None`
+    /// where the kernel reports none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_mhz: Option<f64>,
+}
+
+impl HostSpeed {
+    /// The host's speed over the trial: probe rounds per second of the two probes' mean
+    /// time (rounds/s; only ratios of it mean anything).
+    pub fn speed(&self) -> f64 {
+        self.probe_rounds as f64 / ((self.before_s + self.after_s) / 2.0)
+    }
+}
+
 /// Everything known about one finished trial; saved as soon as the trial ends.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrialRecord {
@@ -152,6 +181,11 @@ pub struct TrialRecord {
     /// or longer): its phase timings include them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gate_stalls_s: Vec<f64>,
+    /// The host's speed around the trial (`run::probe`): what the judge removes from each
+    /// pair's ratio. `None` for the simulation driver (counts need none) and trials recorded
+    /// before the probe existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostSpeed>,
     /// Artifacts of this trial, relative to the results dir.
     #[serde(serialize_with = "crate::config::path_json::lossy")]
     pub artifacts: PathBuf,
@@ -411,6 +445,7 @@ pub(crate) fn measured_trial(index: usize, arm: Arm, tps: f64) -> TrialRecord {
         workdir_peak_bytes: Some(1 << 20),
         cluster: None,
         gate_stalls_s: Vec::new(),
+        host: None,
         artifacts: PathBuf::from(format!("trials/{index:02}")),
     }
 }

@@ -24,6 +24,8 @@ pub struct TrialContext<'a> {
     pub results_dir: &'a Path,
     /// A trial whose storage server was not CPU-bound is an error (`--require-cpu-bound`).
     pub require_cpu_bound: bool,
+    /// Probe the host's speed before and after each trial (`super::probe`).
+    pub host_probe: bool,
     /// Show a progress bar during mako's run (hidden anyway when stderr is no terminal).
     pub progress: bool,
     /// The record the run is judged against, when it holds a cluster class

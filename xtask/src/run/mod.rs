@@ -9,6 +9,7 @@ mod driver;
 mod mako;
 pub mod monitor;
 pub mod multitest;
+pub mod probe;
 pub mod reaper;
 pub mod simulation;
 pub mod stall;
@@ -297,6 +298,7 @@ impl<'a> Runner<'a> {
             run_workdir: &self.run_workdir,
             results_dir: self.out,
             require_cpu_bound: config.require_cpu_bound,
+            host_probe: config.host_probe,
             progress: !config.quiet,
             pinning: self.plan.pinning.pinned(),
             recorded_cluster: self

@@ -63,8 +63,12 @@ pub fn run_trial(ctx: &TrialContext, arm: &ArmPlan, planned: &PlannedTrial) -> T
         workdir_peak_bytes: None,
         cluster: None,
         gate_stalls_s: Vec::new(),
+        host: None,
         artifacts: artifacts_rel,
     };
+    // Counts need no covariate; every other trial is bracketed by the probe.
+    let simulated = matches!(ctx.workload.driver_kind(), DriverKind::Simulation(_));
+    let probe = (ctx.host_probe && !simulated).then(super::probe::before);
     let mut cluster = None;
     let mut result = std::fs::create_dir_all(artifacts)
         .and_then(|()| std::fs::create_dir_all(work))
@@ -83,6 +87,7 @@ pub fn run_trial(ctx: &TrialContext, arm: &ArmPlan, planned: &PlannedTrial) -> T
     if let Some(c) = cluster {
         result = teardown(ctx, c, &name, result, &mut record);
     }
+    record.host = probe.map(super::probe::Before::after);
     // The data is wiped only now, after the artifacts were copied off the RAM disk.
     if let Err(e) = std::fs::remove_dir_all(work) {
         tracing::warn!("cannot wipe {}: {e}", work.display());
