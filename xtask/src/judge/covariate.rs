@@ -120,11 +120,7 @@ pub fn of_pairs(pairs: &[(&Sample, &Sample)], m: Metric) -> Option<Comparison> {
             v[k].push(x);
         }
     }
-    let order: Vec<(u64, u64)> = pairs
-        .iter()
-        .map(|(a, b)| (a.index as u64, b.index as u64))
-        .collect();
-    adjusted(&v[0], &v[1], &v[2], &v[3], &order)
+    adjusted(&v[0], &v[1], &v[2], &v[3], &super::run_order(pairs))
 }
 
 /// Pairs from which a probed comparison is adjusted: with fewer, the slope's degree of
