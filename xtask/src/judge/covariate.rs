@@ -16,30 +16,13 @@
 //! of the time at 5 to 7 pairs in this module's simulation model, where the fixed rule
 //! stays at the plain test's rate.
 
-use serde::Serialize;
 use statrs::distribution::ContinuousCDF as _;
 
 use super::{
     samples::Sample,
-    stats::{self, finish, t_dist, Comparison, Method},
+    stats::{self, finish, t_dist, Comparison, Covariate, Method},
 };
 use crate::config::Metric;
-
-/// What the host-speed covariate did to one comparison.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Covariate {
-    /// Slope of the pairs' log metric ratios on their log host-speed ratios (1: the metric
-    /// moved with the host's speed one for one; negative for a metric that rises when the
-    /// host slows, as CPU per transaction does).
-    pub slope: f64,
-    /// Two-sided p of "the probe explains none of the pairs' variance" (the slope's t test,
-    /// n - 2 degrees of freedom).
-    pub slope_p: f64,
-    /// Standard deviation of the pairs' log ratios before the adjustment, percent (log x 100).
-    pub pair_sd_pct: f64,
-    /// The same after the adjustment (the regression's residual sd), percent.
-    pub adjusted_sd_pct: f64,
-}
 
 fn mean(x: &[f64]) -> f64 {
     x.iter().sum::<f64>() / x.len() as f64

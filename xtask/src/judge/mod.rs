@@ -482,6 +482,21 @@ fn capped_by_target(j: &mut Judgement, trials: &[Sample]) {
     );
 }
 
+/// The paired comparison of metric `m` (see [`paired_with_prior`]), with the host-speed
+/// covariate removed where [`covariate::chosen`] takes it, and what became of the
+/// calibration's noise.
+fn paired_adjusted(
+    pairs: &[(&Sample, &Sample)],
+    m: Metric,
+    prior: Option<(&NoisePrior, PriorNoise)>,
+    exact: bool,
+) -> (Option<Comparison>, Option<String>) {
+    let (c, said) = paired_with_prior(pairs, m, prior, exact);
+    // Counts do not move with the host's speed.
+    let adjusted = (!exact).then(|| covariate::of_pairs(pairs, m)).flatten();
+    (c.map(|c| covariate::chosen(c, adjusted)), said)
+}
+
 /// One draft per metric of the engine (TPS first; the others that gate or were
 /// measured): stats, comparisons and the verdicts that need no statistics (TIMEOUT,
 /// ERROR, SLO) decided; the rest is left for `decide_family`.
@@ -517,15 +532,11 @@ fn judge_engine(
             unpaired(&base, &exp, m)
         } else {
             let prior = prior.and_then(|p| Some((p, p.get(engine, m)?)));
-            let (c, said) = paired_with_prior(&pairs, m, prior, criteria.exact);
+            let (c, said) = paired_adjusted(&pairs, m, prior, criteria.exact);
             if let Some(said) = said {
                 noise_from.borrow_mut().insert(m, said);
             }
-            // Counts do not move with the host's speed.
-            let adjusted = (!criteria.exact)
-                .then(|| covariate::of_pairs(&pairs, m))
-                .flatten();
-            c.map(|c| covariate::chosen(c, adjusted))
+            c
         }?;
         Some(if m.lower_is_better() { c.inverted() } else { c })
     };

@@ -69,9 +69,9 @@ pub struct Comparison {
     /// Smallest loss this noise and n detect with probability POWER, percent.
     pub mde_pct: f64,
     /// The host-speed covariate removed from the pairs, when it was
-    /// ([`super::covariate::adjusted`]).
+    /// (`covariate::adjusted`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub covariate: Option<super::covariate::Covariate>,
+    pub covariate: Option<Covariate>,
 }
 
 fn pct(log: f64) -> f64 {
@@ -564,6 +564,22 @@ fn noncentral_t_cdf(x: f64, df: f64, lambda: f64) -> f64 {
         .map(|i| f(i as f64 * h) * if i % 2 == 1 { 4.0 } else { 2.0 })
         .sum();
     (f(0.0) + inner + f(top)) * h / 3.0
+}
+
+/// What the host-speed covariate (`covariate::adjusted`) did to one comparison.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Covariate {
+    /// Slope of the pairs' log metric ratios on their log host-speed ratios (1: the metric
+    /// moved with the host's speed one for one; negative for a metric that rises when the
+    /// host slows, as CPU per transaction does).
+    pub slope: f64,
+    /// Two-sided p of "the probe explains none of the pairs' variance" (the slope's t test,
+    /// n - 2 degrees of freedom).
+    pub slope_p: f64,
+    /// Standard deviation of the pairs' log ratios before the adjustment, percent (log x 100).
+    pub pair_sd_pct: f64,
+    /// The same after the adjustment (the regression's residual sd), percent.
+    pub adjusted_sd_pct: f64,
 }
 
 #[cfg(test)]

@@ -640,13 +640,13 @@ mod tests {
         t[3].failed_phase = Some(Phase::Configure);
         t[3].error = Some("configure: did not\tfinish".into());
         expect![[r#"
-            index	engine	arm	repetition	outcome	tps	overall_tps	measured_s	total_xacts	txn_latency_us_p50	txn_latency_us_p99	storage_cpu_cores	cpu_bound	workdir_peak_bytes	failed_phase	error
-            1	redwood	baseline	1	measured	1000.00	1000	5.000	5000	2000	4000	0.970	true	1048576		
-            2	redwood	experiment	1	measured	950.00	950	5.000	4750	2000	4400	0.970	true	1048576		
-            3	redwood	experiment	2	measured	960.50	960	5.000	4802	2000	4500	0.970	true	1048576		
-            4	redwood	baseline	2	timeout							0.970	true	1048576	configure	configure: did not finish
-            5	redwood	baseline	3	measured	990.00	990	5.000	4950	2000	4400	0.970	true	1048576		
-            6	redwood	experiment	3	measured	945.00	945	5.000	4725	2000	4800	0.970	true	1048576		
+            index	engine	arm	repetition	outcome	tps	overall_tps	measured_s	total_xacts	txn_latency_us_p50	txn_latency_us_p99	storage_cpu_cores	cpu_bound	workdir_peak_bytes	host_probe_s	steal_pct	failed_phase	error
+            1	redwood	baseline	1	measured	1000.00	1000	5.000	5000	2000	4000	0.970	true	1048576				
+            2	redwood	experiment	1	measured	950.00	950	5.000	4750	2000	4400	0.970	true	1048576				
+            3	redwood	experiment	2	measured	960.50	960	5.000	4802	2000	4500	0.970	true	1048576				
+            4	redwood	baseline	2	timeout							0.970	true	1048576			configure	configure: did not finish
+            5	redwood	baseline	3	measured	990.00	990	5.000	4950	2000	4400	0.970	true	1048576				
+            6	redwood	experiment	3	measured	945.00	945	5.000	4725	2000	4800	0.970	true	1048576				
         "#]]
         .assert_eq(&results_tsv(&t));
     }
