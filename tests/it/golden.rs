@@ -206,8 +206,9 @@ fn run_with(workload: &[&str], a: Value, b: Value, extra: &[&str], exit: i32) ->
         return None;
     }
     let (a, b) = s.ab(a, b);
+    // With the host-speed probe, as by default: its columns are in the results.
     let o = s
-        .bench_command_with(&a, &b, &s.out(), workload, extra)
+        .probed_bench_command(&a, &b, &s.out(), workload, extra)
         .output()
         .unwrap();
     assert_eq!(code(&o), exit, "{}", text(&o));

@@ -615,7 +615,10 @@ fn a_gated_metric_that_was_not_measured_is_an_error() {
 fn the_host_speed_probe_is_recorded_and_removed_from_five_pairs_on() {
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({"tps": 1000.0}), json!({"tps": 990.0}));
-    let o = s.bench(&a, &b, &["--trials", "5"]);
+    let o = s
+        .probed_bench_command(&a, &b, &s.out(), &TINY, &["--trials", "5"])
+        .output()
+        .unwrap();
     assert_eq!(code(&o), 0, "{}", text(&o));
     let trials = s.read_json("trials.json");
     for t in trials.as_array().unwrap() {
@@ -636,7 +639,16 @@ fn the_host_speed_probe_is_recorded_and_removed_from_five_pairs_on() {
 
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({"tps": 1000.0}), json!({"tps": 990.0}));
-    let o = s.bench(&a, &b, &["--trials", "2", "--no-host-probe"]);
+    let o = s
+        .probed_bench_command(
+            &a,
+            &b,
+            &s.out(),
+            &TINY,
+            &["--trials", "2", "--no-host-probe"],
+        )
+        .output()
+        .unwrap();
     assert_eq!(code(&o), 0, "{}", text(&o));
     let trials = s.read_json("trials.json");
     assert!(
