@@ -3,8 +3,11 @@
 //!
 //! The noise that matters for a paired gate is the standard deviation s of the per-pair
 //! log ratios d_i = ln(TPS_B,i / TPS_A,i); with n pairs the minimum detectable effect is
-//! MDE(n) = lambda(n - 1) s / sqrt(n), lambda the noncentrality at which the t test has the
-//! promised power (`stats::mde_log`).
+//! MDE(n) = lambda(n - 1) s / sqrt(n), lambda the noncentrality at which REGRESSION has the
+//! promised power at the level a gated metric is tested at (`stats::mde_log`). Every
+//! figure is planned on the 80% upper bound of s, as the judge's own MDE is on the bound
+//! of its run's noise: a few A/A pairs estimate s loosely, and planning on the estimate
+//! itself falls short of the promised power in half the calibrations or more.
 
 use std::fmt::Write as _;
 
@@ -14,6 +17,7 @@ use statrs::statistics::Statistics;
 use fdb::Engine;
 
 use super::{
+    covariate,
     samples::Sample,
     sizing::{Candidate, NoiseSplit, Sizing, TrialCost},
     stats::{self, Comparison},
@@ -58,7 +62,11 @@ pub struct EngineNoise {
     pub pair_log_ratio_sd_upper80: Option<f64>,
     /// The A/A change with its interval: a healthy host's interval contains 0.
     pub aa_change: Option<Comparison>,
-    /// (pairs, MDE percent) for a gate with this noise (the estimate).
+    /// Gated comparisons the MDEs are for (the gated metrics the trials measured, times
+    /// the engines): a Holm family, whose first member is tested at ALPHA / 2 / this.
+    pub gated_comparisons: usize,
+    /// (pairs, MDE percent) for a gate with this noise at its 80% upper bound: the true
+    /// loss REGRESSION catches in 80% of runs of that many pairs.
     pub mde_pct_by_pairs: Vec<(usize, f64)>,
     /// Pairs for the MDE, at the upper bound of the noise, to reach the tolerance: then a
     /// change that does nothing is MEASURED about 80% of the time (one engine, a fixed
@@ -82,17 +90,45 @@ pub struct MetricNoise {
     pub cv_pct: Option<f64>,
     pub pair_log_ratio_sd: Option<f64>,
     pub pair_log_ratio_sd_upper80: Option<f64>,
-    /// MDE percent at 3 and at 10 pairs.
+    /// MDE percent at 3 and at 10 pairs (at the 80% upper bound, as in [`EngineNoise`]).
     pub mde_pct_3_pairs: Option<f64>,
     pub mde_pct_10_pairs: Option<f64>,
     pub pairs_needed: Option<usize>,
     /// Where the noise comes from: within a trial's window or between trials; `None`
     /// without per-second series of the metric (p99 latency, records without them).
     pub split: Option<NoiseSplit>,
+    /// The pairs' log ratio sd with the host's drift removed: the residual sd of their
+    /// regression on the host-speed probe's log ratios, and its slope
+    /// (`covariate::adjusted`); `None` unless every pair was probed, 3 pairs or more. The
+    /// MDEs and pairs needed stay on the plain sd: the judge removes the drift only from
+    /// `covariate::MIN_PAIRS` pairs on, and with a probe that explains nothing the
+    /// slope's lost degree of freedom makes the adjusted test the weaker one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_adjusted: Option<HostAdjusted>,
+}
+
+/// The noise a metric has left once the host-speed covariate is removed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HostAdjusted {
+    /// Residual sd of the pairs' log ratios (about the relative noise).
+    pub pair_log_ratio_sd: f64,
+    /// Slope of the pairs' log ratios on the probe's log speed ratios.
+    pub slope: f64,
+    /// Two-sided p of "the probe explains none of the pairs' variance".
+    pub slope_p: f64,
 }
 
 impl MetricNoise {
-    fn of(metric: Metric, pairs: &[(&Sample, &Sample)], all: &[&Sample], tol: f64) -> MetricNoise {
+    /// The noise of `metric` over `pairs` (and `all` the measured trials, for the CV and
+    /// the split), its MDEs for REGRESSION by `rule`, its pairs needed for a tolerance of
+    /// `tol` percent.
+    fn of(
+        metric: Metric,
+        pairs: &[(&Sample, &Sample)],
+        all: &[&Sample],
+        tol: f64,
+        rule: stats::Rule,
+    ) -> MetricNoise {
         let d: Vec<f64> = pairs
             .iter()
             .filter_map(|(a, b)| Some((b.value(metric)? / a.value(metric)?).ln()))
@@ -100,7 +136,7 @@ impl MetricNoise {
         let values: Vec<f64> = all.iter().filter_map(|t| t.value(metric)).collect();
         let sd = (d.len() > 1).then(|| d.iter().std_dev());
         let upper = sd.and_then(|sd| sd_upper80(sd, d.len()));
-        let mde = |n: usize| sd.map(|sd| -100.0 * (-stats::mde_log(sd, n)).exp_m1());
+        let mde = |n: usize| upper.map(|u| -100.0 * (-stats::mde_log(u, n, rule)).exp_m1());
         MetricNoise {
             metric,
             pairs: d.len(),
@@ -112,6 +148,13 @@ impl MetricNoise {
             mde_pct_10_pairs: mde(10),
             pairs_needed: upper.and_then(|u| stats::pairs_needed(u, tol, MAX_PAIRS)),
             split: sd.and_then(|sd| NoiseSplit::of(metric, sd, all)),
+            host_adjusted: covariate::of_pairs(pairs, metric)
+                .and_then(|c| c.covariate)
+                .map(|k| HostAdjusted {
+                    pair_log_ratio_sd: k.adjusted_sd_pct / 100.0,
+                    slope: k.slope,
+                    slope_p: k.slope_p,
+                }),
         }
     }
 }
@@ -136,7 +179,7 @@ pub fn prior_noise(trials: &[Sample], engines: &[Engine]) -> Vec<PriorNoise> {
     for &engine in engines {
         let pairs = engine_pairs(trials, engine);
         for metric in Metric::ALL {
-            let n = MetricNoise::of(metric, &pairs, &[], 2.0);
+            let n = MetricNoise::of(metric, &pairs, &[], 2.0, stats::Rule::holm(2.0, 1));
             if let Some(sd_log) = n.pair_log_ratio_sd.filter(|_| n.pairs >= 2) {
                 out.push(PriorNoise {
                     engine,
@@ -148,6 +191,83 @@ pub fn prior_noise(trials: &[Sample], engines: &[Engine]) -> Vec<PriorNoise> {
         }
     }
     out
+}
+
+impl EngineNoise {
+    /// The noise of `engine` in `trials` (an A/A run), one of `engines` calibrated at once,
+    /// for a tolerance of `tolerance_pct` percent and the metrics of `gated`; with `cost`,
+    /// the trials sized for the budget.
+    fn of(
+        trials: &[Sample],
+        engine: Engine,
+        engines: usize,
+        tolerance_pct: f64,
+        gated: MetricSet,
+        cost: &Option<TrialCost>,
+    ) -> EngineNoise {
+        let pairs = engine_pairs(trials, engine);
+        let tps = |t: &Sample| t.tps.unwrap_or(f64::NAN);
+        let (a, b): (Vec<f64>, Vec<f64>) = pairs.iter().map(|(x, y)| (tps(x), tps(y))).unzip();
+        let measured: Vec<&Sample> = trials
+            .iter()
+            .filter(|t| t.engine == engine && t.outcome == Outcome::Measured)
+            .collect();
+        // A gated metric is in the Holm family when the trials measure it.
+        let gated_measured = Metric::ALL
+            .into_iter()
+            .filter(|&m| gated.contains(m))
+            .filter(|&m| {
+                pairs
+                    .iter()
+                    .any(|(x, y)| x.value(m).and(y.value(m)).is_some())
+            })
+            .count();
+        let family = (gated_measured * engines).max(1);
+        let rule = stats::Rule::holm(tolerance_pct, family);
+        let metrics: Vec<MetricNoise> = Metric::ALL
+            .into_iter()
+            .map(|m| MetricNoise::of(m, &pairs, &measured, tolerance_pct, rule))
+            .filter(|m| m.pairs > 0)
+            .collect();
+        // TPS's own figures, kept at the top level of calibration.json.
+        let of_tps = MetricNoise::of(Metric::Tps, &pairs, &measured, tolerance_pct, rule);
+        let candidates: Vec<Candidate> = metrics
+            .iter()
+            .filter(|m| gated.contains(m.metric))
+            .filter_map(|m| {
+                Some(Candidate {
+                    metric: m.metric,
+                    split: m.split.as_ref()?,
+                    upper_factor: m.pair_log_ratio_sd_upper80?
+                        / m.pair_log_ratio_sd.filter(|v| *v > 0.0)?,
+                })
+            })
+            .collect();
+        let sizing = cost
+            .as_ref()
+            .and_then(|c| Sizing::choose(&candidates, c, &measured, rule));
+        let upper = of_tps.pair_log_ratio_sd_upper80;
+        EngineNoise {
+            engine,
+            pairs: pairs.len(),
+            tps_cv_pct: of_tps.cv_pct,
+            pair_log_ratio_sd: of_tps.pair_log_ratio_sd,
+            pair_log_ratio_sd_upper80: upper,
+            aa_change: stats::paired_in_order(&a, &b, &judge::run_order(&pairs)),
+            gated_comparisons: family,
+            mde_pct_by_pairs: upper.map_or_else(Vec::new, |u| {
+                TABLE_PAIRS
+                    .iter()
+                    .map(|&n| (n, -100.0 * (-stats::mde_log(u, n, rule)).exp_m1()))
+                    .collect()
+            }),
+            // Planned on the upper bound, as documented: on the estimate itself a no-change
+            // run would be MEASURED only about two times in three.
+            pairs_needed: of_tps.pairs_needed,
+            metrics,
+            sizing,
+        }
+    }
 }
 
 impl Calibration {
@@ -164,56 +284,7 @@ impl Calibration {
         let engines = engines
             .iter()
             .map(|&engine| {
-                let pairs = engine_pairs(trials, engine);
-                let tps = |t: &Sample| t.tps.unwrap_or(f64::NAN);
-                let (a, b): (Vec<f64>, Vec<f64>) =
-                    pairs.iter().map(|(x, y)| (tps(x), tps(y))).unzip();
-                let measured: Vec<&Sample> = trials
-                    .iter()
-                    .filter(|t| t.engine == engine && t.outcome == Outcome::Measured)
-                    .collect();
-                let metrics: Vec<MetricNoise> = Metric::ALL
-                    .into_iter()
-                    .map(|m| MetricNoise::of(m, &pairs, &measured, tolerance_pct))
-                    .filter(|m| m.pairs > 0)
-                    .collect();
-                // TPS's own figures, kept at the top level of calibration.json.
-                let of_tps = MetricNoise::of(Metric::Tps, &pairs, &measured, tolerance_pct);
-                let sd = of_tps.pair_log_ratio_sd;
-                let candidates: Vec<Candidate> = metrics
-                    .iter()
-                    .filter(|m| gated.contains(m.metric))
-                    .filter_map(|m| {
-                        Some(Candidate {
-                            metric: m.metric,
-                            split: m.split.as_ref()?,
-                            upper_factor: m.pair_log_ratio_sd_upper80?
-                                / m.pair_log_ratio_sd.filter(|v| *v > 0.0)?,
-                        })
-                    })
-                    .collect();
-                let sizing = cost
-                    .as_ref()
-                    .and_then(|c| Sizing::choose(&candidates, c, &measured));
-                EngineNoise {
-                    engine,
-                    pairs: pairs.len(),
-                    tps_cv_pct: of_tps.cv_pct,
-                    pair_log_ratio_sd: sd,
-                    pair_log_ratio_sd_upper80: of_tps.pair_log_ratio_sd_upper80,
-                    aa_change: stats::paired_in_order(&a, &b, &judge::run_order(&pairs)),
-                    mde_pct_by_pairs: sd.map_or_else(Vec::new, |sd| {
-                        TABLE_PAIRS
-                            .iter()
-                            .map(|&n| (n, -100.0 * (-stats::mde_log(sd, n)).exp_m1()))
-                            .collect()
-                    }),
-                    // Planned on the upper bound, as documented: on the estimate itself
-                    // a no-change run would be MEASURED only about two times in three.
-                    pairs_needed: of_tps.pairs_needed,
-                    metrics,
-                    sizing,
-                }
+                EngineNoise::of(trials, engine, engines.len(), tolerance_pct, gated, &cost)
             })
             .collect();
         Calibration {
@@ -245,6 +316,7 @@ impl Calibration {
                 100.0 * sd,
                 100.0 * e.pair_log_ratio_sd_upper80.unwrap_or(f64::NAN)
             );
+            s += &e.render_host_adjusted();
             if let Some(c) = &e.aa_change {
                 let _ = writeln!(
                     s,
@@ -257,7 +329,13 @@ impl Calibration {
                 .iter()
                 .map(|(n, m)| format!("{n}: {m:.1}%"))
                 .collect();
-            let _ = writeln!(s, "  MDE (80% power) by pairs: {}", row.join(", "));
+            let _ = writeln!(
+                s,
+                "  MDE by pairs (caught as REGRESSION 4 times in 5, as one of {} gated \
+                 comparisons, at the noise's 80% upper bound): {}",
+                e.gated_comparisons,
+                row.join(", ")
+            );
             match e.pairs_needed {
                 Some(n) => {
                     let _ = writeln!(
@@ -333,12 +411,28 @@ impl Calibration {
 }
 
 impl EngineNoise {
+    /// TPS's pair sd with the host's drift removed, one line, or nothing without a probe.
+    fn render_host_adjusted(&self) -> String {
+        let tps = self.metrics.iter().find(|m| m.metric == Metric::Tps);
+        let Some(h) = tps.and_then(|m| m.host_adjusted.as_ref()) else {
+            return String::new();
+        };
+        format!(
+            "  with the host's speed removed: {:.2}% (probe slope {:.2}, p={:.3}; the judge \
+             removes it from {} pairs on, the MDEs below do not)\n",
+            100.0 * h.pair_log_ratio_sd,
+            h.slope,
+            h.slope_p,
+            covariate::MIN_PAIRS
+        )
+    }
+
     /// The noise of every measured metric, one row each.
     fn render_metrics(&self, tol: f64) -> String {
         let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}%"));
         let mut s = format!(
-            "{} noise by metric ({} tolerance: pairs needed on the 80% bound; within: one \
-             trial's sd from its window's fluctuation, between: the rest):\n  \
+            "{} noise by metric ({} tolerance: MDEs and pairs needed on the 80% bound; \
+             within: one trial's sd from its window's fluctuation, between: the rest):\n  \
              {:<26} {:>9} {:>10} {:>9} {:>9} {:>9} {:>10} {:>7}\n",
             self.engine,
             format_args!("{tol:.1}%"),
@@ -482,6 +576,51 @@ mod tests {
         assert!(e.metrics.iter().all(|m| m.metric != Metric::TxnLatencyP99));
         let text = c.render();
         assert!(text.contains("storage_to_client_cpu"), "{text}");
+    }
+
+    /// A host whose speed moves every trial's TPS one for one: the probe, timed around
+    /// each trial, explains the pairs' noise, and the calibration shows what is left.
+    #[test]
+    fn the_pair_sd_left_once_the_host_speed_is_removed_is_shown() {
+        use crate::results::trial::HostSpeed;
+        let speed = [
+            1.00, 1.08, 0.93, 1.05, 0.97, 1.02, 0.95, 1.06, 0.99, 1.03, 0.96, 1.04,
+        ];
+        let own = [1.0, 1.003, 0.998, 1.001, 1.002, 0.999];
+        let tps = |i: usize| 1000.0 * speed[i] * own[i / 2];
+        let a: Vec<f64> = (0..6).map(|i| tps(2 * i)).collect();
+        let b: Vec<f64> = (0..6).map(|i| tps(2 * i + 1)).collect();
+        let mut trials = interleaved(&a, &b);
+        let plain = calibrate(&trials);
+        assert_eq!(plain.engines[0].metrics[0].host_adjusted, None);
+        assert!(!plain.render().contains("host's speed removed"));
+        for t in &mut trials {
+            // Pair r: the baseline ran at speed[2r], the experiment at speed[2r + 1].
+            let r = t.repetition as usize - 1;
+            let i = 2 * r + usize::from(t.arm == Arm::Experiment);
+            t.host = Some(HostSpeed {
+                probe_rounds: 1,
+                before_s: 1.0 / speed[i],
+                after_s: 1.0 / speed[i],
+                steal_pct: None,
+                cpu_mhz: None,
+            });
+        }
+        let c = calibrate(&trials);
+        let tps_noise = &c.engines[0].metrics[0];
+        let h = tps_noise.host_adjusted.as_ref().unwrap();
+        let sd = tps_noise.pair_log_ratio_sd.unwrap();
+        assert!(sd > 0.02, "{sd}");
+        assert!(h.pair_log_ratio_sd < sd / 5.0, "{sd} {h:?}");
+        assert!((h.slope - 1.0).abs() < 0.2, "{h:?}");
+        assert!(h.slope_p < 0.01, "{h:?}");
+        // The plan stays on the plain noise.
+        assert_eq!(c.engines[0].pairs_needed, plain.engines[0].pairs_needed);
+        assert!(
+            c.render().contains("with the host's speed removed:"),
+            "{}",
+            c.render()
+        );
     }
 
     #[test]

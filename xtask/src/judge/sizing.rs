@@ -137,8 +137,9 @@ pub struct Sizing {
     pub window_seconds: u64,
     /// Pairs that fit the budget (`--trials`).
     pub pairs: usize,
-    /// The MDE (80% power, one engine, fixed `--trials`) at those pairs, planned on the 80%
-    /// upper bound of the noise, percent.
+    /// The MDE at those pairs (REGRESSION with 80% power at the level of the calibration's
+    /// gated comparisons, a fixed `--trials`), planned on the 80% upper bound of the noise,
+    /// percent.
     pub mde_pct: f64,
     /// The same budget with the calibration's own warmup and window: pairs and MDE.
     pub current_pairs: usize,
@@ -155,11 +156,13 @@ pub struct Candidate<'a> {
 
 impl Sizing {
     /// The best sizing over `candidates` for `cost`, with the warmup from the trials' TPS
-    /// ([`settled_after`]); `None` when no window fits two pairs in the budget.
+    /// ([`settled_after`]) and the MDE for REGRESSION by `rule`; `None` when no window fits
+    /// two pairs in the budget.
     pub fn choose(
         candidates: &[Candidate],
         cost: &TrialCost,
         trials: &[&Sample],
+        rule: stats::Rule,
     ) -> Option<Sizing> {
         let (warmup, warmup_reason) = match settled_after(trials) {
             Some(s) => {
@@ -178,7 +181,7 @@ impl Sizing {
         let mde = |c: &Candidate, window: u64, pairs: usize| {
             (pairs >= 2).then(|| {
                 let sd = c.split.pair_sd(window as f64) * c.upper_factor;
-                -100.0 * (-stats::mde_log(sd, pairs)).exp_m1()
+                -100.0 * (-stats::mde_log(sd, pairs, rule)).exp_m1()
             })
         };
         let best = candidates
@@ -356,7 +359,7 @@ mod tests {
                 split: &split,
                 upper_factor: 1.0,
             };
-            Sizing::choose(&[c], &cost, &refs).unwrap()
+            Sizing::choose(&[c], &cost, &refs, stats::Rule::holm(2.0, 1)).unwrap()
         };
         let between = size(0.5, 4.0);
         let within = size(6.0, 0.2);
@@ -383,6 +386,9 @@ mod tests {
             budget_s: 100.0,
             ..cost
         };
-        assert_eq!(Sizing::choose(&[c], &tiny, &refs), None);
+        assert_eq!(
+            Sizing::choose(&[c], &tiny, &refs, stats::Rule::holm(2.0, 1)),
+            None
+        );
     }
 }

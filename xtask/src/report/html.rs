@@ -167,7 +167,7 @@ fn verdict_table(judgements: &[Judgement], trials: &[TrialRecord]) -> String {
             (Some((c, lo, hi)), Some(cmp)) => (
                 format!("{c:+.2}% [{lo:+.2}%, {hi:+.2}%]"),
                 format!("{:.3}", cmp.p_value),
-                format!("{:.2}%", cmp.mde_pct),
+                cmp.mde_pct.map_or("-".into(), |m| format!("{m:.2}%")),
             ),
             _ => ("-".into(), "-".into(), "-".into()),
         };

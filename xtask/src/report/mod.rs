@@ -181,7 +181,7 @@ fn numbers(j: &Judgement) -> Vec<(String, String)> {
         push(&format!("{m}_change_ci95_low_pct"), Some(low), 2);
         push(&format!("{m}_change_ci95_high_pct"), Some(high), 2);
         push("p_value", Some(c.p_value), 4);
-        push("mde_pct", Some(c.mde_pct), 2);
+        push("mde_pct", c.mde_pct, 2);
     }
     push("p_not_worse_adjusted", j.p_not_worse_adjusted, 4);
     push("p_slower_adjusted", j.p_slower_adjusted, 4);
@@ -407,7 +407,10 @@ fn table_row(j: &Judgement) -> [String; 7] {
     );
     let p_mde = j.comparison.as_ref().map_or_else(
         || "-".into(),
-        |c| format!("{:.3} / {:.2}% / {}", c.p_value, c.mde_pct, c.n_experiment),
+        |c| {
+            let mde = c.mde_pct.map_or("-".into(), |m| format!("{m:.2}%"));
+            format!("{:.3} / {mde} / {}", c.p_value, c.n_experiment)
+        },
     );
     // A sweep's knees stand where the arms' means do.
     let knee = |k: Option<u64>, ks: &crate::judge::knee::Knees| match k {
@@ -621,9 +624,9 @@ mod tests {
     fn table_golden() {
         let (_, j) = run();
         expect![[r#"
-            engine   metric  baseline      experiment   change [95% CI]         p / MDE / pairs    verdict
-            redwood  TPS     1000.0 ±1.0%  951.8 ±0.8%  -4.82% [-5.48, -4.15]   0.001 / 0.92% / 3  REGRESSION
-            redwood  p99 µs  4233.3        4566.7       +7.89% [+0.12, +16.26]  0.049 / 9.35% / 3  (REGRESSION, not gating)
+            engine   metric  baseline      experiment   change [95% CI]         p / MDE / pairs     verdict
+            redwood  TPS     1000.0 ±1.0%  951.8 ±0.8%  -4.82% [-5.48, -4.15]   0.001 / 2.37% / 3   REGRESSION
+            redwood  p99 µs  4233.3        4566.7       +7.89% [+0.12, +16.26]  0.049 / 18.87% / 3  (REGRESSION, not gating)
             (TPS: the arm's mean ±its coefficient of variation, the trials' standard deviation / mean)
             redwood REGRESSION: TPS -4.82% [-5.48%, -4.15%] over 3 pairs, p=0.001: significantly slower, and the estimated change exceeds the 2.00% tolerance
             redwood txn_latency_p99 (not gating) REGRESSION: p99 transaction latency +7.89% [+0.12%, +16.26%] over 3 pairs, p=0.049: significantly higher in latency, and the estimated change exceeds the 2.00% tolerance
@@ -685,7 +688,7 @@ mod tests {
                         <property name="tps.tps_change_ci95_low_pct" value="-5.48"/>
                         <property name="tps.tps_change_ci95_high_pct" value="-4.15"/>
                         <property name="tps.p_value" value="0.0011"/>
-                        <property name="tps.mde_pct" value="0.92"/>
+                        <property name="tps.mde_pct" value="2.37"/>
                         <property name="tps.p_not_worse_adjusted" value="0.9984"/>
                         <property name="tps.p_slower_adjusted" value="0.0006"/>
                         <property name="tps.max_regression_pct" value="2.00"/>
@@ -712,7 +715,7 @@ mod tests {
                         <property name="txn_latency_p99.txn_latency_p99_change_ci95_low_pct" value="0.12"/>
                         <property name="txn_latency_p99.txn_latency_p99_change_ci95_high_pct" value="16.26"/>
                         <property name="txn_latency_p99.p_value" value="0.0485"/>
-                        <property name="txn_latency_p99.mde_pct" value="9.35"/>
+                        <property name="txn_latency_p99.mde_pct" value="18.87"/>
                         <property name="txn_latency_p99.p_not_worse_adjusted" value="0.9577"/>
                         <property name="txn_latency_p99.p_slower_adjusted" value="0.0243"/>
                         <property name="txn_latency_p99.max_regression_pct" value="2.00"/>
@@ -740,7 +743,7 @@ mod tests {
             tps_change_ci95_low_pct=-5.48
             tps_change_ci95_high_pct=-4.15
             p_value=0.0011
-            mde_pct=0.92
+            mde_pct=2.37
             p_not_worse_adjusted=0.9984
             p_slower_adjusted=0.0006
             max_regression_pct=2.00</failure>
@@ -771,7 +774,7 @@ mod tests {
             txn_latency_p99_change_ci95_low_pct=0.12
             txn_latency_p99_change_ci95_high_pct=16.26
             p_value=0.0485
-            mde_pct=9.35
+            mde_pct=18.87
             p_not_worse_adjusted=0.9577
             p_slower_adjusted=0.0243
             max_regression_pct=2.00
@@ -798,7 +801,10 @@ mod tests {
             "{xml}"
         );
         assert!(xml.contains(">INCONCLUSIVE (redwood): TPS "), "{xml}");
-        assert!(xml.contains("(MDE, 80% power)"), "{xml}");
+        assert!(
+            xml.contains("(MDE: 80% power, the noise at its 80% upper bound)"),
+            "{xml}"
+        );
         assert!(xml.contains(r#"skipped="1""#), "{xml}");
         // Under --strict the run exits 1, and the file says so (CI would otherwise show a
         // failed job with 0 failures).
