@@ -142,23 +142,6 @@ impl Sandbox {
         workload: &[&str],
         extra: &[&str],
     ) -> Command {
-        let mut cmd = self.probed_bench_command(a, b, out, workload, extra);
-        // The host-speed probe's fixed work (twice a trial, most of a second each in the
-        // debug gate) took two thirds of these tests' time, whose trials the double plays
-        // in seconds; the probe's own tests use `probed_bench_command`.
-        cmd.arg("--no-host-probe");
-        cmd
-    }
-
-    /// [`Sandbox::bench_command_with`] with the host-speed probe on, as it is by default.
-    pub fn probed_bench_command(
-        &self,
-        a: &Path,
-        b: &Path,
-        out: &Path,
-        workload: &[&str],
-        extra: &[&str],
-    ) -> Command {
         let mut cmd = crate::support::gate_cmd();
         cmd.arg("bench")
             .arg("--baseline-build")
@@ -176,6 +159,20 @@ impl Sandbox {
             .arg(self.dir.path().join("baselines"))
             .args(extra)
             .env("WORKDIR", self.workdir.path());
+        cmd
+    }
+
+    /// [`Sandbox::bench_command_with`] with the host-speed probe (`--host-probe`).
+    pub fn probed_bench_command(
+        &self,
+        a: &Path,
+        b: &Path,
+        out: &Path,
+        workload: &[&str],
+        extra: &[&str],
+    ) -> Command {
+        let mut cmd = self.bench_command_with(a, b, out, workload, extra);
+        cmd.arg("--host-probe");
         cmd
     }
 
@@ -220,8 +217,6 @@ impl Sandbox {
             .arg(out)
             .args(workload)
             .args(["--trials", &trials.to_string(), "--quiet"])
-            // As in `bench_command_with`.
-            .arg("--no-host-probe")
             .env("WORKDIR", self.workdir.path())
             .output()
             .unwrap();

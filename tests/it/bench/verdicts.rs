@@ -608,9 +608,10 @@ fn a_gated_metric_that_was_not_measured_is_an_error() {
     }
 }
 
-/// Every trial is bracketed by the host-speed probe, recorded in trials.json; from 5 pairs
+/// With `--host-probe` every trial is bracketed by the host-speed probe, recorded in
+/// trials.json; from 5 pairs
 /// on the judge regresses the pairs' ratios on the probe's and says what that did to the
-/// pairs' sd. `--no-host-probe` records no probe.
+/// pairs' sd. Without `--host-probe` no probe is recorded.
 #[test]
 fn the_host_speed_probe_is_recorded_and_removed_from_five_pairs_on() {
     let s = Sandbox::new();
@@ -639,16 +640,7 @@ fn the_host_speed_probe_is_recorded_and_removed_from_five_pairs_on() {
 
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({"tps": 1000.0}), json!({"tps": 990.0}));
-    let o = s
-        .probed_bench_command(
-            &a,
-            &b,
-            &s.out(),
-            &TINY,
-            &["--trials", "2", "--no-host-probe"],
-        )
-        .output()
-        .unwrap();
+    let o = s.bench(&a, &b, &["--trials", "2"]);
     assert_eq!(code(&o), 0, "{}", text(&o));
     let trials = s.read_json("trials.json");
     assert!(

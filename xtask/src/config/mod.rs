@@ -191,7 +191,7 @@ pub struct BenchConfig {
     pub noise_max_age_s: u64,
     /// A trial whose storage server used less than 0.85 cores is an error, not a warning.
     pub require_cpu_bound: bool,
-    /// Probe the host's speed around each trial (`run::probe`; off: `--no-host-probe`).
+    /// Probe the host's speed around each trial (`run::probe`; `--host-probe`).
     pub host_probe: bool,
     /// Run build trees that are not Release, lack mako or are instrumented (warned).
     pub allow_non_release: bool,
@@ -399,7 +399,7 @@ impl BenchConfig {
             noise_from: None,
             noise_max_age_s: DEFAULT_NOISE_MAX_AGE_S,
             require_cpu_bound: a.require_cpu_bound,
-            host_probe: !a.no_host_probe,
+            host_probe: a.host_probe,
             allow_non_release: a.allow_non_release,
             dry_run: a.dry_run,
             quiet: a.quiet,
