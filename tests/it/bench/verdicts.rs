@@ -638,6 +638,72 @@ fn the_host_speed_probe_is_recorded_and_removed_from_five_pairs_on() {
         "{reason}"
     );
 
+    // Probe figures no probe measures, and a start time no gate wrote, are refused by
+    // `compare`, naming what is wrong; a probe missing from one trial is said unused.
+    let edited = s.dir.path().join("edited");
+    std::fs::create_dir_all(&edited).unwrap();
+    std::fs::copy(s.out().join("summary.json"), edited.join("summary.json")).unwrap();
+    let meta = s.read_json("meta.json");
+    std::fs::write(edited.join("meta.json"), meta.to_string()).unwrap();
+    let original = s.read_json("trials.json");
+    let rounds = original[0]["host"]["probe_rounds"].as_u64().unwrap();
+    type Edit = Box<dyn Fn(&mut Value)>;
+    let edits: [(Edit, &str); 6] = [
+        (
+            Box::new(|t| t[1]["host"]["before_s"] = json!(0.0)),
+            "before_s is 0",
+        ),
+        (
+            Box::new(|t| t[2]["host"]["after_s"] = json!(-1.0)),
+            "after_s is -1",
+        ),
+        (
+            Box::new(|t| t[3]["host"]["before_s"] = json!(1e300)),
+            "at most an hour",
+        ),
+        (
+            Box::new(|t| t[1]["host"]["probe_rounds"] = json!(0)),
+            "0 rounds",
+        ),
+        (
+            Box::new(move |t| t[4]["host"]["probe_rounds"] = json!(rounds + 1)),
+            "probes of different work do not compare",
+        ),
+        (
+            Box::new(|t| t[1]["host"]["steal_pct"] = json!(-50.0)),
+            "steal time of -50%",
+        ),
+    ];
+    for (edit, want) in edits {
+        let mut trials = original.clone();
+        edit(&mut trials);
+        std::fs::write(edited.join("trials.json"), trials.to_string()).unwrap();
+        let o = compare_only(&edited);
+        assert_eq!(code(&o), 2, "{want}: {}", text(&o));
+        assert!(text(&o).contains(want), "{want}: {}", text(&o));
+    }
+    let mut trials = original.clone();
+    trials[3].as_object_mut().unwrap().remove("host");
+    std::fs::write(edited.join("trials.json"), trials.to_string()).unwrap();
+    let o = compare_only(&edited);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(
+        text(&o).contains("host-speed probe not used: 1 of the 10 paired trials have none"),
+        "{}",
+        text(&o)
+    );
+    std::fs::write(edited.join("trials.json"), original.to_string()).unwrap();
+    let mut late = meta.clone();
+    late["started_at_unix_s"] = json!(253_402_300_800u64);
+    std::fs::write(edited.join("meta.json"), late.to_string()).unwrap();
+    let o = compare_only(&edited);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(
+        text(&o).contains("after 9999-12-31T23:59:59Z"),
+        "{}",
+        text(&o)
+    );
+
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({"tps": 1000.0}), json!({"tps": 990.0}));
     let o = s.bench(&a, &b, &["--trials", "2"]);

@@ -145,7 +145,7 @@ fn age(saved: &SavedRun, max_age_s: u64, now: SystemTime) -> Result<(u64, String
         );
     };
     let at = humantime::format_rfc3339_seconds(
-        SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(started.min(1 << 40)),
+        SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(started),
     )
     .to_string();
     let now_s = now

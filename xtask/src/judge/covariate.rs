@@ -120,6 +120,42 @@ pub fn chosen(plain: Comparison, adjusted: Option<Comparison>) -> Comparison {
     }
 }
 
+/// Why the host-speed probe that trials recorded cannot be used on `pairs` ([`MIN_PAIRS`]
+/// or more), for the verdict's notes: some paired trials have no probe, or the probe's
+/// speed ratio is the same in every pair (nothing to regress on). `None` when it can be,
+/// when no trial was probed, and below [`MIN_PAIRS`], where it is never used.
+pub fn unused(pairs: &[(&Sample, &Sample)]) -> Option<String> {
+    if pairs.len() < MIN_PAIRS {
+        return None;
+    }
+    let trials = 2 * pairs.len();
+    let ratios: Vec<f64> = pairs
+        .iter()
+        .filter_map(|(a, b)| Some((b.host_speed? / a.host_speed?).ln()))
+        .collect();
+    let probed = pairs
+        .iter()
+        .flat_map(|(a, b)| [a, b])
+        .filter(|t| t.host_speed.is_some())
+        .count();
+    if probed == 0 {
+        None
+    } else if probed < trials {
+        Some(format!(
+            "host-speed probe not used: {} of the {trials} paired trials have none",
+            trials - probed
+        ))
+    } else if ratios.iter().all(|r| *r == ratios[0]) {
+        Some(
+            "host-speed probe not used: its speed ratio is the same in every pair, so it \
+             explains nothing"
+                .to_string(),
+        )
+    } else {
+        None
+    }
+}
+
 /// The clause a verdict's reason adds when the covariate was removed.
 pub fn said(c: &Comparison) -> Option<String> {
     let k = c.covariate.as_ref()?;
@@ -322,5 +358,41 @@ mod tests {
         // Host speeds that do not vary explain nothing.
         assert!(adjusted(&base, &exp, &sb, &sb, &order).is_none());
         assert!(adjusted(&base[..2], &exp[..2], &sb[..2], &se[..2], &order[..2]).is_none());
+    }
+
+    /// A probe the judge cannot use is said in the notes from MIN_PAIRS pairs on, and only
+    /// when some trial was probed.
+    #[test]
+    fn a_probe_that_cannot_be_used_is_said() {
+        use crate::judge::{pairs, tests::interleaved};
+        let probed = |speed: &dyn Fn(usize) -> Option<f64>| {
+            let mut trials = interleaved(&[1000.0; 5], &[990.0; 5]);
+            for (i, t) in trials.iter_mut().enumerate() {
+                t.host = speed(i).map(|s| HostSpeed {
+                    probe_rounds: 1,
+                    before_s: 1.0 / s,
+                    after_s: 1.0 / s,
+                    steal_pct: None,
+                    cpu_mhz: None,
+                });
+            }
+            Sample::of_trials(&trials)
+        };
+        let said = |samples: &[Sample], n: usize| {
+            let arm = |a: Arm| -> Vec<&Sample> { samples.iter().filter(|t| t.arm == a).collect() };
+            let p = pairs(&arm(Arm::Baseline), &arm(Arm::Experiment));
+            unused(&p[..n])
+        };
+        let varied = probed(&|i| Some(1.0 + 0.01 * i as f64));
+        assert_eq!(said(&varied, 5), None);
+        assert_eq!(said(&probed(&|_| None), 5), None);
+        let one_missing = probed(&|i| (i != 3).then_some(1.0 + 0.01 * i as f64));
+        assert_eq!(
+            said(&one_missing, 5).unwrap(),
+            "host-speed probe not used: 1 of the 10 paired trials have none"
+        );
+        assert_eq!(said(&one_missing, 4), None);
+        let flat = said(&probed(&|_| Some(2.0)), 5).unwrap();
+        assert!(flat.contains("the same in every pair"), "{flat}");
     }
 }

@@ -545,7 +545,8 @@ fn judge_engine(
         Some(if m.lower_is_better() { c.inverted() } else { c })
     };
     let rule = precheck(&base, &exp, &experiment, criteria);
-    let notes = notes(&base, &exp, [&baseline, &experiment]);
+    let mut notes = notes(&base, &exp, [&baseline, &experiment]);
+    notes.extend(covariate::unused(&pairs));
     let tps = Judgement {
         engine,
         metric: Metric::Tps,
@@ -1004,33 +1005,54 @@ fn decide(j: &Judgement) -> (Verdict, String) {
                  {tol:.2}% tolerance"
             ),
         )
-    } else if c.ci_high_pct < -tol {
-        // The interval shown is the plain 95% one; the decision's test is stricter when it
-        // is one of a family, or one look of several: the numbers show a loss the verdict
-        // may not call yet, and the reader must not take it for "nothing seen".
-        let stricter = if j.looks > 1 {
-            "at this look of a sequential test".to_string()
-        } else {
-            format!("as one of {} comparisons", j.family_size)
-        };
-        (
-            Verdict::Inconclusive,
-            format!(
-                "{numbers}: the whole interval lies beyond the {tol:.2}% tolerance: {loss} \
-                 beyond it, not yet significant {stricter}; run more trials to confirm it"
-            ),
+    } else {
+        (Verdict::Inconclusive, inconclusive(j, c, &numbers, loss))
+    }
+}
+
+/// The sentence of an INCONCLUSIVE with comparison `c`. The interval shown is the plain
+/// 95% one; the decision's tests are stricter when it is one of a family, or one look of
+/// several, so an interval wholly beyond the tolerance (or wholly within it) is not yet a
+/// verdict: the sentence says so rather than "nothing seen".
+fn inconclusive(j: &Judgement, c: &Comparison, numbers: &str, loss: &str) -> String {
+    let tol = j.criteria.max_regression_pct;
+    let stricter = if j.looks > 1 {
+        "at this look of a sequential test".to_string()
+    } else {
+        format!("as one of {}", comparisons(j.family_size))
+    };
+    if c.ci_high_pct < -tol {
+        format!(
+            "{numbers}: the whole interval lies beyond the {tol:.2}% tolerance: {loss} \
+             beyond it, not yet significant {stricter}; run more trials to confirm it"
+        )
+    } else if c.ci_low_pct > -tol {
+        format!(
+            "{numbers}: the whole interval lies within the {tol:.2}% tolerance, but {loss} \
+             beyond it is not yet ruled out {stricter}; run more trials to confirm it"
         )
     } else {
-        (
-            Verdict::Inconclusive,
-            format!(
-                "{numbers}: neither rules out {loss} beyond {tol:.2}% nor shows one; runs of \
-                 this size catch a true change of {:.2}% as REGRESSION (MDE: 80% power, the \
-                 noise at its 80% upper bound): run more trials (cargo xtask calibrate tells \
-                 how many)",
-                c.mde_pct.unwrap_or(f64::NAN)
-            ),
+        let mde = c.mde_pct.map_or(
+            "the pairs agree exactly, so they give no estimate of the noise".to_string(),
+            |m| {
+                format!(
+                    "runs of this size catch a true change of {m:.2}% as REGRESSION (MDE: \
+                     80% power, the noise at its 80% upper bound)"
+                )
+            },
+        );
+        format!(
+            "{numbers}: neither rules out {loss} beyond {tol:.2}% nor shows one; {mde}: run \
+             more trials (cargo xtask calibrate tells how many)"
         )
+    }
+}
+
+/// "1 comparison", "3 comparisons".
+fn comparisons(n: usize) -> String {
+    match n {
+        1 => "1 comparison".to_string(),
+        n => format!("{n} comparisons"),
     }
 }
 
@@ -1117,14 +1139,14 @@ fn decision_numbers(j: &Judgement, c: &Comparison, nw: f64, sl: f64) -> String {
         let look = (c.n_experiment + 1).saturating_sub(sequential::MIN_PAIRS as usize);
         let _ = write!(
             numbers,
-            " (look {} of at most {} of a group-sequential test, over {} comparisons: \
+            " (look {} of at most {} of a group-sequential test, over {}: \
              p-values scaled to not-worse {nw:.4}, slower {sl:.4}, each against {:.3}; \
              the change and interval are not adjusted for stopping: a run that stops early \
              on a loss overstates it, by {:.0}% in simulation, a true {:.2}% read as {:.2}% \
              on average)",
             look.clamp(1, j.looks as usize),
             j.looks,
-            j.family_size,
+            comparisons(j.family_size),
             ALPHA / 2.0,
             100.0 * (STOP_READ_PCT.1 / STOP_READ_PCT.0 - 1.0),
             STOP_READ_PCT.0,
@@ -1646,6 +1668,39 @@ pub(crate) mod tests {
     /// trial) at true losses of 6%, 8% and 10%, 3000 runs each, seeded: 781 of the 9000
     /// runs' TPS verdicts were such an INCONCLUSIVE (8.7%), and every one of them said
     /// "neither rules out a loss beyond 2.00% nor shows one" with its MDE before.
+    /// The mirror case: an interval wholly within the tolerance whose not-worse test is
+    /// not significant at the decision's level (a look of a sequential test is stricter
+    /// than the plain interval) says so, and does not say that it neither rules out a loss
+    /// nor shows one; nor does the sentence say "1 comparisons".
+    #[test]
+    fn an_inconclusive_says_so_when_its_interval_lies_within_the_tolerance() {
+        use rand::SeedableRng;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(31);
+        let mut j = gate(&mut rng, 3, 0.01, 1.0, false).remove(0);
+        j.looks = 4;
+        let c = Comparison {
+            ci_low_pct: -1.5,
+            ci_high_pct: 1.0,
+            ..j.comparison.clone().unwrap()
+        };
+        let said = inconclusive(&j, &c, "TPS", "a loss");
+        assert!(
+            said.contains("the whole interval lies within the 2.00% tolerance, but a loss")
+                && said.contains("not yet ruled out at this look of a sequential test"),
+            "{said}"
+        );
+        assert!(!said.contains("neither rules out"), "{said}");
+        j.looks = 1;
+        j.family_size = 1;
+        let said = inconclusive(&j, &c, "TPS", "a loss");
+        assert!(said.contains("as one of 1 comparison;"), "{said}");
+        let c = Comparison {
+            ci_low_pct: -3.0,
+            ..c
+        };
+        assert!(inconclusive(&j, &c, "TPS", "a loss").contains("neither rules out"));
+    }
+
     #[test]
     fn an_inconclusive_says_so_when_its_interval_lies_beyond_the_tolerance() {
         use rand::SeedableRng;

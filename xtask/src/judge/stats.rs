@@ -533,16 +533,14 @@ impl Rule {
 
 impl Comparison {
     /// The comparison with its MDE for `rule` (`mde_pct`): [`detectable_loss`] at the
-    /// NOISE_BOUND upper bound of its standard error. 0 without noise.
+    /// NOISE_BOUND upper bound of its standard error; `None` when the standard error is 0
+    /// (every pair agrees exactly: no estimate of the noise).
     pub fn with_mde(self, rule: Rule) -> Comparison {
         let sigma = self.se * upper_bound_factor(self.df);
-        let loss = if sigma > 0.0 {
-            detectable_loss(sigma, self.df, rule)
-        } else {
-            0.0
-        };
+        // Trials that agree exactly give no estimate of the noise, so no MDE either.
+        let loss = (sigma > 0.0).then(|| detectable_loss(sigma, self.df, rule));
         Comparison {
-            mde_pct: Some(-pct(-loss)),
+            mde_pct: loss.map(|l| -pct(-l)),
             ..self
         }
     }
@@ -939,8 +937,10 @@ mod tests {
     fn zero_variance_gives_a_point_interval_and_a_certain_answer() {
         let c = paired(&[1000.0, 1000.0], &[900.0, 900.0]).unwrap();
         assert_eq!((c.se, c.p_value), (0.0, 0.0));
-        let mde = c.clone().with_mde(Rule::holm(2.0, 1)).mde_pct;
-        assert_eq!(mde, Some(0.0));
+        // No estimate of the noise, so no MDE; with any noise it lies beyond the tolerance.
+        assert_eq!(c.clone().with_mde(Rule::holm(2.0, 1)).mde_pct, None);
+        let noisy = paired(&[1000.0, 1001.0], &[900.0, 900.0]).unwrap();
+        assert!(noisy.with_mde(Rule::holm(2.0, 1)).mde_pct.unwrap() > 2.0);
         close("delta", c.delta_pct, -10.0);
         close("ci", c.ci_low_pct, -10.0);
         assert_eq!(c.p_slower(), 0.0);

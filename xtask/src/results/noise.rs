@@ -86,17 +86,22 @@ impl NoisePrior {
     }
 }
 
-/// An age for people: minutes under a day, hours beyond (`42m`, `3days 4h`).
+/// An age for people: minutes under a day, days and hours beyond (`42m`, `3days 4h`,
+/// `20800days 16h`: humantime's months and years are fractional days, which would print
+/// minutes and seconds again).
 pub fn age_text(age_s: u64) -> String {
-    let rounded = if age_s < 24 * 3600 {
-        age_s / 60 * 60
-    } else {
-        age_s / 3600 * 3600
-    };
-    if rounded == 0 {
+    if age_s < 60 {
         return "less than a minute".to_string();
     }
-    humantime::format_duration(std::time::Duration::from_secs(rounded)).to_string()
+    if age_s < 24 * 3600 {
+        return humantime::format_duration(std::time::Duration::from_secs(age_s / 60 * 60))
+            .to_string();
+    }
+    let (days, hours) = (age_s / 86_400, age_s % 86_400 / 3600);
+    match hours {
+        0 => format!("{days}days"),
+        h => format!("{days}days {h}h"),
+    }
 }
 
 #[cfg(test)]
@@ -140,5 +145,8 @@ mod tests {
         assert_eq!(age_text(20), "less than a minute");
         assert_eq!(age_text(21 * 60 + 5), "21m");
         assert_eq!(age_text(3 * 86_400 + 4 * 3600 + 59), "3days 4h");
+        assert_eq!(age_text(2 * 86_400 + 59), "2days");
+        // Past a month humantime would print fractional months as hours, minutes, seconds.
+        assert_eq!(age_text(1_796_119_200), "20788days 10h");
     }
 }

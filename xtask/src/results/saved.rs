@@ -37,8 +37,9 @@ pub struct SavedRun {
 #[derive(Deserialize)]
 pub struct SavedMeta {
     pub host: Host,
-    /// When the run started, seconds since the Unix epoch (absent before 0.1).
-    #[serde(default)]
+    /// When the run started, seconds since the Unix epoch (absent before 0.1); at most
+    /// [`LATEST_UNIX_S`], which every reader of it may rely on.
+    #[serde(default, deserialize_with = "unix_seconds")]
     pub started_at_unix_s: Option<u64>,
     /// The same, RFC 3339 UTC.
     #[serde(default)]
@@ -48,6 +49,21 @@ pub struct SavedMeta {
     #[serde(default)]
     pub results_dir: Option<std::path::PathBuf>,
     pub plan: SavedPlan,
+}
+
+/// The last second RFC 3339 can write (9999-12-31T23:59:59Z), seconds since the Unix epoch:
+/// a later start time is no time a gate wrote, and would not print.
+pub const LATEST_UNIX_S: u64 = 253_402_300_799;
+
+/// A start time of a saved run, refused after [`LATEST_UNIX_S`].
+fn unix_seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let s = Option::<u64>::deserialize(d)?;
+    match s {
+        Some(s) if s > LATEST_UNIX_S => Err(serde::de::Error::custom(format!(
+            "started_at_unix_s {s} is after 9999-12-31T23:59:59Z: no time a gate wrote"
+        ))),
+        _ => Ok(s),
+    }
 }
 
 #[derive(Deserialize)]
@@ -268,6 +284,27 @@ impl SavedRun {
 /// positive, finite number and whose figures add up ([`fdb::mako::MakoReport::check`]), and its CPU accounting (if any) holds a
 /// positive window, cores per role in [0, [`MAX_CORES`]] and instructions per second
 /// per role in [0, [`MAX_INSTRUCTIONS_PER_S`]], all finite.
+/// Trial `t`'s host-speed probe (of `trials`) is what a probe measures, of the same work as
+/// every other trial's: speeds of different work are not comparable.
+fn check_host_speed(trials: &[TrialRecord], t: &TrialRecord, which: &str) -> Result<(), String> {
+    let Some(h) = &t.host else { return Ok(()) };
+    h.validity().map_err(|e| format!("{which} records {e}"))?;
+    let first = trials.iter().find_map(|u| u.host.as_ref());
+    match first {
+        Some(f) if f.probe_rounds != h.probe_rounds => Err(format!(
+            "{which} records a host-speed probe of {} rounds where trial {} has {}: probes \
+             of different work do not compare",
+            h.probe_rounds,
+            trials
+                .iter()
+                .find(|u| u.host.is_some())
+                .map_or(0, |u| u.index),
+            f.probe_rounds
+        )),
+        _ => Ok(()),
+    }
+}
+
 fn check_trials(trials: &[TrialRecord]) -> Result<(), String> {
     check_numbering(trials)?;
     for t in trials.iter().filter(|t| t.outcome == Outcome::Measured) {
@@ -296,6 +333,7 @@ fn check_trials(trials: &[TrialRecord]) -> Result<(), String> {
                 "{which} has a mako report that does not add up: {e:#}"
             ));
         }
+        check_host_speed(trials, t, &which)?;
         let Some(cpu) = &t.cpu else { continue };
         let within = |v: f64, max: f64| v.is_finite() && (0.0..=max).contains(&v);
         if !(cpu.window_s.is_finite() && cpu.window_s > 0.0) {

@@ -121,6 +121,37 @@ pub struct HostSpeed {
 }
 
 impl HostSpeed {
+    /// Whether it is what a probe measures: rounds above 0, each probe's seconds finite,
+    /// above 0 and at most an hour, steal a percentage, the clock above 0 and at most
+    /// 100 GHz. Errors: the first field that is not, for people.
+    pub fn validity(&self) -> Result<(), String> {
+        let seconds = |v: f64| v.is_finite() && v > 0.0 && v <= 3600.0;
+        if self.probe_rounds == 0 {
+            return Err("a host-speed probe of 0 rounds".into());
+        }
+        for (field, v) in [("before_s", self.before_s), ("after_s", self.after_s)] {
+            if !seconds(v) {
+                return Err(format!(
+                    "a host-speed probe whose {field} is {} (seconds above 0, at most an hour)",
+                    fdb::compact(v)
+                ));
+            }
+        }
+        if let Some(v) = self
+            .steal_pct
+            .filter(|v| !(v.is_finite() && (0.0..=100.0).contains(v)))
+        {
+            return Err(format!("a steal time of {}%", fdb::compact(v)));
+        }
+        if let Some(v) = self
+            .cpu_mhz
+            .filter(|v| !(v.is_finite() && *v > 0.0 && *v <= 1e5))
+        {
+            return Err(format!("a CPU clock of {} MHz", fdb::compact(v)));
+        }
+        Ok(())
+    }
+
     /// The host's speed over the trial: probe rounds per second of the two probes' mean
     /// time (rounds/s; only ratios of it mean anything).
     pub fn speed(&self) -> f64 {
