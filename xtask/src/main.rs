@@ -11,7 +11,7 @@ use xtask::{
 };
 
 fn main() -> ExitCode {
-    let cli = match cli::Cli::try_parse() {
+    let cli = match cli::Cli::try_parse_from(cli::fdb_knob_spellings(std::env::args_os())) {
         Ok(cli) => cli,
         Err(e) => {
             // Only when the refused value is an empty variable's flag: a bad value of

@@ -3,7 +3,7 @@
 //! Nothing here is validated beyond what clap parses; `config` turns [`BenchArgs`] into a
 //! checked [`crate::config::BenchConfig`], and no later stage sees these structs.
 
-use std::path::PathBuf;
+use std::{ffi::OsString, path::PathBuf};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -204,14 +204,49 @@ impl Command {
     }
 }
 
-/// Storage engine as named on the command line; `all` expands to every engine.
+/// The command line with fdbserver's spelling of a knob, `--knob_NAME=VALUE` or
+/// `--knob_NAME VALUE` (`fdbserver/fdbserver.actor.cpp` takes both), rewritten as the
+/// gate's `--knob knob_NAME=VALUE`, so that a knob copied from an fdbserver command line
+/// applies to both arms. Arguments after a bare `--` are left as they are.
+pub fn fdb_knob_spellings(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+    let mut out = Vec::new();
+    let mut args = args.into_iter();
+    while let Some(a) = args.next() {
+        if a == "--" {
+            out.push(a);
+            out.extend(args);
+            break;
+        }
+        let knob = a
+            .to_str()
+            .and_then(|s| s.strip_prefix("--"))
+            .filter(|s| s.starts_with("knob_"));
+        match knob {
+            Some(k) if k.contains('=') => out.extend(["--knob".into(), k.into()]),
+            Some(k) => {
+                let value = args.next().unwrap_or_default();
+                let mut spelled = OsString::from(format!("{k}="));
+                spelled.push(value);
+                out.extend(["--knob".into(), spelled]);
+            }
+            None => out.push(a),
+        }
+    }
+    out
+}
+
+/// Storage engine as named on the command line (the gate's short name, or the name
+/// `fdbcli configure` and `status json` use); `all` expands to every engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EngineArg {
     /// `ssd-redwood-1`
+    #[value(alias = "ssd-redwood-1")]
     Redwood,
     /// `ssd-rocksdb-v1` (the build must have RocksDB compiled in)
+    #[value(alias = "ssd-rocksdb-v1")]
     Rocksdb,
     /// `ssd-sharded-rocksdb` (the build must have RocksDB compiled in)
+    #[value(alias = "ssd-sharded-rocksdb")]
     ShardedRocksdb,
     /// every engine above
     All,

@@ -779,6 +779,8 @@ fn expand_engines(args: &[EngineArg]) -> Vec<Engine> {
 
 #[cfg(test)]
 mod tests {
+    use std::ffi::OsString;
+
     use super::*;
     use crate::cli::{Cli, Command, ProfileArg};
     use clap::Parser;
@@ -794,6 +796,7 @@ mod tests {
             "/b",
         ];
         argv.extend_from_slice(extra);
+        let argv = crate::cli::fdb_knob_spellings(argv.into_iter().map(OsString::from));
         let Command::Bench(args) = Cli::try_parse_from(argv).expect("flags parse").command else {
             unreachable!("bench flags")
         };
@@ -1081,6 +1084,40 @@ mod tests {
         assert_eq!(c.baseline.knobs[0].arg(), "--knob_page_cache_4k=1");
         let exp: Vec<String> = c.experiment.knobs.iter().map(Knob::arg).collect();
         assert_eq!(exp, ["--knob_page_cache_4k=1", "--knob_page_cache_4k=2"]);
+    }
+
+    /// A knob and an engine copied from an fdbserver or fdbcli command line work as
+    /// written there.
+    #[test]
+    fn fdbs_own_spellings_of_knobs_and_engines_are_taken() {
+        let c = config(&[
+            "--knob_page_cache_4k=1",
+            "--knob_max_outstanding",
+            "64",
+            "--engine",
+            "ssd-redwood-1",
+            "--engine",
+            "ssd-rocksdb-v1",
+            "--engine",
+            "ssd-sharded-rocksdb",
+        ])
+        .unwrap();
+        let knobs: Vec<String> = c.baseline.knobs.iter().map(Knob::arg).collect();
+        assert_eq!(
+            knobs,
+            ["--knob_page_cache_4k=1", "--knob_max_outstanding=64"]
+        );
+        assert_eq!(c.experiment.knobs.len(), 2);
+        assert_eq!(
+            c.engines,
+            [Engine::Redwood, Engine::Rocksdb, Engine::ShardedRocksdb]
+        );
+        // What follows a bare `--` is not rewritten; a value-less knob at the end is the
+        // knob parser's to refuse.
+        let args = crate::cli::fdb_knob_spellings(["x", "--", "--knob_b=1"].map(OsString::from));
+        assert_eq!(args, ["x", "--", "--knob_b=1"].map(OsString::from));
+        let err = config(&["--knob_page_cache_4k"]).unwrap_err();
+        assert!(err.0.contains("NAME=VALUE"), "{err}");
     }
 
     #[test]
