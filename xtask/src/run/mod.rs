@@ -420,9 +420,15 @@ fn eta(done: &[TrialRecord], remaining: usize) -> String {
 }
 
 /// Whether the terminal output gets ANSI colors: on a terminal, unless `NO_COLOR` is set
-/// to something (https://no-color.org: "present and not an empty string").
-pub fn use_color(terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
-    terminal && no_color.is_none_or(|v| v.is_empty())
+/// to something (https://no-color.org: "present and not an empty string") or `TERM` is
+/// `dumb` (a terminal that declares it understands no escape sequences: Emacs' shell,
+/// some CI log viewers).
+pub fn use_color(
+    terminal: bool,
+    no_color: Option<std::ffi::OsString>,
+    term: Option<std::ffi::OsString>,
+) -> bool {
+    terminal && no_color.is_none_or(|v| v.is_empty()) && term.is_none_or(|t| t != "dumb")
 }
 
 /// Logs go to stderr (short; warnings only with `quiet`) and to `<out>/run.log` (with
@@ -438,6 +444,7 @@ pub fn init_logging(out: &Path, quiet: bool) -> Result<()> {
                 .with_ansi(use_color(
                     std::io::stderr().is_terminal(),
                     std::env::var_os("NO_COLOR"),
+                    std::env::var_os("TERM"),
                 ))
                 .with_writer(std::io::stderr)
                 .without_time()
@@ -463,12 +470,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn no_color_turns_colors_off_when_set_to_something() {
+    fn no_color_or_a_dumb_terminal_turns_colors_off() {
         // NO_COLOR set to anything non-empty turns colours off, on a terminal too.
-        assert!(use_color(true, None));
-        assert!(!use_color(true, Some("1".into())));
-        assert!(use_color(true, Some("".into())));
-        assert!(!use_color(false, None));
+        assert!(use_color(true, None, None));
+        assert!(!use_color(true, Some("1".into()), None));
+        assert!(use_color(true, Some("".into()), None));
+        assert!(!use_color(false, None, None));
+        // TERM=dumb declares a terminal without escape sequences.
+        assert!(!use_color(true, None, Some("dumb".into())));
+        assert!(use_color(true, None, Some("xterm-256color".into())));
     }
 
     #[test]
