@@ -199,7 +199,6 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
     // Other edits a gate never writes: refused, naming what is wrong.
     let original = s.read_json("trials.json");
     let doubled_tps = original[1]["report"]["tps"].as_f64().unwrap() * 2.0;
-    type Edit = Box<dyn Fn(&mut serde_json::Value)>;
     let edits: [(Edit, &str); 9] = [
         (
             Box::new(|t| t[1]["index"] = t[0]["index"].clone()),
@@ -242,14 +241,7 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
             "a mako report that does not add up: tps 5e-324 over",
         ),
     ];
-    for (edit, says) in edits {
-        let mut trials = original.clone();
-        edit(&mut trials);
-        std::fs::write(edited.join("trials.json"), trials.to_string()).unwrap();
-        let o = compare_only(&edited);
-        assert_eq!(code(&o), 2, "{says}: {}", text(&o));
-        assert!(text(&o).contains(says), "{says}: {}", text(&o));
-    }
+    assert_edits_refused(&edited, &original, edits);
     std::fs::write(edited.join("trials.json"), original.to_string()).unwrap();
     for (pointer, value, says) in [
         ("/plan/config/trials", json!(0), "it plans 0 trials"),
@@ -647,7 +639,6 @@ fn the_host_speed_probe_is_recorded_and_removed_from_five_pairs_on() {
     std::fs::write(edited.join("meta.json"), meta.to_string()).unwrap();
     let original = s.read_json("trials.json");
     let rounds = original[0]["host"]["probe_rounds"].as_u64().unwrap();
-    type Edit = Box<dyn Fn(&mut Value)>;
     let edits: [(Edit, &str); 6] = [
         (
             Box::new(|t| t[1]["host"]["before_s"] = json!(0.0)),
@@ -674,14 +665,7 @@ fn the_host_speed_probe_is_recorded_and_removed_from_five_pairs_on() {
             "steal time of -50%",
         ),
     ];
-    for (edit, want) in edits {
-        let mut trials = original.clone();
-        edit(&mut trials);
-        std::fs::write(edited.join("trials.json"), trials.to_string()).unwrap();
-        let o = compare_only(&edited);
-        assert_eq!(code(&o), 2, "{want}: {}", text(&o));
-        assert!(text(&o).contains(want), "{want}: {}", text(&o));
-    }
+    assert_edits_refused(&edited, &original, edits);
     let mut trials = original.clone();
     trials[3].as_object_mut().unwrap().remove("host");
     std::fs::write(edited.join("trials.json"), trials.to_string()).unwrap();
@@ -717,4 +701,24 @@ fn the_host_speed_probe_is_recorded_and_removed_from_five_pairs_on() {
             .all(|t| t.get("host").is_none()),
         "{trials}"
     );
+}
+
+/// An edit of a saved run's trials.json.
+type Edit = Box<dyn Fn(&mut Value)>;
+
+/// Each edit of `original` written as `<edited>/trials.json` is refused by `compare` (exit
+/// 2) with a message that contains its text.
+fn assert_edits_refused(
+    edited: &Path,
+    original: &Value,
+    edits: impl IntoIterator<Item = (Edit, &'static str)>,
+) {
+    for (edit, says) in edits {
+        let mut trials = original.clone();
+        edit(&mut trials);
+        std::fs::write(edited.join("trials.json"), trials.to_string()).unwrap();
+        let o = compare_only(edited);
+        assert_eq!(code(&o), 2, "{says}: {}", text(&o));
+        assert!(text(&o).contains(says), "{says}: {}", text(&o));
+    }
 }

@@ -20,13 +20,9 @@ use statrs::distribution::ContinuousCDF as _;
 
 use super::{
     samples::Sample,
-    stats::{self, finish, t_dist, Comparison, Covariate, Method},
+    stats::{self, finish, log_ratios, mean, t_dist, Comparison, Covariate, Method},
 };
 use crate::config::Metric;
-
-fn mean(x: &[f64]) -> f64 {
-    x.iter().sum::<f64>() / x.len() as f64
-}
 
 /// The paired comparison of `baseline[i]` and `experiment[i]` (positive values) at equal
 /// host speed, given each trial's host speed (`speed_base[i]`, `speed_exp[i]`, probe
@@ -44,10 +40,6 @@ pub fn adjusted(
     order: &[(u64, u64)],
 ) -> Option<Comparison> {
     let n = baseline.len();
-    let log_ratios = |a: &[f64], b: &[f64]| -> Option<Vec<f64>> {
-        let v: Vec<f64> = a.iter().zip(b).map(|(a, b)| (b / a).ln()).collect();
-        v.iter().all(|x| x.is_finite()).then_some(v)
-    };
     let (d, x) = (
         log_ratios(baseline, experiment)?,
         log_ratios(speed_base, speed_exp)?,

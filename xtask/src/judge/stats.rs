@@ -101,8 +101,15 @@ fn pct(log: f64) -> f64 {
     100.0 * log.exp_m1()
 }
 
-fn mean(x: &[f64]) -> f64 {
+pub(super) fn mean(x: &[f64]) -> f64 {
     x.iter().sum::<f64>() / x.len() as f64
+}
+
+/// ln(b[i] / a[i]) for every pair, or `None` when one is not finite (a value that is not
+/// positive, or not a number).
+pub(super) fn log_ratios(a: &[f64], b: &[f64]) -> Option<Vec<f64>> {
+    let v: Vec<f64> = a.iter().zip(b).map(|(a, b)| (b / a).ln()).collect();
+    v.iter().all(|x| x.is_finite()).then_some(v)
 }
 
 /// Sample variance (n - 1 denominator); needs n >= 2.
@@ -119,13 +126,9 @@ pub(super) fn t_dist(df: f64) -> StudentsT {
 /// fewer than two pairs: one pair carries no estimate of the noise.
 pub fn paired(baseline: &[f64], experiment: &[f64]) -> Option<Comparison> {
     assert_eq!(baseline.len(), experiment.len(), "pairs come in twos");
-    let d: Vec<f64> = baseline
-        .iter()
-        .zip(experiment)
-        .map(|(a, b)| (b / a).ln())
-        .collect();
+    let d = log_ratios(baseline, experiment)?;
     let n = d.len();
-    if n < 2 || d.iter().any(|x| !x.is_finite()) {
+    if n < 2 {
         return None;
     }
     let se = (variance(&d) / n as f64).sqrt();

@@ -289,17 +289,14 @@ impl SavedRun {
 fn check_host_speed(trials: &[TrialRecord], t: &TrialRecord, which: &str) -> Result<(), String> {
     let Some(h) = &t.host else { return Ok(()) };
     h.validity().map_err(|e| format!("{which} records {e}"))?;
-    let first = trials.iter().find_map(|u| u.host.as_ref());
+    let first = trials
+        .iter()
+        .find_map(|u| Some((u.index, u.host.as_ref()?)));
     match first {
-        Some(f) if f.probe_rounds != h.probe_rounds => Err(format!(
-            "{which} records a host-speed probe of {} rounds where trial {} has {}: probes \
-             of different work do not compare",
-            h.probe_rounds,
-            trials
-                .iter()
-                .find(|u| u.host.is_some())
-                .map_or(0, |u| u.index),
-            f.probe_rounds
+        Some((index, f)) if f.probe_rounds != h.probe_rounds => Err(format!(
+            "{which} records a host-speed probe of {} rounds where trial {index} has {}: \
+             probes of different work do not compare",
+            h.probe_rounds, f.probe_rounds
         )),
         _ => Ok(()),
     }
