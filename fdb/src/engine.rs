@@ -2,12 +2,15 @@
 
 use std::fmt;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// FDB storage engine of the storage servers. The gate configures the first three
 /// (`Release::engine_name` gives the name `fdbcli configure` takes in each release); the
 /// others are read from a cluster the gate did not start ([`Engine::from_status`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Engine {
     Redwood,

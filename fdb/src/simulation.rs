@@ -25,6 +25,7 @@
 use std::collections::BTreeMap;
 
 use anyhow::{bail, Context, Result};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::{multitest::ReadWriteSpec, Engine};
@@ -299,7 +300,9 @@ fn by_function(costs: &BTreeMap<(&str, &str), u64>) -> Vec<FunctionCost> {
 }
 
 /// The part of a simulated cluster a function's work belongs to, from its defining file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum SimRole {
     /// The storage server and its storage engines (Redwood, RocksDB, SQLite, memory).

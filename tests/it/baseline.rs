@@ -258,10 +258,12 @@ fn record_list_show_and_judge_a_candidate_against_the_record() {
     assert!(summary(&s, "no-control")["warnings"]
         .to_string()
         .contains("NO CONTROL ARM (--no-control)"));
-    let trials: Value = serde_json::from_str(
-        &std::fs::read_to_string(s.dir.path().join("no-control/trials.json")).unwrap(),
-    )
-    .unwrap();
+    let trials = crate::support::trials_of(
+        &serde_json::from_str(
+            &std::fs::read_to_string(s.dir.path().join("no-control/trials.json")).unwrap(),
+        )
+        .unwrap(),
+    );
     assert!(trials
         .as_array()
         .unwrap()

@@ -73,10 +73,12 @@ fn the_gate_script_runs_again_in_the_same_workspace_and_takes_the_jobs_flags() {
             "{xml}"
         );
         let dir = last.rsplit("results in ").next().unwrap().to_string();
-        let trials: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(workspace.join(&dir).join("trials.json")).unwrap(),
-        )
-        .unwrap();
+        let trials = crate::support::trials_of(
+            &serde_json::from_str(
+                &std::fs::read_to_string(workspace.join(&dir).join("trials.json")).unwrap(),
+            )
+            .unwrap(),
+        );
         assert_eq!(
             trials.as_array().unwrap().len(),
             4,

@@ -17,6 +17,7 @@
 //!   clusters share, sampled once a second;
 //! - `host_probe_s` and `steal_pct`: the host-speed probe's seconds and the hypervisor's
 //!   steal time, properties of the host at that moment;
+//! - `results.tsv`'s phase durations (`cluster_start_s`, ...), wall-clock times;
 //! - floats of `summary.json` are rounded to 10 significant digits: glibc picks its
 //!   `exp`/`log` by CPU (with FMA or without), which may change a last bit;
 //! - in `report.html`'s trial table, the phase durations (their names stay) and the work
@@ -271,7 +272,22 @@ fn mask_attribute(text: &str, marker: &str) -> String {
 }
 
 fn results_tsv(text: &str) -> String {
-    mask_tsv_columns(text, &["workdir_peak_bytes", "host_probe_s", "steal_pct"])
+    mask_tsv_columns(
+        text,
+        &[
+            "cluster_start_s",
+            "configure_s",
+            "available_s",
+            "mako_build_s",
+            "mako_run_s",
+            "multitest_s",
+            "simulation_s",
+            "teardown_s",
+            "workdir_peak_bytes",
+            "host_probe_s",
+            "steal_pct",
+        ],
+    )
 }
 
 /// The trial table's phase durations and work dir peaks; the rest as written.

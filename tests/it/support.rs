@@ -49,11 +49,75 @@ pub fn xtask() -> &'static Path {
     })
 }
 
+/// Fails the test unless `summary` (a `summary.json`, or what `--json` printed) is valid
+/// under the JSON Schema the project ships for it.
+#[track_caller]
+pub fn assert_valid_summary(summary: &Value) {
+    static SCHEMA: OnceLock<jsonschema::Validator> = OnceLock::new();
+    let validator = SCHEMA.get_or_init(|| {
+        let schema = serde_json::from_str(include_str!("../../docs/summary.schema.json"))
+            .expect("docs/summary.schema.json is JSON");
+        jsonschema::validator_for(&schema).expect("docs/summary.schema.json is a schema")
+    });
+    let errors: Vec<String> = validator
+        .iter_errors(summary)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "not valid under docs/summary.schema.json: {errors:?}"
+    );
+}
+
+/// The trials of a `trials.json`'s text: `{"schema_version": 1, "trials": [...]}`.
+#[track_caller]
+pub fn trials_of(file: &Value) -> Value {
+    assert_eq!(file["schema_version"], 1, "trials.json's version");
+    assert!(file["trials"].is_array(), "{file}");
+    file["trials"].clone()
+}
+
+/// Every regular file named `summary.json` beneath `dir`, links not followed.
+fn summaries(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for e in entries.flatten() {
+        let Ok(kind) = e.file_type() else { continue };
+        if kind.is_dir() {
+            found.extend(summaries(&e.path()));
+        } else if kind.is_file() && e.file_name() == "summary.json" {
+            found.push(e.path());
+        }
+    }
+    found
+}
+
 /// A test's own directory, holding fake trees, the work dir and the results.
 pub struct Sandbox {
     pub dir: TempDir,
     /// Work dir of the cluster: on tmpfs (/dev/shm) when the host has it.
     pub workdir: TempDir,
+}
+
+/// Every `summary.json` a test's runs wrote is checked against the shipped schema, however
+/// the test read it: a field the schema does not describe, or one of the wrong type, fails
+/// the test that produced it.
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        for path in summaries(self.dir.path()) {
+            let Ok(summary) = serde_json::from_slice::<Value>(&std::fs::read(&path).unwrap())
+            else {
+                // Not one the gate wrote: a test's planted file.
+                continue;
+            };
+            assert_valid_summary(&summary);
+        }
+    }
 }
 
 impl Sandbox {
@@ -238,6 +302,12 @@ impl Sandbox {
         let text =
             std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         serde_json::from_str(&text).unwrap()
+    }
+
+    /// The trials of the results dir's `trials.json`, an array (the file is versioned).
+    #[track_caller]
+    pub fn read_trials(&self) -> Value {
+        trials_of(&self.read_json("trials.json"))
     }
 
     /// Fails the test if a process started from this sandbox's fake trees is still alive

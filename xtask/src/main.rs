@@ -89,10 +89,10 @@ fn refused_flags_reported(message: &str) {
             })
     };
     let (junit, markdown) = (value_of("--junit"), value_of("--export-markdown"));
-    let copies = xtask::report::write::Copies {
+    let copies = xtask::config::Copies {
         junit: junit.as_deref(),
         markdown: markdown.as_deref(),
-        json_to_stdout: false,
+        ..Default::default()
     };
     xtask::report::write::setup_error(
         copies,

@@ -47,7 +47,7 @@ fn same_build_and_knobs_is_refused_unless_allow_same() {
     // A knob A/B on one build is a real A/B.
     let o = s.bench(&a, &a, &["--experiment-knob", "page_cache_4k=1"]);
     assert_eq!(code(&o), 0, "{}", text(&o));
-    let trials = s.read_json("trials.json");
+    let trials = s.read_trials();
     assert_eq!(trials[1]["arm"], "experiment");
     assert!(trials[1]["knobs"]
         .as_array()

@@ -23,7 +23,7 @@ fn ctrl_c_tears_down_keeps_results_and_exits_2() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(2));
     s.assert_no_leftover_processes();
-    let trials = s.read_json("trials.json");
+    let trials = s.read_trials();
     assert_eq!(
         trials.as_array().unwrap().len(),
         1,
@@ -97,7 +97,7 @@ fn a_gate_stopped_mid_trial_is_said_not_taken_for_a_quick_phase() {
     signal(&child, nix::sys::signal::Signal::SIGCONT);
     let o = child.wait_with_output().unwrap();
     assert_eq!(code(&o), 0, "{}", text(&o));
-    let trials = s.read_json("trials.json");
+    let trials = s.read_trials();
     let stalled: Vec<f64> = trials
         .as_array()
         .unwrap()

@@ -16,7 +16,7 @@ fn mako_timeouts_make_the_measurement_invalid() {
     assert_eq!(j["verdict"], "ERROR");
     assert!(j["reason"].as_str().unwrap().contains("7 timeouts"), "{j}");
     // The invalid report is still kept with the trial.
-    assert_eq!(s.read_json("trials.json")[1]["report"]["total_timeouts"], 7);
+    assert_eq!(s.read_trials()[1]["report"]["total_timeouts"], 7);
 }
 
 #[test]
@@ -30,7 +30,7 @@ fn storage_server_crash_during_the_run_is_caught_promptly() {
     // run, so only the gate's own liveness checks during the trial can fail it.
     let o = s.bench(&a, &b, &[]);
     assert_eq!(code(&o), 2, "{}", text(&o));
-    let trials = s.read_json("trials.json");
+    let trials = s.read_trials();
     let err = trials[1]["error"].as_str().unwrap();
     assert!(
         err.contains("fdbserver storage") && err.contains("exited"),
@@ -49,7 +49,7 @@ fn an_idle_storage_server_is_not_cpu_bound_a_note_or_with_the_flag_an_error() {
     let (a, b) = s.ab(slow.clone(), slow);
     let o = s.bench(&a, &b, &["--require-cpu-bound"]);
     assert_eq!(code(&o), 2, "{}", text(&o));
-    let trial = &s.read_json("trials.json")[0];
+    let trial = &s.read_trials()[0];
     assert_eq!(trial["cpu_bound"], false, "{trial}");
     assert!(trial["storage_cpu_cores"].as_f64().unwrap() < 0.85);
     assert!(
@@ -82,7 +82,7 @@ fn a_server_exiting_during_configure_ends_the_trial_at_once() {
     // fdbcli would wait for its own timeout; the gate notices the dead server instead.
     let o = s.bench(&a, &b, &["--timeout-configure", "600"]);
     assert_eq!(code(&o), 2, "{}", text(&o));
-    let t = &s.read_json("trials.json")[1];
+    let t = &s.read_trials()[1];
     assert_eq!(
         (&t["outcome"], &t["failed_phase"]),
         (&json!("error"), &json!("configure")),
@@ -109,7 +109,7 @@ fn a_truncated_mako_report_is_an_error_naming_the_file() {
     let (a, b) = s.ab(json!({}), json!({"mako_truncates_report": true}));
     let o = s.bench(&a, &b, &[]);
     assert_eq!(code(&o), 2, "{}", text(&o));
-    let t = &s.read_json("trials.json")[1];
+    let t = &s.read_trials()[1];
     let err = t["error"].as_str().unwrap();
     assert!(err.contains("mako.json is not valid JSON"), "{err}");
     assert_eq!(t["outcome"], "error");
@@ -144,8 +144,9 @@ fn a_report_that_disagrees_with_itself_or_with_what_was_asked_is_an_error() {
         let o = s.bench_in(name, &a, &b, &[]);
         assert_eq!(code(&o), 2, "{name}: {}", text(&o));
         let path = s.out().parent().unwrap().join(name).join("trials.json");
-        let trials: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let trials = crate::support::trials_of(
+            &serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap(),
+        );
         let err = trials[1]["error"].as_str().unwrap_or_default();
         assert!(err.contains(says), "{name}: {err}");
         assert_eq!(trials[1]["outcome"], "error", "{name}");
@@ -160,7 +161,7 @@ fn configure_failing_names_fdbclis_reason_from_its_stderr() {
     let (a, b) = s.ab(json!({}), json!({"configure_says_exists": true}));
     let o = s.bench(&a, &b, &[]);
     assert_eq!(code(&o), 2, "{}", text(&o));
-    let t = &s.read_json("trials.json")[1];
+    let t = &s.read_trials()[1];
     let err = t["error"].as_str().unwrap();
     assert!(
         err.contains("fdbcli-configure.err): ERROR: Database already exists!"),
@@ -186,10 +187,7 @@ fn what_no_reader_takes_in_a_childs_output_stays_in_its_artifacts() {
     let o = s.bench(&a, &b, &[]);
     assert_eq!(code(&o), 2, "{}", text(&o));
     let out = s.out();
-    let err = s.read_json("trials.json")[1]["error"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let err = s.read_trials()[1]["error"].as_str().unwrap().to_string();
     assert!(err.contains("mako-run.err) ends with:"), "{err}");
     assert!(err.contains("\\u{fffe}\\u{ffff} \\u{1b}[31mred"), "{err}");
     assert!(

@@ -21,7 +21,7 @@ fn overriding_the_tmpfs_knob_makes_the_server_fail_and_the_trial_an_error() {
         "{reason}"
     );
     // The failed cluster was still torn down and its trace files kept.
-    let trial = &s.read_json("trials.json")[1];
+    let trial = &s.read_trials()[1];
     let phases = crate::support::phase_names(trial);
     assert_eq!(phases, ["cluster-start", "teardown"]);
     let art = s.out().join(trial["artifacts"].as_str().unwrap());

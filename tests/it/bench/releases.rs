@@ -24,7 +24,7 @@ fn a_73_ab_runs_without_warmup_seconds_and_is_measured() {
         text(&o)
     );
     // The window is the asked one, cut from the samples; the flag was never passed.
-    let trials = s.read_json("trials.json");
+    let trials = s.read_trials();
     let report = &trials[0]["report"];
     assert!(
         report["warmup_duration_s"].as_f64().unwrap() > 0.0,
@@ -44,7 +44,7 @@ fn a_72_tree_configures_redwood_by_its_own_name() {
     assert_eq!(code(&o), 0, "{}", text(&o));
     let dir = s
         .out()
-        .join(s.read_json("trials.json")[0]["artifacts"].as_str().unwrap());
+        .join(s.read_trials()[0]["artifacts"].as_str().unwrap());
     assert!(
         !dir.join("mako-sketch.json").exists(),
         "7.2's --stats_export_path writes elsewhere: not passed"

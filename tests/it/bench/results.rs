@@ -26,12 +26,12 @@ fn equal_arms_are_measured_and_every_result_file_is_written() {
         "{j}"
     );
     assert!(
-        (j["tps_delta_pct"].as_f64().unwrap() + 0.5).abs() < 0.1,
+        (j["mean_change_pct"].as_f64().unwrap() + 0.5).abs() < 0.1,
         "{j}"
     );
 
     // Trials ran A B B A, each with a fresh cluster and the tmpfs knob.
-    let trials = s.read_json("trials.json");
+    let trials = s.read_trials();
     let arms: Vec<&str> = trials
         .as_array()
         .unwrap()
@@ -305,6 +305,7 @@ fn json_prints_the_summary_for_scripts_and_quiet_keeps_the_terminal_to_warnings(
     let summary: serde_json::Value =
         serde_json::from_slice(&o.stdout).expect("stdout is the summary JSON");
     assert_eq!(summary, s.read_json("summary.json"));
+    crate::support::assert_valid_summary(&summary);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(!stderr.contains("INFO"), "{stderr}");
     // run.log keeps everything.
@@ -598,8 +599,9 @@ fn a_results_dir_that_fills_up_mid_run_is_named_in_a_results_case() {
         "{message}"
     );
     // The first trial's record is kept, and no temporary file is left.
-    let trials: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("trials.json")).unwrap()).unwrap();
+    let trials = crate::support::trials_of(
+        &serde_json::from_str(&std::fs::read_to_string(out.join("trials.json")).unwrap()).unwrap(),
+    );
     assert_eq!(trials.as_array().unwrap().len(), 1);
     let leftovers: Vec<_> = std::fs::read_dir(&out)
         .unwrap()
@@ -689,8 +691,9 @@ fn json_answers_on_stdout_even_when_no_trial_ran_and_for_compare() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
     assert_eq!(
         (v["schema_version"].as_u64(), v["exit_code"].as_u64()),
-        (Some(1), Some(2))
+        (Some(2), Some(2))
     );
+    crate::support::assert_valid_summary(&v);
     assert!(
         v["error"].as_str().unwrap().contains("bin/mako is missing"),
         "{v}"
@@ -711,7 +714,8 @@ fn json_answers_on_stdout_even_when_no_trial_ran_and_for_compare() {
         .unwrap();
     let v: serde_json::Value =
         serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
-    assert_eq!(v["schema_version"], 1, "{v}");
+    assert_eq!(v["schema_version"], 2, "{v}");
+    crate::support::assert_valid_summary(&v);
     assert_eq!(v["judgements"][0]["engine"], "redwood", "{v}");
     assert_eq!(v["exit_code"].as_i64(), Some(i64::from(code(&o))), "{v}");
 }
@@ -801,7 +805,7 @@ fn servers_listen_in_the_port_range_given_or_the_trial_says_it_is_too_narrow() {
     let range = format!("{low}-{}", low + 39);
     let o = s.bench(&a, &b, &["--trials", "1", "--port-range", &range]);
     assert_eq!(code(&o), 0, "{}", text(&o));
-    let t = s.read_json("trials.json");
+    let t = s.read_trials();
     let mut ports = Vec::new();
     for trial in t.as_array().unwrap() {
         let art = s.out().join(trial["artifacts"].as_str().unwrap());
@@ -858,4 +862,101 @@ fn servers_listen_in_the_port_range_given_or_the_trial_says_it_is_too_narrow() {
     );
     assert!(!s.dir.path().join("small").join("trials.json").exists());
     s.assert_no_leftover_processes();
+}
+
+#[test]
+fn history_tools_get_the_experiments_values_in_their_formats() {
+    // Post-merge history: Bencher's BMF and github-action-benchmark's two custom tools.
+    let s = Sandbox::new();
+    let (a, b) = s.ab(
+        json!({"p99_us": 4000.0}),
+        json!({"tps": 900.0, "p99_us": 5000.0}),
+    );
+    let dir = s.dir.path().join("history");
+    let (bmf, hi, lo) = (
+        dir.join("bmf.json"),
+        dir.join("hi.json"),
+        dir.join("lo.json"),
+    );
+    let o = s.bench(
+        &a,
+        &b,
+        &[
+            "--trials",
+            "2",
+            "--export-bmf",
+            bmf.to_str().unwrap(),
+            "--export-benchmark",
+            hi.to_str().unwrap(),
+            lo.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code(&o), 1, "{}", text(&o));
+    let read = |p: &std::path::Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    };
+    let tps = &read(&bmf)["perfgate/redwood"]["tps"];
+    // 900 TPS give or take the double's 0.05% noise per trial.
+    assert!(
+        (tps["value"].as_f64().unwrap() - 900.0).abs() < 1.0,
+        "{tps}"
+    );
+    assert!(
+        tps["lower_value"].as_f64() <= tps["upper_value"].as_f64(),
+        "{tps}"
+    );
+    let hi = read(&hi);
+    assert_eq!(
+        (&hi[0]["name"], &hi[0]["unit"]),
+        (&json!("redwood tps"), &json!("TPS")),
+        "{hi}"
+    );
+    let extra = hi[0]["extra"].as_str().unwrap();
+    let change: f64 = extra
+        .strip_prefix("REGRESSION ")
+        .and_then(|r| r.split('%').next())
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("{hi}"));
+    assert!((change + 10.0).abs() < 0.3, "{hi}");
+    let lo = read(&lo);
+    let p99 = lo
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "redwood txn_latency_p99")
+        .unwrap_or_else(|| panic!("{lo}"));
+    assert!(
+        (p99["value"].as_f64().unwrap() - 5000.0).abs() < 10.0,
+        "{p99}"
+    );
+    assert_eq!(p99["unit"], "µs");
+    // compare writes them too; two copies to one file are refused before any work.
+    let again = s.dir.path().join("again.json");
+    let o = crate::support::gate_cmd()
+        .args(["compare", "--max-regression", "20", "--export-bmf"])
+        .arg(&again)
+        .arg(s.out())
+        .arg("--out")
+        .arg(s.dir.path().join("compared"))
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert_eq!(read(&again)["perfgate/redwood"]["tps"], *tps);
+    let o = s.bench_in(
+        "twice",
+        &a,
+        &b,
+        &[
+            "--export-bmf",
+            bmf.to_str().unwrap(),
+            "--junit",
+            bmf.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("--export-bmf") && text(&o).contains("is also the file of --junit"),
+        "{}",
+        text(&o)
+    );
 }

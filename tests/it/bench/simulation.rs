@@ -68,7 +68,7 @@ fn an_a_a_simulation_is_exact_and_every_seed_runs_in_both_arms() {
         (total["verdict"].as_str(), total["gating"].as_bool()),
         (Some("MEASURED"), Some(false))
     );
-    let trials = s.read_json("trials.json");
+    let trials = s.read_trials();
     let trials = trials.as_array().unwrap();
     assert_eq!(trials.len(), 6);
     for t in trials {
@@ -111,7 +111,7 @@ fn the_two_trials_of_a_pair_run_at_once_on_a_host_with_two_cores() {
     let a = s.tree("a", json!({ "sim_meet_peer_ms": 60_000 }));
     let o = sim(&s, &a, &a, &["--allow-same", "--trials", "1"]);
     assert!(!text(&o).contains("ran alone"), "{}", text(&o));
-    let trials = s.read_json("trials.json");
+    let trials = s.read_trials();
     let outcomes: Vec<&Value> = trials
         .as_array()
         .unwrap()
@@ -158,7 +158,7 @@ fn one_percent_more_storage_work_is_a_regression_that_names_its_function() {
     let trials_json = s.out().join("trials.json");
     let mut trials: Value =
         serde_json::from_str(&std::fs::read_to_string(&trials_json).unwrap()).unwrap();
-    trials[0]["simulation"]["profile"] = json!("../../etc/passwd");
+    trials["trials"][0]["simulation"]["profile"] = json!("../../etc/passwd");
     std::fs::write(&trials_json, trials.to_string()).unwrap();
     let again = crate::support::compare_only(&s.out());
     assert_eq!(code(&again), 1, "{}", text(&again));
@@ -201,7 +201,7 @@ fn an_a_a_whose_seed_does_not_replay_is_an_error_naming_both_traces() {
     let a = s.tree("a", json!({ "sim_not_deterministic": true }));
     let o = sim(&s, &a, &a, &["--allow-same", "--trials", "2"]);
     assert_eq!(code(&o), 2, "{}", text(&o));
-    let trials = s.read_json("trials.json");
+    let trials = s.read_trials();
     let errors: Vec<&str> = trials
         .as_array()
         .unwrap()
@@ -224,7 +224,7 @@ fn a_cachegrind_file_that_is_a_fifo_is_an_error_not_a_wait() {
     let (a, b) = s.ab(json!({}), json!({ "sim_cachegrind_fifo": true }));
     let o = sim(&s, &a, &b, &["--trials", "2"]);
     assert_eq!(code(&o), 2, "{}", text(&o));
-    let trials = s.read_json("trials.json");
+    let trials = s.read_trials();
     let error = trials
         .as_array()
         .unwrap()
@@ -244,7 +244,7 @@ fn a_failed_seed_is_an_error_that_keeps_the_simulators_trace() {
     let summary = s.read_json("summary.json");
     let storage = judgement(&summary, "storage_instructions_per_txn");
     assert_eq!(storage["verdict"], "ERROR", "{storage:#}");
-    let trials = s.read_json("trials.json");
+    let trials = s.read_trials();
     let failed = trials
         .as_array()
         .unwrap()

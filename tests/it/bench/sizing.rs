@@ -51,7 +51,7 @@ fn calibrate_runs_an_aa_and_reports_noise_mde_and_trials_needed() {
     assert_eq!(code(&o), 0, "{}", text(&o));
     let summary: serde_json::Value = serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", text(&o)));
-    assert!(summary["judgements"].is_array(), "{summary}");
+    crate::support::assert_valid_summary(&summary);
     assert!(s.dir.path().join("json/calibration.json").is_file());
 }
 
@@ -195,7 +195,7 @@ fn adaptive_trials_stop_at_the_first_look_on_a_clear_case() {
         "REGRESSION"
     );
     // Three pairs, the minimum, then decided.
-    assert_eq!(s.read_json("trials.json").as_array().unwrap().len(), 6);
+    assert_eq!(s.read_trials().as_array().unwrap().len(), 6);
     let log = std::fs::read_to_string(s.out().join("run.log")).unwrap();
     assert!(
         log.contains("after 3 pairs: REGRESSION") && log.contains("(look 1 of at most "),

@@ -13,7 +13,7 @@ fn configure_hang_is_a_timeout_of_that_phase_and_leaves_no_process() {
     assert_eq!(code(&o), 2, "{}", text(&o));
     let j = &s.read_json("summary.json")["judgements"][0];
     assert_eq!(j["verdict"], "TIMEOUT", "{j}");
-    let trials = s.read_json("trials.json");
+    let trials = s.read_trials();
     assert_eq!(trials[1]["outcome"], "timeout");
     assert_eq!(trials[1]["failed_phase"], "configure");
     // The phases before it and the teardown are still timed.
@@ -37,7 +37,7 @@ fn slow_cluster_start_past_its_bound_is_a_timeout() {
     let (a, b) = s.ab(json!({"server_start_delay_ms": 30000}), json!({}));
     let o = s.bench(&a, &b, &["--timeout-cluster-start", "1"]);
     assert_eq!(code(&o), 2, "{}", text(&o));
-    let trials = s.read_json("trials.json");
+    let trials = s.read_trials();
     assert_eq!(trials[0]["failed_phase"], "cluster-start", "{trials}");
     assert_eq!(trials[0]["outcome"], "timeout");
     s.assert_no_leftover_processes();
@@ -49,7 +49,7 @@ fn a_server_that_ignores_sigterm_is_killed_and_the_teardown_is_a_timeout() {
     let (a, b) = s.ab(json!({}), json!({"server_ignores_sigterm": true}));
     let o = s.bench(&a, &b, &["--timeout-teardown", "1"]);
     assert_eq!(code(&o), 2, "{}", text(&o));
-    let trials = s.read_json("trials.json");
+    let trials = s.read_trials();
     assert_eq!(trials[0]["outcome"], "measured", "{trials}");
     assert_eq!(trials[1]["outcome"], "timeout");
     assert_eq!(trials[1]["failed_phase"], "teardown");
@@ -72,7 +72,7 @@ fn a_cluster_that_freezes_during_the_run_is_said_before_the_bound() {
     // questions end the trial by about 30 s past it.
     let o = s.bench(&a, &b, &["--trials", "1", "--timeout-mako-run-grace", "40"]);
     assert_eq!(code(&o), 2, "{}", text(&o));
-    let trials = s.read_json("trials.json");
+    let trials = s.read_trials();
     let t = trials
         .as_array()
         .unwrap()
@@ -127,7 +127,7 @@ fn a_hanging_mako_run_is_a_timeout_and_is_killed() {
     // --seconds 6 plus a 1 s grace: the hang is cut after 7 s.
     let o = s.bench(&a, &b, &["--trials", "2", "--timeout-mako-run-grace", "1"]);
     assert_eq!(code(&o), 2, "{}", text(&o));
-    let t = &s.read_json("trials.json")[1];
+    let t = &s.read_trials()[1];
     assert_eq!(
         (&t["outcome"], &t["failed_phase"]),
         (&json!("timeout"), &json!("mako-run")),

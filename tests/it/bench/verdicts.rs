@@ -30,7 +30,7 @@ fn slower_experiment_is_a_regression_with_exit_1_and_a_junit_failure() {
     assert_eq!(case["results"][0]["kind"], "Failure", "{case}");
     assert_eq!(case["results"][0]["verdict"], "REGRESSION");
     // -10% give or take the double's 0.05% noise per trial, in the property and the log.
-    let delta = case["properties"]["tps_delta_pct"].as_str().unwrap();
+    let delta = case["properties"]["mean_change_pct"].as_str().unwrap();
     let value: f64 = delta.parse().unwrap();
     assert!((value + 10.0).abs() < 0.2, "{case}");
     // The failure's body: the sentence, then the numbers; system-out has the table
@@ -38,12 +38,12 @@ fn slower_experiment_is_a_regression_with_exit_1_and_a_junit_failure() {
     let body = case["results"][0]["text"].as_str().unwrap();
     assert!(
         body.starts_with("REGRESSION (redwood): TPS ")
-            && body.contains(&format!("tps_delta_pct={delta}")),
+            && body.contains(&format!("mean_change_pct={delta}")),
         "{case}"
     );
     let out = case["system_out"].as_str().unwrap();
     assert!(
-        out.starts_with("engine ") && !out.contains("tps_delta_pct"),
+        out.starts_with("engine ") && !out.contains("mean_change_pct"),
         "{case}"
     );
 }
@@ -176,7 +176,7 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
     for f in ["meta.json", "summary.json"] {
         std::fs::copy(s.out().join(f), edited.join(f)).unwrap();
     }
-    let mut trials = s.read_json("trials.json");
+    let mut trials = s.read_trials();
     trials[1]["report"]["tps"] = serde_json::json!(0.0);
     std::fs::write(edited.join("trials.json"), trials.to_string()).unwrap();
     let o = compare_only(&edited);
@@ -187,9 +187,9 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
         text(&o)
     );
     // CPU numbers the gate never writes are refused the same way (1e308 cores).
-    let mut trials = s.read_json("trials.json");
+    let mut trials = s.read_trials();
     if trials[1]["cpu"].is_object() {
-        trials[1]["report"]["tps"] = s.read_json("trials.json")[1]["report"]["tps"].clone();
+        trials[1]["report"]["tps"] = s.read_trials()[1]["report"]["tps"].clone();
         trials[1]["cpu"]["cores"]["storage"] = serde_json::json!(1e308);
         std::fs::write(edited.join("trials.json"), trials.to_string()).unwrap();
         let o = compare_only(&edited);
@@ -197,7 +197,7 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
         assert!(text(&o).contains("storage cores"), "{}", text(&o));
     }
     // Other edits a gate never writes: refused, naming what is wrong.
-    let original = s.read_json("trials.json");
+    let original = s.read_trials();
     let doubled_tps = original[1]["report"]["tps"].as_f64().unwrap() * 2.0;
     let edits: [(Edit, &str); 9] = [
         (
@@ -242,6 +242,18 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
         ),
     ];
     assert_edits_refused(&edited, &original, edits);
+    // A file of a newer format is refused, naming its version, not misread.
+    let newer = json!({"schema_version": 2, "trials": original});
+    std::fs::write(edited.join("trials.json"), newer.to_string()).unwrap();
+    let o = compare_only(&edited);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("has schema_version 2, newer than the 1 this perfgate reads"),
+        "{}",
+        text(&o)
+    );
+    // The edits above were written as a bare array, as trials.json was before it said its
+    // version: that is still read (and the edits refused, not the format).
     std::fs::write(edited.join("trials.json"), original.to_string()).unwrap();
     for (pointer, value, says) in [
         ("/plan/config/trials", json!(0), "it plans 0 trials"),
@@ -264,6 +276,17 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
         assert_eq!(code(&o), 2, "{pointer}: {}", text(&o));
         assert!(text(&o).contains(says), "{pointer}: {}", text(&o));
     }
+    let mut meta = s.read_json("meta.json");
+    assert_eq!(meta["schema_version"], 1);
+    meta["schema_version"] = json!(2);
+    std::fs::write(edited.join("meta.json"), meta.to_string()).unwrap();
+    let o = compare_only(&edited);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("meta.json has schema_version 2"),
+        "{}",
+        text(&o)
+    );
     // What the run was compared with, and its schedule, must hold together as a gate
     // writes them: judged anyway, an edited file could pass a run that failed.
     for (field, value, says) in [
@@ -456,6 +479,33 @@ fn gate_latency_adds_a_p99_test_case_that_can_fail_on_its_own() {
         .parse()
         .unwrap();
     assert!((change - 25.0).abs() < 0.2, "{junit}");
+    // summary.json says the same in the metric's own direction, for scripts; its
+    // comparison is oriented so that higher is better (1/latency fell by 20%).
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(s.dir.path().join("gated/summary.json")).unwrap(),
+    )
+    .unwrap();
+    let p99 = &summary["judgements"][1];
+    assert_eq!(
+        (&p99["metric"], &p99["direction"]),
+        (&json!("txn_latency_p99"), &json!("lower_is_better")),
+        "{p99}"
+    );
+    let own = p99["change"]["pct"].as_f64().unwrap();
+    assert!((own - change).abs() < 0.01, "{p99}");
+    assert!(
+        p99["change"]["ci95_low_pct"].as_f64().unwrap() < own,
+        "{p99}"
+    );
+    assert!(
+        (p99["mean_change_pct"].as_f64().unwrap() - 25.0).abs() < 0.2,
+        "{p99}"
+    );
+    assert!(
+        (p99["comparison"]["delta_pct"].as_f64().unwrap() + 20.0).abs() < 0.2,
+        "{p99}"
+    );
+    assert_eq!(summary["judgements"][0]["direction"], "higher_is_better");
 }
 
 #[test]
@@ -537,8 +587,7 @@ fn storage_cpu_per_transaction_is_measured_per_role_and_gates_by_default() {
         "{}",
         text(&o)
     );
-    let trials: Value =
-        serde_json::from_slice(&std::fs::read(s.out().join("trials.json")).unwrap()).unwrap();
+    let trials = s.read_trials();
     for t in trials.as_array().unwrap() {
         let cores = &t["cpu"]["cores"];
         let storage = cores["storage"].as_f64().unwrap();
@@ -613,7 +662,7 @@ fn the_host_speed_probe_is_recorded_and_removed_from_five_pairs_on() {
         .output()
         .unwrap();
     assert_eq!(code(&o), 0, "{}", text(&o));
-    let trials = s.read_json("trials.json");
+    let trials = s.read_trials();
     for t in trials.as_array().unwrap() {
         let h = &t["host"];
         assert!(h["probe_rounds"].as_u64().unwrap() > 0, "{t}");
@@ -637,7 +686,7 @@ fn the_host_speed_probe_is_recorded_and_removed_from_five_pairs_on() {
     std::fs::copy(s.out().join("summary.json"), edited.join("summary.json")).unwrap();
     let meta = s.read_json("meta.json");
     std::fs::write(edited.join("meta.json"), meta.to_string()).unwrap();
-    let original = s.read_json("trials.json");
+    let original = s.read_trials();
     let rounds = original[0]["host"]["probe_rounds"].as_u64().unwrap();
     let edits: [(Edit, &str); 6] = [
         (
@@ -692,7 +741,7 @@ fn the_host_speed_probe_is_recorded_and_removed_from_five_pairs_on() {
     let (a, b) = s.ab(json!({"tps": 1000.0}), json!({"tps": 990.0}));
     let o = s.bench(&a, &b, &["--trials", "2"]);
     assert_eq!(code(&o), 0, "{}", text(&o));
-    let trials = s.read_json("trials.json");
+    let trials = s.read_trials();
     assert!(
         trials
             .as_array()

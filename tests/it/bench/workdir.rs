@@ -29,7 +29,7 @@ fn disk_backed_work_dir_is_warned_about_and_recorded() {
         "{summary}"
     );
     // Off tmpfs the AIO knob is not needed and not added.
-    assert_eq!(s.read_json("trials.json")[0]["knobs"], json!([]));
+    assert_eq!(s.read_trials()[0]["knobs"], json!([]));
 }
 
 #[test]
@@ -130,7 +130,7 @@ fn a_second_gate_on_a_busy_work_dir_is_refused_naming_the_first() {
     std::fs::remove_dir(&nested).unwrap();
     let o = first.wait_with_output().unwrap();
     assert_eq!(code(&o), 0, "the first gate was not disturbed");
-    let trials = s.read_json("trials.json");
+    let trials = s.read_trials();
     assert!(
         trials
             .as_array()

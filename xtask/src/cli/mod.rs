@@ -186,6 +186,12 @@ pub struct CompareArgs {
     /// Also write the verdict table as Markdown here (always written to <out>/summary.md).
     #[arg(long, value_name = "FILE")]
     pub export_markdown: Option<PathBuf>,
+    /// Also write the experiment's values as Bencher Metric Format JSON here.
+    #[arg(long, value_name = "FILE")]
+    pub export_bmf: Option<PathBuf>,
+    /// Also write github-action-benchmark JSON: higher-is-better metrics, then lower.
+    #[arg(long = "export-benchmark", num_args = 2, value_names = ["HI", "LO"])]
+    pub export_benchmark_action: Option<Vec<PathBuf>>,
     /// Print summary.json to stdout instead of the table, for scripts.
     #[arg(long)]
     pub json: bool,
@@ -794,6 +800,22 @@ pub struct RunArgs {
     /// <out>/summary.md.
     #[arg(long, value_name = "FILE", help_heading = OUTPUTS)]
     pub export_markdown: Option<PathBuf>,
+
+    /// Also write the values as Bencher Metric Format JSON here.
+    ///
+    /// The experiment arm's: one benchmark per engine (perfgate/<engine>), one measure per judged metric: the
+    /// experiment's mean (TPS with its lowest and highest trial), for `bencher run
+    /// --adapter json --file FILE`.
+    #[arg(long, value_name = "FILE", help_heading = OUTPUTS)]
+    pub export_bmf: Option<PathBuf>,
+
+    /// Also write github-action-benchmark JSON, two files.
+    ///
+    /// HI is for the action's customBiggerIsBetter tool (TPS, the knee), LO for
+    /// customSmallerIsBetter (latency, work per transaction): one entry per engine and
+    /// judged metric, the experiment's mean with its unit.
+    #[arg(long = "export-benchmark", num_args = 2, value_names = ["HI", "LO"], help_heading = OUTPUTS)]
+    pub export_benchmark_action: Option<Vec<PathBuf>>,
 
     /// Print only warnings, errors and the final verdict table.
     ///

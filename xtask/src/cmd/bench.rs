@@ -13,7 +13,7 @@ use crate::{
     error::UsageError,
     plan::resolve::{plan, prepare, Prepared},
     report::write,
-    results::fs::{check_junit, check_markdown},
+    results::fs::check_copies,
     run::cluster::{engine_of_existing, refuse_unreachable},
 };
 
@@ -21,14 +21,9 @@ use crate::{
 /// (bad input, missing binaries, a failed build) are returned as errors, and written to
 /// the `--junit` file as one ERROR (or TIMEOUT) test case.
 pub fn run(args: &BenchArgs) -> Result<i32> {
-    let junit = args.run.junit.clone();
+    let copies = crate::config::copies_of(&args.run);
     // Before hours of building and running, not after.
-    if let Some(j) = &junit {
-        check_junit(j, args.run.out.as_deref())?;
-    }
-    if let Some(m) = &args.run.export_markdown {
-        check_markdown(m, args.run.out.as_deref())?;
-    }
+    check_copies(&copies, args.run.out.as_deref())?;
     let result = (|| {
         let config = BenchConfig::try_from(args)?;
         let prepared = prepare(&config)?;
@@ -91,11 +86,6 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         Ok(execute(plan)?.exit_code)
     })();
     if let Err(e) = &result {
-        let copies = write::Copies {
-            junit: junit.as_deref(),
-            markdown: args.run.export_markdown.as_deref(),
-            json_to_stdout: false,
-        };
         write::setup_error(copies, e);
     }
     result

@@ -19,7 +19,7 @@ use crate::{
     plan::resolve::{plan, prepare},
     report::write,
     results::{
-        fs::{check_junit, check_markdown, check_writable_file, create_new},
+        fs::{check_copies, check_writable_file, create_new},
         trial::{Outcome, TrialRecord},
     },
     run::cluster::engine_of_existing,
@@ -42,12 +42,7 @@ pub fn run(args: &CalibrateArgs) -> Result<i32> {
         ))
         .into());
     }
-    if let Some(j) = &config.junit {
-        check_junit(j, config.out.as_deref())?;
-    }
-    if let Some(m) = &config.export_markdown {
-        check_markdown(m, config.out.as_deref())?;
-    }
+    check_copies(&config.copies(), config.out.as_deref())?;
     if let Some(p) = &args.write_profile {
         check_profile_path(p, &config, args.budget)?;
     }

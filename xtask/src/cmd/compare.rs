@@ -11,15 +11,12 @@ use anyhow::{Context, Result};
 
 use crate::{
     cli::CompareArgs,
-    config::{check_max_regression, check_slo_tps, Schedule},
+    config::{check_max_regression, check_slo_tps, Copies, Schedule},
     error::UsageError,
     judge::{exit_code, host::host_lines, knee, samples::Sample, Criteria, Judge, Reference},
     report::write,
     results::{
-        fs::{
-            check_junit_apart, check_markdown_apart, check_results_dir, check_writable_file,
-            dir_stamp, resolved,
-        },
+        fs::{check_copies, check_copy_apart, check_results_dir, dir_stamp, resolved},
         saved::{SavedPlan, SavedRun, SavedSummary},
         trial::TrialRecord,
     },
@@ -87,8 +84,7 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
             profile_diff: &profile_diff,
         },
         write::Copies {
-            junit: args.junit.as_deref(),
-            markdown: args.export_markdown.as_deref(),
+            files: copies(args),
             json_to_stdout: args.json,
         },
         &crate::report::JunitRun::new(
@@ -136,6 +132,19 @@ struct Judged<'a> {
     looks: &'a std::collections::BTreeMap<fdb::Engine, u32>,
 }
 
+/// Where compare's copies go.
+fn copies(args: &CompareArgs) -> Copies<'_> {
+    Copies {
+        junit: args.junit.as_deref(),
+        markdown: args.export_markdown.as_deref(),
+        bmf: args.export_bmf.as_deref(),
+        benchmark_action: match args.export_benchmark_action.as_deref() {
+            Some([bigger, smaller]) => Some([bigger.as_path(), smaller.as_path()]),
+            _ => None,
+        },
+    }
+}
+
 /// compare's results dir (`--out`, else `<run>/compare-<UTC time>-<pid>`), created once
 /// it and the copies (`--junit`, `--export-markdown`) are known to be writable and apart
 /// from the run it reads.
@@ -148,14 +157,10 @@ fn results_dir(args: &CompareArgs) -> Result<PathBuf> {
             std::process::id()
         )),
     };
-    let (junit, markdown) = (args.junit.as_deref(), args.export_markdown.as_deref());
-    check_outputs(&args.dir, &out, junit, markdown)?;
+    let copies = copies(args);
+    check_outputs(&args.dir, &out, &copies)?;
     // Before --out is created: a refused copy must not leave an empty --out behind.
-    for (flag, path) in [("--junit", junit), ("--export-markdown", markdown)] {
-        if let Some(p) = path {
-            check_writable_file(flag, p)?;
-        }
-    }
+    check_copies(&copies, None)?;
     std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
     Ok(out)
 }
@@ -219,27 +224,18 @@ fn criteria(args: &CompareArgs, plan: &SavedPlan, reference: Reference) -> Crite
 
 /// `compare` never writes into the run it reads: `out` must be a new or empty directory
 /// (so `--out RUN` is refused: it would replace the run's own verdicts while its
-/// report.html shows the first), and a `--junit` file inside `run` must be inside `out`.
-fn check_outputs(
-    run: &Path,
-    out: &Path,
-    junit: Option<&Path>,
-    markdown: Option<&Path>,
-) -> Result<()> {
-    check_results_dir(out, [junit, markdown])?;
-    if let Some(j) = junit {
-        check_junit_apart(out, j)?;
-    }
-    if let Some(m) = markdown {
-        check_markdown_apart(out, m)?;
+/// report.html shows the first), and a copy (`--junit`, ...) inside `run` must be inside `out`.
+fn check_outputs(run: &Path, out: &Path, copies: &Copies) -> Result<()> {
+    check_results_dir(out, *copies)?;
+    for (flag, path) in copies.each() {
+        check_copy_apart(flag, out, path)?;
     }
     // Resolved through links: `--junit link-to-run/trials.json` is inside the run too.
     let run = resolved(&run.join("x"));
     let run = run.parent().unwrap_or(&run);
     let out = resolved(&out.join("x"));
     let out = out.parent().unwrap_or(&out);
-    let copies = [("--junit", junit), ("--export-markdown", markdown)];
-    for (flag, path) in copies.iter().filter_map(|(f, p)| Some((f, (*p)?))) {
+    for (flag, path) in copies.each() {
         let p = resolved(path);
         if p.starts_with(run) && !p.starts_with(out) {
             return Err(UsageError(format!(

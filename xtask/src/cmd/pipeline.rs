@@ -42,11 +42,7 @@ pub fn execute(plan: Plan) -> Result<Finished> {
     // when allowed. Allowed, it is a warning on the terminal and in run.log: not in the
     // result files, whose contents would then depend on what else ran on the host.
     let beside = crate::run::refuse_other_gates()?;
-    let copies = [
-        plan.config.junit.as_deref(),
-        plan.config.export_markdown.as_deref(),
-    ];
-    let out = results_dir(plan.config.out.as_deref(), copies)?;
+    let out = results_dir(plan.config.out.as_deref(), plan.config.copies())?;
     init_logging(&out, plan.config.quiet)?;
     if let Some(w) = beside {
         tracing::warn!("{w}");
@@ -253,8 +249,7 @@ fn finish(
             profile_diff: &profile_diff,
         },
         write::Copies {
-            junit: plan.config.junit.as_deref(),
-            markdown: plan.config.export_markdown.as_deref(),
+            files: plan.config.copies(),
             json_to_stdout: plan.config.json,
         },
         &crate::report::JunitRun::new(

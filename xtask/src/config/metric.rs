@@ -1,6 +1,7 @@
 //! What the gate measures of a trial and can gate on: the [`Metric`]s, the process roles
 //! whose CPU is accounted ([`CpuRole`]), and the set of gated metrics ([`MetricSet`]).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Where the kernel lists the hardware PMU's events, which [`Metric::InstructionsPerTxn`]
@@ -10,7 +11,9 @@ pub const HARDWARE_PMU: &str = "/sys/bus/event_source/devices/cpu";
 
 /// A group of processes whose CPU is accounted separately: one per fdbserver process
 /// class of the cluster (`fdbserver -c`), and the client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum CpuRole {
     /// The stateless fdbserver: coordinator, cluster controller, proxies, resolver.
@@ -169,6 +172,26 @@ impl Metric {
         !matches!(self, Metric::Tps | Metric::KneeTps)
     }
 
+    /// Which way the metric improves.
+    pub fn direction(self) -> Direction {
+        if self.lower_is_better() {
+            Direction::LowerIsBetter
+        } else {
+            Direction::HigherIsBetter
+        }
+    }
+
+    /// The unit of the metric's values, as history tools show it.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Metric::Tps | Metric::KneeTps => "TPS",
+            Metric::TxnLatencyP99 => "µs",
+            Metric::CpuPerTxn(_) => "CPU µs/txn",
+            Metric::StorageCpuRatio => "ratio",
+            Metric::InstructionsPerTxn(_) | Metric::TotalInstructionsPerTxn => "instructions/txn",
+        }
+    }
+
     /// The metric named `name` (see [`Metric::name`]).
     pub fn from_name(name: &str) -> Option<Metric> {
         Metric::ALL.into_iter().find(|m| m.name() == name)
@@ -193,6 +216,31 @@ impl<'de> Deserialize<'de> for Metric {
         let name = String::deserialize(d)?;
         Metric::from_name(&name)
             .ok_or_else(|| serde::de::Error::custom(format!("unknown metric {name:?}")))
+    }
+}
+
+/// Which way a metric improves: TPS and the knee rise, latency and work per transaction
+/// fall.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    HigherIsBetter,
+    LowerIsBetter,
+}
+
+/// A string, one of the metrics' names ([`Metric::name`]).
+impl JsonSchema for Metric {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Metric".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names: Vec<&str> = Metric::ALL.iter().map(|m| m.name()).collect();
+        schemars::json_schema!({
+            "description": "A metric's name: what `--gate` takes and JUnit names its test case.",
+            "type": "string",
+            "enum": names,
+        })
     }
 }
 
@@ -253,6 +301,21 @@ impl Serialize for MetricSet {
 impl<'de> Deserialize<'de> for MetricSet {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<MetricSet, D::Error> {
         Ok(Vec::<Metric>::deserialize(d)?.into_iter().collect())
+    }
+}
+
+/// A list of metric names.
+impl JsonSchema for MetricSet {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "MetricSet".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "array",
+            "items": generator.subschema_for::<Metric>(),
+            "uniqueItems": true,
+        })
     }
 }
 

@@ -31,7 +31,7 @@ use crate::{
 };
 pub use against::Against;
 pub use cluster::ClusterSource;
-pub use metric::{CpuRole, Metric, MetricSet, HARDWARE_PMU};
+pub use metric::{CpuRole, Direction, Metric, MetricSet, HARDWARE_PMU};
 pub use schedule::Schedule;
 pub use workload::{client_procs, DriverKind, Workload, SATURATING_CORES, SERVER_CORES};
 
@@ -161,6 +161,12 @@ pub struct BenchConfig {
     pub junit: Option<PathBuf>,
     /// `--export-markdown`: where the Markdown verdict table is copied, if anywhere.
     pub export_markdown: Option<PathBuf>,
+    /// `--export-bmf`: where the experiment's values go as Bencher Metric Format JSON.
+    #[serde(serialize_with = "path_json::lossy_opt")]
+    pub export_bmf: Option<PathBuf>,
+    /// `--export-benchmark`: github-action-benchmark JSON files, the higher-is-better
+    /// metrics' and the lower-is-better metrics'.
+    pub export_benchmark_action: Option<[PathBuf; 2]>,
     /// Largest tolerated TPS loss of the experiment, percent.
     pub max_regression_pct: f64,
     /// Absolute TPS floor of the experiment for every engine (`--slo-tps`), if any.
@@ -238,11 +244,100 @@ impl BenchConfig {
         }
     }
 
+    /// Where copies of the run's results also go.
+    pub fn copies(&self) -> Copies<'_> {
+        Copies {
+            junit: self.junit.as_deref(),
+            markdown: self.export_markdown.as_deref(),
+            bmf: self.export_bmf.as_deref(),
+            benchmark_action: self
+                .export_benchmark_action
+                .as_ref()
+                .map(|[a, b]| [a.as_path(), b.as_path()]),
+        }
+    }
+
     pub fn arm(&self, arm: Arm) -> &ArmConfig {
         match arm {
             Arm::Baseline => &self.baseline,
             Arm::Experiment => &self.experiment,
         }
+    }
+}
+
+/// Where copies of a run's results also go, outside or inside its results dir, each named
+/// by its flag. Every check of a copy's path (`results::fs::check_copies`) and every writer
+/// of one (`report::write`) takes the whole set, so a new copy is checked and written
+/// where the others are.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Copies<'a> {
+    /// `--junit`: the JUnit XML.
+    pub junit: Option<&'a Path>,
+    /// `--export-markdown`: the verdict table, appended.
+    pub markdown: Option<&'a Path>,
+    /// `--export-bmf`: Bencher Metric Format JSON.
+    pub bmf: Option<&'a Path>,
+    /// `--export-benchmark`: github-action-benchmark JSON, the higher-is-better
+    /// metrics' file and the lower-is-better metrics'.
+    pub benchmark_action: Option<[&'a Path; 2]>,
+}
+
+impl<'a> Copies<'a> {
+    /// Each copy with its flag, in flag order.
+    pub fn each(&self) -> Vec<(&'static str, &'a Path)> {
+        let mut v = Vec::new();
+        v.extend(self.junit.map(|p| ("--junit", p)));
+        v.extend(self.markdown.map(|p| ("--export-markdown", p)));
+        v.extend(self.bmf.map(|p| ("--export-bmf", p)));
+        for p in self.benchmark_action.iter().flatten() {
+            v.push(("--export-benchmark", *p));
+        }
+        v
+    }
+}
+
+/// Each arm's knobs: `--knob` first, then the arm's own (`--baseline-knob`,
+/// `--experiment-knob`). Errors: a knob that does not parse, or one given twice in a flag.
+fn arm_knobs(a: &RunArgs) -> Result<[Vec<Knob>; 2], UsageError> {
+    let parse_all = |raw: &[String], flag: &str| -> Result<Vec<Knob>, UsageError> {
+        let knobs = raw
+            .iter()
+            .map(|k| Knob::parse_user(k, flag).map_err(UsageError))
+            .collect::<Result<Vec<Knob>, UsageError>>()?;
+        refuse_twice(&knobs, flag)?;
+        Ok(knobs)
+    };
+    let common = parse_all(&a.knobs, "--knob")?;
+    let with_common = |own: &[String], flag: &str| -> Result<Vec<Knob>, UsageError> {
+        let mut all = common.clone();
+        all.extend(parse_all(own, flag)?);
+        Ok(all)
+    };
+    Ok([
+        with_common(&a.baseline_knobs, "--baseline-knob")?,
+        with_common(&a.experiment_knobs, "--experiment-knob")?,
+    ])
+}
+
+/// The copies `run` asks for, before they are validated with the rest (the checks of the
+/// copies' paths come first, and a setup error is written to them).
+pub fn copies_of(run: &crate::cli::RunArgs) -> Copies<'_> {
+    Copies {
+        junit: run.junit.as_deref(),
+        markdown: run.export_markdown.as_deref(),
+        bmf: run.export_bmf.as_deref(),
+        benchmark_action: match run.export_benchmark_action.as_deref() {
+            Some([bigger, smaller]) => Some([bigger.as_path(), smaller.as_path()]),
+            _ => None,
+        },
+    }
+}
+
+/// `--export-benchmark`'s two files (clap takes exactly two).
+fn benchmark_action(files: Option<&[PathBuf]>) -> Option<[PathBuf; 2]> {
+    match files? {
+        [bigger, smaller] => Some([bigger.clone(), smaller.clone()]),
+        _ => None,
     }
 }
 
@@ -339,20 +434,7 @@ impl BenchConfig {
         allow_same: bool,
         a: &RunArgs,
     ) -> Result<BenchConfig, UsageError> {
-        let parse_all = |raw: &[String], flag: &str| -> Result<Vec<Knob>, UsageError> {
-            let knobs = raw
-                .iter()
-                .map(|k| Knob::parse_user(k, flag).map_err(UsageError))
-                .collect::<Result<Vec<Knob>, UsageError>>()?;
-            refuse_twice(&knobs, flag)?;
-            Ok(knobs)
-        };
-        let common = parse_all(&a.knobs, "--knob")?;
-        let arm_knobs = |own: &[String], flag: &str| -> Result<Vec<Knob>, UsageError> {
-            let mut all = common.clone();
-            all.extend(parse_all(own, flag)?);
-            Ok(all)
-        };
+        let [baseline_knobs, experiment_knobs] = arm_knobs(a)?;
         let schedule = schedule_of(a.trials, a.time_budget)?;
         check_slo_tps(a.slo_tps)?;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -365,12 +447,12 @@ impl BenchConfig {
             baseline: ArmConfig {
                 arm: Arm::Baseline,
                 build_dir: baseline.map(Path::to_path_buf),
-                knobs: arm_knobs(&a.baseline_knobs, "--baseline-knob")?,
+                knobs: baseline_knobs,
             },
             experiment: ArmConfig {
                 arm: Arm::Experiment,
                 build_dir: experiment.map(Path::to_path_buf),
-                knobs: arm_knobs(&a.experiment_knobs, "--experiment-knob")?,
+                knobs: experiment_knobs,
             },
             engines: expand_engines(&a.engines),
             workload,
@@ -382,6 +464,8 @@ impl BenchConfig {
             out: a.out.clone(),
             junit: a.junit.clone(),
             export_markdown: a.export_markdown.clone(),
+            export_bmf: a.export_bmf.clone(),
+            export_benchmark_action: benchmark_action(a.export_benchmark_action.as_deref()),
             max_regression_pct: max_regression,
             slo_tps: a.slo_tps,
             strict: a.strict,

@@ -14,12 +14,13 @@
 use std::{collections::BTreeMap, path::Path};
 
 use anyhow::Result;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Engine, UsageError};
 
 /// Floor per engine, TPS.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SloTps {
     pub redwood: Option<f64>,
     pub rocksdb: Option<f64>,

@@ -17,6 +17,7 @@
 //! there are no pairs: a knee below the lowest recorded day's is a REGRESSION. Pure.
 
 use fdb::Engine;
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{
@@ -163,7 +164,7 @@ pub fn confirmations(steps: &[Step], target: u64, against: Reference) -> usize {
 
 /// The knees a sweep's judgement compares, TPS: `None` for a knee below the ladder's first
 /// step. The baseline's is the baseline arm's, or a record's lowest day's.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, JsonSchema)]
 pub struct Knees {
     pub baseline_tps: Option<u64>,
     pub experiment_tps: Option<u64>,
@@ -231,7 +232,7 @@ pub fn judge(
                 reason,
                 baseline: None,
                 experiment: None,
-                tps_delta_pct: knees
+                mean_change_pct: knees
                     .map(|(b, e)| (e as f64 / b as f64 - 1.0) * 100.0)
                     .filter(|d| d.is_finite()),
                 comparison: None,

@@ -30,6 +30,7 @@
 
 use std::{collections::BTreeMap, fmt, fmt::Write as _};
 
+use schemars::JsonSchema;
 use serde::Serialize;
 use statrs::statistics::Statistics;
 
@@ -58,7 +59,7 @@ use samples::Sample;
 use stats::{Comparison, ALPHA};
 
 /// The gate's answer for one engine and metric.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, JsonSchema)]
 pub enum Verdict {
     /// Clean run, above the SLO, a loss beyond the tolerance ruled out.
     #[serde(rename = "MEASURED")]
@@ -161,7 +162,7 @@ impl<'a> Reference<'a> {
 }
 
 /// Thresholds the verdicts are decided by.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, JsonSchema)]
 pub struct Criteria {
     /// Trials planned per arm and engine.
     pub trials: u32,
@@ -190,7 +191,7 @@ pub struct Criteria {
 }
 
 /// TPS of one arm's measured trials of one engine.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct ArmStats {
     /// Per-trial TPS (mako `results.tps`), in run order.
     pub tps: Vec<f64>,
@@ -297,7 +298,7 @@ impl ArmStats {
 }
 
 /// The verdict on one engine and metric, with the numbers behind it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Judgement {
     pub engine: Engine,
     /// The judged metric.
@@ -310,8 +311,10 @@ pub struct Judgement {
     pub reason: String,
     pub baseline: Option<ArmStats>,
     pub experiment: Option<ArmStats>,
-    /// (experiment mean / baseline mean - 1) x 100, percent (plain means, for reading).
-    pub tps_delta_pct: Option<f64>,
+    /// (experiment mean / baseline mean - 1) x 100 of the judged metric, percent: plain
+    /// means, for reading (the verdict is decided on `comparison`). For a sweep's knee,
+    /// the knees' change.
+    pub mean_change_pct: Option<f64>,
     /// Comparison of the metric, oriented so that higher is better: TPS, or 1/value for a
     /// metric where lower is better (see [`Judgement::change_pct`] for the metric's own
     /// change). Paired, or Welch against a record; `None` with too few trials.
@@ -519,10 +522,7 @@ fn judge_engine(
     let (base, exp) = (of(Arm::Baseline), of(Arm::Experiment));
     let baseline = ArmStats::of(&measured(&base));
     let experiment = ArmStats::of(&measured(&exp));
-    let tps_delta_pct = match (&baseline, &experiment) {
-        (Some(b), Some(e)) => Some(100.0 * (e.tps_mean / b.tps_mean - 1.0)),
-        _ => None,
-    };
+    let mean_change_pct = mean_change_pct(&baseline, &experiment, Metric::Tps);
     let pairs = if criteria.unpaired {
         Vec::new()
     } else {
@@ -556,7 +556,7 @@ fn judge_engine(
         reason: String::new(),
         baseline,
         experiment,
-        tps_delta_pct,
+        mean_change_pct,
         comparison: compare(Metric::Tps),
         p_not_worse_adjusted: None,
         p_slower_adjusted: None,
@@ -698,6 +698,7 @@ fn derived_judgement(
 ) -> Draft {
     let mut j = tps.j.clone();
     j.metric = metric;
+    j.mean_change_pct = mean_change_pct(&j.baseline, &j.experiment, metric);
     j.gating = gating;
     j.comparison = comparison;
     j.notes.clear();
@@ -705,6 +706,12 @@ fn derived_judgement(
     let rule = Some((j.verdict, std::mem::take(&mut j.reason)))
         .filter(|(v, _)| tps.decided && *v != Verdict::SloViolation);
     Draft::new(j, rule)
+}
+
+/// (experiment mean / baseline mean - 1) x 100 of `m`, percent, when both arms measured it.
+fn mean_change_pct(b: &Option<ArmStats>, e: &Option<ArmStats>, m: Metric) -> Option<f64> {
+    let (b, e) = (b.as_ref()?.mean(m)?, e.as_ref()?.mean(m)?);
+    Some(100.0 * (e / b - 1.0)).filter(|d| d.is_finite())
 }
 
 /// Complete pairs: the baseline and experiment trial of one repetition, both measured.

@@ -36,6 +36,7 @@
 //! Reference values: `xtask/testdata/stats-reference.json`, computed with scipy by
 //! `xtask/testdata/stats_reference.py`; the tests agree to 1e-9.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
@@ -48,7 +49,7 @@ pub const POWER: f64 = 0.80;
 pub const NOISE_BOUND: f64 = 0.80;
 
 /// How the two arms were compared.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Method {
     /// One-sample t on per-pair log ratios.
@@ -64,7 +65,7 @@ pub enum Method {
 }
 
 /// Experiment vs baseline on the log scale, with the numbers a reader needs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Comparison {
     pub method: Method,
     /// Observations: pairs (paired), trials per arm (Welch), or recorded days and today's
@@ -829,7 +830,7 @@ fn noncentral_t_cdf(x: f64, df: f64, lambda: f64) -> f64 {
 }
 
 /// What the host-speed covariate (`covariate::adjusted`) did to one comparison.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Covariate {
     /// Slope of the pairs' log metric ratios on their log host-speed ratios (1: the metric
     /// moved with the host's speed one for one; negative for a metric that rises when the

@@ -178,8 +178,7 @@ pub fn prepare(config: &BenchConfig) -> Result<Prepared> {
         ClusterSource::Own(_) | ClusterSource::Existing(_) => floors(config, &engines, &baselines)?,
     };
     if let Some(out) = &config.out {
-        let copies = [config.junit.as_deref(), config.export_markdown.as_deref()];
-        check_results_dir(out, copies)?;
+        check_results_dir(out, config.copies())?;
     }
     let counted = |m: &Metric| matches!(m, Metric::InstructionsPerTxn(_));
     // The simulation driver counts instructions under Valgrind, with no PMU.

@@ -10,35 +10,65 @@
 use std::fmt::Write as _;
 
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
+use schemars::JsonSchema;
 use serde::Serialize;
 
 mod chart;
+pub mod history;
 pub mod html;
 pub mod sweep;
 pub mod write;
 
 use crate::{
+    config::Direction,
     judge::{exit_code, ArmStats, Judgement, Metric, Verdict},
-    results::{fs::json, trial::TrialRecord},
+    results::{
+        fs::json,
+        trial::{Phase, TrialRecord},
+    },
 };
 
 /// What `--json` prints when the run ends in an error before any verdict (a refused flag,
-/// a missing tree, a failed build): `{"schema_version", "exit_code", "error"}` (the
-/// summary's version; no `judgements`).
+/// a missing tree, a failed build): an [`ErrorSummary`].
 pub fn error_json(exit_code: u8, error: &str) -> String {
-    serde_json::json!({
-        "schema_version": SUMMARY_SCHEMA_VERSION,
-        "exit_code": exit_code,
-        "error": error,
+    serde_json::to_string(&ErrorSummary {
+        schema_version: SUMMARY_SCHEMA_VERSION,
+        exit_code,
+        error,
     })
-    .to_string()
+    .expect("a struct of a number and a string serializes")
 }
 
-/// The format version of `summary.json`: 1 is the first one that says so.
-pub const SUMMARY_SCHEMA_VERSION: u32 = 1;
+/// What `--json` prints for a run that ended before any verdict.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ErrorSummary<'a> {
+    /// [`SUMMARY_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// 2 (an error) or 64 (a usage error).
+    pub exit_code: u8,
+    /// What went wrong and how to fix it.
+    pub error: &'a str,
+}
 
-/// `summary.json`: the verdicts and the numbers behind them.
-#[derive(Debug, Serialize)]
+/// Either shape `summary.json` and `--json` take: a run's verdicts, or the error that
+/// ended it before any.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+#[schemars(title = "perfgate summary.json")]
+pub enum SummaryFile<'a> {
+    Run(Summary<'a>),
+    Error(ErrorSummary<'a>),
+}
+
+/// The format version of `summary.json`, raised when a field changes meaning or goes
+/// away. 2: each judgement's `mean_change_pct` (its metric's, was `tps_delta_pct`, TPS's in
+/// every judgement), `direction` and `change`.
+pub const SUMMARY_SCHEMA_VERSION: u32 = 2;
+
+/// `summary.json`: the verdicts and the numbers behind them. Its JSON Schema is
+/// [`summary_schema`], shipped as `docs/summary.schema.json`.
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct Summary<'a> {
     /// [`SUMMARY_SCHEMA_VERSION`]: raised when a field changes meaning or goes away.
     pub schema_version: u32,
@@ -48,11 +78,66 @@ pub struct Summary<'a> {
     pub interrupted: bool,
     /// Conditions that make the numbers less trustworthy (e.g. a disk-backed work dir).
     pub warnings: &'a [String],
-    pub judgements: &'a [Judgement],
+    /// One per engine and judged metric, in report order.
+    pub judgements: Vec<JudgementJson<'a>>,
     /// The simulation driver's differential profile per engine: the functions whose
     /// instructions per committed transaction changed most (absent under other drivers).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub profile_diff: &'a [crate::results::profile::ProfileDiff],
+}
+
+/// A judgement as `summary.json` has it: every field of [`Judgement`], and the metric's
+/// change in its own direction, for scripts that should not have to know which metrics
+/// fall when they improve.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct JudgementJson<'a> {
+    #[serde(flatten)]
+    pub judgement: &'a Judgement,
+    /// Which way the metric improves.
+    pub direction: Direction,
+    /// The metric's own change, with its interval: a fall of TPS and a rise of latency or
+    /// of CPU per transaction are both losses, negative for TPS and positive for latency.
+    /// (`comparison` is oriented so that higher is better for every metric: the change of
+    /// 1/value for a metric that falls when it improves.) `None` with too few trials.
+    pub change: Option<Change>,
+}
+
+/// A metric's change, experiment against baseline, in the metric's own direction.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+pub struct Change {
+    /// Estimated change, percent.
+    pub pct: f64,
+    /// Lower bound of its 95% interval, percent.
+    pub ci95_low_pct: f64,
+    /// Upper bound of its 95% interval, percent.
+    pub ci95_high_pct: f64,
+}
+
+impl<'a> JudgementJson<'a> {
+    pub fn of(j: &'a Judgement) -> JudgementJson<'a> {
+        JudgementJson {
+            judgement: j,
+            direction: j.metric.direction(),
+            change: j
+                .change_pct()
+                .map(|(pct, ci95_low_pct, ci95_high_pct)| Change {
+                    pct,
+                    ci95_low_pct,
+                    ci95_high_pct,
+                }),
+        }
+    }
+}
+
+/// The JSON Schema (draft 2020-12) of `summary.json`, derived from the types it is
+/// written from; `docs/summary.schema.json` is this text (a test keeps them equal).
+pub fn summary_schema() -> String {
+    // Serialize contract: a field the gate leaves out when empty is not required.
+    let schema = schemars::generate::SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator()
+        .into_root_schema_for::<SummaryFile<'static>>();
+    json(&schema)
 }
 
 pub fn summary_json(
@@ -66,56 +151,117 @@ pub fn summary_json(
         exit_code: exit_code(judgements, interrupted),
         interrupted,
         warnings,
-        judgements,
+        judgements: judgements.iter().map(JudgementJson::of).collect(),
         profile_diff,
     };
     json(&s)
 }
 
-/// `results.tsv`: one line per trial, for spreadsheets and `awk`.
+/// The per-trial metrics `results.tsv` has a column of, named as [`Metric::name`]: every
+/// metric a trial measures but TPS and p99 latency, which have columns of their own.
+fn tsv_metrics() -> impl Iterator<Item = Metric> {
+    Metric::ALL
+        .into_iter()
+        .filter(|m| !matches!(m, Metric::Tps | Metric::TxnLatencyP99 | Metric::KneeTps))
+}
+
+/// The header of `results.tsv`: each column's name ends with its unit (`_s`, `_us`,
+/// `_pct`, `_bytes`, `_cores`, `_per_txn`, `tps`) unless it has none; docs/results.md lists
+/// them (a test keeps the two equal).
+pub fn results_tsv_header() -> Vec<String> {
+    let head = [
+        "index",
+        "engine",
+        "arm",
+        "repetition",
+        "outcome",
+        "target_tps",
+        "tps",
+        "overall_tps",
+        "measured_s",
+        "total_xacts",
+        "txn_latency_us_p50",
+        "txn_latency_us_p99",
+        "storage_cpu_cores",
+        "cpu_bound",
+    ];
+    let tail = [
+        "workdir_peak_bytes",
+        "host_probe_s",
+        "steal_pct",
+        "failed_phase",
+        "error",
+    ];
+    head.into_iter()
+        .map(String::from)
+        .chain(tsv_metrics().map(|m| m.name().to_string()))
+        .chain(Phase::ALL.map(|p| format!("{}_s", p.to_string().replace('-', "_"))))
+        .chain(tail.into_iter().map(String::from))
+        .collect()
+}
+
+/// `results.tsv`: one line per trial, for spreadsheets and `awk`: tab-separated, a field
+/// with a tab, a newline or a quote quoted as in RFC 4180 (the `csv` crate), an unmeasured
+/// value empty. Columns: [`results_tsv_header`].
 pub fn results_tsv(trials: &[TrialRecord]) -> String {
-    let mut s = String::from(
-        "index\tengine\tarm\trepetition\toutcome\ttps\toverall_tps\tmeasured_s\ttotal_xacts\t\
-         txn_latency_us_p50\ttxn_latency_us_p99\tstorage_cpu_cores\tcpu_bound\tworkdir_peak_bytes\t\
-         host_probe_s\tsteal_pct\tfailed_phase\terror\n",
-    );
+    let mut w = csv::WriterBuilder::new()
+        .delimiter(b'\t')
+        .from_writer(Vec::new());
+    w.write_record(results_tsv_header())
+        .expect("writing to memory");
+    for t in trials {
+        w.write_record(tsv_row(t)).expect("writing to memory");
+    }
+    String::from_utf8(w.into_inner().expect("writing to memory")).expect("the fields are UTF-8")
+}
+
+/// One trial's fields of `results.tsv`, in [`results_tsv_header`]'s order.
+fn tsv_row(t: &TrialRecord) -> Vec<String> {
     let opt =
         |v: Option<f64>, digits: usize| v.map(|v| format!("{v:.digits$}")).unwrap_or_default();
-    for t in trials {
-        let r = t.report.as_ref();
-        let m = t.multitest.as_ref().map(|m| &m.result);
-        let _ = writeln!(
-            s,
-            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
-            t.index,
-            t.engine,
-            t.arm,
-            t.repetition,
-            serde_json::to_value(t.outcome)
-                .expect("outcome")
-                .as_str()
-                .unwrap_or(""),
-            opt(t.tps(), 2),
-            r.map(|r| r.overall_tps.to_string()).unwrap_or_default(),
-            opt(
-                r.map(|r| r.measured_duration_s).or(m.map(|m| m.measured_s)),
-                3
-            ),
-            r.map(|r| r.total_xacts.to_string()).unwrap_or_default(),
-            opt(t.txn_latency_us_p50(), 0),
-            opt(t.txn_latency_us_p99(), 0),
-            opt(t.storage_cpu_cores, 3),
-            t.cpu_bound.map(|b| b.to_string()).unwrap_or_default(),
-            t.workdir_peak_bytes
-                .map(|b| b.to_string())
-                .unwrap_or_default(),
-            opt(t.host.as_ref().map(|h| (h.before_s + h.after_s) / 2.0), 4),
-            opt(t.host.as_ref().and_then(|h| h.steal_pct), 2),
-            t.failed_phase.map(|p| p.to_string()).unwrap_or_default(),
-            t.error.as_deref().unwrap_or("").replace(['\t', '\n'], " "),
-        );
-    }
-    s
+    let r = t.report.as_ref();
+    let m = t.multitest.as_ref().map(|m| &m.result);
+    let sample = crate::judge::samples::Sample::of_trial(t);
+    let mut row = vec![
+        t.index.to_string(),
+        t.engine.to_string(),
+        t.arm.to_string(),
+        t.repetition.to_string(),
+        serde_json::to_value(t.outcome)
+            .expect("outcome")
+            .as_str()
+            .unwrap_or("")
+            .to_string(),
+        t.target_tps.map(|v| v.to_string()).unwrap_or_default(),
+        opt(t.tps(), 2),
+        r.map(|r| r.overall_tps.to_string()).unwrap_or_default(),
+        opt(
+            r.map(|r| r.measured_duration_s).or(m.map(|m| m.measured_s)),
+            3,
+        ),
+        r.map(|r| r.total_xacts.to_string()).unwrap_or_default(),
+        opt(t.txn_latency_us_p50(), 0),
+        opt(t.txn_latency_us_p99(), 0),
+        opt(t.storage_cpu_cores, 3),
+        t.cpu_bound.map(|b| b.to_string()).unwrap_or_default(),
+    ];
+    row.extend(tsv_metrics().map(|m| opt(sample.value(m), 4)));
+    row.extend(Phase::ALL.map(|p| {
+        opt(
+            t.phases.iter().find(|x| x.phase == p).map(|x| x.duration_s),
+            3,
+        )
+    }));
+    row.extend([
+        t.workdir_peak_bytes
+            .map(|b| b.to_string())
+            .unwrap_or_default(),
+        opt(t.host.as_ref().map(|h| (h.before_s + h.after_s) / 2.0), 4),
+        opt(t.host.as_ref().and_then(|h| h.steal_pct), 2),
+        t.failed_phase.map(|p| p.to_string()).unwrap_or_default(),
+        t.error.clone().unwrap_or_default(),
+    ]);
+    row
 }
 
 /// Numbers of a judgement as `(name, value)` pairs: JUnit properties, failure text and
@@ -173,7 +319,7 @@ fn numbers(j: &Judgement) -> Vec<(String, String)> {
             0,
         );
     }
-    push("tps_delta_pct", j.tps_delta_pct, 2);
+    push("mean_change_pct", j.mean_change_pct, 2);
     if let (Some(c), Some((change, low, high))) = (&j.comparison, j.change_pct()) {
         let m = j.metric.name();
         push("pairs", Some(c.n_experiment as f64), 0);
@@ -398,7 +544,7 @@ fn table_row(j: &Judgement) -> [String; 7] {
     };
     let change = j.change_pct().map_or_else(
         || {
-            j.tps_delta_pct
+            j.mean_change_pct
                 .filter(|_| matches!(j.metric, Metric::Tps | Metric::KneeTps))
                 .map(|d| format!("{d:+.2}%"))
                 .unwrap_or_else(|| "-".into())
@@ -574,7 +720,7 @@ mod tests {
             tests::{interleaved, CRITERIA},
             Criteria,
         },
-        results::trial::{Outcome, Phase},
+        results::trial::{Outcome, Phase, PhaseTiming},
     };
     use expect_test::expect;
     use fdb::Engine;
@@ -589,7 +735,8 @@ mod tests {
         }
     }
 
-    fn run() -> (Vec<TrialRecord>, Vec<Judgement>) {
+    /// Three pairs of redwood trials, the experiment's TPS 5% lower and p99 latency higher.
+    pub(super) fn run() -> (Vec<TrialRecord>, Vec<Judgement>) {
         let mut trials = interleaved(&[1000.0, 1010.0, 990.0], &[950.0, 960.5, 945.0]);
         for (k, t) in trials.iter_mut().enumerate() {
             let p99 =
@@ -621,6 +768,48 @@ mod tests {
     }
 
     #[test]
+    fn the_shipped_schema_is_the_one_the_types_give() {
+        expect_test::expect_file!["../../../docs/summary.schema.json"].assert_eq(&summary_schema());
+    }
+
+    /// A summary of every verdict, with and without the numbers a verdict may lack, and
+    /// the error shape, against the shipped schema.
+    #[test]
+    fn a_summary_of_every_verdict_validates_against_the_schema() {
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../../../docs/summary.schema.json")).unwrap();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let valid = |text: &str| {
+            let v: serde_json::Value = serde_json::from_str(text).unwrap();
+            let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+            assert!(errors.is_empty(), "{errors:?}\n{text}");
+        };
+        let (_, j) = run();
+        for v in [
+            Verdict::Measured,
+            Verdict::Inconclusive,
+            Verdict::Regression,
+            Verdict::SloViolation,
+            Verdict::Error,
+            Verdict::Timeout,
+        ] {
+            let mut j = j.clone();
+            j[0].verdict = v;
+            valid(&summary_json(&j, false, &[], &[]));
+            j[1].comparison = None;
+            j[1].baseline = None;
+            j[1].mean_change_pct = None;
+            valid(&summary_json(&j, true, &["a warning".into()], &[]));
+        }
+        valid(&error_json(64, "--trials: invalid value"));
+        // And the schema can fail: a verdict it does not know.
+        let mut wrong: serde_json::Value =
+            serde_json::from_str(&summary_json(&j, false, &[], &[])).unwrap();
+        wrong["judgements"][0]["verdict"] = "PASSED".into();
+        assert!(!validator.is_valid(&wrong));
+    }
+
+    #[test]
     fn table_golden() {
         let (_, j) = run();
         expect![[r#"
@@ -641,17 +830,70 @@ mod tests {
         t[3].outcome = Outcome::Timeout;
         t[3].report = None;
         t[3].failed_phase = Some(Phase::Configure);
-        t[3].error = Some("configure: did not\tfinish".into());
+        t[3].error = Some("configure: did not\tfinish\n\"quoted\"".into());
+        t[0].target_tps = Some(1200);
+        t[0].phases = vec![
+            PhaseTiming {
+                phase: Phase::ClusterStart,
+                duration_s: 1.25,
+            },
+            PhaseTiming {
+                phase: Phase::Teardown,
+                duration_s: 0.5,
+            },
+        ];
+        let text = results_tsv(&t);
+        // A reader of tab-separated values gets every field back as it was.
+        let mut reader = csv::ReaderBuilder::new()
+            .delimiter(b'\t')
+            .from_reader(text.as_bytes());
+        let header = reader.headers().unwrap().clone();
+        let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+        let field = |row: usize, name: &str| {
+            rows[row][header.iter().position(|h| h == name).unwrap()].to_string()
+        };
+        assert_eq!(rows.len(), 6);
+        assert_eq!(field(3, "error"), "configure: did not\tfinish\n\"quoted\"");
+        assert_eq!(
+            (
+                field(0, "target_tps"),
+                field(0, "cluster_start_s"),
+                field(0, "teardown_s")
+            ),
+            ("1200".into(), "1.250".into(), "0.500".into())
+        );
         expect![[r#"
-            index	engine	arm	repetition	outcome	tps	overall_tps	measured_s	total_xacts	txn_latency_us_p50	txn_latency_us_p99	storage_cpu_cores	cpu_bound	workdir_peak_bytes	host_probe_s	steal_pct	failed_phase	error
-            1	redwood	baseline	1	measured	1000.00	1000	5.000	5000	2000	4000	0.970	true	1048576				
-            2	redwood	experiment	1	measured	950.00	950	5.000	4750	2000	4400	0.970	true	1048576				
-            3	redwood	experiment	2	measured	960.50	960	5.000	4802	2000	4500	0.970	true	1048576				
-            4	redwood	baseline	2	timeout							0.970	true	1048576			configure	configure: did not finish
-            5	redwood	baseline	3	measured	990.00	990	5.000	4950	2000	4400	0.970	true	1048576				
-            6	redwood	experiment	3	measured	945.00	945	5.000	4725	2000	4800	0.970	true	1048576				
+            index	engine	arm	repetition	outcome	target_tps	tps	overall_tps	measured_s	total_xacts	txn_latency_us_p50	txn_latency_us_p99	storage_cpu_cores	cpu_bound	storage_to_client_cpu	storage_cpu_us_per_txn	log_cpu_us_per_txn	stateless_cpu_us_per_txn	client_cpu_us_per_txn	storage_instructions_per_txn	log_instructions_per_txn	stateless_instructions_per_txn	client_instructions_per_txn	instructions_per_txn	cluster_start_s	configure_s	available_s	mako_build_s	mako_run_s	multitest_s	simulation_s	teardown_s	workdir_peak_bytes	host_probe_s	steal_pct	failed_phase	error
+            1	redwood	baseline	1	measured	1200	1000.00	1000	5.000	5000	2000	4000	0.970	true											1.250							0.500	1048576				
+            2	redwood	experiment	1	measured		950.00	950	5.000	4750	2000	4400	0.970	true																			1048576				
+            3	redwood	experiment	2	measured		960.50	960	5.000	4802	2000	4500	0.970	true																			1048576				
+            4	redwood	baseline	2	timeout								0.970	true																			1048576			configure	"configure: did not	finish
+            ""quoted"""
+            5	redwood	baseline	3	measured		990.00	990	5.000	4950	2000	4400	0.970	true																			1048576				
+            6	redwood	experiment	3	measured		945.00	945	5.000	4725	2000	4800	0.970	true																			1048576				
         "#]]
-        .assert_eq(&results_tsv(&t));
+        .assert_eq(&text);
+    }
+
+    /// docs/results.md lists the columns of `results.tsv`, one table row each.
+    #[test]
+    fn the_documented_tsv_columns_are_the_written_ones() {
+        let docs = include_str!("../../../docs/results.md");
+        let section = &docs[docs.find("### results.tsv").expect("a results.tsv section")..];
+        let documented: Vec<String> = section
+            .lines()
+            .skip_while(|l| !l.starts_with("| column"))
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .flat_map(|l| {
+                let names = l.split('|').nth(1).unwrap_or("").to_string();
+                names
+                    .split(',')
+                    .map(|n| n.trim().trim_matches('`').to_string())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert_eq!(documented, results_tsv_header());
     }
 
     #[test]
@@ -682,7 +924,7 @@ mod tests {
                         <property name="tps.experiment_trials_not_cpu_bound" value="0"/>
                         <property name="tps.experiment_trials_cpu_unmeasured" value="0"/>
                         <property name="tps.experiment_workdir_peak_bytes" value="1048576"/>
-                        <property name="tps.tps_delta_pct" value="-4.82"/>
+                        <property name="tps.mean_change_pct" value="-4.82"/>
                         <property name="tps.pairs" value="3"/>
                         <property name="tps.tps_change_pct" value="-4.82"/>
                         <property name="tps.tps_change_ci95_low_pct" value="-5.48"/>
@@ -709,7 +951,7 @@ mod tests {
                         <property name="txn_latency_p99.experiment_trials_not_cpu_bound" value="0"/>
                         <property name="txn_latency_p99.experiment_trials_cpu_unmeasured" value="0"/>
                         <property name="txn_latency_p99.experiment_workdir_peak_bytes" value="1048576"/>
-                        <property name="txn_latency_p99.tps_delta_pct" value="-4.82"/>
+                        <property name="txn_latency_p99.mean_change_pct" value="7.87"/>
                         <property name="txn_latency_p99.pairs" value="3"/>
                         <property name="txn_latency_p99.txn_latency_p99_change_pct" value="7.89"/>
                         <property name="txn_latency_p99.txn_latency_p99_change_ci95_low_pct" value="0.12"/>
@@ -737,7 +979,7 @@ mod tests {
             experiment_trials_not_cpu_bound=0
             experiment_trials_cpu_unmeasured=0
             experiment_workdir_peak_bytes=1048576
-            tps_delta_pct=-4.82
+            mean_change_pct=-4.82
             pairs=3
             tps_change_pct=-4.82
             tps_change_ci95_low_pct=-5.48
@@ -768,7 +1010,7 @@ mod tests {
             experiment_trials_not_cpu_bound=0
             experiment_trials_cpu_unmeasured=0
             experiment_workdir_peak_bytes=1048576
-            tps_delta_pct=-4.82
+            mean_change_pct=7.87
             pairs=3
             txn_latency_p99_change_pct=7.89
             txn_latency_p99_change_ci95_low_pct=0.12

@@ -9,14 +9,16 @@ use std::{io::Write as _, path::Path, time::SystemTime};
 use anyhow::{Context as _, Result};
 use serde::Serialize;
 
-use super::{html, junit, junit_setup_error, markdown, results_tsv, summary_json, table};
+use super::{history, html, junit, junit_setup_error, markdown, results_tsv, summary_json, table};
 use crate::{
     build::BuildTimeout,
+    config::Direction,
     judge::{calibrate::Calibration, Judgement, Verdict},
     plan::Plan,
     results::{
         fs::{json, write},
         host::Host,
+        saved::{META_SCHEMA_VERSION, TRIALS_SCHEMA_VERSION},
         trial::TrialRecord,
     },
 };
@@ -24,6 +26,8 @@ use crate::{
 /// `meta.json`: what was run, where, with what.
 #[derive(Serialize)]
 struct Meta<'a> {
+    /// [`META_SCHEMA_VERSION`].
+    schema_version: u32,
     /// perfgate version.
     gate_version: &'static str,
     /// The gate's git commit when it was built, `-dirty` when its checkout had changes,
@@ -53,6 +57,7 @@ pub fn command_line() -> Vec<String> {
 pub fn meta(out: &Path, plan: &Plan) -> Result<()> {
     let now = SystemTime::now();
     let meta = Meta {
+        schema_version: META_SCHEMA_VERSION,
         gate_version: env!("CARGO_PKG_VERSION"),
         gate_commit: env!("PERFGATE_GIT_COMMIT"),
         started_at_unix_s: now
@@ -78,19 +83,22 @@ pub fn meta(out: &Path, plan: &Plan) -> Result<()> {
 /// Writes every trial so far: `trials.json` (the records, with absolute paths) and
 /// `results.tsv` (paths relative to `out`, as in every file made for reading).
 pub fn trials(out: &Path, trials: &[TrialRecord]) -> Result<()> {
-    write(&out.join("trials.json"), &json(&trials))?;
+    let file = serde_json::json!({
+        "schema_version": TRIALS_SCHEMA_VERSION,
+        "trials": trials,
+    });
+    write(&out.join("trials.json"), &json(&file))?;
     write(
         &out.join("results.tsv"),
         &relative_to_results(out, &results_tsv(trials)),
     )
 }
 
-/// Where the run's JUnit and Markdown also go (`--junit`, `--export-markdown`), and
-/// whether stdout gets the summary as JSON (`--json`) instead of the table.
+/// Where the run's results also go (`--junit`, `--export-*`), and whether stdout gets the
+/// summary as JSON (`--json`) instead of the table.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Copies<'a> {
-    pub junit: Option<&'a Path>,
-    pub markdown: Option<&'a Path>,
+    pub files: crate::config::Copies<'a>,
     pub json_to_stdout: bool,
 }
 
@@ -164,11 +172,25 @@ pub fn verdicts(out: &Path, v: Verdicts, copies: Copies, run: &super::JunitRun) 
     write(&out.join("summary.json"), &summary)?;
     write(&out.join("junit.xml"), &junit)?;
     write(&out.join("summary.md"), &md)?;
-    if let Some(extra) = copies.junit {
+    let files = copies.files;
+    if let Some(extra) = files.junit {
         write(extra, &junit)?;
     }
-    if let Some(extra) = copies.markdown {
+    if let Some(extra) = files.markdown {
         append_or_write(extra, &md)?;
+    }
+    if let Some(extra) = files.bmf {
+        write(extra, &history::bmf(judgements))?;
+    }
+    if let Some([bigger, smaller]) = files.benchmark_action {
+        write(
+            bigger,
+            &history::benchmark_action(judgements, Direction::HigherIsBetter),
+        )?;
+        write(
+            smaller,
+            &history::benchmark_action(judgements, Direction::LowerIsBetter),
+        )?;
     }
     // A closed stdout (`| head`) must not turn a verdict into a crash.
     let _ = if copies.json_to_stdout {
@@ -297,7 +319,7 @@ pub fn calibration(out: &Path, cal: &Calibration) -> Result<()> {
 /// out): a CI job shows them, so such a run is an ERROR (a TIMEOUT for a build past its
 /// bound) there too, not a missing file or an empty job summary. Best effort: the error
 /// itself is what the caller reports.
-pub fn setup_error(copies: Copies, e: &anyhow::Error) {
+pub fn setup_error(copies: crate::config::Copies, e: &anyhow::Error) {
     let verdict = if e.downcast_ref::<BuildTimeout>().is_some() {
         Verdict::Timeout
     } else {

@@ -11,7 +11,7 @@ use std::{
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::error::UsageError;
+use crate::{config::Copies, error::UsageError};
 
 /// The workspace root and the cargo target dir, from `cargo metadata` (looked up once).
 struct CargoDirs {
@@ -100,9 +100,6 @@ pub fn results_dir(explicit: Option<&Path>, copies: Copies) -> Result<PathBuf> {
     std::fs::canonicalize(&dir).with_context(|| format!("cannot resolve {}", dir.display()))
 }
 
-/// Where the copies of a run's verdicts go: `--junit` and `--export-markdown`.
-pub type Copies<'a> = [Option<&'a Path>; 2];
-
 /// A results dir must be missing or empty: results are never mixed with an earlier run's.
 /// The way to the `--junit` and `--export-markdown` files is not counted: `--junit
 /// <out>/ci/junit.xml` creates its directory first, and a run that failed before its first
@@ -131,7 +128,11 @@ pub fn check_results_dir(dir: &Path, copies: Copies) -> Result<()> {
         }
         return Ok(());
     }
-    let copies: Vec<PathBuf> = copies.into_iter().flatten().map(resolved).collect();
+    let copies: Vec<PathBuf> = copies
+        .each()
+        .into_iter()
+        .map(|(_, p)| resolved(p))
+        .collect();
     let occupied = match std::fs::read_dir(dir) {
         Ok(entries) => entries.flatten().any(|e| {
             let entry = resolved(&e.path());
@@ -193,21 +194,19 @@ pub fn resolved(path: &Path) -> PathBuf {
     out
 }
 
-/// Refuses a `--junit` that is one of the files the run writes into `out` (by any
-/// spelling, links included): it would replace `meta.json` or `trials.json` with JUnit
-/// XML, and the run could not be judged again. Errors: a [`UsageError`] naming the file.
-pub fn check_junit_apart(out: &Path, junit: &Path) -> Result<()> {
-    check_copy_apart("--junit", out, junit, &[], " (junit.xml in --out is fine)")
+/// Refuses a copy (`flag`'s file) that is one of the files the run writes into `out`, by
+/// any spelling, links included: a `--junit` over `meta.json` would leave a run that
+/// cannot be judged again, Markdown or JSON over `junit.xml` a broken one (a `--junit`
+/// there gets the same verdicts, and is fine). Errors: a [`UsageError`] naming the file.
+pub fn check_copy_apart(flag: &str, out: &Path, copy: &Path) -> Result<()> {
+    let (also, hint): (&[&str], &str) = match flag {
+        "--junit" => (&[], " (junit.xml in --out is fine)"),
+        _ => (&["junit.xml"], ""),
+    };
+    copy_apart(flag, out, copy, also, hint)
 }
 
-/// Refuses an `--export-markdown` that is one of the files the run writes into `out`,
-/// `junit.xml` included: the Markdown appended to it would break it. Errors: a
-/// [`UsageError`] naming the file.
-pub fn check_markdown_apart(out: &Path, markdown: &Path) -> Result<()> {
-    check_copy_apart("--export-markdown", out, markdown, &["junit.xml"], "")
-}
-
-fn check_copy_apart(flag: &str, out: &Path, copy: &Path, also: &[&str], hint: &str) -> Result<()> {
+fn copy_apart(flag: &str, out: &Path, copy: &Path, also: &[&str], hint: &str) -> Result<()> {
     let (out, target) = (resolved(&out.join("x")), resolved(copy));
     let out = out.parent().unwrap_or(&out);
     // The trials' own files (mako.json, traces) are the run's evidence.
@@ -235,22 +234,28 @@ fn check_copy_apart(flag: &str, out: &Path, copy: &Path, also: &[&str], hint: &s
     Ok(())
 }
 
-/// Checks `--junit` before any work: apart from the run's own files ([`check_junit_apart`])
-/// and writable ([`check_writable_file`]).
-pub fn check_junit(junit: &Path, out: Option<&Path>) -> Result<()> {
-    if let Some(out) = out {
-        check_junit_apart(out, junit)?;
+/// Checks every copy before any work (hours of building and trials come before they are
+/// written): apart from the run's own files in `out`, when `out` is known
+/// ([`check_copy_apart`]), writable ([`check_writable_file`]), and no two the same file.
+pub fn check_copies(copies: &Copies, out: Option<&Path>) -> Result<()> {
+    let each = copies.each();
+    for (k, (flag, path)) in each.iter().enumerate() {
+        if let Some(out) = out {
+            check_copy_apart(flag, out, path)?;
+        }
+        check_writable_file(flag, path)?;
+        if let Some((other, _)) = each[..k]
+            .iter()
+            .find(|(_, p)| resolved(p) == resolved(path))
+        {
+            return Err(UsageError(format!(
+                "{flag} {} is also the file of {other}: give each copy a file of its own",
+                path.display()
+            ))
+            .into());
+        }
     }
-    check_writable_file("--junit", junit)
-}
-
-/// Checks `--export-markdown` before any work: apart from the run's own files
-/// ([`check_markdown_apart`]) and writable ([`check_writable_file`]).
-pub fn check_markdown(markdown: &Path, out: Option<&Path>) -> Result<()> {
-    if let Some(out) = out {
-        check_markdown_apart(out, markdown)?;
-    }
-    check_writable_file("--export-markdown", markdown)
+    Ok(())
 }
 
 /// Fails early, before hours of trials, when `path` (the value of `flag`, e.g.
@@ -387,14 +392,14 @@ mod tests {
             real.join("out/junit.xml")
         );
         for copy in ["sub/../trials/x.xml", "./trials/y/../x.md"] {
-            let err = check_junit_apart(&out, &out.join(copy)).unwrap_err();
+            let err = check_copy_apart("--junit", &out, &out.join(copy)).unwrap_err();
             assert!(
                 format!("{err}").contains("inside the run's trials/"),
                 "{err}"
             );
         }
-        assert!(check_junit_apart(&out, &out.join("trials/../junit.xml")).is_ok());
-        assert!(check_junit_apart(&out.join("y/.."), &out.join("trials/j.xml")).is_err());
+        assert!(check_copy_apart("--junit", &out, &out.join("trials/../junit.xml")).is_ok());
+        assert!(check_copy_apart("--junit", &out.join("y/.."), &out.join("trials/j.xml")).is_err());
     }
 
     #[test]

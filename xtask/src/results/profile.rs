@@ -10,6 +10,7 @@ use fdb::{
     simulation::{role_of_file, Cachegrind, SimRole},
     Engine,
 };
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{
@@ -94,7 +95,7 @@ pub fn read_profile(path: &Path) -> Result<Vec<ProfileLine>> {
 }
 
 /// A function whose instructions per committed transaction changed between the arms.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct FunctionChange {
     pub function: String,
     /// Where it is defined, as the debug information tells.
@@ -109,7 +110,7 @@ pub struct FunctionChange {
 
 /// The differential profile of one engine: the functions whose instructions per committed
 /// transaction changed most, largest change first.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct ProfileDiff {
     pub engine: Engine,
     /// Complete pairs (both trials measured) the profile sums.

@@ -24,6 +24,15 @@ use crate::{
     error::UsageError,
 };
 
+/// The format version of `meta.json` this gate writes, and the newest it reads (one
+/// without a version was written before it said so, and is read).
+pub const META_SCHEMA_VERSION: u32 = 1;
+
+/// The format version of `trials.json` this gate writes (`{"schema_version", "trials"}`),
+/// and the newest it reads; a bare array of trials was written before it said its version,
+/// and is read.
+pub const TRIALS_SCHEMA_VERSION: u32 = 1;
+
 /// A finished or interrupted run: what was planned and the trials that ended.
 pub struct SavedRun {
     pub meta: SavedMeta,
@@ -36,6 +45,9 @@ pub struct SavedRun {
 /// `meta.json`: the host and the plan.
 #[derive(Deserialize)]
 pub struct SavedMeta {
+    /// [`META_SCHEMA_VERSION`]; absent before it was written.
+    #[serde(default)]
+    pub schema_version: Option<u32>,
     pub host: Host,
     /// When the run started, seconds since the Unix epoch (absent before 0.1); at most
     /// [`LATEST_UNIX_S`], which every reader of it may rely on.
@@ -250,7 +262,7 @@ impl SavedRun {
             ))
             .into());
         }
-        let trials: Vec<TrialRecord> = read(dir, "trials.json")?;
+        let trials = read_trials(dir)?;
         check_trials(&trials).map_err(|why| {
             anyhow::anyhow!(
                 "{} is not what a gate writes: {why}; re-judging it would judge edited numbers",
@@ -258,6 +270,11 @@ impl SavedRun {
             )
         })?;
         let meta: SavedMeta = read(dir, "meta.json")?;
+        not_newer(
+            &dir.join("meta.json"),
+            meta.schema_version,
+            META_SCHEMA_VERSION,
+        )?;
         // The plan against the trials: either file may be the edited one.
         check_meta(&meta, &trials).map_err(|why| {
             anyhow::anyhow!(
@@ -565,6 +582,41 @@ fn check_meta(meta: &SavedMeta, trials: &[TrialRecord]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The trials of `dir/trials.json`, versioned or a bare array (written before the file
+/// said its version). Errors: as [`read`]'s, or a version newer than this gate reads.
+fn read_trials(dir: &Path) -> Result<Vec<TrialRecord>> {
+    let path = dir.join("trials.json");
+    let trials = match read(dir, "trials.json")? {
+        serde_json::Value::Object(mut file) => {
+            let version = file.get("schema_version").and_then(|v| v.as_u64());
+            let Some(version) = version.and_then(|v| u32::try_from(v).ok()) else {
+                anyhow::bail!(
+                    "{} is not a perfgate trials.json: no schema_version",
+                    path.display()
+                )
+            };
+            not_newer(&path, Some(version), TRIALS_SCHEMA_VERSION)?;
+            file.remove("trials").unwrap_or_default()
+        }
+        bare => bare,
+    };
+    serde_json::from_value(trials)
+        .with_context(|| format!("{} is not a perfgate trials.json", path.display()))
+}
+
+/// Refuses a file written by a newer gate, whose fields this one may misread.
+fn not_newer(path: &Path, version: Option<u32>, readable: u32) -> Result<()> {
+    match version {
+        Some(v) if v > readable => Err(UsageError(format!(
+            "{} has schema_version {v}, newer than the {readable} this perfgate reads: read it \
+             with the perfgate that wrote it (meta.json's gate_version and gate_commit say which)",
+            path.display()
+        ))
+        .into()),
+        _ => Ok(()),
+    }
 }
 
 fn read<T: DeserializeOwned>(dir: &Path, file: &str) -> Result<T> {

@@ -71,6 +71,20 @@ pub enum Phase {
     Simulation,
 }
 
+impl Phase {
+    /// Every phase, in the order a trial runs them.
+    pub const ALL: [Phase; 8] = [
+        Phase::ClusterStart,
+        Phase::Configure,
+        Phase::Available,
+        Phase::MakoBuild,
+        Phase::MakoRun,
+        Phase::Multitest,
+        Phase::Simulation,
+        Phase::Teardown,
+    ];
+}
+
 impl std::fmt::Display for Phase {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let s = serde_json::to_value(self).expect("phase serializes");
