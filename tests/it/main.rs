@@ -6,6 +6,7 @@ mod baseline;
 mod bench;
 mod build;
 mod ci;
+mod flags;
 mod golden;
 mod layout;
 mod support;

@@ -60,7 +60,8 @@ fn names_flag(text: &str, flag: &str) -> bool {
 #[test]
 fn every_flag_of_every_command_is_in_the_reference() {
     // docs/reference.md has one `## <command>` section per subcommand; each flag of the
-    // command's `--help` must be named in its own section.
+    // command's `--help` must be named in its own section, and each flag every command
+    // takes (clap's global ones, in `cargo xtask --help`) in `## Every command`.
     let reference = repo_file("docs/reference.md");
     let section = |command: &str| -> String {
         let mut lines = reference
@@ -87,12 +88,20 @@ fn every_flag_of_every_command_is_in_the_reference() {
     ];
     let bench = help_flags(&["bench"]);
     assert!(bench.len() > 20, "{bench:?}");
+    let global = help_flags(&[]);
+    assert!(global.contains(&"--color".to_string()), "{global:?}");
     let mut missing = Vec::new();
+    let every = section("Every command");
+    for flag in global.iter().map(String::as_str) {
+        if !names_flag(&every, flag) {
+            missing.push(format!("every command's {flag}"));
+        }
+    }
     for command in commands {
         let name = command.join(" ");
         let text = section(&name);
         for flag in help_flags(command) {
-            if !names_flag(&text, &flag) {
+            if !global.contains(&flag) && !names_flag(&text, &flag) {
                 missing.push(format!("{name} {flag}"));
             }
         }

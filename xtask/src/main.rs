@@ -1,7 +1,7 @@
 //! perfgate's command line, `cargo xtask`: parses the flags, runs one subcommand
 //! (`cmd`) and maps its result to the exit status.
 
-use std::process::ExitCode;
+use std::{io::IsTerminal as _, process::ExitCode};
 
 use clap::Parser;
 use xtask::{
@@ -47,7 +47,14 @@ fn main() -> ExitCode {
         xtask::say!("error: {e:#}");
         return ExitCode::from(EXIT_ERROR);
     }
-    match xtask::cmd::run(&cli.command) {
+    // Decided once, for the stream the colours go to: the log lines on stderr.
+    let color = xtask::run::use_color(
+        cli.color.forced(),
+        std::io::stderr().is_terminal(),
+        std::env::var_os("NO_COLOR"),
+        std::env::var_os("TERM"),
+    );
+    match xtask::cmd::run(&cli.command, color) {
         Ok(code) => ExitCode::from(code as u8),
         Err(e) => {
             xtask::say!("error: {e:#}");

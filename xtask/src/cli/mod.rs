@@ -28,8 +28,46 @@ Exit status:
 #[derive(Debug, Parser)]
 #[command(name = "cargo xtask", bin_name = "cargo xtask", version, after_help = EXIT_CODES)]
 pub struct Cli {
+    /// Colours on the terminal: auto, always, never.
+    ///
+    /// auto: only on a terminal, and not when NO_COLOR is set to a non-empty value or TERM
+    /// is dumb. always: also into a pipe or a file (a CI log viewer that renders them), in
+    /// spite of NO_COLOR and TERM. Only bench's and calibrate's log lines have colours.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        value_name = "WHEN",
+        default_value = "auto",
+        hide_possible_values = true,
+        help_heading = OUTPUTS
+    )]
+    pub color: ColorChoice,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `--color`: whether the terminal output gets ANSI colours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// On a terminal, unless NO_COLOR or TERM=dumb says otherwise.
+    Auto,
+    /// Always, even into a pipe, whatever NO_COLOR and TERM say.
+    Always,
+    /// Never.
+    Never,
+}
+
+impl ColorChoice {
+    /// The choice the flag made, or `None` for `auto` (decided by the terminal and the
+    /// environment, `run::use_color`).
+    pub fn forced(self) -> Option<bool> {
+        match self {
+            ColorChoice::Auto => None,
+            ColorChoice::Always => Some(true),
+            ColorChoice::Never => Some(false),
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]

@@ -19,8 +19,9 @@ use crate::{
 
 /// Runs the gate; returns the exit status (0, 1 or 2). Errors before the first trial
 /// (bad input, missing binaries, a failed build) are returned as errors, and written to
-/// the `--junit` file as one ERROR (or TIMEOUT) test case.
-pub fn run(args: &BenchArgs) -> Result<i32> {
+/// the `--junit` file as one ERROR (or TIMEOUT) test case. The log lines are in colour
+/// when `color`.
+pub fn run(args: &BenchArgs, color: bool) -> Result<i32> {
     let copies = crate::config::copies_of(&args.run);
     // Before hours of building and running, not after.
     check_copies(&copies, args.run.out.as_deref())?;
@@ -83,7 +84,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
             let _ = write!(std::io::stdout(), "{shown}");
             return Ok(0);
         }
-        Ok(execute(plan)?.exit_code)
+        Ok(execute(plan, color)?.exit_code)
     })();
     if let Err(e) = &result {
         write::setup_error(copies, e);

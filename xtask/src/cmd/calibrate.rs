@@ -27,8 +27,8 @@ use crate::{
 
 /// Runs the A/A trials and writes `calibration.json`. Exit status 0 when every trial was
 /// measured (and, with `--write-profile`, the trials could be sized), else 2; a window too
-/// short to size is refused before any trial.
-pub fn run(args: &CalibrateArgs) -> Result<i32> {
+/// short to size is refused before any trial. The log lines are in colour when `color`.
+pub fn run(args: &CalibrateArgs, color: bool) -> Result<i32> {
     let config = BenchConfig {
         baselines_dir: args.baselines_dir.clone(),
         ..BenchConfig::new(Some(&args.build), Some(&args.build), true, &args.run)?
@@ -53,7 +53,7 @@ pub fn run(args: &CalibrateArgs) -> Result<i32> {
         return Ok(0);
     }
     let started = std::time::Instant::now();
-    let done = execute(plan)?;
+    let done = execute(plan, color)?;
     let trials_wall_s = started.elapsed().as_secs_f64();
     let c = &done.plan.config;
     // Sizing splits mako's per-second TPS into batches; ReadWrite prints none, so a

@@ -15,11 +15,12 @@ use anyhow::Result;
 
 use crate::cli::Command;
 
-/// Runs `command`; returns its exit status (errors are mapped by `error::exit_status`).
-pub fn run(command: &Command) -> Result<i32> {
+/// Runs `command`, its terminal output in colour when `color` (`--color`, decided once by
+/// `run::use_color`); returns its exit status (errors are mapped by `error::exit_status`).
+pub fn run(command: &Command, color: bool) -> Result<i32> {
     match command {
-        Command::Bench(args) => bench::run(args),
-        Command::Calibrate(args) => calibrate::run(args),
+        Command::Bench(args) => bench::run(args, color),
+        Command::Calibrate(args) => calibrate::run(args, color),
         Command::Compare(args) => compare::run(args),
         Command::Baseline(cmd) => baseline::run(cmd),
         Command::Build(args) => build::run(args),

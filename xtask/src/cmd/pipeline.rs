@@ -33,8 +33,8 @@ pub struct Finished {
 }
 
 /// Runs the plan's trials, judges them and writes every result: the results dir is made
-/// here, `meta.json` first.
-pub fn execute(plan: Plan) -> Result<Finished> {
+/// here, `meta.json` first. The terminal's log lines are in colour when `color`.
+pub fn execute(plan: Plan, color: bool) -> Result<Finished> {
     if interrupted() {
         anyhow::bail!("interrupted by a signal before the first trial; nothing was run");
     }
@@ -43,7 +43,7 @@ pub fn execute(plan: Plan) -> Result<Finished> {
     // result files, whose contents would then depend on what else ran on the host.
     let beside = crate::run::refuse_other_gates()?;
     let out = results_dir(plan.config.out.as_deref(), plan.config.copies())?;
-    init_logging(&out, plan.config.quiet)?;
+    init_logging(&out, plan.config.quiet, color)?;
     if let Some(w) = beside {
         tracing::warn!("{w}");
     }

@@ -16,7 +16,6 @@ pub mod stall;
 pub mod trial;
 
 use std::{
-    io::IsTerminal as _,
     path::{Path, PathBuf},
     sync::Mutex,
 };
@@ -419,21 +418,25 @@ fn eta(done: &[TrialRecord], remaining: usize) -> String {
     }
 }
 
-/// Whether the terminal output gets ANSI colors: on a terminal, unless `NO_COLOR` is set
-/// to something (https://no-color.org: "present and not an empty string") or `TERM` is
-/// `dumb` (a terminal that declares it understands no escape sequences: Emacs' shell,
-/// some CI log viewers).
+/// Whether the terminal output gets ANSI colours: as `--color always` or `never` said
+/// (`forced`), whatever the environment says; else (`auto`) on a terminal, unless
+/// `NO_COLOR` is set to something (https://no-color.org: "present and not an empty
+/// string") or `TERM` is `dumb` (a terminal that declares it understands no escape
+/// sequences: Emacs' shell, some CI log viewers).
 pub fn use_color(
+    forced: Option<bool>,
     terminal: bool,
     no_color: Option<std::ffi::OsString>,
     term: Option<std::ffi::OsString>,
 ) -> bool {
-    terminal && no_color.is_none_or(|v| v.is_empty()) && term.is_none_or(|t| t != "dumb")
+    forced.unwrap_or_else(|| {
+        terminal && no_color.is_none_or(|v| v.is_empty()) && term.is_none_or(|t| t != "dumb")
+    })
 }
 
-/// Logs go to stderr (short; warnings only with `quiet`) and to `<out>/run.log` (with
-/// timestamps).
-pub fn init_logging(out: &Path, quiet: bool) -> Result<()> {
+/// Logs go to stderr (short; warnings only with `quiet`; ANSI colours when `color`, see
+/// [`use_color`]) and to `<out>/run.log` (with timestamps, never coloured).
+pub fn init_logging(out: &Path, quiet: bool, color: bool) -> Result<()> {
     use tracing_subscriber::{
         filter::LevelFilter, fmt, layer::SubscriberExt, util::SubscriberInitExt, Layer,
     };
@@ -441,11 +444,7 @@ pub fn init_logging(out: &Path, quiet: bool) -> Result<()> {
     tracing_subscriber::registry()
         .with(
             fmt::layer()
-                .with_ansi(use_color(
-                    std::io::stderr().is_terminal(),
-                    std::env::var_os("NO_COLOR"),
-                    std::env::var_os("TERM"),
-                ))
+                .with_ansi(color)
                 .with_writer(std::io::stderr)
                 .without_time()
                 .with_target(false)
@@ -472,13 +471,27 @@ mod tests {
     #[test]
     fn no_color_or_a_dumb_terminal_turns_colors_off() {
         // NO_COLOR set to anything non-empty turns colours off, on a terminal too.
-        assert!(use_color(true, None, None));
-        assert!(!use_color(true, Some("1".into()), None));
-        assert!(use_color(true, Some("".into()), None));
-        assert!(!use_color(false, None, None));
+        assert!(use_color(None, true, None, None));
+        assert!(!use_color(None, true, Some("1".into()), None));
+        assert!(use_color(None, true, Some("".into()), None));
+        assert!(!use_color(None, false, None, None));
         // TERM=dumb declares a terminal without escape sequences.
-        assert!(!use_color(true, None, Some("dumb".into())));
-        assert!(use_color(true, None, Some("xterm-256color".into())));
+        assert!(!use_color(None, true, None, Some("dumb".into())));
+        assert!(use_color(None, true, None, Some("xterm-256color".into())));
+    }
+
+    #[test]
+    fn an_explicit_color_flag_wins_over_the_terminal_and_the_environment() {
+        let (dumb, no_color) = (Some("dumb".into()), Some("1".into()));
+        for terminal in [false, true] {
+            assert!(use_color(
+                Some(true),
+                terminal,
+                no_color.clone(),
+                dumb.clone()
+            ));
+            assert!(!use_color(Some(false), terminal, None, None));
+        }
     }
 
     #[test]

@@ -1,0 +1,127 @@
+//! The gate's flags of every command: `--color` (on a pipe and on a pseudo-terminal),
+//! `--version`, and `doctor --json`.
+
+use std::{
+    io::Read as _,
+    process::{Command, Stdio},
+};
+
+use serde_json::json;
+
+use crate::support::{code, Sandbox};
+
+/// The colour sequences (SGR, `ESC [ params m`) in `bytes`: what `--color` turns on and
+/// off. Other escape sequences (a progress bar's cursor moves, on a terminal) are no colour.
+fn colour_sequences(bytes: &[u8]) -> usize {
+    let mut count = 0;
+    for (i, _) in bytes.iter().enumerate().filter(|(_, b)| **b == 0x1b) {
+        let rest = &bytes[i + 1..];
+        if rest.first() == Some(&b'[') {
+            let params = rest[1..]
+                .iter()
+                .take_while(|b| b.is_ascii_digit() || **b == b';')
+                .count();
+            count += usize::from(rest.get(1 + params) == Some(&b'm'));
+        }
+    }
+    count
+}
+
+/// Runs `cmd` with its stderr on a new pseudo-terminal (a terminal to `isatty`, as an
+/// interactive shell's) and stdout on a pipe; what it wrote on the terminal.
+fn stderr_on_a_terminal(mut cmd: Command) -> (i32, Vec<u8>) {
+    let pty = nix::pty::openpty(None, None).expect("a pseudo-terminal");
+    cmd.stdout(Stdio::null()).stderr(Stdio::from(pty.slave));
+    let mut child = cmd.spawn().unwrap();
+    // The parent's copy of the terminal's other end goes with `cmd`: reading the master
+    // then ends (EIO) once the gate and everything it started have closed theirs.
+    drop(cmd);
+    let mut master = std::fs::File::from(pty.master);
+    let reader = std::thread::spawn(move || {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = master.read(&mut buf) {
+            got.extend_from_slice(&buf[..n]);
+        }
+        got
+    });
+    let status = child.wait().unwrap();
+    (status.code().unwrap_or(-1), reader.join().unwrap())
+}
+
+/// Where a run's stderr goes.
+#[derive(Debug, Clone, Copy)]
+enum Stderr {
+    Pipe,
+    Terminal,
+}
+
+/// One-pair `bench` runs of the double in one sandbox, each with its own results dir.
+struct Runs {
+    s: Sandbox,
+    a: std::path::PathBuf,
+    b: std::path::PathBuf,
+}
+
+impl Runs {
+    fn new() -> Runs {
+        let s = Sandbox::new();
+        let (a, b) = s.ab(json!({}), json!({"tps": 990.0}));
+        Runs { s, a, b }
+    }
+
+    /// The colour sequences the run `name` wrote to stderr with `flags`, on `stderr`, with
+    /// `TERM` and `NO_COLOR` as `env` sets them (unset: `TERM=xterm`, no `NO_COLOR`).
+    fn colours(&self, name: &str, stderr: Stderr, flags: &[&str], env: &[(&str, &str)]) -> usize {
+        let out = self.s.dir.path().join(name);
+        let mut cmd = self
+            .s
+            .bench_command_out(&self.a, &self.b, &out, &["--trials", "1"]);
+        cmd.args(flags).env("TERM", "xterm").env_remove("NO_COLOR");
+        cmd.envs(env.iter().copied());
+        let (status, err) = match stderr {
+            Stderr::Pipe => {
+                let o = cmd.output().unwrap();
+                (code(&o), o.stderr)
+            }
+            Stderr::Terminal => stderr_on_a_terminal(cmd),
+        };
+        let shown = String::from_utf8_lossy(&err);
+        assert_eq!(status, 0, "{name}: {shown}");
+        // A run that printed nothing would pass every "no colour" case.
+        assert!(shown.contains("results: "), "{name}: {shown}");
+        colour_sequences(&err)
+    }
+}
+
+#[test]
+fn color_is_auto_always_or_never_and_an_explicit_flag_wins_over_the_environment() {
+    use Stderr::{Pipe, Terminal};
+    assert_eq!(
+        colour_sequences(b"\x1b[32m INFO\x1b[0m \x1b[2K\x1b[1A x"),
+        2
+    );
+    let r = Runs::new();
+    let dumb = [("TERM", "dumb")];
+    let no_color = [("NO_COLOR", "1")];
+    // auto (the default): a terminal gets colours, a pipe none; TERM=dumb or NO_COLOR
+    // turns them off on a terminal too. An empty NO_COLOR counts as unset (no-color.org).
+    assert!(r.colours("tty", Terminal, &[], &[]) > 0);
+    assert!(r.colours("tty-auto", Terminal, &["--color", "auto"], &[]) > 0);
+    assert!(r.colours("tty-empty", Terminal, &[], &[("NO_COLOR", "")]) > 0);
+    assert_eq!(r.colours("pipe", Pipe, &[], &[]), 0);
+    assert_eq!(r.colours("pipe-auto", Pipe, &["--color", "auto"], &[]), 0);
+    assert_eq!(r.colours("tty-dumb", Terminal, &[], &dumb), 0);
+    assert_eq!(r.colours("tty-no-color", Terminal, &[], &no_color), 0);
+    // always: colours into a pipe too, whatever TERM and NO_COLOR say.
+    assert!(r.colours("pipe-always", Pipe, &["--color", "always"], &[]) > 0);
+    assert!(r.colours("pipe-always-dumb", Pipe, &["--color", "always"], &dumb) > 0);
+    let both = [("TERM", "dumb"), ("NO_COLOR", "1")];
+    assert!(r.colours("tty-always-both", Terminal, &["--color=always"], &both) > 0);
+    // never: none, on a terminal too.
+    assert_eq!(
+        r.colours("tty-never", Terminal, &["--color", "never"], &[]),
+        0
+    );
+    assert_eq!(r.colours("pipe-never", Pipe, &["--color", "never"], &[]), 0);
+}
