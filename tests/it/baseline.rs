@@ -129,6 +129,13 @@ fn record_list_show_and_judge_a_candidate_against_the_record() {
         "the experiment arm's trials"
     );
     assert!(b["host_class"].as_str().unwrap().contains(" GiB"));
+    // The same gate ran and recorded it: the record names its commit as meta.json does.
+    let meta: Value = serde_json::from_str(
+        &std::fs::read_to_string(s.dir.path().join("release-run/meta.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(b["gate_commit"].is_string(), "{b}");
+    assert_eq!(b["gate_commit"], meta["gate_commit"]);
 
     let o = xtask_in(
         &s,

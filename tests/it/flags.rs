@@ -1,5 +1,5 @@
-//! The gate's flags of every command: `--color` (on a pipe and on a pseudo-terminal),
-//! `--version`, and `doctor --json`.
+//! The gate's flags of every command: `--color` (on a pipe and on a pseudo-terminal) and
+//! `--version`.
 
 use std::{
     io::Read as _,
@@ -8,7 +8,7 @@ use std::{
 
 use serde_json::json;
 
-use crate::support::{code, Sandbox};
+use crate::support::{code, text, Sandbox};
 
 /// The colour sequences (SGR, `ESC [ params m`) in `bytes`: what `--color` turns on and
 /// off. Other escape sequences (a progress bar's cursor moves, on a terminal) are no colour.
@@ -124,4 +124,67 @@ fn color_is_auto_always_or_never_and_an_explicit_flag_wins_over_the_environment(
         0
     );
     assert_eq!(r.colours("pipe-never", Pipe, &["--color", "never"], &[]), 0);
+}
+
+/// `git args` at the top of the gate's workspace (paths are relative to it), in its own
+/// checkout only, as the gate's build asks (`xtask/build.rs`): its trimmed stdout, or
+/// `None` when git fails (no git, or no checkout of its own).
+fn git(args: &[&str]) -> Option<String> {
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap();
+    let workspace = std::fs::canonicalize(workspace).unwrap();
+    Command::new("git")
+        .args(args)
+        .current_dir(&workspace)
+        .env("GIT_CEILING_DIRECTORIES", workspace.parent().unwrap())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
+#[test]
+fn version_names_the_commit_the_gate_was_built_from_and_a_modified_checkout() {
+    let o = crate::support::gate_cmd()
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let printed = String::from_utf8(o.stdout).unwrap();
+    let line = printed.strip_suffix('\n').unwrap_or(&printed);
+    let (version, commit) = line
+        .strip_prefix("cargo xtask ")
+        .and_then(|l| l.split_once(" ("))
+        .unwrap_or_else(|| panic!("{line:?}"));
+    assert!(version.starts_with("0."), "{line:?}");
+    let Some(head) = git(&["rev-parse", "--short", "HEAD"]) else {
+        assert_eq!(commit, "commit unknown)", "{line:?}");
+        return;
+    };
+    let (hash, modified) = match commit.strip_suffix(", modified)") {
+        Some(hash) => (hash, true),
+        None => (commit.trim_end_matches(')'), false),
+    };
+    assert_eq!(hash, head, "{line:?}");
+    // The gate is compiled again when its own sources change (and then asks git again),
+    // so a change there is always reported; a clean checkout never is. (A change to
+    // another file alone, a guide, shows once HEAD, the index or the sources move.)
+    let changed = |paths: &[&str]| {
+        let mut args = vec!["status", "--porcelain", "--untracked-files=no", "--"];
+        args.extend(paths);
+        !git(&args).unwrap().is_empty()
+    };
+    if changed(&[
+        "xtask/src",
+        "xtask/Cargo.toml",
+        "fdb/src",
+        "Cargo.toml",
+        "Cargo.lock",
+    ]) {
+        assert!(modified, "sources changed, yet {line:?}");
+    }
+    if !changed(&["."]) {
+        assert!(!modified, "nothing changed, yet {line:?}");
+    }
 }

@@ -8,11 +8,12 @@ use std::{
 };
 
 /// The gate's stages in pipeline order: a module may import from its own stage and from
-/// earlier ones, never from a later one. `error`, `input` and `process` are below every stage;
-/// `cli` (clap's structs) is read only by `config` (which validates it) and `cmd`.
-const STAGES: [&str; 12] = [
-    "error", "input", "process", "cli", "config", "results", "build", "plan", "run", "judge",
-    "report", "cmd",
+/// earlier ones, never from a later one. `version` (the gate's own identity), `error`,
+/// `input` and `process` are below every stage; `cli` (clap's structs) is read only by
+/// `config` (which validates it) and `cmd`.
+const STAGES: [&str; 13] = [
+    "version", "error", "input", "process", "cli", "config", "results", "build", "plan", "run",
+    "judge", "report", "cmd",
 ];
 
 /// Who may import `cli`.

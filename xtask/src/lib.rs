@@ -9,9 +9,9 @@
 //! time) -> `judge` (samples -> verdicts; pure) -> `report` (every output file and the
 //! table) -> `cmd` (one file per subcommand, wiring the stages together).
 //!
-//! Below them all: `error` (usage errors, exit statuses), `input` (reading files the gate
-//! did not write: never blocking, regular files only, bounded), `process` (supervised
-//! children) and `cli` (clap's structs, read only by `config` and `cmd`). FDB's own formats are the
+//! Below them all: `version` (the gate's version and commit), `error` (usage errors, exit
+//! statuses), `input` (reading files the gate did not write: never blocking, regular files
+//! only, bounded), `process` (supervised children) and `cli` (clap's structs, read only by `config` and `cmd`). FDB's own formats are the
 //! `fdb` crate (`fdb/`), which imports nothing of the gate.
 
 /// `eprintln!` that ignores a closed stderr (`... 2>&1 | head -1`): a message that
@@ -36,3 +36,4 @@ pub mod process;
 pub mod report;
 pub mod results;
 pub mod run;
+pub mod version;

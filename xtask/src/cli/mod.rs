@@ -26,7 +26,12 @@ Exit status:
 
 /// perfgate: A/B throughput gate for FoundationDB, built on mako.
 #[derive(Debug, Parser)]
-#[command(name = "cargo xtask", bin_name = "cargo xtask", version, after_help = EXIT_CODES)]
+#[command(
+    name = "cargo xtask",
+    bin_name = "cargo xtask",
+    version = crate::version::LINE.as_str(),
+    after_help = EXIT_CODES
+)]
 pub struct Cli {
     /// Colours on the terminal: auto, always, never.
     ///

@@ -97,6 +97,7 @@ fn engine_record(
         name: base,
         recorded_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
         gate_version: env!("CARGO_PKG_VERSION").to_string(),
+        gate_commit: Some(crate::version::COMMIT.to_string()),
         engine,
         workload: plan.config.workload.clone(),
         topology: plan.config.topology.clone(),

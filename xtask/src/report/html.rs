@@ -153,7 +153,7 @@ fn run_line(run: &RunInfo) -> String {
         humantime::format_rfc3339_seconds(run.started),
         esc(&run.host.hostname),
         esc(&run.host.class()),
-        env!("CARGO_PKG_VERSION"),
+        esc(crate::version::LINE.as_str()),
         esc(&run.command_line.join(" "))
     )
 }

@@ -31,7 +31,7 @@ struct Meta<'a> {
     /// perfgate version.
     gate_version: &'static str,
     /// The gate's git commit when it was built, `-dirty` when its checkout had changes,
-    /// or `unknown` (not built from a git checkout); see `xtask/build.rs`.
+    /// or `unknown` (not built from its own git checkout); see `crate::version`.
     gate_commit: &'static str,
     /// Seconds since the Unix epoch when the run started.
     started_at_unix_s: u64,
@@ -59,7 +59,7 @@ pub fn meta(out: &Path, plan: &Plan) -> Result<()> {
     let meta = Meta {
         schema_version: META_SCHEMA_VERSION,
         gate_version: env!("CARGO_PKG_VERSION"),
-        gate_commit: env!("PERFGATE_GIT_COMMIT"),
+        gate_commit: crate::version::COMMIT,
         started_at_unix_s: now
             .duration_since(SystemTime::UNIX_EPOCH)
             .map(|d| d.as_secs())

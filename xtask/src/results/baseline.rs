@@ -43,6 +43,10 @@ pub struct Baseline {
     pub recorded_at: String,
     /// perfgate version that recorded it.
     pub gate_version: String,
+    /// The git commit of the gate that recorded it, as `meta.json`'s `gate_commit`
+    /// ([`crate::version::COMMIT`]); absent in records made before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate_commit: Option<String>,
     pub engine: Engine,
     pub workload: Workload,
     /// The recorded cluster's shape; absent (the default 1/1/1 cluster) in records made
