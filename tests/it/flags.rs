@@ -1,5 +1,5 @@
-//! The gate's flags of every command: `--color` (on a pipe and on a pseudo-terminal) and
-//! `--version`.
+//! The gate's flags of every command, `--color` (on a pipe and on a pseudo-terminal) and
+//! `--version`, and `doctor --json`.
 
 use std::{
     io::Read as _,
@@ -187,4 +187,82 @@ fn version_names_the_commit_the_gate_was_built_from_and_a_modified_checkout() {
     if !changed(&["."]) {
         assert!(!modified, "nothing changed, yet {line:?}");
     }
+}
+
+/// `doctor --json` with `args`: its exit status and the JSON object it printed.
+fn doctor_json(args: &[&std::ffi::OsStr]) -> (i32, serde_json::Value) {
+    let o = crate::support::gate_cmd().args(args).output().unwrap();
+    let report = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not one JSON object ({e}): {}", text(&o)));
+    (code(&o), report)
+}
+
+#[test]
+fn doctor_json_prints_each_check_and_the_result_and_exits_as_without_it() {
+    let s = Sandbox::new();
+    let workdir = s.workdir.path().as_os_str();
+    // --color before the command, as a script may give it to every command.
+    let flags = ["--color", "never", "doctor", "--json", "--workdir"];
+    let mut args: Vec<&std::ffi::OsStr> = flags.iter().map(|f| f.as_ref()).collect();
+    let (status, report) = doctor_json(&[args.clone(), vec![workdir]].concat());
+    assert_eq!(status, 0, "{report:#}");
+    assert_eq!(report["schema_version"], 1);
+    assert_eq!(report["exit_code"], 0);
+    let checks = report["checks"].as_array().unwrap();
+    let rank = |s: &serde_json::Value| ["ok", "warn", "fail"].iter().position(|r| s == r);
+    for check in checks {
+        let keys: Vec<&String> = check.as_object().unwrap().keys().collect();
+        assert_eq!(keys.len(), 4, "{check}");
+        assert!(
+            check["name"].as_str().is_some_and(|n| !n.is_empty()),
+            "{check}"
+        );
+        assert!(rank(&check["status"]).is_some(), "{check}");
+        assert!(
+            check["value"].as_str().is_some_and(|v| !v.is_empty()),
+            "{check}"
+        );
+        // A hint when there is something to do, null when not: never an empty string.
+        let hint = &check["hint"];
+        assert!(hint.is_null() || hint.as_str().is_some_and(|h| !h.is_empty()));
+        if check["status"] != "ok" {
+            assert!(
+                !hint.is_null(),
+                "a finding that is not ok says what to do: {check}"
+            );
+        }
+    }
+    let worst = checks.iter().filter_map(|c| rank(&c["status"])).max();
+    assert_eq!(rank(&report["result"]), worst, "{report:#}");
+    let work_dir = checks.iter().find(|c| c["name"] == "work dir").unwrap();
+    assert_ne!(work_dir["status"], "fail", "{work_dir}");
+    let shown = s.workdir.path().display().to_string();
+    assert!(
+        work_dir["value"].as_str().unwrap().starts_with(&shown),
+        "{work_dir}"
+    );
+    for name in [
+        "host",
+        "fsync latency",
+        "memory cgroup",
+        "cores",
+        "FDB checkout",
+    ] {
+        assert!(
+            checks.iter().any(|c| c["name"] == name),
+            "no {name}: {report:#}"
+        );
+    }
+
+    // A failed check: a work dir that is a file. Exit 2, as without --json.
+    let file = s.dir.path().join("not-a-dir");
+    std::fs::write(&file, "").unwrap();
+    args.push(file.as_os_str());
+    let (status, report) = doctor_json(&args);
+    assert_eq!((status, &report["exit_code"]), (2, &json!(2)), "{report:#}");
+    assert_eq!(report["result"], "fail");
+    let checks = report["checks"].as_array().unwrap();
+    let work_dir = checks.iter().find(|c| c["name"] == "work dir").unwrap();
+    assert_eq!(work_dir["status"], "fail", "{report:#}");
+    assert_eq!(work_dir["hint"], "give --workdir on a tmpfs");
 }

@@ -108,6 +108,14 @@ pub enum Command {
         /// largest tmpfs).
         #[arg(long, env = "PERFGATE_WORKDIR", value_name = "PATH")]
         workdir: Option<PathBuf>,
+        /// Print the findings as one JSON object instead, for scripts.
+        ///
+        /// {"schema_version": 1, "result": "ok"|"warn"|"fail", "exit_code": 0|2, "checks":
+        /// [{"name", "status", "value", "hint"}, ...]}: each check's name, its status, what
+        /// it found and what to do (null when nothing), and the worst status. The exit
+        /// status is the same as without --json.
+        #[arg(long)]
+        json: bool,
     },
     /// Build the arms' FDB trees from --fdb-src ahead of time (what `bench` would build),
     /// and print where they are.
@@ -248,6 +256,7 @@ impl Command {
             Command::Bench(a) => a.run.json,
             Command::Calibrate(a) => a.run.json,
             Command::Compare(a) => a.json,
+            Command::Doctor { json, .. } => *json,
             _ => false,
         }
     }

@@ -23,60 +23,91 @@ use crate::{
     results::host::{class_identifies_cpu, Host},
 };
 
-/// How a finding bears on the gate.
+/// How a finding bears on the gate, from the best to the worst.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Level {
+pub enum Status {
     Ok,
     Warn,
     Fail,
 }
 
-/// One check's result.
+/// One check's result; with `--json`, one element of `checks`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Finding {
-    pub level: Level,
     /// What was checked, e.g. `work dir`.
-    pub topic: &'static str,
+    pub name: &'static str,
+    pub status: Status,
     /// What was found, with numbers.
-    pub found: String,
-    /// What to do; empty when nothing.
-    pub advice: String,
+    pub value: String,
+    /// What to do; empty when nothing (`null` in JSON).
+    #[serde(serialize_with = "empty_as_null")]
+    pub hint: String,
 }
 
-fn finding(level: Level, topic: &'static str, found: String, advice: &str) -> Finding {
-    Finding {
-        level,
-        topic,
-        found,
-        advice: advice.to_string(),
+fn empty_as_null<S: serde::Serializer>(hint: &str, s: S) -> Result<S::Ok, S::Error> {
+    match hint {
+        "" => s.serialize_none(),
+        hint => s.serialize_str(hint),
     }
 }
 
-/// Runs every check; `workdir` as `--workdir` would choose it.
-pub fn run(explicit_workdir: Option<&Path>) -> Result<i32> {
+fn finding(status: Status, name: &'static str, value: String, hint: &str) -> Finding {
+    Finding {
+        name,
+        status,
+        value,
+        hint: hint.to_string(),
+    }
+}
+
+/// `doctor --json`: every check and what they add up to, for scripts.
+#[derive(Debug, Serialize)]
+struct Report<'a> {
+    /// Version of this object's format.
+    schema_version: u32,
+    /// The worst status of any check.
+    result: Status,
+    /// The exit status, the same as without `--json`: 2 when a check failed, else 0.
+    exit_code: i32,
+    checks: &'a [Finding],
+}
+
+/// Runs every check (the work dir as `--workdir` would choose it) and prints the findings
+/// as text, or with `json` as one JSON object ([`Report`]); exits 2 when one failed.
+pub fn run(explicit_workdir: Option<&Path>, json: bool) -> Result<i32> {
     let findings = check_all(explicit_workdir);
-    let _ = std::io::stdout().write_all(render(&findings).as_bytes());
-    Ok(if findings.iter().any(|f| f.level == Level::Fail) {
+    let exit_code = exit_code(&findings);
+    let shown = if json {
+        render_json(&findings)
+    } else {
+        render(&findings)
+    };
+    let _ = std::io::stdout().write_all(shown.as_bytes());
+    Ok(exit_code)
+}
+
+fn exit_code(findings: &[Finding]) -> i32 {
+    if findings.iter().any(|f| f.status == Status::Fail) {
         2
     } else {
         0
-    })
+    }
 }
 
 fn check_all(explicit_workdir: Option<&Path>) -> Vec<Finding> {
     let host = Host::read();
-    let (level, fix) = if class_identifies_cpu(&host.class()) {
-        (Level::Ok, "")
+    let (status, fix) = if class_identifies_cpu(&host.class()) {
+        (Status::Ok, "")
     } else {
         (
-            Level::Warn,
+            Status::Warn,
             "/proc/cpuinfo names no CPU this gate can read: recorded baselines and \
              --noise-from are refused here unless --allow-host-mismatch",
         )
     };
     let mut f = vec![finding(
-        level,
+        status,
         "host",
         format!(
             "{} ({}), kernel {}",
@@ -99,7 +130,7 @@ fn check_all(explicit_workdir: Option<&Path>) -> Vec<Finding> {
     f.push(valgrind());
     if let Some(why) = crate::build::cmake_too_old() {
         f.push(finding(
-            Level::Warn,
+            Status::Warn,
             "cmake version",
             why,
             "pip install cmake (needed only to build FDB trees)",
@@ -113,13 +144,13 @@ fn check_all(explicit_workdir: Option<&Path>) -> Vec<Finding> {
 fn valgrind() -> Finding {
     match crate::plan::simulation::Valgrind::find() {
         Ok(v) => finding(
-            Level::Ok,
+            Status::Ok,
             "valgrind",
             format!("{} ({})", v.version, v.path.display()),
             "",
         ),
         Err(e) => finding(
-            Level::Warn,
+            Status::Warn,
             "valgrind",
             e.0,
             "needed only by the sim-* profiles",
@@ -133,7 +164,7 @@ fn valgrind() -> Finding {
 fn fdb_checkout(from_env: Option<PathBuf>, default: Option<PathBuf>) -> Finding {
     if from_env.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
         return finding(
-            Level::Warn,
+            Status::Warn,
             "FDB checkout",
             "FDB_SRC is set but empty, which bench refuses".into(),
             "unset FDB_SRC, or set it to an FDB git checkout",
@@ -141,8 +172,8 @@ fn fdb_checkout(from_env: Option<PathBuf>, default: Option<PathBuf>) -> Finding 
     }
     let given = from_env.map(|p| (p, Origin::Env));
     match find_checkout(given, default, &[Arm::Baseline, Arm::Experiment]) {
-        Ok(src) => finding(Level::Ok, "FDB checkout", src.display().to_string(), ""),
-        Err((problem, advice)) => finding(Level::Warn, "FDB checkout", problem, &advice),
+        Ok(src) => finding(Status::Ok, "FDB checkout", src.display().to_string(), ""),
+        Err((problem, advice)) => finding(Status::Warn, "FDB checkout", problem, &advice),
     }
 }
 
@@ -153,7 +184,7 @@ fn workdir_findings(explicit_workdir: Option<&Path>) -> Vec<Finding> {
         Ok(w) => w,
         Err(e) => {
             return vec![finding(
-                Level::Fail,
+                Status::Fail,
                 "work dir",
                 format!("{e:#}"),
                 "give --workdir on a tmpfs",
@@ -161,9 +192,9 @@ fn workdir_findings(explicit_workdir: Option<&Path>) -> Vec<Finding> {
         }
     };
     let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
-    let level = if w.tmpfs { Level::Ok } else { Level::Warn };
+    let status = if w.tmpfs { Status::Ok } else { Status::Warn };
     let mut f = vec![finding(
-        level,
+        status,
         "work dir",
         format!(
             "{} ({}, {:.1} GiB free of {:.1} GiB, chosen by {})",
@@ -184,9 +215,9 @@ fn workdir_findings(explicit_workdir: Option<&Path>) -> Vec<Finding> {
     // microseconds, a disk in tens of microseconds to milliseconds.
     if let Ok(here) = std::env::current_dir() {
         let mut disk = fsync_probe(&here, false);
-        disk.topic = "fsync (cwd)";
-        disk.level = disk.level.min(Level::Ok);
-        disk.advice.clear();
+        disk.name = "fsync (cwd)";
+        disk.status = disk.status.min(Status::Ok);
+        disk.hint.clear();
         f.push(disk);
     }
     f
@@ -196,7 +227,11 @@ fn workdir_findings(explicit_workdir: Option<&Path>) -> Vec<Finding> {
 fn memory_cgroup() -> Finding {
     match preflight::cgroup_headroom(Path::new("/sys/fs/cgroup")) {
         Some((h, src)) => finding(
-            if h < 4 << 30 { Level::Warn } else { Level::Ok },
+            if h < 4 << 30 {
+                Status::Warn
+            } else {
+                Status::Ok
+            },
             "memory cgroup",
             format!(
                 "{:.1} GiB headroom ({src})",
@@ -208,7 +243,7 @@ fn memory_cgroup() -> Finding {
                 ""
             },
         ),
-        None => finding(Level::Ok, "memory cgroup", "no limit".into(), ""),
+        None => finding(Status::Ok, "memory cgroup", "no limit".into(), ""),
     }
 }
 
@@ -218,9 +253,9 @@ fn build_tools() -> Vec<Finding> {
     let mut f = Vec::new();
     for (tools, package) in crate::build::BUILD_TOOLS {
         f.push(match tools.iter().find_map(|t| which::which(t).ok()) {
-            Some(p) => finding(Level::Ok, "build tools", p.display().to_string(), ""),
+            Some(p) => finding(Status::Ok, "build tools", p.display().to_string(), ""),
             None => finding(
-                Level::Warn,
+                Status::Warn,
                 "build tools",
                 format!("{} not found", tools.join(" / ")),
                 &format!("needed only to build FDB trees: apt-get install {package}"),
@@ -242,10 +277,10 @@ fn cores(cpus: usize) -> Finding {
         client_procs(standard, cpus)
     );
     if cpus >= SATURATING_CORES {
-        return finding(Level::Ok, "cores", detail, "");
+        return finding(Status::Ok, "cores", detail, "");
     }
     finding(
-        Level::Warn,
+        Status::Warn,
         "cores",
         detail,
         &format!(
@@ -270,7 +305,7 @@ fn governor() -> Finding {
     let turbo_on = no_turbo.as_deref() == Some("0") || boost.as_deref() == Some("1");
     match gov {
         None => finding(
-            Level::Ok,
+            Status::Ok,
             "cpu frequency",
             "no cpufreq control visible (a VM?)".into(),
             "",
@@ -278,7 +313,7 @@ fn governor() -> Finding {
         Some(g) => {
             let bad = g != "performance" || turbo_on;
             finding(
-                if bad { Level::Warn } else { Level::Ok },
+                if bad { Status::Warn } else { Status::Ok },
                 "cpu frequency",
                 format!(
                     "governor {g}, turbo {}",
@@ -332,7 +367,7 @@ fn busy_processes() -> Finding {
     busy.sort_by(|a, b| b.1.total_cmp(&a.1));
     if busy.is_empty() {
         return finding(
-            Level::Ok,
+            Status::Ok,
             "other load",
             "no process above 0.1 cores".into(),
             "",
@@ -344,7 +379,7 @@ fn busy_processes() -> Finding {
         .map(|(n, c)| format!("{n} {c:.1} cores"))
         .collect();
     finding(
-        Level::Warn,
+        Status::Warn,
         "other load",
         list.join(", "),
         "stop them, or expect noisier trials (calibrate shows how much)",
@@ -374,7 +409,7 @@ fn fsync_probe(dir: &Path, tmpfs: bool) -> Finding {
             // not the storage server, then bounds TPS.
             let slow = !tmpfs || median > Duration::from_millis(1);
             finding(
-                if slow { Level::Warn } else { Level::Ok },
+                if slow { Status::Warn } else { Status::Ok },
                 "fsync latency",
                 format!(
                     "median {} µs for 4 KiB write + fdatasync{}",
@@ -390,7 +425,7 @@ fn fsync_probe(dir: &Path, tmpfs: bool) -> Finding {
             )
         }
         Err(e) => finding(
-            Level::Fail,
+            Status::Fail,
             "fsync latency",
             format!("cannot write to {}: {e}", dir.display()),
             "give a writable --workdir",
@@ -398,19 +433,33 @@ fn fsync_probe(dir: &Path, tmpfs: bool) -> Finding {
     }
 }
 
+/// The findings as one JSON object ([`Report`]), pretty-printed.
+pub fn render_json(findings: &[Finding]) -> String {
+    crate::results::fs::json(&Report {
+        schema_version: 1,
+        result: findings
+            .iter()
+            .map(|f| f.status)
+            .max()
+            .unwrap_or(Status::Ok),
+        exit_code: exit_code(findings),
+        checks: findings,
+    })
+}
+
 /// The findings as aligned text.
 pub fn render(findings: &[Finding]) -> String {
-    let width = findings.iter().map(|f| f.topic.len()).max().unwrap_or(0);
+    let width = findings.iter().map(|f| f.name.len()).max().unwrap_or(0);
     let mut s = String::new();
     for f in findings {
-        let tag = match f.level {
-            Level::Ok => "ok  ",
-            Level::Warn => "WARN",
-            Level::Fail => "FAIL",
+        let tag = match f.status {
+            Status::Ok => "ok  ",
+            Status::Warn => "WARN",
+            Status::Fail => "FAIL",
         };
-        let _ = writeln!(s, "{tag} {:<width$}  {}", f.topic, f.found);
-        if !f.advice.is_empty() {
-            let _ = writeln!(s, "     {:<width$}  -> {}", "", f.advice);
+        let _ = writeln!(s, "{tag} {:<width$}  {}", f.name, f.value);
+        if !f.hint.is_empty() {
+            let _ = writeln!(s, "     {:<width$}  -> {}", "", f.hint);
         }
     }
     s
@@ -426,49 +475,49 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let src = dir.path().join("foundationdb");
         let missing = fdb_checkout(Some(src.clone()), None);
-        assert_eq!(missing.level, Level::Warn);
-        assert!(missing.advice.contains("git clone"), "{missing:?}");
+        assert_eq!(missing.status, Status::Warn);
+        assert!(missing.hint.contains("git clone"), "{missing:?}");
         // Worded as bench's error, naming where the path came from.
         assert_eq!(
-            missing.found,
+            missing.value,
             format!("{} does not exist (from FDB_SRC)", src.display())
         );
         let default = fdb_checkout(None, Some(src.clone()));
-        assert!(default.found.contains("(from the default: "), "{default:?}");
+        assert!(default.value.contains("(from the default: "), "{default:?}");
         let empty = fdb_checkout(Some(PathBuf::new()), Some(src.clone()));
-        assert_eq!(empty.level, Level::Warn);
+        assert_eq!(empty.status, Status::Warn);
         assert!(
-            empty.found.contains("FDB_SRC is set but empty"),
+            empty.value.contains("FDB_SRC is set but empty"),
             "{empty:?}"
         );
         std::fs::create_dir_all(src.join(".git")).unwrap();
         let there = fdb_checkout(None, Some(src));
-        assert_eq!(there.level, Level::Ok, "{there:?}");
+        assert_eq!(there.status, Status::Ok, "{there:?}");
     }
 
     #[test]
     fn few_cores_are_a_warning_with_advice() {
         let ok = cores(8);
-        assert_eq!(ok.level, Level::Ok);
+        assert_eq!(ok.status, Status::Ok);
         assert_eq!(
-            ok.found,
+            ok.value,
             "8 logical CPUs: mako run -p 2 (quick), -p 6 (standard)"
         );
         let f = cores(2);
-        assert_eq!(f.level, Level::Warn);
+        assert_eq!(f.status, Status::Warn);
         assert_eq!(
-            f.found,
+            f.value,
             "2 logical CPUs: mako run -p 1 (quick), -p 1 (standard)"
         );
-        assert!(f.advice.contains("not CPU-bound"), "{}", f.advice);
+        assert!(f.hint.contains("not CPU-bound"), "{}", f.hint);
     }
 
     #[test]
     fn rendering_aligns_topics_and_shows_advice() {
         let text = render(&[
-            finding(Level::Ok, "cores", "8 logical CPUs".into(), ""),
+            finding(Status::Ok, "cores", "8 logical CPUs".into(), ""),
             finding(
-                Level::Warn,
+                Status::Warn,
                 "work dir",
                 "/x (NOT tmpfs)".into(),
                 "mount a RAM disk",
@@ -478,11 +527,38 @@ mod tests {
     }
 
     #[test]
+    fn the_json_report_holds_every_check_and_the_worst_status() {
+        let ok = finding(Status::Ok, "cores", "8 logical CPUs".into(), "");
+        let warn = finding(Status::Warn, "work dir", "/x".into(), "mount a RAM disk");
+        let v: serde_json::Value = serde_json::from_str(&render_json(&[ok, warn])).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "schema_version": 1,
+                "result": "warn",
+                "exit_code": 0,
+                "checks": [
+                    {"name": "cores", "status": "ok", "value": "8 logical CPUs", "hint": null},
+                    {"name": "work dir", "status": "warn", "value": "/x", "hint": "mount a RAM disk"}
+                ]
+            })
+        );
+        let fail = finding(
+            Status::Fail,
+            "fsync latency",
+            "cannot write".into(),
+            "give one",
+        );
+        let v: serde_json::Value = serde_json::from_str(&render_json(&[fail])).unwrap();
+        assert_eq!((&v["result"], &v["exit_code"]), (&"fail".into(), &2.into()));
+    }
+
+    #[test]
     fn the_fsync_probe_measures_a_directory_and_cleans_up() {
         let dir = tempfile::tempdir().unwrap();
         let f = fsync_probe(dir.path(), false);
-        assert_eq!(f.level, Level::Warn, "not a RAM disk: {f:?}");
-        assert!(f.found.starts_with("median "), "{f:?}");
+        assert_eq!(f.status, Status::Warn, "not a RAM disk: {f:?}");
+        assert!(f.value.starts_with("median "), "{f:?}");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }

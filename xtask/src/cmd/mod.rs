@@ -24,10 +24,10 @@ pub fn run(command: &Command, color: bool) -> Result<i32> {
         Command::Compare(args) => compare::run(args),
         Command::Baseline(cmd) => baseline::run(cmd),
         Command::Build(args) => build::run(args),
-        Command::Doctor { workdir } => {
+        Command::Doctor { workdir, json } => {
             let workdir =
                 crate::cli::workdir_or_env(workdir.as_deref()).map_err(crate::error::UsageError)?;
-            doctor::run(workdir.as_deref())
+            doctor::run(workdir.as_deref(), *json)
         }
         Command::Reap { run_dir, log } => reap::run(run_dir, log),
     }
