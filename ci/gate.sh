@@ -7,6 +7,11 @@
 #
 # Any bench flag given here wins over the default this script would set for it
 # (--profile, --trials, --time-budget, --strict, --out, --junit, --baselines-dir).
+# With --export-markdown FILE (a CI job summary, e.g. $GITHUB_STEP_SUMMARY), a run that
+# ends without adding its verdict table to FILE (refused before the gate started, a gate
+# that did not build or crashed) adds a paragraph with its exit status instead, so the
+# summary says something on every exit status. It is added only to a regular file there
+# (or a new one), never through a link.
 # Environment (all optional):
 #   PERFGATE_PROFILE  workload profile, default quick
 #   PERFGATE_TRIALS   A/B pairs per engine, default auto: pairs are added until the verdict
@@ -49,8 +54,73 @@ value_of() {
   done
 }
 
+# The size of file $1 as `stat` gives it (of a link itself, not followed), or "none".
+size_of() { stat -c %s -- "$1" 2>/dev/null || echo none; }
+
+# Adds the paragraph on stdin to the --export-markdown file: appended to a regular file,
+# or created exclusively (noclobber opens with O_EXCL, which fails on a link) where
+# nothing is.
+add_markdown() {
+  local file=$1 text sep=
+  text=$(cat)
+  if [ -L "$file" ] || { [ -e "$file" ] && [ ! -f "$file" ]; }; then
+    echo "perfgate: did not add the exit status to $file: not a regular file" >&2
+    return 0
+  fi
+  if [ -s "$file" ]; then sep=$'\n'; fi
+  if [ -e "$file" ]; then
+    printf '%s%s\n' "$sep" "$text" >>"$file"
+  else
+    (set -C && printf '%s\n' "$text" >"$file")
+  fi
+}
+
+# Prints the last line, naming what this run left, and with --export-markdown adds the
+# exit status there when the gate added nothing to it; exits with status $1.
+finish() {
+  local status=$1 where
+  if [ -f "$junit" ]; then
+    where="JUnit in $junit"
+  else
+    where="no JUnit written by this run ($junit)"
+  fi
+  if [ "$out_was_full" = 1 ]; then
+    where="$where, no results directory of this run ($out holds an earlier one)"
+  elif [ -d "$out" ]; then
+    where="$where, results in $out"
+  else
+    where="$where, no results directory"
+  fi
+  echo "perfgate: exit status $status (0 pass, 1 regression, SLO violation or, strict, inconclusive; 2 timeout or error, 64 usage); $where"
+  if [ -n "$markdown" ] && [ "$(size_of "$markdown")" = "$markdown_size" ]; then
+    printf '### perfgate: exit status %s, no verdict table\n\n%s\n\nThis run left: %s.\n' \
+      "$status" "${why:-"The gate wrote none: the job's log says why."}" "$where" \
+      | add_markdown "$markdown"
+  fi
+  exit "$status"
+}
+
+# Refuses the run with the usage status, 64, saying why on stderr and in the job summary.
+refuse() {
+  why="perfgate: $1"
+  echo "$why" >&2
+  finish 64
+}
+
 out=${PERFGATE_OUT:-perfgate-results/$(date -u +%Y-%m-%dT%H%M%SZ)-$$}
 junit=${PERFGATE_JUNIT:-junit.xml}
+if given --out "$@"; then out=$(value_of --out "$@"); fi
+if given --junit "$@"; then junit=$(value_of --junit "$@"); fi
+markdown=$(value_of --export-markdown "$@")
+markdown_size=$(size_of "$markdown")
+why=
+# An earlier run's JUnit file is not this run's: CI would show (and upload) its verdict
+# for a run that stopped before writing one. Only a regular file is removed.
+if [ -f "$junit" ] && [ ! -L "$junit" ]; then rm -f -- "$junit"; fi
+# Results already in --out before the run are not this run's (the gate refuses the dir).
+out_was_full=0
+if [ -d "$out" ] && [ -n "$(ls -A "$out" 2>/dev/null)" ]; then out_was_full=1; fi
+
 trials=${PERFGATE_TRIALS:-auto}
 defaults=()
 given --profile "$@" || defaults+=(--profile "${PERFGATE_PROFILE:-quick}")
@@ -63,43 +133,19 @@ fi
 case "${PERFGATE_STRICT:-1}" in
   1 | true | yes | on) given --strict "$@" || defaults+=(--strict) ;;
   0 | false | no | off) ;;
-  *)
-    echo "perfgate: PERFGATE_STRICT='$PERFGATE_STRICT' is not 1/true/yes/on or 0/false/no/off" >&2
-    exit 64
-    ;;
+  *) refuse "PERFGATE_STRICT='$PERFGATE_STRICT' is not 1/true/yes/on or 0/false/no/off" ;;
 esac
-if given --out "$@"; then out=$(value_of --out "$@"); else defaults+=(--out "$out"); fi
-if given --junit "$@"; then junit=$(value_of --junit "$@"); else defaults+=(--junit "$junit"); fi
+given --out "$@" || defaults+=(--out "$out")
+given --junit "$@" || defaults+=(--junit "$junit")
 given --baselines-dir "$@" || defaults+=(--baselines-dir "$root/baselines")
 
 if [ -n "${PERFGATE_XTASK:-}" ]; then
   if [ ! -f "$PERFGATE_XTASK" ] || [ ! -x "$PERFGATE_XTASK" ]; then
-    echo "perfgate: PERFGATE_XTASK=$PERFGATE_XTASK is not an executable file (a built gate, e.g. target/release/xtask)" >&2
-    exit 64
+    refuse "PERFGATE_XTASK=$PERFGATE_XTASK is not an executable file (a built gate, e.g. target/release/xtask)"
   fi
   gate=("$PERFGATE_XTASK")
 else
   gate=(cargo run --quiet --manifest-path "$root/Cargo.toml" --package xtask --)
 fi
-# An earlier run's JUnit file is not this run's: CI would show (and upload) its verdict
-# for a run that stopped before writing one. Only a regular file is removed.
-if [ -f "$junit" ] && [ ! -L "$junit" ]; then rm -f -- "$junit"; fi
-# Results already in --out before the run are not this run's (the gate refuses the dir).
-out_was_full=0
-if [ -d "$out" ] && [ -n "$(ls -A "$out" 2>/dev/null)" ]; then out_was_full=1; fi
 "${gate[@]}" bench "${defaults[@]}" "$@"
-status=$?
-if [ -f "$junit" ]; then
-  where="JUnit in $junit"
-else
-  where="no JUnit written by this run ($junit)"
-fi
-if [ "$out_was_full" = 1 ]; then
-  where="$where, no results directory of this run ($out holds an earlier one)"
-elif [ -d "$out" ]; then
-  where="$where, results in $out"
-else
-  where="$where, no results directory"
-fi
-echo "perfgate: exit status $status (0 pass, 1 regression, SLO violation or, strict, inconclusive; 2 timeout or error, 64 usage); $where"
-exit $status
+finish $?

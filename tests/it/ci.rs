@@ -3,6 +3,7 @@
 //! (`ci/examples/gitlab-ci.yml`) run by gitlab-ci-local on an FDB-shaped checkout.
 
 use std::{
+    os::unix::fs::PermissionsExt,
     path::{Path, PathBuf},
     process::{Command, Output},
 };
@@ -119,6 +120,87 @@ fn the_gate_script_runs_again_in_the_same_workspace_and_takes_the_jobs_flags() {
         "{}",
         text(&o)
     );
+}
+
+/// `ci/gate.sh` on `a` and `b` in `workspace` with `--export-markdown summary.md` and the
+/// `env`, after an earlier step of the job wrote to that file: asserts its exit status and
+/// that the file keeps the earlier step's line and then says `said`.
+fn assert_summary(
+    s: &Sandbox,
+    (a, b): (&Path, &Path),
+    extra: &[&str],
+    env: &[(&str, &Path)],
+    (want, said): (i32, &str),
+) {
+    let workspace = s.dir.path().join("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let summary = workspace.join("summary.md");
+    std::fs::write(&summary, "earlier step\n").unwrap();
+    let mut flags = extra.to_vec();
+    flags.extend(["--export-markdown", "summary.md"]);
+    let o = gate_sh_command(s, &workspace, a, b, &flags)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), want, "{extra:?} {env:?}: {}", text(&o));
+    let md = std::fs::read_to_string(&summary).unwrap();
+    assert!(
+        md.starts_with("earlier step\n") && md.contains(said),
+        "{extra:?} {env:?}:\n{md}"
+    );
+}
+
+/// A CI job summary (`--export-markdown "$GITHUB_STEP_SUMMARY"`) gets the gate's verdict
+/// table, or its error when it stopped before the first trial, after earlier steps' lines.
+#[test]
+fn the_job_summary_has_the_gates_verdict_table_or_its_error() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({"tps": 900.0}));
+    let table = "## perfgate: REGRESSION (exit 1)";
+    assert_summary(&s, (&a, &b), &["--trials", "2"], &[], (1, table));
+    // A tree without its mako: an error before the first trial.
+    let no_mako = s.tree("no-mako", json!({"source_version": "3".repeat(40)}));
+    std::fs::remove_file(no_mako.join("bin/mako")).unwrap();
+    let error = "### perfgate: ERROR\n\nThe run stopped before its first trial";
+    assert_summary(&s, (&a, &no_mako), &[], &[], (2, error));
+    let refused = "unexpected argument '--no-such-flag'";
+    assert_summary(&s, (&a, &b), &["--no-such-flag"], &[], (64, refused));
+}
+
+/// When the gate wrote nothing to the job summary (a refusal of the script's own, a gate
+/// that crashed or did not build, a dry run), the script says the exit status there and
+/// why; never through a link.
+#[test]
+fn the_job_summary_says_the_exit_status_when_the_gate_wrote_nothing() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({"tps": 900.0}));
+    let ab = (a.as_path(), b.as_path());
+    let nothing = "### perfgate: exit status 0, no verdict table";
+    assert_summary(&s, ab, &["--dry-run"], &[], (0, nothing));
+    let silent = s.dir.path().join("silent-gate");
+    std::fs::write(&silent, "#!/bin/sh\nexit 2\n").unwrap();
+    std::fs::set_permissions(&silent, PermissionsExt::from_mode(0o755)).unwrap();
+    let crashed = "exit status 2, no verdict table\n\nThe gate wrote none";
+    assert_summary(&s, ab, &[], &[("PERFGATE_XTASK", &silent)], (2, crashed));
+    let strict = [("PERFGATE_STRICT", Path::new("maybe"))];
+    let refused = "exit status 64, no verdict table\n\nperfgate: PERFGATE_STRICT='maybe'";
+    assert_summary(&s, ab, &["--dry-run"], &strict, (64, refused));
+    let no_gate = [("PERFGATE_XTASK", &*s.dir.path().join("no-such-gate"))];
+    assert_summary(&s, ab, &[], &no_gate, (64, "perfgate: PERFGATE_XTASK="));
+    // A link there is refused by the gate (64) and left alone by the script, and so is
+    // what it points to.
+    let (victim, summary) = (
+        s.dir.path().join("victim"),
+        s.dir.path().join("workspace/summary.md"),
+    );
+    std::fs::remove_file(&summary).unwrap();
+    std::os::unix::fs::symlink(&victim, &summary).unwrap();
+    let flags = ["--dry-run", "--export-markdown", "summary.md"];
+    let o = gate_sh_command(&s, &s.dir.path().join("workspace"), &a, &b, &flags)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(!victim.exists() && summary.is_symlink(), "{}", text(&o));
 }
 
 /// The perfgate repository the GitLab job clones: a clone of this workspace's repository
