@@ -25,6 +25,12 @@
 #   PERFGATE_JUNIT    JUnit file, default junit.xml (removed before each run, so a run that
 #                     stops before writing one leaves none for CI to show)
 #   PERFGATE_XTASK    a built gate binary to run instead of `cargo run` (e.g. target/release/xtask)
+#   PERFGATE_XTASK_CACHE  a directory where the gate is built once per commit of this
+#                     checkout (DIR/<commit>/xtask, beside that commit's files) and run
+#                     from then on: a job that clones the gate afresh does not compile it
+#                     again. DIR/target is its cargo target dir. Like the FDB build cache,
+#                     whoever can write it can run code as the job: keep it the job's own.
+#                     A checkout with changes to tracked files is run with `cargo run`.
 #   PERFGATE_SLO_TPS_<ENGINE>  TPS floors, see docs/slo.md
 # Exit status is the gate's: 0 pass, 1 REGRESSION/SLO-VIOLATION (or INCONCLUSIVE, strict),
 # 2 TIMEOUT/error, 64 usage.
@@ -139,13 +145,57 @@ given --out "$@" || defaults+=(--out "$out")
 given --junit "$@" || defaults+=(--junit "$junit")
 given --baselines-dir "$@" || defaults+=(--baselines-dir "$root/baselines")
 
+cargo_run=(cargo run --quiet --manifest-path "$root/Cargo.toml" --package xtask --)
+
+# Sets `gate` to this checkout's commit built once into $PERFGATE_XTASK_CACHE/<commit>/:
+# a fresh clone (a new path, new file times) would be compiled again by `cargo run`. The
+# commit's files are kept there beside the binary, in src/: the gate finds its own
+# workspace (cargo metadata) where it was built, and the job removes its clone. The binary
+# is copied in under a temporary name and renamed, so that a killed build never leaves
+# half a binary for the next job to run.
+cached_gate() {
+  local cache=$PERFGATE_XTASK_CACHE commit dir bin tmp
+  commit=$(git -C "$root" rev-parse --verify --quiet 'HEAD^{commit}' 2>/dev/null)
+  # A checkout with changes is not its commit: caching it would run them as that commit.
+  if [ -z "$commit" ] || [ -n "$(git -C "$root" status --porcelain --untracked-files=no 2>&1)" ]; then
+    echo "perfgate: $root is not a clean git checkout: running it with cargo run, not from PERFGATE_XTASK_CACHE" >&2
+    gate=("${cargo_run[@]}")
+    return 0
+  fi
+  dir=$cache/$commit
+  bin=$dir/xtask
+  if [ -L "$dir" ] || [ -L "$dir/src" ] || [ -L "$bin" ]; then
+    refuse "PERFGATE_XTASK_CACHE: $dir, its src or its xtask is a symbolic link, which this script does not make: remove it"
+  fi
+  if [ -f "$bin" ] && [ -x "$bin" ]; then
+    echo "perfgate: the gate at $commit was built before: $bin"
+  else
+    echo "perfgate: building the gate at $commit once, into $bin"
+    rm -rf -- "$dir/src" && mkdir -p -- "$dir/src" || return 2
+    git -C "$root" archive --format=tar HEAD | tar -x -C "$dir/src" || return 2
+    cargo build --locked --manifest-path "$dir/src/Cargo.toml" --package xtask --bin xtask \
+      --target-dir "$cache/target" || return 2
+    tmp=$(mktemp -- "$dir/.xtask.XXXXXX") || return 2
+    if ! { cp -- "$cache/target/debug/xtask" "$tmp" && chmod 755 -- "$tmp" && mv -f -- "$tmp" "$bin"; }; then
+      rm -f -- "$tmp"
+      return 2
+    fi
+  fi
+  gate=("$bin")
+}
+
 if [ -n "${PERFGATE_XTASK:-}" ]; then
   if [ ! -f "$PERFGATE_XTASK" ] || [ ! -x "$PERFGATE_XTASK" ]; then
     refuse "PERFGATE_XTASK=$PERFGATE_XTASK is not an executable file (a built gate, e.g. target/release/xtask)"
   fi
   gate=("$PERFGATE_XTASK")
+elif [ -n "${PERFGATE_XTASK_CACHE:-}" ]; then
+  if ! cached_gate; then
+    why="perfgate: the gate could not be built into PERFGATE_XTASK_CACHE ($PERFGATE_XTASK_CACHE): the job's log says why."
+    finish 2
+  fi
 else
-  gate=(cargo run --quiet --manifest-path "$root/Cargo.toml" --package xtask --)
+  gate=("${cargo_run[@]}")
 fi
 "${gate[@]}" bench "${defaults[@]}" "$@"
 finish $?

@@ -264,8 +264,8 @@ fn gitlab_ci_local(s: &Sandbox, repo: &Path, extra: &[&str], variables: &[String
 }
 
 /// The variables of a merge request pipeline of project 7 from project `source` (7: its
-/// own branch), the gate cloned from [`perfgate_repo`], and the test's tiny workload and
-/// sandboxed dirs.
+/// own branch), the gate cloned from [`perfgate_repo`] (and built by the job, as the
+/// example does), and the test's tiny workload and sandboxed dirs ([`job_env`]).
 fn mr_variables(s: &Sandbox, source: u32, base: &str, gate: &Path) -> Vec<String> {
     let mut variables = vec![
         "CI_PIPELINE_SOURCE=merge_request_event".into(),
@@ -274,7 +274,6 @@ fn mr_variables(s: &Sandbox, source: u32, base: &str, gate: &Path) -> Vec<String
         format!("CI_MERGE_REQUEST_DIFF_BASE_SHA={base}"),
         format!("PERFGATE_REPO=file://{}", gate.display()),
         "PERFGATE_REF=under-test".into(),
-        format!("PERFGATE_XTASK={}", xtask().display()),
     ];
     variables.extend(job_env(s).into_iter().map(|(k, v)| format!("{k}={v}")));
     variables
@@ -302,16 +301,69 @@ fn job_env(s: &Sandbox) -> Vec<(String, String)> {
     ]
 }
 
-/// The results directories among the job's artifacts, sorted (by their UTC time first).
-fn artifact_results(artifacts: &Path) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(artifacts.join("perfgate-results"))
+/// The gate binary the job built into PERFGATE_XTASK_CACHE (one gate commit: one binary),
+/// and its inode and modification time.
+fn cached_gate(cache: &Path) -> (PathBuf, u64, std::time::SystemTime) {
+    use std::os::unix::fs::MetadataExt as _;
+    let commits: Vec<PathBuf> = std::fs::read_dir(cache)
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().is_some_and(|n| n != "target"))
         .collect();
-    dirs.sort();
-    dirs
+    assert_eq!(commits.len(), 1, "{commits:?}");
+    let bin = commits[0].join("xtask");
+    let m = std::fs::metadata(&bin).unwrap();
+    (bin, m.ino(), m.modified().unwrap())
 }
 
+/// Checks one run of the GitLab job: it failed with the gate's status, as did the
+/// pipeline; its artifacts (kept although it failed: `when: always`) are this run's
+/// results alone, with a JUnit failure whose body starts with the verdict; the second run
+/// found both commits built; and the job removed its clone of the gate.
+fn assert_gitlab_run(run: usize, o: &Output, repo: &Path, (base, head): (&str, &str)) {
+    let all = text(o);
+    assert_eq!(code(o), 1, "run {run}: {all}");
+    assert!(
+        all.contains("perfgate: exit status 1") && all.contains("FAIL 1"),
+        "run {run}: {all}"
+    );
+    // gitlab-ci-local empties the job's artifacts before it runs; its shell executor runs
+    // the job in the checkout, which it keeps from run to run.
+    let out = repo.join(".gitlab-ci-local/artifacts/perfgate/perfgate-out");
+    let xml = std::fs::read_to_string(out.join("junit.xml")).unwrap();
+    assert!(
+        xml.contains("<failure") && xml.contains(">REGRESSION (redwood): "),
+        "{xml}"
+    );
+    let trials: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("trials.json")).unwrap()).unwrap();
+    assert_eq!(
+        trials.as_array().unwrap().len(),
+        4,
+        "this run's 2 pairs only"
+    );
+    let meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
+    let plan = &meta["plan"];
+    // The second run found both commits built in the job's CARGO_TARGET_DIR.
+    for arm in ["baseline", "experiment"] {
+        let hit = &plan[arm]["provenance"]["cache_hit"];
+        assert_eq!(hit, &json!(run == 2), "run {run}: {plan}");
+    }
+    assert_eq!(plan["baseline"]["provenance"]["commit"], json!(base));
+    assert_eq!(plan["experiment"]["provenance"]["commit"], json!(head));
+    // Its shell executor's CI_BUILDS_DIR is the checkout: no clone of the gate is left.
+    let left: Vec<_> = std::fs::read_dir(repo)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("perfgate") && n != "perfgate-out")
+        .collect();
+    assert!(left.is_empty(), "run {run}: {left:?}\n{all}");
+}
+
+/// The GitLab example on a merge request whose head is 10% slower: its rules, then two
+/// runs in one project directory. The first builds the gate into PERFGATE_XTASK_CACHE,
+/// the second runs that binary as it is, with no cargo.
 #[test]
 fn the_gitlab_example_fails_a_slower_merge_request_and_runs_again() {
     let s = Sandbox::new();
@@ -337,43 +389,25 @@ fn the_gitlab_example_fails_a_slower_merge_request_and_runs_again() {
         let jobs = String::from_utf8_lossy(&o.stdout);
         assert_eq!(jobs.contains("\nperfgate;"), listed, "{}", text(&o));
     }
-    let artifacts = repo.join(".gitlab-ci-local/artifacts/perfgate");
-    for run in 1..=2 {
-        let o = gitlab_ci_local(&s, &repo, &[], &mr_variables(&s, 7, &base, &gate));
-        // The job failed with the gate's exit status, and so did the pipeline.
-        let all = text(&o);
-        assert_eq!(code(&o), 1, "run {run}: {all}");
-        assert!(
-            all.contains("perfgate: exit status 1") && all.contains("FAIL 1"),
-            "run {run}: {all}"
-        );
-        // The artifacts, kept although the job failed (`when: always`; gitlab-ci-local
-        // empties the job's artifacts before it runs): this run's JUnit and every results
-        // directory in the checkout, where its shell executor runs the job and which it
-        // keeps from run to run.
-        // A failure whose body, what GitLab shows, starts with the verdict.
-        let xml = std::fs::read_to_string(artifacts.join("junit.xml")).unwrap();
-        assert!(
-            xml.contains("<failure") && xml.contains(">REGRESSION (redwood): "),
-            "{xml}"
-        );
-        let results = artifact_results(&artifacts);
-        assert_eq!(results.len(), run, "{results:?}");
-        let meta: Value = serde_json::from_str(
-            &std::fs::read_to_string(results[run - 1].join("meta.json")).unwrap(),
-        )
-        .unwrap();
-        let plan = &meta["plan"];
-        // The second run found both commits built in the job's CARGO_TARGET_DIR.
-        for arm in ["baseline", "experiment"] {
-            assert_eq!(
-                plan[arm]["provenance"]["cache_hit"],
-                json!(run == 2),
-                "run {run}: {plan}"
-            );
-        }
-        assert_eq!(plan["baseline"]["provenance"]["commit"], json!(base));
-        assert_eq!(plan["experiment"]["provenance"]["commit"], json!(head));
-    }
+    let cache = s.dir.path().join("gate-cache");
+    let mut variables = mr_variables(&s, 7, &base, &gate);
+    variables.push(format!("PERFGATE_XTASK_CACHE={}", cache.display()));
+    let o = gitlab_ci_local(&s, &repo, &[], &variables);
+    assert_gitlab_run(1, &o, &repo, (&base, &head));
+    assert!(
+        text(&o).contains("perfgate: building the gate at "),
+        "{}",
+        text(&o)
+    );
+    let built = cached_gate(&cache);
+    let o = gitlab_ci_local(&s, &repo, &[], &variables);
+    assert_gitlab_run(2, &o, &repo, (&base, &head));
+    // The same file, untouched, and cargo compiled nothing.
+    assert_eq!(cached_gate(&cache), built);
+    let all = text(&o);
+    assert!(
+        all.contains("perfgate: the gate at ") && !all.contains("Compiling"),
+        "{all}"
+    );
     s.assert_no_leftover_processes();
 }
