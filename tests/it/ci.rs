@@ -206,6 +206,81 @@ fn the_job_summary_says_the_exit_status_when_the_gate_wrote_nothing() {
     assert!(!victim.exists() && summary.is_symlink(), "{}", text(&o));
 }
 
+/// With PERFGATE_XTASK_CACHE, the script runs the gate built for its checkout's commit
+/// without cargo, refuses a link in the cache it did not make, and runs a checkout with
+/// changes under `cargo run`, never as its commit. (The GitLab example's test builds one
+/// for real.) A stand-in `cargo` on PATH logs how it was called.
+#[test]
+fn the_gate_script_runs_the_gate_built_for_its_commit_and_never_a_changed_one() {
+    let s = Sandbox::new();
+    let repo = perfgate_repo(&s);
+    // A clean checkout of the commit; its index was written from this workspace's files,
+    // so `reset --hard` lays them out.
+    git(&repo, &["checkout", "-q", "under-test"]);
+    git(&repo, &["reset", "-q", "--hard"]);
+    let commit = git(&repo, &["rev-parse", "HEAD"]);
+    let bin = s.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = |path: &Path, body: &str| {
+        std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(path, PermissionsExt::from_mode(0o755)).unwrap();
+    };
+    let log = s.dir.path().join("cargo.log");
+    script(
+        &bin.join("cargo"),
+        &format!("echo \"$*\" >> {}", log.display()),
+    );
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let run = |cache: &Path| {
+        Command::new("bash")
+            .arg(repo.join("ci/gate.sh"))
+            .arg("--dry-run")
+            .current_dir(s.dir.path())
+            .env("PATH", &path)
+            .env("PERFGATE_XTASK_CACHE", cache)
+            .env_remove("PERFGATE_XTASK")
+            .output()
+            .unwrap()
+    };
+    let cargo_calls = || std::fs::read_to_string(&log).unwrap_or_default();
+    // Built before: run as it is.
+    let cache = s.dir.path().join("cache");
+    std::fs::create_dir_all(cache.join(&commit)).unwrap();
+    script(
+        &cache.join(&commit).join("xtask"),
+        "echo \"cached gate: $1\"; exit 3",
+    );
+    let o = run(&cache);
+    assert_eq!(code(&o), 3, "{}", text(&o));
+    assert!(text(&o).contains("cached gate: bench"), "{}", text(&o));
+    // A link where the commit's directory goes: refused, nothing built or run.
+    let planted = s.dir.path().join("planted");
+    std::fs::create_dir_all(&planted).unwrap();
+    std::os::unix::fs::symlink(cache.join(&commit), planted.join(&commit)).unwrap();
+    let o = run(&planted);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(text(&o).contains("is a symbolic link"), "{}", text(&o));
+    assert_eq!(cargo_calls(), "", "no cargo for a built or refused gate");
+    // A checkout with changes is not its commit: cargo run, not the cached binary.
+    std::fs::write(repo.join("README.md"), "changed\n").unwrap();
+    let o = run(&cache);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert!(
+        text(&o).contains("is not a clean git checkout"),
+        "{}",
+        text(&o)
+    );
+    let manifest = repo.join("Cargo.toml");
+    assert!(
+        cargo_calls().starts_with(&format!(
+            "run --quiet --manifest-path {} ",
+            manifest.display()
+        )),
+        "{}",
+        cargo_calls()
+    );
+}
+
 /// The perfgate repository the GitLab job clones: a clone of this workspace's repository
 /// (CI runs in one) whose branch `under-test` is HEAD with the working tree's tracked files
 /// as they are now, so the job runs this ci/gate.sh, uncommitted changes included. The
