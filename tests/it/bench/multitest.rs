@@ -517,21 +517,38 @@ fn one_slow_trial_at_the_knee_runs_the_step_again_and_moves_no_knee() {
         (2, 2, 6, 2),
         "{t:#?}"
     );
-    // Confirmations are repetitions of their own, past every planned one.
-    let mut pairs: Vec<(String, u64)> = t
-        .iter()
-        .map(|t| (t["arm"].to_string(), t["repetition"].as_u64().unwrap()))
+    // Each arm's repetitions count its trials in run order, the confirmations included
+    // (before: 1, 2, 3, 5, 6, 4, the confirmations numbered past every planned step).
+    for arm in ["baseline", "experiment"] {
+        let reps: Vec<u64> = t
+            .iter()
+            .filter(|t| t["arm"] == arm)
+            .map(|t| t["repetition"].as_u64().unwrap())
+            .collect();
+        assert_eq!(reps, [1, 2, 3, 4, 5, 6], "{arm}");
+    }
+    let html = std::fs::read_to_string(s.out().join("report.html")).unwrap();
+    let rep_column: Vec<&str> = html
+        .lines()
+        .filter(|l| {
+            l.starts_with("<tr><td>")
+                && ["baseline", "experiment"]
+                    .iter()
+                    .any(|arm| l.contains(&format!("<td>redwood</td><td>{arm}</td>")))
+        })
+        .filter_map(|l| l.split("</td><td>").nth(3))
         .collect();
-    pairs.sort();
-    pairs.dedup();
-    assert_eq!(pairs.len(), t.len(), "{pairs:?}");
+    assert_eq!(
+        rep_column,
+        ["1", "1", "2", "2", "3", "3", "4", "4", "5", "5", "6", "6"],
+        "the trials table's rep column, in run order"
+    );
     let j = &s.read_json("summary.json")["judgements"][0];
     assert_eq!(j["verdict"], "MEASURED", "{j}");
     assert_eq!(
         j["notes"],
         json!(["baseline knee: 900 TPS", "experiment knee: 900 TPS"])
     );
-    let html = std::fs::read_to_string(s.out().join("report.html")).unwrap();
     assert!(html.contains("yes (2 of 3)"), "the split step's count");
     // A slow majority still loses the step: the same sweep with two slow runs there. But
     // 2 slow trials in the 4 pairs past the lower knee show no loss: INCONCLUSIVE, not a

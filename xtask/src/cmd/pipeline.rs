@@ -130,19 +130,21 @@ fn run_sweep(plan: &Plan, out: &Path, ladder: &[u64]) -> Result<Vec<TrialRecord>
         write::trials(out, trials).context(write::Stage("results"))
     })?;
     let against = reference(plan);
-    let mut next_repetition = plan.trials.iter().map(|t| t.repetition).max().unwrap_or(0);
     'engines: for &engine in &plan.engines {
         // Steps handed to the runner: the plan's trials on the steps past them will not run.
         let mut climbed = 0;
+        // The engine's rounds (a pair, or a trial of the one arm) run so far.
+        let mut rounds = 0;
         for &target in ladder {
             climbed += 1;
-            let step: Vec<&PlannedTrial> = plan
-                .trials
-                .iter()
-                .filter(|t| t.engine == engine && t.target_tps == Some(target))
-                .collect();
+            let step = numbered_on(
+                plan.trials
+                    .iter()
+                    .filter(|t| t.engine == engine && t.target_tps == Some(target)),
+                &mut rounds,
+            );
             for planned in &step {
-                if !runner.run((*planned).clone())? {
+                if !runner.run(planned.clone())? {
                     break 'engines;
                 }
             }
@@ -158,7 +160,7 @@ fn run_sweep(plan: &Plan, out: &Path, ladder: &[u64]) -> Result<Vec<TrialRecord>
                 );
             }
             // After a failed trial the runner skips the engine's others.
-            let confirmations = confirming(&step, extra, &mut next_repetition);
+            let confirmations = confirming(&step, extra, &mut rounds);
             runner.expect_more(confirmations.len());
             for planned in confirmations {
                 if !runner.run(planned)? {
@@ -190,18 +192,39 @@ fn run_sweep(plan: &Plan, out: &Path, ladder: &[u64]) -> Result<Vec<TrialRecord>
     Ok(runner.finish())
 }
 
-/// `extra` more rounds of a sweep's step: its last repetition's trials (one per arm, in
-/// its arm order), each round numbered `*next + 1` on (past every planned repetition, which
-/// the steps after it hold).
-fn confirming(step: &[&PlannedTrial], extra: usize, next: &mut u32) -> Vec<PlannedTrial> {
+/// A sweep step's planned trials numbered on from the engine's `rounds` so far (the step's
+/// first round `*rounds + 1`), and `rounds` moved past them. The plan numbers each step's
+/// rounds on from the step before it, and cannot know the confirmations a split step will
+/// run: numbered past every planned round, they read 1, 2, 3, 5, 6, 4 in run order.
+fn numbered_on<'a>(
+    step: impl Iterator<Item = &'a PlannedTrial>,
+    rounds: &mut u32,
+) -> Vec<PlannedTrial> {
+    let step: Vec<&PlannedTrial> = step.collect();
+    let first = step.iter().map(|t| t.repetition).min().unwrap_or(1);
+    let base = *rounds;
+    let out: Vec<PlannedTrial> = step
+        .into_iter()
+        .map(|t| PlannedTrial {
+            repetition: base + 1 + (t.repetition - first),
+            ..t.clone()
+        })
+        .collect();
+    *rounds = out.iter().map(|t| t.repetition).max().unwrap_or(base);
+    out
+}
+
+/// `extra` more rounds of a sweep's step: its last round's trials (one per arm, in its arm
+/// order), each round numbered `*next + 1` on, `next` being the engine's rounds so far.
+fn confirming(step: &[PlannedTrial], extra: usize, next: &mut u32) -> Vec<PlannedTrial> {
     let last = step.iter().map(|t| t.repetition).max().unwrap_or(0);
-    let round: Vec<&&PlannedTrial> = step.iter().filter(|t| t.repetition == last).collect();
+    let round: Vec<&PlannedTrial> = step.iter().filter(|t| t.repetition == last).collect();
     let mut out = Vec::new();
     for _ in 0..extra {
         *next += 1;
         out.extend(round.iter().map(|t| PlannedTrial {
             repetition: *next,
-            ..(***t).clone()
+            ..(*t).clone()
         }));
     }
     out

@@ -518,8 +518,9 @@ fn check_targets(ladder: Option<&[u64]>, trials: &[TrialRecord]) -> Result<(), S
 
 fn check_meta(meta: &SavedMeta, trials: &[TrialRecord]) -> Result<(), String> {
     let c = &meta.plan.config;
-    // A sweep numbers each step's pairs on from the step's first, and skips steps past
-    // the knee; any other run numbers each arm's repetitions 1, 2, ... without a gap.
+    // Every run numbers each arm's repetitions 1, 2, ... in run order; a sweep's runs
+    // written before that numbered a split step's confirmations past every planned step,
+    // with gaps where the sweep stopped short of the ladder's top, and are still read.
     if c.sweep.is_none() {
         check_no_gaps(trials)?;
     }
