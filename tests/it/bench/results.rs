@@ -345,6 +345,21 @@ fn report_html_is_self_contained_and_renders_in_a_real_browser() {
         dom.contains("Verdicts") && dom.contains("REGRESSION"),
         "{dom}"
     );
+    // The heading and the page's title say the verdict, the metric that decided it and
+    // its change with its interval (before: "REGRESSION (redwood tps REGRESSION; 1
+    // metric(s) shown, not gating)").
+    let h1 = element_text(&dom, "h1");
+    let change = h1
+        .strip_prefix("REGRESSION: redwood TPS ")
+        .unwrap_or_else(|| panic!("{h1}"));
+    let (c, interval) = change.split_once("% [").unwrap_or_else(|| panic!("{h1}"));
+    let (lo, hi) = interval
+        .strip_suffix("%]")
+        .and_then(|i| i.split_once("%, "))
+        .unwrap_or_else(|| panic!("{h1}"));
+    let [c, lo, hi] = [c, lo, hi].map(|v| v.parse::<f64>().unwrap_or_else(|e| panic!("{v}: {e}")));
+    assert!(lo <= c && c <= hi && (-11.0..-9.0).contains(&c), "{h1}");
+    assert!(element_text(&dom, "title").starts_with(&h1), "{dom}");
     let png = screenshot(&s, &page, "report.png");
     assert!(
         png.width > 1000 && png.height > 1000,
@@ -352,6 +367,27 @@ fn report_html_is_self_contained_and_renders_in_a_real_browser() {
         png.width,
         png.height
     );
+}
+
+/// The text of the first `<tag>` element of `dom`, tags inside it dropped.
+fn element_text(dom: &str, tag: &str) -> String {
+    let start = dom
+        .find(&format!("<{tag}>"))
+        .or_else(|| dom.find(&format!("<{tag} ")))
+        .unwrap_or_else(|| panic!("no <{tag}> in {dom}"));
+    let inner = &dom[start..];
+    let inner = &inner[inner.find('>').unwrap() + 1..inner.find(&format!("</{tag}>")).unwrap()];
+    let mut text = String::new();
+    let mut in_tag = false;
+    for c in inner.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => in_tag = false,
+            c if !in_tag => text.push(c),
+            _ => {}
+        }
+    }
+    text.trim().to_string()
 }
 
 /// In a greyscale print of report.html the two arms' marks must differ. The

@@ -13,7 +13,7 @@ use super::chart::{bounds, color, drawable, frame, marker, svg, BASELINE, EXPERI
 use crate::results::profile::ProfileDiff;
 use crate::{
     config::{Arm, DriverKind},
-    judge::{Judgement, Verdict},
+    judge::{Judgement, Metric, Verdict},
     plan::{Plan, PlannedTrial},
     results::trial::{MultitestReport, Outcome, TrialRecord},
 };
@@ -34,14 +34,7 @@ pub fn render(
     profile_diff: &[ProfileDiff],
     run: &RunInfo,
 ) -> String {
-    let mut s = String::from(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>perfgate report</title>\n<style>\
-         body{font-family:sans-serif;margin:2em;max-width:70em}table{border-collapse:collapse;margin:1em 0}\
-         td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left}.MEASURED{color:#070}\
-         .REGRESSION,.SLO-VIOLATION,.ERROR,.TIMEOUT{color:#b00}.INCONCLUSIVE{color:#a60}\
-         .warn{background:#fee;padding:.5em}.a{color:#004488}.b{color:#e69f00}</style></head><body>\n",
-    );
-    let _ = writeln!(s, "<h1>perfgate: {}</h1>", verdict_line(judgements));
+    let mut s = page_head(judgements);
     s.push_str(&run_line(run));
     for w in warnings {
         let _ = writeln!(s, "<p class=\"warn\">WARNING: {}</p>", esc(w));
@@ -222,27 +215,67 @@ fn seconds_as_text(trials: &[&TrialRecord]) -> String {
     s
 }
 
-fn verdict_line(judgements: &[Judgement]) -> String {
-    let worst = judgements
-        .iter()
-        .filter(|j| j.gating)
-        .map(|j| j.verdict)
-        .max()
-        .unwrap_or(Verdict::Error);
-    // The heading names what gates; the other metrics are in the tables below.
-    let each: Vec<String> = judgements
-        .iter()
-        .filter(|j| j.gating)
-        .map(|j| format!("{} {} {}", j.engine, j.metric.name(), j.verdict))
-        .collect();
-    let others = judgements.iter().filter(|j| !j.gating).count();
-    let others = match others {
-        0 => String::new(),
-        n => format!("; {n} metric(s) shown, not gating"),
+/// The page up to its heading: the title and the heading both say the headline
+/// ([`headline`]), the heading with its verdict in the verdict's colour.
+fn page_head(judgements: &[Judgement]) -> String {
+    let (worst, headline) = headline(judgements);
+    let mut s = format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{} - perfgate</title>\n<style>\
+         body{{font-family:sans-serif;margin:2em;max-width:70em}}table{{border-collapse:collapse;margin:1em 0}}\
+         td,th{{border:1px solid #ccc;padding:.2em .6em;text-align:left}}.MEASURED{{color:#070}}\
+         .REGRESSION,.SLO-VIOLATION,.ERROR,.TIMEOUT{{color:#b00}}.INCONCLUSIVE{{color:#a60}}\
+         .warn{{background:#fee;padding:.5em}}.a{{color:#004488}}.b{{color:#e69f00}}</style></head><body>\n",
+        esc(&headline)
+    );
+    // The verdict's word in its colour; the rest of the heading as the title has it.
+    let rest = headline
+        .strip_prefix(&worst.to_string())
+        .unwrap_or(&headline);
+    let _ = writeln!(
+        s,
+        "<h1><span class=\"{worst}\">{worst}</span>{}</h1>",
+        esc(rest)
+    );
+    s
+}
+
+/// The page's headline and its verdict: the worst gating verdict, the metric that decided
+/// it and that metric's change with its 95% interval, as "REGRESSION: redwood TPS -4.98%
+/// [-6.10%, -3.90%]" (with one arm, its mean); "and N more" when more metrics share that
+/// verdict. Plain text.
+fn headline(judgements: &[Judgement]) -> (Verdict, String) {
+    let gating: Vec<&Judgement> = judgements.iter().filter(|j| j.gating).collect();
+    let Some(worst) = gating.iter().map(|j| j.verdict).max() else {
+        return (Verdict::Error, "ERROR: no metric judged".into());
     };
-    format!(
-        "<span class=\"{worst}\">{worst}</span> ({}{others})",
-        esc(&each.join(", "))
+    let deciding: Vec<&&Judgement> = gating.iter().filter(|j| j.verdict == worst).collect();
+    let j = deciding[0];
+    let change = match (j.change_pct(), j.tps_delta_pct) {
+        // Two decimals, as the verdict table's: a simulation's interval is a few 0.01%.
+        (Some((c, lo, hi)), _) => format!(" {c:+.2}% [{lo:+.2}%, {hi:+.2}%]"),
+        // A knee, or a TPS against an SLO without a baseline, has no interval.
+        (None, Some(d)) if matches!(j.metric, Metric::Tps | Metric::KneeTps) => {
+            format!(" {d:+.2}%")
+        }
+        // One arm (an existing cluster, a record without one): its mean.
+        (None, _) if j.baseline.is_none() => j
+            .experiment
+            .as_ref()
+            .and_then(|s| s.mean(j.metric))
+            .map_or(String::new(), |m| format!(" {m:.1}, one arm")),
+        (None, _) => String::new(),
+    };
+    let more = match deciding.len() - 1 {
+        0 => String::new(),
+        n => format!(", and {n} more"),
+    };
+    (
+        worst,
+        format!(
+            "{worst}: {} {}{change}{more}",
+            j.engine,
+            j.metric.unit_label()
+        ),
     )
 }
 
@@ -641,6 +674,28 @@ mod tests {
             1,
             "only the finite change"
         );
+    }
+
+    /// The heading says the verdict, the metric that decided it and that metric's change
+    /// with its interval, in words (before: "REGRESSION (redwood tps REGRESSION; 1
+    /// metric(s) shown, not gating)").
+    #[test]
+    fn the_headline_is_the_verdict_and_the_change_that_decided_it() {
+        use crate::judge::tests::{interleaved, CRITERIA};
+        let trials = interleaved(&[1000.0, 1010.0, 990.0], &[950.0, 960.5, 945.0]);
+        let mut judgements = crate::judge::judge(&trials, &[Engine::Redwood], CRITERIA, false);
+        let (verdict, text) = headline(&judgements);
+        assert_eq!(verdict, Verdict::Regression);
+        assert_eq!(text, "REGRESSION: redwood TPS -4.82% [-5.48%, -4.15%]");
+        // Two engines with that verdict: the first, and how many more.
+        let mut other = judgements[0].clone();
+        other.engine = Engine::Rocksdb;
+        judgements.push(other);
+        let (_, text) = headline(&judgements);
+        assert!(text.ends_with("[-5.48%, -4.15%], and 1 more"), "{text}");
+        // Nothing gating was judged.
+        judgements.iter_mut().for_each(|j| j.gating = false);
+        assert_eq!(headline(&judgements).1, "ERROR: no metric judged");
     }
 
     #[test]
