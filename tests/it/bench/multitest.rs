@@ -120,8 +120,8 @@ fn a_slower_experiment_under_multitest_is_a_regression_with_the_reference_column
     let html = std::fs::read_to_string(s.out().join("report.html")).unwrap();
     for want in [
         "ReadWrite per trial",
-        "txn p98 ms",
-        "GRV p50 ms",
+        "txn p98 µs",
+        "GRV p50 µs",
         "retries",
         "no (saturated)",
     ] {
@@ -433,7 +433,7 @@ fn a_sweep_stops_one_step_past_the_knee_and_a_lower_knee_is_a_regression() {
         "baseline knee: 900 TPS",
         "experiment knee: 600 TPS",
         "measured TPS against the target",
-        "p98 transaction latency (ms) against the measured TPS",
+        "p98 transaction latency (µs) against the measured TPS",
     ] {
         assert!(html.contains(want), "{want}");
     }

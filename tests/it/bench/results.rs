@@ -360,6 +360,7 @@ fn report_html_is_self_contained_and_renders_in_a_real_browser() {
     let [c, lo, hi] = [c, lo, hi].map(|v| v.parse::<f64>().unwrap_or_else(|e| panic!("{v}: {e}")));
     assert!(lo <= c && c <= hi && (-11.0..-9.0).contains(&c), "{h1}");
     assert!(element_text(&dom, "title").starts_with(&h1), "{dom}");
+    assert_eq!(latency_units(&dom), ["µs"], "one unit for latency");
     let png = screenshot(&s, &page, "report.png");
     assert!(
         png.width > 1000 && png.height > 1000,
@@ -367,6 +368,32 @@ fn report_html_is_self_contained_and_renders_in_a_real_browser() {
         png.width,
         png.height
     );
+}
+
+/// A sweep's page reads latency in one unit (before: ms in the sweep's and ReadWrite's
+/// tables, µs in the trials').
+#[test]
+fn report_html_of_a_sweep_reads_latency_in_one_unit() {
+    let s = Sandbox::new();
+    // The experiment's third run measures half: the arms split on 900 TPS, and that step
+    // runs two more rounds.
+    let (a, b) = s.ab(json!({}), json!({"multitest_slow_runs": [2]}));
+    let o = super::multitest::multitest(
+        &s,
+        &a,
+        &b,
+        &["--sweep", "400,600,900,1200", "--trials", "1"],
+    );
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let page = s.out().join("report.html");
+    let dom = chromium(&s, &page, &["--dump-dom"]);
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert_eq!(
+        element_text(&dom, "h1"),
+        "MEASURED: redwood knee TPS +0.00%",
+        "{dom}"
+    );
+    assert_eq!(latency_units(&dom), ["µs"], "one unit for latency");
 }
 
 /// The text of the first `<tag>` element of `dom`, tags inside it dropped.
@@ -388,6 +415,32 @@ fn element_text(dom: &str, tag: &str) -> String {
         }
     }
     text.trim().to_string()
+}
+
+/// The units latency is given in across `dom`: in table headers and cells, and in the
+/// charts' text, wherever a percentile or the word latency is named.
+fn latency_units(dom: &str) -> Vec<String> {
+    let mut units = std::collections::BTreeSet::new();
+    for tag in ["th", "td", "text", "title"] {
+        for piece in dom.split(&format!("<{tag}")).skip(1) {
+            let Some(end) = piece.find(&format!("</{tag}>")) else {
+                continue;
+            };
+            let text = &piece[piece.find('>').unwrap_or(0) + 1..end];
+            let named = ["latency", "p50", "p90", "p98", "p99"]
+                .iter()
+                .any(|w| text.contains(w));
+            if !named {
+                continue;
+            }
+            for word in text.split(|c: char| !(c.is_alphanumeric() || c == 'µ')) {
+                if ["ms", "us", "µs"].contains(&word) {
+                    units.insert(word.to_string());
+                }
+            }
+        }
+    }
+    units.into_iter().collect()
 }
 
 /// In a greyscale print of report.html the two arms' marks must differ. The

@@ -1,7 +1,7 @@
 //! Report stage: a saturation sweep's section of report.html: per engine, one row per
 //! step and arm with the reference report's columns, each arm's knee, measured TPS
 //! against the target (the diagonal is a target followed exactly) and p98 latency
-//! against the measured TPS.
+//! against the measured TPS. Latency reads in µs, as everywhere on the page.
 
 use std::fmt::Write as _;
 
@@ -49,9 +49,9 @@ pub fn section(engine: Engine, trials: &[TrialRecord]) -> String {
     s.push_str(&chart(
         engine,
         &steps,
-        "p98 transaction latency (ms) against the measured TPS",
+        "p98 transaction latency (µs) against the measured TPS",
         "measured TPS",
-        |st| Some((st.tps?, st.p98_ms?)),
+        |st| Some((st.tps?, st.p98_ms? * 1000.0)),
         false,
     ));
     s
@@ -60,7 +60,7 @@ pub fn section(engine: Engine, trials: &[TrialRecord]) -> String {
 fn table(steps: &[Step]) -> String {
     let mut s = String::from(
         "<table><tr><th>target TPS</th><th>arm</th><th>trials</th><th>measured TPS</th>\
-         <th>txn p50 ms</th><th>txn p98 ms</th><th>retries</th><th>followed</th></tr>\n",
+         <th>txn p50 µs</th><th>txn p98 µs</th><th>retries</th><th>followed</th></tr>\n",
     );
     let opt = |v: Option<f64>, d: usize| v.map(|v| format!("{v:.d$}")).unwrap_or_default();
     for st in steps {
@@ -73,8 +73,8 @@ fn table(steps: &[Step]) -> String {
             st.trials,
             st.measured,
             opt(st.tps, 1),
-            opt(st.p50_ms, 3),
-            opt(st.p98_ms, 3),
+            opt(st.p50_ms.map(|ms| ms * 1000.0), 0),
+            opt(st.p98_ms.map(|ms| ms * 1000.0), 0),
             st.retries,
             match (st.followed, st.trials) {
                 (true, 1) => "yes".to_string(),
@@ -141,4 +141,49 @@ fn chart(
         }
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(arm: Arm, target_tps: u64, tps: f64) -> Step {
+        Step {
+            engine: Engine::Redwood,
+            arm,
+            target_tps,
+            trials: 1,
+            measured: 1,
+            tps: Some(tps),
+            p50_ms: Some(0.686),
+            p98_ms: Some(4.0),
+            retries: 0.0,
+            followed_trials: 1,
+            followed: true,
+        }
+    }
+
+    fn steps() -> Vec<Step> {
+        [400, 600, 900]
+            .into_iter()
+            .flat_map(|t| {
+                [
+                    step(Arm::Baseline, t, t as f64),
+                    step(Arm::Experiment, t, 0.9 * t as f64),
+                ]
+            })
+            .collect()
+    }
+
+    /// Latency reads in µs, as in every other table and chart of the page (before: ms
+    /// here and in ReadWrite's table, µs in the trials').
+    #[test]
+    fn the_sweeps_latency_reads_in_us() {
+        let table = table(&steps());
+        assert!(
+            table.contains("<th>txn p50 µs</th><th>txn p98 µs</th>")
+                && table.contains("<td>686</td><td>4000</td>"),
+            "{table}"
+        );
+    }
 }
