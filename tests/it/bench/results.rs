@@ -360,6 +360,42 @@ fn report_html_is_self_contained_and_renders_in_a_real_browser() {
     let [c, lo, hi] = [c, lo, hi].map(|v| v.parse::<f64>().unwrap_or_else(|e| panic!("{v}: {e}")));
     assert!(lo <= c && c <= hi && (-11.0..-9.0).contains(&c), "{h1}");
     assert!(element_text(&dom, "title").starts_with(&h1), "{dom}");
+    check_charts(&dom);
+    let charts = charts(&dom);
+    let y_titles: Vec<&str> = charts
+        .iter()
+        .flat_map(|c| &c.texts)
+        .filter(|t| t.rotated)
+        .map(|t| t.text.as_str())
+        .collect();
+    for title in ["throughput (TPS)", "p99 latency (µs)"] {
+        assert!(y_titles.contains(&title), "{title}: {y_titles:?}");
+    }
+    let x_titles = [
+        "change, experiment vs baseline (%)",
+        "trial (run order)",
+        "time into the run (s)",
+    ];
+    for title in x_titles {
+        let named = charts
+            .iter()
+            .flat_map(|c| &c.texts)
+            .any(|t| t.text == title);
+        assert!(named, "no x axis reads {title:?}");
+    }
+    let per_trial: Vec<&Chart> = charts
+        .iter()
+        .filter(|c| c.title.contains("per trial"))
+        .collect();
+    assert_eq!(per_trial.len(), 2, "TPS and p99 per trial");
+    for chart in per_trial {
+        assert_eq!(
+            x_ticks(chart),
+            ["1", "2", "3", "4", "5", "6"],
+            "{}",
+            chart.title
+        );
+    }
     assert_eq!(latency_units(&dom), ["µs"], "one unit for latency");
     let png = screenshot(&s, &page, "report.png");
     assert!(
@@ -370,10 +406,11 @@ fn report_html_is_self_contained_and_renders_in_a_real_browser() {
     );
 }
 
-/// A sweep's page reads latency in one unit (before: ms in the sweep's and ReadWrite's
-/// tables, µs in the trials').
+/// A sweep's page reads as a mako run's does: every chart's axes named and its text
+/// readable, and latency in one unit (before: ms in the sweep's and ReadWrite's tables, µs
+/// in the trials').
 #[test]
-fn report_html_of_a_sweep_reads_latency_in_one_unit() {
+fn report_html_of_a_sweep_names_its_axes_and_reads_latency_in_one_unit() {
     let s = Sandbox::new();
     // The experiment's third run measures half: the arms split on 900 TPS, and that step
     // runs two more rounds.
@@ -393,6 +430,20 @@ fn report_html_of_a_sweep_reads_latency_in_one_unit() {
         "MEASURED: redwood knee TPS +0.00%",
         "{dom}"
     );
+    check_charts(&dom);
+    let charts = charts(&dom);
+    let sweep: Vec<&Chart> = charts
+        .iter()
+        .filter(|c| c.title.contains(" against the "))
+        .collect();
+    assert_eq!(sweep.len(), 2, "the sweep's two charts");
+    let y_titles: Vec<&str> = sweep
+        .iter()
+        .flat_map(|c| &c.texts)
+        .filter(|t| t.rotated)
+        .map(|t| t.text.as_str())
+        .collect();
+    assert_eq!(y_titles, ["measured (TPS)", "p98 latency (µs)"]);
     assert_eq!(latency_units(&dom), ["µs"], "one unit for latency");
 }
 
@@ -415,6 +466,88 @@ fn element_text(dom: &str, tag: &str) -> String {
         }
     }
     text.trim().to_string()
+}
+
+/// A `<text>` of a chart: its size (CSS px), anchor, whether it is rotated (the y axis's
+/// title), and what it says.
+struct ChartText {
+    size_px: f64,
+    anchor: String,
+    rotated: bool,
+    text: String,
+}
+
+/// A chart of report.html as its SVG draws it.
+struct Chart {
+    /// Its `<title>`.
+    title: String,
+    texts: Vec<ChartText>,
+}
+
+/// The value of `name="..."` among an element's `attrs`.
+fn attr<'a>(attrs: &'a str, name: &str) -> Option<&'a str> {
+    let v = attrs.split(&format!(" {name}=\"")).nth(1)?;
+    Some(&v[..v.find('"')?])
+}
+
+/// Every chart (inline `<svg>`) of `dom`.
+fn charts(dom: &str) -> Vec<Chart> {
+    dom.split("<svg ")
+        .skip(1)
+        .map(|svg| {
+            let svg = &svg[..svg.find("</svg>").unwrap()];
+            let title = element_text(svg, "title");
+            let texts = svg
+                .split("<text ")
+                .skip(1)
+                .map(|t| {
+                    let (attrs, rest) = t.split_once('>').unwrap();
+                    let attrs = format!(" {attrs}");
+                    ChartText {
+                        size_px: attr(&attrs, "font-size").unwrap().parse().unwrap(),
+                        anchor: attr(&attrs, "text-anchor").unwrap_or("").to_string(),
+                        rotated: attrs.contains("rotate("),
+                        text: rest[..rest.find("</text>").unwrap()].trim().to_string(),
+                    }
+                })
+                .collect();
+            Chart { title, texts }
+        })
+        .collect()
+}
+
+/// The numbers along a chart's x axis (centred under their ticks; the y axis's are
+/// right-aligned).
+fn x_ticks(chart: &Chart) -> Vec<&str> {
+    chart
+        .texts
+        .iter()
+        .filter(|t| t.anchor == "middle" && t.text.parse::<f64>().is_ok())
+        .map(|t| t.text.as_str())
+        .collect()
+}
+
+/// What every chart of report.html must do: name its y axis (a rotated title; before: none
+/// had one), draw its text at 12 px or more (before: 9.7 px) and tick a chart per trial at
+/// whole trials (before: 0.0, 1.0, ...). Every chart's faults are listed together.
+fn check_charts(dom: &str) {
+    let charts = charts(dom);
+    assert!(!charts.is_empty(), "{dom}");
+    let mut faults = Vec::new();
+    for c in &charts {
+        let y_titles = c.texts.iter().filter(|t| t.rotated).count();
+        if y_titles != 1 {
+            faults.push(format!("{}: {y_titles} y axis titles", c.title));
+        }
+        if let Some(t) = c.texts.iter().find(|t| t.size_px < 12.0) {
+            faults.push(format!("{}: {:?} at {} px", c.title, t.text, t.size_px));
+        }
+        let ticks = x_ticks(c);
+        if c.title.contains("per trial") && ticks.iter().any(|t| t.contains('.')) {
+            faults.push(format!("{}: trials ticked at {ticks:?}", c.title));
+        }
+    }
+    assert!(faults.is_empty(), "{}", faults.join("\n"));
 }
 
 /// The units latency is given in across `dom`: in table headers and cells, and in the

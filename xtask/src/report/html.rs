@@ -9,7 +9,7 @@ use plotters::prelude::*;
 
 use fdb::{Engine, Knob};
 
-use super::chart::{bounds, color, drawable, frame, marker, svg, BASELINE, EXPERIMENT};
+use super::chart::{bounds, color, drawable, frame, marker, svg, Axis, BASELINE, EXPERIMENT};
 use crate::results::profile::ProfileDiff;
 use crate::{
     config::{Arm, DriverKind},
@@ -56,7 +56,7 @@ pub fn render(
         s.push_str(&chart_trials(
             engine,
             &of,
-            "TPS per trial",
+            ("TPS per trial", "throughput (TPS)"),
             TrialRecord::tps,
         ));
         if let DriverKind::Simulation(_) = plan.config.workload.driver_kind() {
@@ -68,7 +68,10 @@ pub fn render(
             s.push_str(&chart_trials(
                 engine,
                 &of,
-                "p98 transaction latency per trial (µs, ReadWrite's measured window)",
+                (
+                    "p98 transaction latency per trial (ReadWrite's measured window)",
+                    "p98 latency (µs)",
+                ),
                 |t| {
                     t.txn_latency_us_tail()
                         .map(|(v, _)| v)
@@ -86,7 +89,10 @@ pub fn render(
         s.push_str(&chart_trials(
             engine,
             &of,
-            "p99 transaction latency per trial (µs, warmup included)",
+            (
+                "p99 transaction latency per trial (warmup included)",
+                "p99 latency (µs)",
+            ),
             |t| t.txn_latency_us_p99().filter(|v| v.is_finite()),
         ));
     }
@@ -103,7 +109,10 @@ fn simulation_section(engine: Engine, of: &[&TrialRecord], profile_diff: &[Profi
     let mut s = chart_trials(
         engine,
         of,
-        "storage server instructions per transaction per trial (simulation)",
+        (
+            "storage server instructions per transaction per trial (simulation)",
+            "instructions per transaction",
+        ),
         |t| {
             t.simulation
                 .as_ref()?
@@ -284,7 +293,7 @@ fn headline(judgements: &[Judgement]) -> (Verdict, String) {
 }
 
 /// Each judgement's change with its 95% interval, against 0 and the tolerance (for TPS
-/// the loss -M, for latency the rise +M).
+/// the loss -M, for latency the rise +M), a row per judgement named on the y axis.
 fn chart_changes(judgements: &[Judgement]) -> String {
     let rows = change_rows(judgements);
     if rows.is_empty() {
@@ -301,27 +310,17 @@ fn chart_changes(judgements: &[Judgement]) -> String {
         .map(|r| format!("{}: {:+.2}% [{:+.2}%, {:+.2}%]", r.0, r.1, r.2, r.3))
         .collect();
     svg("change with its 95% interval", &desc.join("; "), |root| {
-        let mut chart = ChartBuilder::on(&root)
-            .caption(
-                "change with its 95% interval (dashed: the tolerance; orange: for the worse)",
-                ("sans-serif", 16),
-            )
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(10)
-            .build_cartesian_2d(-extent..extent, 0f64..n)?;
-        chart
-            .configure_mesh()
-            .disable_y_mesh()
-            .disable_y_axis()
-            .x_desc("percent")
-            .draw()?;
+        let x = Axis::values(-extent..extent, "change, experiment vs baseline (%)");
+        let y = Axis::rows(rows.iter().map(|r| r.0.clone()).collect(), "metric");
+        let caption = "change with its 95% interval (dashed: the tolerance; orange: for the worse)";
+        let mut chart = frame(&root, caption, &x, &y)?;
         chart.draw_series(std::iter::once(PathElement::new(
             vec![(0.0, 0.0), (0.0, n)],
             BLACK,
         )))?;
-        for (i, (label, c, lo, hi, limit)) in rows.iter().enumerate() {
-            let y = i as f64 + 0.5;
+        for (i, (_, c, lo, hi, limit)) in rows.iter().enumerate() {
+            // The first row on top, as the verdict table lists them.
+            let (bottom, y) = (n - 1.0 - i as f64, n - 0.5 - i as f64);
             // Orange (the experiment's colour) when the change is for the worse (TPS down,
             // latency up), blue when for the better; the caption says so.
             let tone = if (*c < 0.0) == (*limit < 0.0) {
@@ -330,7 +329,7 @@ fn chart_changes(judgements: &[Judgement]) -> String {
                 BASELINE
             };
             chart.draw_series(DashedLineSeries::new(
-                vec![(*limit, i as f64), (*limit, i as f64 + 1.0)],
+                vec![(*limit, bottom), (*limit, bottom + 1.0)],
                 4,
                 3,
                 RGBColor(120, 120, 120).into(),
@@ -340,11 +339,6 @@ fn chart_changes(judgements: &[Judgement]) -> String {
                 tone.stroke_width(2),
             )))?;
             chart.draw_series(std::iter::once(Circle::new((*c, y), 5, tone.filled())))?;
-            chart.draw_series(std::iter::once(Text::new(
-                label.clone(),
-                (-extent * 0.98, y + 0.15),
-                ("sans-serif", 12),
-            )))?;
         }
         Ok(())
     })
@@ -368,7 +362,7 @@ fn change_rows(judgements: &[Judgement]) -> Vec<(String, f64, f64, f64, f64)> {
                 return None;
             }
             Some((
-                format!("{} {}", j.engine, j.metric.name()),
+                format!("{} {}", j.engine, j.metric.unit_label()),
                 c,
                 lo,
                 hi,
@@ -378,11 +372,12 @@ fn change_rows(judgements: &[Judgement]) -> Vec<(String, f64, f64, f64, f64)> {
         .collect()
 }
 
-/// A point per measured trial, x = trial index, colored by arm.
+/// A point per measured trial, x = trial index, colored by arm; `(title, y_title)` names
+/// the chart and its y axis (with the unit).
 fn chart_trials(
     engine: Engine,
     trials: &[&TrialRecord],
-    title: &str,
+    (title, y_title): (&str, &str),
     value: impl Fn(&TrialRecord) -> Option<f64>,
 ) -> String {
     let points: Vec<(f64, f64, Arm)> = trials
@@ -395,14 +390,16 @@ fn chart_trials(
         return String::new();
     }
     let (lo, hi) = bounds(points.iter().map(|p| p.1));
-    let x_max = trials.iter().map(|t| t.index).max().unwrap_or(1) as f64 + 1.0;
+    let last = trials.iter().map(|t| t.index).max().unwrap_or(1) as f64;
     let desc: Vec<String> = points
         .iter()
         .map(|(x, y, arm)| format!("trial {x} ({arm}): {y:.1}"))
         .collect();
     svg(&format!("{engine}: {title}"), &desc.join("; "), |root| {
         let caption = format!("{engine}: {title}");
-        let mut chart = frame(&root, &caption, 0f64..x_max, lo..hi, "trial")?;
+        // Trials are whole numbers: the axis is ticked at trials 1, 2, ... only.
+        let x = Axis::counts(0.5..last + 0.5, "trial (run order)");
+        let mut chart = frame(&root, &caption, &x, &Axis::values(lo..hi, y_title))?;
         let of = |arm: Arm| points.iter().filter(move |p| p.2 == arm);
         for arm in [Arm::Baseline, Arm::Experiment] {
             chart.draw_series(of(arm).map(|&(x, y, arm)| marker(arm, (x, y))))?;
@@ -442,7 +439,13 @@ fn chart_seconds(engine: Engine, trials: &[&TrialRecord], warmup_s: f64) -> Stri
     );
     svg(&format!("{engine}: TPS per second"), &desc, |root| {
         let caption = format!("{engine}: TPS per second (warmup shaded)");
-        let mut chart = frame(&root, &caption, 0f64..x_max, lo..hi, "second of the run")?;
+        let x = Axis::counts(0.0..x_max, "time into the run (s)");
+        let mut chart = frame(
+            &root,
+            &caption,
+            &x,
+            &Axis::values(lo..hi, "throughput (TPS)"),
+        )?;
         chart.draw_series(std::iter::once(Rectangle::new(
             [(0.0, lo), (warmup_s.min(x_max), hi)],
             RGBColor(235, 235, 235).filled(),
@@ -649,7 +652,7 @@ mod tests {
         trials[1].report.as_mut().unwrap().samples_tps =
             vec![f64::INFINITY, 1e308, f64::NAN, 900.0];
         let refs: Vec<&TrialRecord> = trials.iter().collect();
-        let tps = chart_trials(Engine::Redwood, &refs, "TPS", |t| {
+        let tps = chart_trials(Engine::Redwood, &refs, ("TPS", "TPS"), |t| {
             t.report.as_ref().map(|r| r.tps)
         });
         let seconds = chart_seconds(Engine::Redwood, &refs, 1.0);

@@ -9,7 +9,7 @@ use fdb::Engine;
 use html_escape::encode_text as esc;
 use plotters::prelude::*;
 
-use super::chart::{bounds, color, drawable, frame, marker, svg};
+use super::chart::{bounds, color, drawable, frame, marker, svg, Axis};
 use crate::{
     config::readwrite::FOLLOWED_SHARE,
     config::Arm,
@@ -41,16 +41,22 @@ pub fn section(engine: Engine, trials: &[TrialRecord]) -> String {
     s.push_str(&chart(
         engine,
         &steps,
-        "measured TPS against the target (diagonal: followed)",
-        "target TPS",
+        (
+            "measured TPS against the target (diagonal: followed)",
+            "target (TPS)",
+            "measured (TPS)",
+        ),
         |st| Some((st.target_tps as f64, st.tps?)),
         true,
     ));
     s.push_str(&chart(
         engine,
         &steps,
-        "p98 transaction latency (µs) against the measured TPS",
-        "measured TPS",
+        (
+            "p98 transaction latency against the measured TPS",
+            "measured (TPS)",
+            "p98 latency (µs)",
+        ),
         |st| Some((st.tps?, st.p98_ms? * 1000.0)),
         false,
     ));
@@ -92,11 +98,11 @@ fn table(steps: &[Step]) -> String {
 }
 
 /// One line per arm through its steps' `(x, y)`; with `diagonal`, the line y = x.
+/// `(title, x_title, y_title)` name the chart and its axes (with their units).
 fn chart(
     engine: Engine,
     steps: &[Step],
-    title: &str,
-    x_desc: &str,
+    (title, x_title, y_title): (&str, &str, &str),
     point: impl Fn(&Step) -> Option<(f64, f64)>,
     diagonal: bool,
 ) -> String {
@@ -124,7 +130,11 @@ fn chart(
         .collect();
     svg(&format!("{engine}: {title}"), &desc.join("; "), |root| {
         let caption = format!("{engine}: {title}");
-        let mut chart = frame(&root, &caption, x_lo..x_hi, y_lo..y_hi, x_desc)?;
+        let (x, y) = (
+            Axis::values(x_lo..x_hi, x_title),
+            Axis::values(y_lo..y_hi, y_title),
+        );
+        let mut chart = frame(&root, &caption, &x, &y)?;
         if diagonal {
             let (lo, hi) = (x_lo.max(y_lo), x_hi.min(y_hi));
             chart.draw_series(DashedLineSeries::new(
