@@ -407,10 +407,11 @@ fn report_html_is_self_contained_and_renders_in_a_real_browser() {
 }
 
 /// A sweep's page reads as a mako run's does: every chart's axes named and its text
-/// readable, and latency in one unit (before: ms in the sweep's and ReadWrite's tables, µs
+/// readable, the experiment's lines dashed as the legend says (before: solid on both sweep
+/// charts), and latency in one unit (before: ms in the sweep's and ReadWrite's tables, µs
 /// in the trials').
 #[test]
-fn report_html_of_a_sweep_names_its_axes_and_reads_latency_in_one_unit() {
+fn report_html_of_a_sweep_follows_the_legend_and_reads_latency_in_one_unit() {
     let s = Sandbox::new();
     // The experiment's third run measures half: the arms split on 900 TPS, and that step
     // runs two more rounds.
@@ -444,6 +445,15 @@ fn report_html_of_a_sweep_names_its_axes_and_reads_latency_in_one_unit() {
         .map(|t| t.text.as_str())
         .collect();
     assert_eq!(y_titles, ["measured (TPS)", "p98 latency (µs)"]);
+    for chart in sweep {
+        assert!(
+            chart.dashes > 10 && chart.solid_lines == 1,
+            "{}: {} dashes, {} solid lines",
+            chart.title,
+            chart.dashes,
+            chart.solid_lines
+        );
+    }
     assert_eq!(latency_units(&dom), ["µs"], "one unit for latency");
 }
 
@@ -482,6 +492,11 @@ struct Chart {
     /// Its `<title>`.
     title: String,
     texts: Vec<ChartText>,
+    /// Lines in the experiment's colour, and their longest segment (px).
+    dashes: usize,
+    longest_dash_px: f64,
+    /// Lines in the baseline's colour longer than a dash.
+    solid_lines: usize,
 }
 
 /// The value of `name="..."` among an element's `attrs`.
@@ -511,7 +526,44 @@ fn charts(dom: &str) -> Vec<Chart> {
                     }
                 })
                 .collect();
-            Chart { title, texts }
+            // Each polyline's colour and length, px.
+            let lines: Vec<(String, f64)> = svg
+                .split("<polyline ")
+                .skip(1)
+                .map(|l| {
+                    let attrs = format!(" {}", &l[..l.find('>').unwrap()]);
+                    let points: Vec<(f64, f64)> = attr(&attrs, "points")
+                        .unwrap()
+                        .split_whitespace()
+                        .map(|p| {
+                            let (x, y) = p.split_once(',').unwrap();
+                            (x.parse().unwrap(), y.parse().unwrap())
+                        })
+                        .collect();
+                    let length = points
+                        .windows(2)
+                        .map(|w| (w[1].0 - w[0].0).hypot(w[1].1 - w[0].1))
+                        .sum();
+                    (attr(&attrs, "stroke").unwrap_or("").to_uppercase(), length)
+                })
+                .collect();
+            let of = |colour: &str| -> Vec<f64> {
+                lines
+                    .iter()
+                    .filter(|l| l.0 == colour)
+                    .map(|l| l.1)
+                    .collect()
+            };
+            Chart {
+                title,
+                texts,
+                dashes: of("#E69F00").len(),
+                longest_dash_px: of("#E69F00").into_iter().fold(0.0, f64::max),
+                solid_lines: of("#004488")
+                    .into_iter()
+                    .filter(|&l| l > DASH_MAX_PX)
+                    .count(),
+            }
         })
         .collect()
 }
@@ -527,9 +579,15 @@ fn x_ticks(chart: &Chart) -> Vec<&str> {
         .collect()
 }
 
+/// The longest an experiment's dash may be, px: 6 drawn, and rounding.
+const DASH_MAX_PX: f64 = 8.0;
+
 /// What every chart of report.html must do: name its y axis (a rotated title; before: none
-/// had one), draw its text at 12 px or more (before: 9.7 px) and tick a chart per trial at
-/// whole trials (before: 0.0, 1.0, ...). Every chart's faults are listed together.
+/// had one), draw its text at 12 px or more (before: 9.7 px), tick a chart per trial at
+/// whole trials (before: 0.0, 1.0, ...), and, where it joins an arm's points, draw the
+/// experiment's line dashed as the legend says (before: solid on the sweep's charts). The
+/// changes chart colours its intervals by better or worse, not by arm. Every chart's
+/// faults are listed together.
 fn check_charts(dom: &str) {
     let charts = charts(dom);
     assert!(!charts.is_empty(), "{dom}");
@@ -545,6 +603,12 @@ fn check_charts(dom: &str) {
         let ticks = x_ticks(c);
         if c.title.contains("per trial") && ticks.iter().any(|t| t.contains('.')) {
             faults.push(format!("{}: trials ticked at {ticks:?}", c.title));
+        }
+        if !c.title.starts_with("change with") && c.longest_dash_px > DASH_MAX_PX {
+            faults.push(format!(
+                "{}: the experiment's line has a stroke of {:.0} px, not dashes",
+                c.title, c.longest_dash_px
+            ));
         }
     }
     assert!(faults.is_empty(), "{}", faults.join("\n"));

@@ -38,6 +38,35 @@ pub(super) fn marker<DB: DrawingBackend>(
     }
 }
 
+/// The experiment's dashes: 6 px drawn, 4 px gap.
+const DASH_PX: u32 = 6;
+const GAP_PX: u32 = 4;
+
+/// Draws `arm`'s line through `points` as [`LEGEND`] says: the baseline solid, the
+/// experiment dashed. Every chart that joins an arm's points draws them with this.
+pub(super) fn arm_line(chart: &mut Chart, arm: Arm, points: &[(f64, f64)]) -> DrawResult {
+    let style = color(arm).stroke_width(2);
+    match arm {
+        Arm::Baseline => {
+            chart.draw_series(LineSeries::new(points.iter().copied(), style))?;
+        }
+        Arm::Experiment => {
+            chart.draw_series(DashedLineSeries::new(
+                points.iter().copied(),
+                DASH_PX,
+                GAP_PX,
+                style,
+            ))?;
+        }
+    }
+    Ok(())
+}
+
+/// The legend of every chart of the page, above the first: each arm's colour, marker
+/// ([`marker`]) and line ([`arm_line`]).
+pub(super) const LEGEND: &str = "<p><span class=\"a\">&#9679; baseline (A), solid line</span> \
+     &nbsp; <span class=\"b\">&#9650; experiment (B), dashed line</span></p>\n";
+
 /// Whether a value can be placed on a chart's axis: finite and below 1e12 in magnitude.
 /// plotters computes an axis's key points from its range and never ends on an infinite
 /// one (`compute_f64_key_points`): a p99 of 1e308 or a change of +inf% must not reach it.
@@ -354,5 +383,20 @@ mod tests {
             .filter(|t| t.parse::<f64>().is_ok())
             .collect();
         assert!(numbers.contains(&"6") && !numbers.iter().any(|n| n.contains('.')));
+    }
+
+    #[test]
+    fn the_experiments_line_is_dashed_and_the_baselines_solid() {
+        let points = [(0.0, 0.0), (10.0, 10.0)];
+        let svg = svg("t", "d", |root| {
+            let (x, y) = (Axis::values(0.0..10.0, "x"), Axis::values(0.0..10.0, "y"));
+            let mut chart = frame(&root, "c", &x, &y)?;
+            arm_line(&mut chart, Arm::Baseline, &points)?;
+            arm_line(&mut chart, Arm::Experiment, &points)?;
+            Ok(())
+        });
+        let lines = |colour: &str| svg.matches(&format!("stroke=\"{colour}\"")).count();
+        assert_eq!(lines("#004488"), 1, "one solid line");
+        assert!(lines("#E69F00") > 20, "dashes: {svg}");
     }
 }

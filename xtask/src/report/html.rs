@@ -9,7 +9,9 @@ use plotters::prelude::*;
 
 use fdb::{Engine, Knob};
 
-use super::chart::{bounds, color, drawable, frame, marker, svg, Axis, BASELINE, EXPERIMENT};
+use super::chart::{
+    arm_line, bounds, drawable, frame, marker, svg, Axis, BASELINE, EXPERIMENT, LEGEND,
+};
 use crate::results::profile::ProfileDiff;
 use crate::{
     config::{Arm, DriverKind},
@@ -41,7 +43,7 @@ pub fn render(
     }
     s.push_str(&verdict_table(judgements, trials));
     s.push_str(&chart_changes(judgements));
-    s.push_str("<p><span class=\"a\">&#9679; baseline (A), solid</span> &nbsp; <span class=\"b\">&#9650; experiment (B), dashed</span></p>\n");
+    s.push_str(LEGEND);
     for &engine in &plan.engines {
         let of: Vec<&TrialRecord> = trials.iter().filter(|t| t.engine == engine).collect();
         if of.is_empty() {
@@ -451,20 +453,7 @@ fn chart_seconds(engine: Engine, trials: &[&TrialRecord], warmup_s: f64) -> Stri
             RGBColor(235, 235, 235).filled(),
         )))?;
         for (arm, points) in &series {
-            let style = color(*arm).stroke_width(2);
-            match arm {
-                Arm::Baseline => {
-                    chart.draw_series(LineSeries::new(points.iter().copied(), style))?;
-                }
-                Arm::Experiment => {
-                    chart.draw_series(DashedLineSeries::new(
-                        points.iter().copied(),
-                        6,
-                        4,
-                        style,
-                    ))?;
-                }
-            }
+            arm_line(&mut chart, *arm, points)?;
         }
         Ok(())
     })

@@ -9,7 +9,7 @@ use fdb::Engine;
 use html_escape::encode_text as esc;
 use plotters::prelude::*;
 
-use super::chart::{bounds, color, drawable, frame, marker, svg, Axis};
+use super::chart::{arm_line, bounds, drawable, frame, marker, svg, Axis};
 use crate::{
     config::readwrite::FOLLOWED_SHARE,
     config::Arm,
@@ -97,8 +97,9 @@ fn table(steps: &[Step]) -> String {
     s
 }
 
-/// One line per arm through its steps' `(x, y)`; with `diagonal`, the line y = x.
-/// `(title, x_title, y_title)` name the chart and its axes (with their units).
+/// One line per arm through its steps' `(x, y)`, each arm's line and marker as the page's
+/// legend shows them; with `diagonal`, the line y = x. `(title, x_title, y_title)` name
+/// the chart and its axes (with their units).
 fn chart(
     engine: Engine,
     steps: &[Step],
@@ -145,8 +146,7 @@ fn chart(
             ))?;
         }
         for (arm, pts) in &series {
-            let style = color(*arm).stroke_width(2);
-            chart.draw_series(LineSeries::new(pts.iter().copied(), style))?;
+            arm_line(&mut chart, *arm, pts)?;
             chart.draw_series(pts.iter().map(|&p| marker(*arm, p)))?;
         }
         Ok(())
@@ -195,5 +195,21 @@ mod tests {
                 && table.contains("<td>686</td><td>4000</td>"),
             "{table}"
         );
+    }
+
+    /// The page's legend says the experiment's line is dashed: so it is on the sweep's
+    /// charts too (before: solid, as the baseline's).
+    #[test]
+    fn the_sweeps_lines_follow_the_legend() {
+        let svg = chart(
+            Engine::Redwood,
+            &steps(),
+            ("t", "target (TPS)", "measured (TPS)"),
+            |st| Some((st.target_tps as f64, st.tps?)),
+            true,
+        );
+        let lines = |colour: &str| svg.matches(&format!("stroke=\"{colour}\"")).count();
+        assert_eq!(lines("#004488"), 1, "the baseline's one solid line");
+        assert!(lines("#E69F00") > 20, "the experiment's dashes: {svg}");
     }
 }
