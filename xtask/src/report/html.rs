@@ -265,7 +265,7 @@ fn headline(judgements: &[Judgement]) -> (Verdict, String) {
     };
     let deciding: Vec<&&Judgement> = gating.iter().filter(|j| j.verdict == worst).collect();
     let j = deciding[0];
-    let change = match (j.change_pct(), j.tps_delta_pct) {
+    let change = match (j.change_pct(), j.mean_change_pct) {
         // Two decimals, as the verdict table's: a simulation's interval is a few 0.01%.
         (Some((c, lo, hi)), _) => format!(" {c:+.2}% [{lo:+.2}%, {hi:+.2}%]"),
         // A knee, or a TPS against an SLO without a baseline, has no interval.
