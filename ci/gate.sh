@@ -85,7 +85,8 @@ add_markdown() {
 # exit status there when the gate added nothing to it; exits with status $1.
 finish() {
   local status=$1 where
-  if [ -f "$junit" ]; then
+  # A link there is not this run's: the gate refuses to write through one.
+  if [ -f "$junit" ] && [ ! -L "$junit" ]; then
     where="JUnit in $junit"
   else
     where="no JUnit written by this run ($junit)"
@@ -166,6 +167,9 @@ cached_gate() {
   bin=$dir/xtask
   if [ -L "$dir" ] || [ -L "$dir/src" ] || [ -L "$bin" ]; then
     refuse "PERFGATE_XTASK_CACHE: $dir, its src or its xtask is a symbolic link, which this script does not make: remove it"
+  fi
+  if [ -e "$bin" ] && [ ! -f "$bin" ]; then
+    refuse "PERFGATE_XTASK_CACHE: $bin is there and not a file, which this script does not make: remove it"
   fi
   if [ -f "$bin" ] && [ -x "$bin" ]; then
     echo "perfgate: the gate at $commit was built before: $bin"

@@ -204,6 +204,21 @@ fn the_job_summary_says_the_exit_status_when_the_gate_wrote_nothing() {
         .unwrap();
     assert_eq!(code(&o), 64, "{}", text(&o));
     assert!(!victim.exists() && summary.is_symlink(), "{}", text(&o));
+    // A JUnit file reached through a link is an earlier one, not this run's: the last line
+    // does not name it.
+    std::fs::write(s.dir.path().join("stale.xml"), "<testsuites/>").unwrap();
+    let junit = s.dir.path().join("workspace/linked.xml");
+    std::os::unix::fs::symlink(s.dir.path().join("stale.xml"), &junit).unwrap();
+    let o = gate_sh_command(&s, &s.dir.path().join("workspace"), &a, &b, &["--dry-run"])
+        .env("PERFGATE_JUNIT", "linked.xml")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("no JUnit written by this run (linked.xml)"),
+        "{}",
+        text(&o)
+    );
 }
 
 /// With PERFGATE_XTASK_CACHE, the script runs the gate built for its checkout's commit
@@ -260,6 +275,12 @@ fn the_gate_script_runs_the_gate_built_for_its_commit_and_never_a_changed_one() 
     let o = run(&planted);
     assert_eq!(code(&o), 64, "{}", text(&o));
     assert!(text(&o).contains("is a symbolic link"), "{}", text(&o));
+    // A directory where the binary goes: refused, not built into.
+    let odd = s.dir.path().join("odd");
+    std::fs::create_dir_all(odd.join(&commit).join("xtask")).unwrap();
+    let o = run(&odd);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(text(&o).contains("is there and not a file"), "{}", text(&o));
     assert_eq!(cargo_calls(), "", "no cargo for a built or refused gate");
     // A checkout with changes is not its commit: cargo run, not the cached binary.
     std::fs::write(repo.join("README.md"), "changed\n").unwrap();

@@ -329,3 +329,44 @@ fn noise_from_a_calibration_is_compared_recorded_and_checked() {
         refused(name, copy.to_str().unwrap(), &[], want);
     }
 }
+
+/// calibrate's own outputs (calibration.json, the sized profile) are no copy's
+/// destination: refused before any trial, naming the flag.
+#[test]
+fn calibrate_refuses_a_copy_onto_its_own_outputs() {
+    let s = Sandbox::new();
+    let a = s.tree("a", json!({}));
+    let out = s.dir.path().join("cal");
+    let profile = s.dir.path().join("sized.json");
+    for (extra, says) in [
+        (
+            vec!["--export-bmf".into(), out.join("calibration.json")],
+            "--export-bmf",
+        ),
+        (
+            vec![
+                "--write-profile".into(),
+                profile.clone(),
+                "--export-benchmark".into(),
+                s.dir.path().join("hi.json"),
+                profile.clone(),
+            ],
+            "--write-profile",
+        ),
+    ] {
+        let o = crate::support::gate_cmd()
+            .args(["calibrate", "--build"])
+            .arg(&a)
+            .arg("--out")
+            .arg(&out)
+            .args(crate::support::TINY)
+            .args(["--trials", "2"])
+            .args(&extra)
+            .env("WORKDIR", s.workdir.path())
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 64, "{}", text(&o));
+        assert!(text(&o).contains(says), "{}", text(&o));
+        assert!(!out.exists() && !profile.exists(), "{}", text(&o));
+    }
+}

@@ -19,7 +19,7 @@ use crate::{
     plan::resolve::{plan, prepare},
     report::write,
     results::{
-        fs::{check_copies, check_writable_file, create_new},
+        fs::{check_copies, check_writable_file, create_new, resolved},
         trial::{Outcome, TrialRecord},
     },
     run::cluster::engine_of_existing,
@@ -119,11 +119,18 @@ fn check_profile_path(p: &Path, config: &BenchConfig, budget: std::time::Duratio
         .out
         .as_deref()
         .is_some_and(|o| abs(p).starts_with(abs(o)));
-    if in_out || config.junit.as_deref().is_some_and(|j| abs(j) == abs(p)) {
+    let copy = config
+        .copies()
+        .each()
+        .into_iter()
+        .find(|(_, c)| resolved(c) == resolved(p))
+        .map(|(flag, _)| flag);
+    if in_out || copy.is_some() {
         return Err(UsageError(format!(
-            "--write-profile {}: the run writes its own results there (--out, --junit); \
-             choose a path outside them",
-            p.display()
+            "--write-profile {}: the run writes its own results there ({}); choose a path \
+             outside them",
+            p.display(),
+            copy.unwrap_or("--out")
         ))
         .into());
     }

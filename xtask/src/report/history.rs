@@ -8,18 +8,23 @@ use serde::Serialize;
 
 use crate::{
     config::Direction,
-    judge::{Judgement, Metric},
+    judge::{Judgement, Metric, Verdict},
 };
 
 /// The experiment's value of a judgement's metric, and the lowest and highest trial's when
-/// the judgement keeps them (TPS): `None` when the experiment measured none.
+/// the judgement keeps them (TPS, from two trials on): `None` when the experiment measured
+/// none, or when its verdict is ERROR or TIMEOUT (an interrupted run's too): a history
+/// tool charts every value it is given, and a run that failed is no data point.
 fn experiment_value(j: &Judgement) -> Option<(f64, Option<(f64, f64)>)> {
+    if matches!(j.verdict, Verdict::Error | Verdict::Timeout) {
+        return None;
+    }
     if j.metric == Metric::KneeTps {
         return Some((j.knees?.experiment_tps? as f64, None));
     }
     let e = j.experiment.as_ref()?;
     let value = e.mean(j.metric)?;
-    let range = (j.metric == Metric::Tps && !e.tps.is_empty()).then(|| {
+    let range = (j.metric == Metric::Tps && e.tps.len() > 1).then(|| {
         let lo = e.tps.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = e.tps.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         (lo, hi)
@@ -210,5 +215,28 @@ mod tests {
             "{p99}"
         );
         assert!(p99.get("range").is_none(), "{p99}");
+    }
+
+    #[test]
+    fn a_failed_measurement_is_no_data_point_and_one_trial_has_no_spread() {
+        let mut j = judgements();
+        j[0].verdict = crate::judge::Verdict::Error;
+        let v: serde_json::Value = serde_json::from_str(&bmf(&j)).unwrap();
+        assert!(v["perfgate/redwood"].get("tps").is_none(), "{v}");
+        assert!(
+            v["perfgate/redwood"].get("txn_latency_p99").is_some(),
+            "{v}"
+        );
+        let mut j = judgements();
+        let e = j[0].experiment.as_mut().unwrap();
+        e.tps.truncate(1);
+        let hi: serde_json::Value =
+            serde_json::from_str(&benchmark_action(&j, Direction::HigherIsBetter)).unwrap();
+        assert!(hi[0].get("range").is_none(), "{hi}");
+        let v: serde_json::Value = serde_json::from_str(&bmf(&j)).unwrap();
+        assert!(
+            v["perfgate/redwood"]["tps"].get("lower_value").is_none(),
+            "{v}"
+        );
     }
 }

@@ -156,8 +156,9 @@ pub const TRIALS_DIR: &str = "trials";
 
 /// The files a run writes at the top of its results dir; `junit.xml` is left out, since a
 /// `--junit` there gets the same verdicts.
-pub const RUN_FILES: [&str; 7] = [
+pub const RUN_FILES: [&str; 8] = [
     "meta.json",
+    "calibration.json",
     "trials.json",
     "summary.json",
     "summary.md",
