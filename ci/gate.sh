@@ -142,9 +142,9 @@ case "${PERFGATE_STRICT:-1}" in
   0 | false | no | off) ;;
   *) refuse "PERFGATE_STRICT='$PERFGATE_STRICT' is not 1/true/yes/on or 0/false/no/off" ;;
 esac
-given --out "$@" || defaults+=(--out "$out")
-given --junit "$@" || defaults+=(--junit "$junit")
-given --baselines-dir "$@" || defaults+=(--baselines-dir "$root/baselines")
+given --out "$@" || defaults+=("--out=$out")
+given --junit "$@" || defaults+=("--junit=$junit")
+given --baselines-dir "$@" || defaults+=("--baselines-dir=$root/baselines")
 
 cargo_run=(cargo run --quiet --manifest-path "$root/Cargo.toml" --package xtask --)
 

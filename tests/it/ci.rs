@@ -219,6 +219,12 @@ fn the_job_summary_says_the_exit_status_when_the_gate_wrote_nothing() {
         "{}",
         text(&o)
     );
+    // A results dir whose name starts with a dash is a value, not a flag.
+    let o = gate_sh_command(&s, &s.dir.path().join("workspace"), &a, &b, &["--dry-run"])
+        .env("PERFGATE_OUT", "-dash")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
 }
 
 /// With PERFGATE_XTASK_CACHE, the script runs the gate built for its checkout's commit

@@ -252,6 +252,19 @@ fn compare_rejudges_a_saved_run_offline_with_the_same_or_another_tolerance() {
         "{}",
         text(&o)
     );
+    // Versions no gate wrote: refused, saying what is wrong with them.
+    for (version, says) in [
+        (json!(0), "schema_version 0 (versions start at 1)"),
+        (json!("1"), "schema_version \"1\" is not a whole number"),
+        (json!(-1), "schema_version -1 is not a whole number"),
+        (json!(1.5), "schema_version 1.5 is not a whole number"),
+    ] {
+        let file = json!({"schema_version": version, "trials": original});
+        std::fs::write(edited.join("trials.json"), file.to_string()).unwrap();
+        let o = compare_only(&edited);
+        assert_eq!(code(&o), 2, "{version}: {}", text(&o));
+        assert!(text(&o).contains(says), "{version}: {}", text(&o));
+    }
     // The edits above were written as a bare array, as trials.json was before it said its
     // version: that is still read (and the edits refused, not the format).
     std::fs::write(edited.join("trials.json"), original.to_string()).unwrap();

@@ -270,7 +270,7 @@ impl SavedRun {
             )
         })?;
         let meta: SavedMeta = read(dir, "meta.json")?;
-        not_newer(
+        check_version(
             &dir.join("meta.json"),
             meta.schema_version,
             META_SCHEMA_VERSION,
@@ -591,14 +591,20 @@ fn read_trials(dir: &Path) -> Result<Vec<TrialRecord>> {
     let path = dir.join("trials.json");
     let trials = match read(dir, "trials.json")? {
         serde_json::Value::Object(mut file) => {
-            let version = file.get("schema_version").and_then(|v| v.as_u64());
-            let Some(version) = version.and_then(|v| u32::try_from(v).ok()) else {
+            let Some(raw) = file.get("schema_version") else {
                 anyhow::bail!(
                     "{} is not a perfgate trials.json: no schema_version",
                     path.display()
                 )
             };
-            not_newer(&path, Some(version), TRIALS_SCHEMA_VERSION)?;
+            let Some(version) = raw.as_u64().and_then(|v| u32::try_from(v).ok()) else {
+                anyhow::bail!(
+                    "{} is not a perfgate trials.json: schema_version {raw} is not a whole \
+                     number",
+                    path.display()
+                )
+            };
+            check_version(&path, Some(version), TRIALS_SCHEMA_VERSION)?;
             file.remove("trials").unwrap_or_default()
         }
         bare => bare,
@@ -607,9 +613,15 @@ fn read_trials(dir: &Path) -> Result<Vec<TrialRecord>> {
         .with_context(|| format!("{} is not a perfgate trials.json", path.display()))
 }
 
-/// Refuses a file written by a newer gate, whose fields this one may misread.
-fn not_newer(path: &Path, version: Option<u32>, readable: u32) -> Result<()> {
+/// Refuses a file written by a newer gate, whose fields this one may misread, and a
+/// version no gate wrote (0: versions start at 1). `None`: written before the file said
+/// its version.
+fn check_version(path: &Path, version: Option<u32>, readable: u32) -> Result<()> {
     match version {
+        Some(0) => anyhow::bail!(
+            "{} is not what a gate writes: schema_version 0 (versions start at 1)",
+            path.display()
+        ),
         Some(v) if v > readable => Err(UsageError(format!(
             "{} has schema_version {v}, newer than the {readable} this perfgate reads: read it \
              with the perfgate that wrote it (meta.json's gate_version and gate_commit say which)",
