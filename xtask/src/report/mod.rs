@@ -137,7 +137,9 @@ pub fn summary_schema() -> String {
         .for_serialize()
         .into_generator()
         .into_root_schema_for::<SummaryFile<'static>>();
-    json(&schema)
+    // The descriptions are the doc comments: their rustdoc links ([`Item`]) read as code
+    // names to a schema's reader.
+    json(&schema).replace("[`", "`").replace("`]", "`")
 }
 
 pub fn summary_json(
