@@ -138,10 +138,7 @@ fn copies(args: &CompareArgs) -> Copies<'_> {
         junit: args.junit.as_deref(),
         markdown: args.export_markdown.as_deref(),
         bmf: args.export_bmf.as_deref(),
-        benchmark_action: match args.export_benchmark_action.as_deref() {
-            Some([bigger, smaller]) => Some([bigger.as_path(), smaller.as_path()]),
-            _ => None,
-        },
+        benchmark_action: crate::config::benchmark_action(args.export_benchmark_action.as_deref()),
     }
 }
 

@@ -326,17 +326,15 @@ pub fn copies_of(run: &crate::cli::RunArgs) -> Copies<'_> {
         junit: run.junit.as_deref(),
         markdown: run.export_markdown.as_deref(),
         bmf: run.export_bmf.as_deref(),
-        benchmark_action: match run.export_benchmark_action.as_deref() {
-            Some([bigger, smaller]) => Some([bigger.as_path(), smaller.as_path()]),
-            _ => None,
-        },
+        benchmark_action: benchmark_action(run.export_benchmark_action.as_deref()),
     }
 }
 
-/// `--export-benchmark`'s two files (clap takes exactly two).
-fn benchmark_action(files: Option<&[PathBuf]>) -> Option<[PathBuf; 2]> {
+/// `--export-benchmark`'s two files (clap takes exactly two), the higher-is-better
+/// metrics' and the lower-is-better metrics'.
+pub fn benchmark_action(files: Option<&[PathBuf]>) -> Option<[&Path; 2]> {
     match files? {
-        [bigger, smaller] => Some([bigger.clone(), smaller.clone()]),
+        [bigger, smaller] => Some([bigger.as_path(), smaller.as_path()]),
         _ => None,
     }
 }
@@ -465,7 +463,8 @@ impl BenchConfig {
             junit: a.junit.clone(),
             export_markdown: a.export_markdown.clone(),
             export_bmf: a.export_bmf.clone(),
-            export_benchmark_action: benchmark_action(a.export_benchmark_action.as_deref()),
+            export_benchmark_action: benchmark_action(a.export_benchmark_action.as_deref())
+                .map(|files| files.map(Path::to_path_buf)),
             max_regression_pct: max_regression,
             slo_tps: a.slo_tps,
             strict: a.strict,
