@@ -235,6 +235,28 @@ fn record_list_show_and_judge_a_candidate_against_the_record() {
         "{}",
         text(&o)
     );
+    // A record is data, not code: a tree another user controls (their directory, or a
+    // binary of theirs in ours) is refused, never run as root.
+    let theirs = s.tree("theirs", json!({"tps": 1000.0, "noise_pct": 0.2}));
+    std::os::unix::fs::lchown(&theirs, Some(65534), Some(65534)).unwrap();
+    let mine = s.tree("mine", json!({"tps": 1000.0, "noise_pct": 0.2}));
+    let server = mine.join("bin/fdbserver");
+    std::fs::remove_file(&server).unwrap();
+    std::fs::copy(env!("CARGO_BIN_EXE_fdbserver"), &server).unwrap();
+    std::os::unix::fs::lchown(&server, Some(65534), Some(65534)).unwrap();
+    for (tree, culprit) in [(&theirs, theirs.clone()), (&mine, server.clone())] {
+        rec["build_tree"] = json!(tree.to_str().unwrap());
+        std::fs::write(other.join("release.json"), rec.to_string()).unwrap();
+        let o = from_record(&other, &["--dry-run"]);
+        assert_eq!(code(&o), 64, "{}", text(&o));
+        assert!(
+            text(&o).contains(culprit.to_str().unwrap())
+                && text(&o).contains("owned by uid 65534")
+                && text(&o).contains("--baseline-build"),
+            "{}",
+            text(&o)
+        );
+    }
 
     // Without a control (--no-control), a record of one run is refused: nothing in it
     // tells the build's speed from the host's that day (the host's level varies by day).

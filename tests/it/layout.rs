@@ -9,11 +9,11 @@ use std::{
 
 /// The gate's stages in pipeline order: a module may import from its own stage and from
 /// earlier ones, never from a later one. `version` (the gate's own identity), `error`,
-/// `input` and `process` are below every stage; `cli` (clap's structs) is read only by
+/// `input`, `files` and `process` are below every stage; `cli` (clap's structs) is read only by
 /// `config` (which validates it) and `cmd`.
-const STAGES: [&str; 13] = [
-    "version", "error", "input", "process", "cli", "config", "results", "build", "plan", "run",
-    "judge", "report", "cmd",
+const STAGES: [&str; 14] = [
+    "version", "error", "input", "files", "process", "cli", "config", "results", "build", "plan",
+    "run", "judge", "report", "cmd",
 ];
 
 /// Who may import `cli`.
@@ -461,5 +461,87 @@ fn no_function_of_the_gate_is_longer_than_the_limit() {
             dir.path().join("a.rs").display(),
             MAX_FUNCTION_LINES + 1
         )]
+    );
+}
+
+/// Calls that change the filesystem, which the gate makes only through its files layer
+/// (`xtask/src/files.rs`): a raw one in a shared directory could follow a planted link.
+const RAW_FS_CALLS: [&str; 13] = [
+    "std::fs::write(",
+    "std::fs::remove_file(",
+    "std::fs::remove_dir_all(",
+    "std::fs::remove_dir(",
+    "std::fs::rename(",
+    "std::fs::create_dir_all(",
+    "std::fs::create_dir(",
+    "std::fs::copy(",
+    "std::fs::hard_link(",
+    "std::fs::set_permissions(",
+    "std::fs::DirBuilder",
+    "File::create(",
+    "OpenOptions::new()",
+];
+
+/// The raw calls allowed outside the layer, each by the file and a piece of its line:
+/// opens for reading only, and a write into the kernel's `/proc`.
+const RAW_FS_ALLOWED: [(&str, &str); 3] = [
+    ("input.rs", "let file = std::fs::OpenOptions::new()"),
+    ("reaper.rs", "let file = std::fs::OpenOptions::new()"),
+    ("reaper.rs", "std::fs::write(\"/proc/self/oom_score_adj\""),
+];
+
+/// `file: line` for every raw filesystem change in the gate's code outside its tests
+/// (everything from `#[cfg(test)]` on) and outside the files layer.
+fn raw_fs_calls(src: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let mut found = Vec::new();
+    for file in files {
+        if file.file_name().is_some_and(|n| n == "files.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        let text = text.split("#[cfg(test)]").next().unwrap_or_default();
+        let short = file.file_name().unwrap().to_string_lossy().into_owned();
+        for (n, line) in code(text).lines().enumerate() {
+            let allowed = RAW_FS_ALLOWED
+                .iter()
+                .any(|(f, piece)| *f == short && line.contains(piece));
+            let imports = line.contains("use std::fs::{") || line.contains("use std::fs::");
+            let raw = RAW_FS_CALLS.iter().any(|c| line.contains(c))
+                || (imports
+                    && ["write", "remove_", "rename", "create_dir", "copy"]
+                        .iter()
+                        .any(|c| line.contains(c)));
+            if raw && !allowed {
+                found.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_gate_changes_files_only_through_its_files_layer() {
+    let raw = raw_fs_calls(&root().join("xtask/src"));
+    assert!(
+        raw.is_empty(),
+        "raw filesystem changes outside xtask/src/files.rs (use crate::files: it never \
+         follows a link it did not make):\n{}",
+        raw.join("\n")
+    );
+    // The rule itself: a raw write is found, the same call in a test module is not.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("a.rs"),
+        "fn f() {\n    std::fs::write(p, \"x\").unwrap();\n}\n#[cfg(test)]\nmod tests {\n    \
+         fn g() { std::fs::remove_file(p); }\n}\n",
+    )
+    .unwrap();
+    let found = raw_fs_calls(dir.path());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].ends_with("a.rs:2: std::fs::write(p, \"x\").unwrap();"),
+        "{found:?}"
     );
 }

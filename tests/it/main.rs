@@ -9,5 +9,6 @@ mod ci;
 mod flags;
 mod golden;
 mod layout;
+mod shared;
 mod support;
 mod tidy;

@@ -11,7 +11,8 @@
 //!
 //! Below them all: `version` (the gate's version and commit), `error` (usage errors, exit
 //! statuses), `input` (reading files the gate did not write: never blocking, regular files
-//! only, bounded), `process` (supervised children) and `cli` (clap's structs, read only by `config` and `cmd`). FDB's own formats are the
+//! only, bounded), `files` (every change to the filesystem, never through a planted link),
+//! `process` (supervised children) and `cli` (clap's structs, read only by `config` and `cmd`). FDB's own formats are the
 //! `fdb` crate (`fdb/`), which imports nothing of the gate.
 
 /// `eprintln!` that ignores a closed stderr (`... 2>&1 | head -1`): a message that
@@ -29,6 +30,7 @@ pub mod cli;
 pub mod cmd;
 pub mod config;
 pub mod error;
+pub mod files;
 pub mod input;
 pub mod judge;
 pub mod plan;

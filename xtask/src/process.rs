@@ -224,10 +224,8 @@ impl Child {
         cpus: Option<&[usize]>,
     ) -> Result<Child> {
         let cpus = cpus.map(cpu_set);
-        let out =
-            File::create(stdout).with_context(|| format!("cannot create {}", stdout.display()))?;
-        let err =
-            File::create(stderr).with_context(|| format!("cannot create {}", stderr.display()))?;
+        let out = crate::files::create("trial dir", stdout)?;
+        let err = crate::files::create("trial dir", stderr)?;
         cmd.stdin(Stdio::null())
             .stdout(out)
             .stderr(err)

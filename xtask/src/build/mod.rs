@@ -40,6 +40,10 @@ use crate::{
     results::fs::{json, write},
 };
 
+/// How the build cache (`<cargo target dir>/perfgate/fdb`) is named when the files layer
+/// refuses a directory of it.
+const BUILD_CACHE: &str = "build cache";
+
 /// A build passed its time bound: a TIMEOUT, in JUnit too.
 #[derive(Debug, thiserror::Error)]
 #[error("TIMEOUT: {0}")]
@@ -267,7 +271,7 @@ pub fn build(
         return Ok(cache_hit(provenance, &stamp));
     }
     for dir in [&slot.join("build"), &tree] {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        crate::files::create_dir_all(BUILD_CACHE, dir)?;
     }
     let _lock = lock_slot(&slot)?;
     if built_already() {
@@ -368,8 +372,7 @@ fn resolve(src: &Path, source: &Source, cache: &Path) -> Result<Resolved> {
 /// Takes the slot's lock: one build per slot at a time. Two gates on one host may want the
 /// same commit; the second waits (and says so), then finds it built.
 fn lock_slot(slot: &Path) -> Result<nix::fcntl::Flock<std::fs::File>> {
-    let lock = std::fs::File::create(slot.join("lock"))
-        .with_context(|| format!("cannot create {}", slot.join("lock").display()))?;
+    let lock = crate::files::create(BUILD_CACHE, &slot.join("lock"))?;
     match nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock) {
         Ok(l) => Ok(l),
         Err((lock, _)) => {
@@ -391,11 +394,11 @@ fn clear_slot(slot: &Path, tree: &Path) {
     for (pid, command) in crate::process::kill_mentioning(slot, None) {
         say!("killed {pid}, left from an earlier build in the slot: {command}");
     }
-    let _ = std::fs::remove_file(tree.join("stamp.json"));
-    let _ = std::fs::remove_file(tree.join("build.log"));
+    let _ = crate::files::remove_file(BUILD_CACHE, &tree.join("stamp.json"));
+    let _ = crate::files::remove_file(BUILD_CACHE, &tree.join("build.log"));
     // An entry from before slots held a whole source and build tree.
     for old in ["src", "build"] {
-        let _ = std::fs::remove_dir_all(tree.join(old));
+        let _ = crate::files::remove_dir_all(BUILD_CACHE, &tree.join(old));
     }
 }
 
@@ -418,7 +421,7 @@ fn compile(
     // `cmake --fresh`, which also deletes `CMakeFiles/` and with it the objects of targets
     // in the top directory. Files configure regenerates unchanged keep their times, so
     // this rebuilds nothing by itself.
-    let _ = std::fs::remove_file(build_dir.join("CMakeCache.txt"));
+    let _ = crate::files::remove_file(BUILD_CACHE, &build_dir.join("CMakeCache.txt"));
     let mut configure = tool_command("cmake");
     configure
         .arg("-S")
@@ -502,14 +505,15 @@ fn snapshot(src: &Path, head: &str, cache: &Path) -> Result<Option<(String, Stri
         &[],
     )
     .context("cannot find the checkout's git index")?;
-    std::fs::create_dir_all(cache).with_context(|| format!("cannot create {}", cache.display()))?;
+    crate::files::create_dir_all(BUILD_CACHE, cache)?;
     let tmp = tempfile::Builder::new()
         .prefix("index-")
         .tempfile_in(cache)
         .context("cannot create a temporary git index")?;
     // A copy keeps the index's file times: only changed files are hashed again.
     if Path::new(&index).is_file() {
-        std::fs::copy(&index, tmp.path()).context("cannot copy the git index")?;
+        crate::files::copy(BUILD_CACHE, Path::new(&index), tmp.path())
+            .context("cannot copy the git index")?;
     }
     let on_tmp_index = [("GIT_INDEX_FILE", tmp.path().as_os_str())];
     git(src, ["add", "--all"], &on_tmp_index)
@@ -551,7 +555,7 @@ fn snapshot(src: &Path, head: &str, cache: &Path) -> Result<Option<(String, Stri
 /// another path no compiler-cache entry would match.
 fn checkout(src: &Path, commit: &str, dest: &Path) -> Result<()> {
     let update = || -> Result<()> {
-        let _ = std::fs::remove_file(dest.join(".git/index.lock"));
+        let _ = crate::files::remove_file(BUILD_CACHE, &dest.join(".git/index.lock"));
         git(
             dest,
             ["checkout", "--quiet", "--force", "--detach", commit],
@@ -560,7 +564,7 @@ fn checkout(src: &Path, commit: &str, dest: &Path) -> Result<()> {
         git(dest, ["clean", "--quiet", "-ffdx"], &[]).map(drop)
     };
     let clone = || -> Result<()> {
-        let _ = std::fs::remove_dir_all(dest);
+        let _ = crate::files::remove_dir_all(BUILD_CACHE, dest);
         let mut args: Vec<&OsStr> = ["-c", "init.defaultBranch=perfgate", "clone", "--quiet"]
             .into_iter()
             .chain(["--shared", "--no-checkout"])
@@ -587,9 +591,9 @@ fn checkout(src: &Path, commit: &str, dest: &Path) -> Result<()> {
         if listed.lines().any(|l| l.trim() == objects) {
             return Ok(());
         }
-        std::fs::create_dir_all(dest.join(".git/objects/info"))
-            .and_then(|()| std::fs::write(&alternates, format!("{listed}{objects}\n")))
-            .with_context(|| format!("cannot write {}", alternates.display()))
+        crate::files::create_dir_all(BUILD_CACHE, &dest.join(".git/objects/info")).and_then(|_| {
+            crate::files::write(BUILD_CACHE, &alternates, format!("{listed}{objects}\n"))
+        })
     };
     if !dest.join(".git").exists() {
         clone().with_context(|| format!("cannot clone {}", src.display()))?;
@@ -693,12 +697,11 @@ fn copy_tree(build_dir: &Path, tree: &Path) -> Result<()> {
     for f in TREE_FILES.iter().map(PathBuf::from).chain(compilers) {
         let (from, to) = (build_dir.join(&f), tree.join(&f));
         if let Some(parent) = to.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("cannot create {}", parent.display()))?;
+            crate::files::create_dir_all(BUILD_CACHE, parent)?;
         }
         // Removed first: a running gate may still execute the old file (ETXTBSY).
-        let _ = std::fs::remove_file(&to);
-        std::fs::copy(&from, &to)
+        let _ = crate::files::remove_file(BUILD_CACHE, &to);
+        crate::files::copy(BUILD_CACHE, &from, &to)
             .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
     }
     Ok(())
@@ -730,9 +733,9 @@ fn step(
     };
     for f in [&out, &out.with_extension("err")] {
         text += &read_output(f)?;
-        let _ = std::fs::remove_file(f);
+        let _ = crate::files::remove_file(BUILD_CACHE, f);
     }
-    std::fs::write(log, &text).with_context(|| format!("cannot write {}", log.display()))?;
+    crate::files::write(BUILD_CACHE, log, &text)?;
     match status {
         Ok(s) if s.success() => Ok(()),
         Ok(s) => bail!(

@@ -39,7 +39,7 @@ fn record(
     }
     let run = SavedRun::read(from)?;
     check_finished(from, run.summary.as_ref())?;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    crate::files::create_dir_all("--baselines-dir", dir)?;
     // Every engine's record is made and placed before any is written: a run that cannot
     // be recorded whole leaves nothing behind.
     let mut placed = Vec::new();

@@ -7,7 +7,7 @@ use std::{
     time::SystemTime,
 };
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::{
     cli::CompareArgs,
@@ -158,7 +158,7 @@ fn results_dir(args: &CompareArgs) -> Result<PathBuf> {
     check_outputs(&args.dir, &out, &copies)?;
     // Before --out is created: a refused copy must not leave an empty --out behind.
     check_copies(&copies, None)?;
-    std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
+    crate::files::create_dir_all("--out", &out)?;
     Ok(out)
 }
 

@@ -389,9 +389,15 @@ fn busy_processes() -> Finding {
 /// A write + fsync latency probe: on a RAM disk it is microseconds; on a network disk
 /// milliseconds, which is what makes commits, not the storage server's CPU, the bound.
 fn fsync_probe(dir: &Path, tmpfs: bool) -> Finding {
-    let path: PathBuf = dir.join(format!(".perfgate-doctor-{}", std::process::id()));
-    let result = (|| -> std::io::Result<Duration> {
-        let mut file = std::fs::File::create(&path)?;
+    let name = format!(".perfgate-doctor-{}", std::process::id());
+    // Exclusive, through the layer: a link planted at the name (the pid is guessable)
+    // fails the probe instead of being written through.
+    let root = crate::files::Root::open("work dir", dir);
+    let result = (|| -> anyhow::Result<Duration> {
+        let mut file = root
+            .as_ref()
+            .map_err(|e| anyhow::anyhow!("{e:#}"))?
+            .create_new(&name)?;
         let mut times = Vec::new();
         for _ in 0..20 {
             let start = Instant::now();
@@ -402,7 +408,9 @@ fn fsync_probe(dir: &Path, tmpfs: bool) -> Finding {
         times.sort();
         Ok(times[times.len() / 2])
     })();
-    let _ = std::fs::remove_file(&path);
+    if let Ok(root) = &root {
+        let _ = root.remove_file(&name);
+    }
     match result {
         Ok(median) => {
             // A disk-backed work dir is a warning however fast its fsync: commit latency,

@@ -66,10 +66,19 @@ impl Control {
     /// control's even when it is damaged, so that the plan's check of it says what is
     /// wrong with it; only a tree that is gone is built again from source, and the log
     /// says so.
-    fn of(config: &BenchConfig, b: &Baseline) -> Control {
+    ///
+    /// A record is data, not code: a `baselines/*.json` changed in a merge request could
+    /// point the gate, root on CI, at binaries a local user controls. Its tree is run
+    /// only when it and every binary the gate would start pass the files layer's trust
+    /// rules (owned by root or this user, writable by nobody else, on a path only they
+    /// control). Errors: a [`UsageError`] naming the tree and what to do.
+    fn of(config: &BenchConfig, b: &Baseline) -> Result<Control> {
         let recorded = b.build_tree.as_deref().map(PathBuf::from);
         let tree = match recorded.filter(|_| config.baseline.build_dir.is_none()) {
-            Some(t) if t.symlink_metadata().is_ok() => Some(t),
+            Some(t) if t.symlink_metadata().is_ok() => {
+                check_recorded_tree(b, &t)?;
+                Some(t)
+            }
             Some(t) => {
                 tracing::info!(
                     "the build tree of baseline {}, {}, is gone: the control arm is built \
@@ -82,11 +91,33 @@ impl Control {
             }
             None => None,
         };
-        Control {
+        Ok(Control {
             knobs: recorded_user_knobs(b),
             tree,
-        }
+        })
     }
+}
+
+/// Refuses the tree `tree` that record `b` names unless it and the binaries the gate runs
+/// from it (`bin/fdbserver`, `bin/fdbcli`, `bin/mako`, `lib/libfdb_c.so`, through their
+/// links) are trusted ([`crate::files::check_trusted`]).
+fn check_recorded_tree(b: &Baseline, tree: &Path) -> Result<()> {
+    let what = format!(
+        "the build tree of baseline {} (its record's build_tree)",
+        b.name
+    );
+    let files = ["bin/fdbserver", "bin/fdbcli", "bin/mako", "lib/libfdb_c.so"];
+    let present = files.iter().map(|f| tree.join(f)).filter(|f| f.exists());
+    for path in std::iter::once(tree.to_path_buf()).chain(present) {
+        crate::files::check_trusted(&what, &path).map_err(|e| {
+            UsageError(format!(
+                "{e:#}: the gate would run it as this user; pass --baseline-build with a tree \
+                 of your own, or remove the record's build_tree to build the control arm \
+                 from its source version"
+            ))
+        })?;
+    }
+    Ok(())
 }
 
 /// Whether record `b` can judge this run (`tmpfs`: the work dir is a RAM disk): the same
@@ -228,7 +259,8 @@ pub fn prepare(config: &BenchConfig) -> Result<Prepared> {
     let control = recorded
         .as_ref()
         .filter(|_| config.against.baseline_arm())
-        .map(|(b, _)| Control::of(config, b));
+        .map(|(b, _)| Control::of(config, b))
+        .transpose()?;
     Ok(Prepared {
         engines,
         slo,

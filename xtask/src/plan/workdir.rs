@@ -93,27 +93,23 @@ pub fn choose(explicit: Option<&Path>) -> Result<Workdir> {
                 ))
                 .into());
             }
-            std::fs::create_dir(path).with_context(|| {
-                format!(
-                    "cannot create work dir {} (from --workdir, PERFGATE_WORKDIR or WORKDIR)",
-                    path.display()
-                )
-            })?;
         }
-        ensure_writable(path)?;
-        // Absolute: the servers run in their own directories and get paths inside it.
-        let path = std::fs::canonicalize(path)
-            .with_context(|| format!("cannot resolve work dir {}", path.display()))?;
+        let what = "work dir (--workdir, PERFGATE_WORKDIR or WORKDIR)";
+        // Created only when missing; another user's directory, or one reached through a
+        // link, is refused: root would run clusters and delete files where they point.
+        let root = crate::files::Root::create(what, path, 0o755)?;
+        ensure_writable(root.path())?;
+        let path = root.path().to_path_buf();
         return inspect(&path, "--workdir, PERFGATE_WORKDIR or WORKDIR");
     }
     let ram = Path::new("/mnt/ram");
-    if ram.is_dir() && ensure_writable(ram).is_ok() {
+    if ram.is_dir() && trusted(ram) && ensure_writable(ram).is_ok() {
         return inspect(ram, "/mnt/ram");
     }
     let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
     let best = tmpfs_mount_points(&mounts)
         .into_iter()
-        .filter(|p| ensure_writable(p).is_ok())
+        .filter(|p| trusted(p) && ensure_writable(p).is_ok())
         .filter_map(|p| inspect(&p, "largest tmpfs mount").ok())
         .filter(|w| w.tmpfs)
         .max_by_key(|w| w.free_bytes);
@@ -122,6 +118,13 @@ pub fn choose(explicit: Option<&Path>) -> Result<Workdir> {
          mount one (e.g. `mount -t tmpfs -o size=8g tmpfs /mnt/ram`) or name a directory \
          with --workdir (a disk-backed one gives disk-bound, invalid TPS)",
     )
+}
+
+/// Whether the gate may work in `dir`: a directory of root's or this user's, not
+/// writable by others unless sticky ([`crate::files::Root`]); a mount point of another
+/// user's is not chosen.
+fn trusted(dir: &Path) -> bool {
+    crate::files::Root::open("work dir", dir).is_ok()
 }
 
 /// Mount points whose type is tmpfs in a `/proc/self/mounts` text (octal escapes decoded).

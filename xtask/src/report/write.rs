@@ -75,7 +75,7 @@ pub fn meta(out: &Path, plan: &Plan) -> Result<()> {
     };
     write(&out.join("meta.json"), &json(&meta))?;
     for p in plan.arms().filter_map(|a| a.provenance.as_ref()) {
-        let _ = std::fs::copy(&p.log, out.join(format!("build-{}.log", p.arm)));
+        let _ = crate::files::copy("--out", &p.log, &out.join(format!("build-{}.log", p.arm)));
     }
     Ok(())
 }
@@ -117,15 +117,10 @@ pub struct Verdicts<'a> {
 /// `$GITHUB_STEP_SUMMARY` collects every step's), else writes it as [`write`] does.
 /// Errors: `path` is something else than a regular file (a link, a FIFO: not followed).
 fn append_or_write(path: &Path, text: &str) -> Result<()> {
-    use std::os::unix::fs::OpenOptionsExt as _;
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_file() => {
             use std::io::{Read as _, Seek as _};
-            let mut f = std::fs::OpenOptions::new()
-                .read(true)
-                .append(true)
-                .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
-                .open(path)
+            let mut f = crate::files::append("directory", path)
                 .with_context(|| format!("cannot append to {}", path.display()))?;
             // Markdown after a last line without its newline would join that line.
             let mut last = [b'\n'];

@@ -94,10 +94,11 @@ pub fn results_dir(explicit: Option<&Path>, copies: Copies) -> Result<PathBuf> {
         }
     };
     check_results_dir(&dir, copies)?;
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("cannot create results dir {}", dir.display()))?;
-    // Absolute: mako and fdbserver run in other directories and get paths inside it.
-    std::fs::canonicalize(&dir).with_context(|| format!("cannot resolve {}", dir.display()))
+    // Absolute and without links: mako and fdbserver run in other directories and get
+    // paths inside it.
+    Ok(crate::files::Root::create("--out", &dir, 0o755)?
+        .path()
+        .to_path_buf())
 }
 
 /// A results dir must be missing or empty: results are never mixed with an earlier run's.
@@ -114,7 +115,8 @@ pub fn check_results_dir(dir: &Path, copies: Copies) -> Result<()> {
         .into());
     }
     if !dir.exists() {
-        // It will be created: its nearest existing ancestor must be a directory.
+        // It will be created: its nearest existing ancestor must be a directory the gate
+        // may create in.
         let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
         if let Some(a) = abs.ancestors().skip(1).find(|a| a.exists()) {
             if !a.is_dir() {
@@ -125,9 +127,11 @@ pub fn check_results_dir(dir: &Path, copies: Copies) -> Result<()> {
                 ))
                 .into());
             }
+            crate::files::Root::open("--out", a)?;
         }
         return Ok(());
     }
+    crate::files::Root::open("--out", dir)?;
     let copies: Vec<PathBuf> = copies
         .each()
         .into_iter()
@@ -271,8 +275,22 @@ pub fn check_writable_file(flag: &str, path: &Path) -> Result<()> {
     };
     let why = if let Some(kind) = not_a_regular_file(path) {
         Some(format!("{kind} is there, not a regular file"))
-    } else if let Err(e) = std::fs::create_dir_all(parent) {
-        Some(format!("cannot create {}: {e}", parent.display()))
+    } else if let Err(e) = crate::files::Root::create(flag, parent, 0o755).and_then(|root| {
+        // In a shared (sticky) directory, a file there must be root's or ours: root
+        // writing another user's file would make it root's and split its hard links.
+        match path.file_name() {
+            Some(name) if path.symlink_metadata().is_ok() => root.check_entry(name.as_ref()),
+            _ => Ok(()),
+        }
+    }) {
+        return Err(match e.downcast::<UsageError>() {
+            Ok(refused) => refused.into(),
+            Err(e) => UsageError(format!(
+                "{flag} {}: {e:#}; give a file path in a writable directory of your own",
+                path.display(),
+            ))
+            .into(),
+        });
     } else if nix::unistd::access(parent, nix::unistd::AccessFlags::W_OK).is_err() {
         Some(format!("{} is not writable", parent.display()))
     } else {
@@ -317,61 +335,16 @@ pub fn json<T: Serialize>(v: &T) -> String {
 /// Creates `path` with `text`; fails if anything is there already, a symlink included
 /// (`O_CREAT | O_EXCL`): for files the user names, which the gate never replaces.
 pub fn create_new(path: &Path, text: &str) -> Result<()> {
-    use std::io::Write as _;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .and_then(|mut f| f.write_all(text.as_bytes()))
-        .with_context(|| format!("cannot create {}", path.display()))
+    crate::files::create_new("directory", path, text)
 }
 
 /// Writes `text` to `path` through a temporary file and a rename, so a reader never sees
-/// half a file. The temporary file is created exclusively (`O_EXCL`, an unpredictable
-/// name) in `path`'s directory, so nothing planted there is written through; the rename
-/// replaces a regular file at `path` and nothing else: a symlink, device, FIFO or
-/// directory there is refused (the gate runs as root in shared directories, where
-/// `--junit /dev/stdout` or a planted link must not turn into a replaced node).
+/// half a file ([`crate::files::Root::write`]): a symlink, device, FIFO or directory at
+/// `path` is refused (the gate runs as root in shared directories, where `--junit
+/// /dev/stdout` or a planted link must not turn into a replaced node), and so is a
+/// directory another user could redirect.
 pub fn write(path: &Path, text: &str) -> Result<()> {
-    use std::{io::Write as _, os::unix::fs::PermissionsExt as _};
-    if let Some(kind) = not_a_regular_file(path) {
-        anyhow::bail!(
-            "cannot write {}: {kind} is there, and the gate writes only regular files \
-             (choose another path)",
-            path.display()
-        );
-    }
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let stem = path.file_name().unwrap_or_default().to_string_lossy();
-    tempfile::Builder::new()
-        .prefix(&format!(".{stem}."))
-        .suffix(".tmp")
-        // As a plain create would: 0666 less the umask (tempfile's default is 0600).
-        .permissions(std::fs::Permissions::from_mode(0o666))
-        .tempfile_in(dir)
-        .and_then(|mut f| {
-            f.write_all(text.as_bytes())?;
-            f.persist(path).map_err(|e| e.error)
-        })
-        .map_err(|e| {
-            use std::io::ErrorKind::{QuotaExceeded, StorageFull};
-            let full = matches!(e.kind(), StorageFull | QuotaExceeded);
-            let hint = if full {
-                format!(
-                    " (the filesystem of {} is full, or the user's quota is spent: free space \
-                     there, or give --out on another filesystem; what was written before is \
-                     kept)",
-                    dir.display()
-                )
-            } else {
-                String::new()
-            };
-            anyhow::Error::new(e).context(format!("cannot write {}{hint}", path.display()))
-        })?;
-    Ok(())
+    crate::files::write("directory", path, text)
 }
 
 #[cfg(test)]

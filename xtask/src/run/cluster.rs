@@ -265,7 +265,7 @@ impl Server {
         let dir = work.join(format!("{}-{port}", role.as_str()));
         let (data_dir, log_dir) = (dir.join("data"), dir.join("log"));
         for d in [&data_dir, &log_dir] {
-            std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
+            crate::files::create_dir_all("work dir", d)?;
         }
         Ok(Server {
             role,
@@ -378,11 +378,11 @@ impl Cluster {
         let cluster_file = work.join("fdb.cluster");
         // Description and ID are arbitrary.
         let id = format!("{:08x}", std::process::id() ^ u32::from(servers[0].port));
-        std::fs::write(
+        crate::files::write(
+            "work dir",
             &cluster_file,
             format!("perfgate:{id}@{}\n", coordinators.join(",")),
-        )
-        .with_context(|| format!("cannot write {}", cluster_file.display()))?;
+        )?;
         Ok(Cluster {
             cluster_file,
             servers,
@@ -914,16 +914,14 @@ impl Cluster {
             let mut text = read_output(&out)?;
             // The results are shared: a TLS password on a command line is not kept.
             if let Some(masked) = mask_secrets(&text) {
-                std::fs::write(&out, &masked)
-                    .with_context(|| format!("cannot write {}", out.display()))?;
+                crate::files::write("--out", &out, &masked)?;
                 text = masked;
             }
             if text.trim().is_empty() {
                 cap = cap.saturating_mul(2);
             }
             if text.trim().is_empty() && !last.is_empty() {
-                std::fs::write(&out, &last)
-                    .with_context(|| format!("cannot write {}", out.display()))?;
+                crate::files::write("--out", &out, &last)?;
                 text = last.clone();
             }
             if let Some(value) = done(&text, late)? {
@@ -1134,14 +1132,14 @@ impl Cluster {
 /// Copies the regular files of `from` (a trace dir on the work dir) into `to`, made if
 /// needed; directories and links in it are not followed.
 pub(super) fn copy_files(from: &Path, to: &Path) -> Result<()> {
-    std::fs::create_dir_all(to).with_context(|| format!("cannot create {}", to.display()))?;
+    crate::files::create_dir_all("--out", to)?;
     let entries =
         std::fs::read_dir(from).with_context(|| format!("cannot list {}", from.display()))?;
     let files = entries
         .flatten()
         .filter(|e| e.file_type().is_ok_and(|t| t.is_file()));
     for entry in files {
-        std::fs::copy(entry.path(), to.join(entry.file_name()))
+        crate::files::copy("--out", &entry.path(), &to.join(entry.file_name()))
             .with_context(|| format!("cannot copy {} to the results", entry.path().display()))?;
     }
     Ok(())

@@ -440,7 +440,8 @@ pub fn init_logging(out: &Path, quiet: bool, color: bool) -> Result<()> {
     use tracing_subscriber::{
         filter::LevelFilter, fmt, layer::SubscriberExt, util::SubscriberInitExt, Layer,
     };
-    let file = std::fs::File::create(out.join("run.log")).context("cannot create run.log")?;
+    let file =
+        crate::files::create("--out", &out.join("run.log")).context("cannot create run.log")?;
     tracing_subscriber::registry()
         .with(
             fmt::layer()

@@ -16,7 +16,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use anyhow::{anyhow, Context};
+use anyhow::anyhow;
 use fdb::{knob::KnobSource, multitest::read_run, Knob};
 
 use super::{
@@ -133,7 +133,7 @@ fn run_test(
     let knobs = tester_knobs(planned);
     cluster.start_testers(&arm.tree, rw.testers, &knobs, ctx.pinning, bound)?;
     let log = work.join("multitest");
-    std::fs::create_dir_all(&log).with_context(|| format!("cannot create {}", log.display()))?;
+    crate::files::create_dir_all("work dir", &log)?;
     // Testers on other hosts join a cluster the gate did not start.
     let remote = ctx.cluster.remote_testers();
     let testers = rw.testers + remote;

@@ -5,7 +5,7 @@
 use std::{
     fs::File,
     os::unix::{
-        fs::{DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _},
+        fs::{MetadataExt as _, OpenOptionsExt as _},
         process::CommandExt,
     },
     path::{Path, PathBuf},
@@ -35,6 +35,7 @@ pub const RUN_GROUPS: &str = ".perfgate-groups";
 /// lives. Dropping it removes the lock and the directory if it is empty.
 pub struct RunDir {
     pub path: PathBuf,
+    work: crate::files::Root,
     _lock: nix::fcntl::Flock<File>,
 }
 
@@ -42,6 +43,7 @@ impl RunDir {
     /// Creates `perfgate-<pid>-<nonce>` under `workdir` and takes its lock. Errors: the
     /// work dir is not writable.
     pub fn create(workdir: &Path) -> Result<RunDir> {
+        let work = crate::files::Root::open("work dir", workdir)?;
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
@@ -51,28 +53,26 @@ impl RunDir {
                 std::process::id(),
                 nanos.wrapping_add(attempt)
             ));
-            // 0700: nobody else can plant anything in it.
-            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => {
-                    return Err(e).with_context(|| format!("cannot create {}", path.display()))
-                }
-            }
-            let file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(path.join(RUN_LOCK))
+            // 0700 and created here (`mkdirat` fails on anything planted at the name):
+            // nobody else can plant anything in it.
+            let name = path.file_name().expect("a run dir has a name");
+            let Some(run) = work.create_dir_new(name, 0o700)? else {
+                continue;
+            };
+            let file = run
+                .create_new(RUN_LOCK)
                 .with_context(|| format!("cannot create the lock in {}", path.display()))?;
             let lock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
                 .map_err(|(_, e)| anyhow::anyhow!("cannot lock {}: {e}", path.display()))?;
-            let groups = std::fs::OpenOptions::new()
-                .append(true)
-                .create_new(true)
-                .open(path.join(RUN_GROUPS))
+            let groups = run
+                .create_new(RUN_GROUPS)
                 .with_context(|| format!("cannot create {RUN_GROUPS} in {}", path.display()))?;
             crate::process::record_groups_in(groups);
-            return Ok(RunDir { path, _lock: lock });
+            return Ok(RunDir {
+                path: run.path().to_path_buf(),
+                work,
+                _lock: lock,
+            });
         }
         anyhow::bail!(
             "cannot find a free run dir name under {}",
@@ -83,9 +83,14 @@ impl RunDir {
 
 impl Drop for RunDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(self.path.join(RUN_GROUPS));
-        let _ = std::fs::remove_file(self.path.join(RUN_LOCK));
-        let _ = std::fs::remove_dir(&self.path);
+        let Some(name) = self.path.file_name() else {
+            return;
+        };
+        if let Ok(run) = self.work.dir(name) {
+            let _ = run.remove_file(RUN_GROUPS);
+            let _ = run.remove_file(RUN_LOCK);
+        }
+        self.work.remove_dir(name);
     }
 }
 
@@ -422,11 +427,7 @@ pub fn reap(run_dir: &Path, log: &Path) -> Result<i32> {
             },
             ended.process_lines()
         );
-        if let Ok(mut f) = std::fs::OpenOptions::new()
-            .append(true)
-            .custom_flags(libc_flags())
-            .open(log)
-        {
+        if let Ok(mut f) = crate::files::append("--out", log) {
             let _ = f.write_all(text.as_bytes());
         }
     }
@@ -460,7 +461,9 @@ fn end_run(dir: &Path) -> Ended {
         .ok()
         .map(|text| text.lines().filter_map(|l| l.trim().parse().ok()).collect());
     let killed = kill_mentioning(dir, groups.as_deref());
-    let removed = dir.exists() && std::fs::remove_dir_all(dir).is_ok();
+    // Through the layer: a run dir replaced by a link is unlinked, never followed.
+    let removed =
+        dir.symlink_metadata().is_ok() && crate::files::remove_dir_all("run dir", dir).is_ok();
     Ended { killed, removed }
 }
 
@@ -468,8 +471,10 @@ fn end_run(dir: &Path) -> Ended {
 /// `/tmp/makoTemp<pid>` and POSIX shared memory `/dev/shm/mako<pid>` (mako.cpp,
 /// `TEMP_DATA_STORE` and `shm_open("mako<pid>")`; a clean exit removes them itself).
 pub fn remove_mako_leftovers(pid: u32) {
-    let _ = std::fs::remove_dir_all(format!("/tmp/makoTemp{pid}"));
-    let _ = std::fs::remove_file(format!("/dev/shm/mako{pid}"));
+    // Through the layer: in these sticky directories only a real file or directory of
+    // this user's is removed, never what another user planted at the name.
+    let _ = crate::files::remove_dir_all("/tmp", Path::new(&format!("/tmp/makoTemp{pid}")));
+    let _ = crate::files::remove_file("/dev/shm", Path::new(&format!("/dev/shm/mako{pid}")));
 }
 
 #[cfg(test)]

@@ -64,7 +64,7 @@ fn run_seed(t: &Trial) -> Result<SimulationReport, PhaseError> {
     let spec_file = t.artifacts.join(SPEC);
     create_new(&spec_file, spec)?;
     let dir = t.work.join("simulation");
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    crate::files::create_dir_all("work dir", &dir)?;
     // Beside the simulator's dir, not in it: its trace files are kept, and the 20 MB of
     // cachegrind's file only when it does not read.
     let out_file = t.work.join(CACHEGRIND_OUT);
@@ -168,7 +168,7 @@ fn read(
 fn keep_cachegrind_out(out: &Path, artifacts: &Path, e: PhaseError) -> PhaseError {
     let regular = std::fs::symlink_metadata(out).is_ok_and(|m| m.file_type().is_file());
     let kept = artifacts.join(CACHEGRIND_OUT);
-    if !regular || std::fs::copy(out, &kept).is_err() {
+    if !regular || crate::files::copy("--out", out, &kept).is_err() {
         return e;
     }
     match e {

@@ -70,8 +70,8 @@ pub fn run_trial(ctx: &TrialContext, arm: &ArmPlan, planned: &PlannedTrial) -> T
     let simulated = matches!(ctx.workload.driver_kind(), DriverKind::Simulation(_));
     let probe = (ctx.host_probe && !simulated).then(super::probe::before);
     let mut cluster = None;
-    let mut result = std::fs::create_dir_all(artifacts)
-        .and_then(|()| std::fs::create_dir_all(work))
+    let mut result = crate::files::create_dir_all("--out", artifacts)
+        .and_then(|_| crate::files::create_dir_all("work dir", work))
         .with_context(|| {
             format!(
                 "cannot create {} and {}",
@@ -83,14 +83,14 @@ pub fn run_trial(ctx: &TrialContext, arm: &ArmPlan, planned: &PlannedTrial) -> T
             phase: Phase::ClusterStart,
             error: e.into(),
         })
-        .and_then(|()| run_phases(&t, &mut cluster, &mut record));
+        .and_then(|_| run_phases(&t, &mut cluster, &mut record));
     if let Some(c) = cluster {
         result = teardown(ctx, c, &name, result, &mut record);
     }
     record.host = probe.map(super::probe::Before::after);
     // The data is wiped only now, after the artifacts were copied off the RAM disk.
-    if let Err(e) = std::fs::remove_dir_all(work) {
-        tracing::warn!("cannot wipe {}: {e}", work.display());
+    if let Err(e) = crate::files::remove_dir_all("work dir", work) {
+        tracing::warn!("cannot wipe {}: {e:#}", work.display());
     }
     if let Err(failure) = result {
         record_failure(ctx, &mut record, failure, artifacts);
