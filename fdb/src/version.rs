@@ -15,7 +15,8 @@ pub struct FdbVersion {
     /// First line, e.g. `FoundationDB 8.0 (v8.0.0)`.
     pub release: String,
     /// Git commit the binary was built from: two arms with the same one (and the same
-    /// knobs) are not an A/B.
+    /// knobs) are not an A/B. Empty for a binary built from a source tree without git
+    /// (FDB then prints an empty `source version ` line).
     pub source_version: String,
     /// Protocol version, e.g. `fdb00b080000000`.
     pub protocol: String,
@@ -39,10 +40,16 @@ impl FdbVersion {
             Ok(value.to_string())
         };
         let release = checked("first line", text.lines().next().unwrap_or("").trim())?;
+        // The key is matched before the line is trimmed: FDB built from a source tree
+        // without git prints `source version ` with nothing after it, which trimmed first
+        // would be no such line.
         let field = |key: &str| -> Result<String> {
             let value = text
                 .lines()
-                .find_map(|l| l.trim().strip_prefix(key))
+                .find_map(|l| {
+                    let rest = l.trim_start().strip_prefix(key.trim_end())?;
+                    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then_some(rest)
+                })
                 .map(str::trim)
                 .with_context(|| format!("no '{key}' line in {}", quoted()))?;
             checked(&format!("'{key}' line"), value)
@@ -70,6 +77,20 @@ mod tests {
         assert_eq!(v.release, "FoundationDB 8.0 (v8.0.0)");
         assert_eq!(v.source_version, "c0c44752df676e4a2d532b5cdb4bf96728a30b78");
         assert_eq!(v.protocol, "fdb00b080000000");
+    }
+
+    #[test]
+    fn an_empty_source_version_is_read_as_empty_not_as_a_missing_line() {
+        // What FDB built from a source tree without git prints: the key, a space, nothing.
+        let text = FIXTURE.replace("c0c44752df676e4a2d532b5cdb4bf96728a30b78", "");
+        assert!(text.contains("\nsource version \n"), "{text}");
+        let v = FdbVersion::parse(&text).unwrap();
+        assert_eq!(v.source_version, "");
+        assert_eq!(v.protocol, "fdb00b080000000");
+        // A line that merely starts like the key is not it.
+        let text = FIXTURE.replace("source version ", "source versions ");
+        let e = FdbVersion::parse(&text).unwrap_err().to_string();
+        assert!(e.contains("no 'source version ' line"), "{e}");
     }
 
     #[test]

@@ -161,6 +161,10 @@ impl Plan {
         );
         let version = &baseline.version.source_version;
         let same_version = *version == experiment.version.source_version;
+        let version = match version.as_str() {
+            "" => "(none: both were built from a source tree without git)",
+            v => v,
+        };
         self.same_build = same_version && same_binaries;
         if same_version && same_binaries && same_knobs && !self.config.allow_same {
             return Err(UsageError(format!(
