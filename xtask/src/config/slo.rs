@@ -159,23 +159,39 @@ pub fn env_var(engine: Engine) -> String {
 }
 
 /// Warnings for environment variables (`names`) that look like an SLO floor
-/// (`PERFGATE_SLO_TPS_...`) but name no engine the gate knows: a typo
-/// (`PERFGATE_SLO_TPS_REDWOD`) would otherwise set no floor, unsaid.
+/// (`PERFGATE_SLO_TPS...` in any case) but are not one the gate reads: a typo
+/// (`PERFGATE_SLO_TPS_REDWOD`), another case (`perfgate_slo_tps_redwood`: variable names
+/// are case-sensitive) or no engine at all (`PERFGATE_SLO_TPS`) would otherwise set no
+/// floor, unsaid.
 pub fn misspelled_vars<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> Vec<String> {
+    const PREFIX: &str = "PERFGATE_SLO_TPS";
     let known: Vec<String> = Engine::KNOWN.iter().map(|&e| env_var(e)).collect();
-    names
-        .into_iter()
-        .filter(|n| {
-            n.as_ref().starts_with("PERFGATE_SLO_TPS_") && !known.iter().any(|k| k == n.as_ref())
-        })
-        .map(|n| {
+    let mut warnings = Vec::new();
+    for name in names {
+        let name = name.as_ref();
+        let upper = name.to_ascii_uppercase();
+        if !upper.starts_with(PREFIX) || known.iter().any(|k| k == name) {
+            continue;
+        }
+        warnings.push(if known.contains(&upper) {
             format!(
-                "{} names no storage engine, so it sets no floor: the variables are {}",
-                n.as_ref(),
+                "{name} is not read, so it sets no floor: environment variable names are \
+                 case-sensitive; name it {upper}"
+            )
+        } else if upper.trim_end_matches('_') == PREFIX {
+            format!(
+                "{name} names no storage engine, so it sets no floor: give --slo-tps TPS for \
+                 every engine, or set one of {}",
                 known.join(", ")
             )
-        })
-        .collect()
+        } else {
+            format!(
+                "{name} names no storage engine, so it sets no floor: the variables are {}",
+                known.join(", ")
+            )
+        });
+    }
+    warnings
 }
 
 /// The floors of a run and where they came from.
@@ -464,6 +480,31 @@ mod tests {
                 && w[0].contains("PERFGATE_SLO_TPS_SSD_2"),
             "{w:?}"
         );
+        // Another case, or no engine, sets no floor either: each is named with its fix.
+        let w = misspelled_vars([
+            "perfgate_slo_tps_redwood",
+            "Perfgate_Slo_Tps_Redwood",
+            "PERFGATE_SLO_TPS",
+            "PERFGATE_SLO_TPSX",
+            "PERFGATE_SLOW",
+        ]);
+        assert_eq!(w.len(), 4, "{w:?}");
+        for (w, name) in w[..2]
+            .iter()
+            .zip(["perfgate_slo_tps_redwood", "Perfgate_Slo_Tps_Redwood"])
+        {
+            assert!(
+                w.starts_with(&format!("{name} is not read"))
+                    && w.contains("case-sensitive; name it PERFGATE_SLO_TPS_REDWOOD"),
+                "{w}"
+            );
+        }
+        assert!(
+            w[2].starts_with("PERFGATE_SLO_TPS names no storage engine")
+                && w[2].contains("--slo-tps"),
+            "{w:?}"
+        );
+        assert!(w[3].starts_with("PERFGATE_SLO_TPSX names no"), "{w:?}");
     }
 
     #[test]
