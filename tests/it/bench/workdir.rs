@@ -91,6 +91,9 @@ fn a_second_gate_on_a_busy_work_dir_is_refused_naming_the_first() {
         !s.dir.path().join("second/trials.json").exists(),
         "the second ran no trial"
     );
+    // Nor did it make its results dir (a meta.json and run.log there would make its retry
+    // with the same --out a refusal of a dir that is not empty).
+    assert!(!s.dir.path().join("second").exists(), "{}", text(&o));
     // A work dir nested in the first's is the same machine's load: refused too.
     let nested = s.workdir.path().join("nested");
     let o = s

@@ -42,6 +42,7 @@ pub fn execute(plan: Plan, color: bool) -> Result<Finished> {
     // when allowed. Allowed, it is a warning on the terminal and in run.log: not in the
     // result files, whose contents would then depend on what else ran on the host.
     let beside = crate::run::refuse_other_gates()?;
+    crate::run::refuse_busy_workdir(&plan.workdir.path)?;
     let out = results_dir(plan.config.out.as_deref(), plan.config.copies())?;
     init_logging(&out, plan.config.quiet, color)?;
     if let Some(w) = beside {

@@ -102,6 +102,25 @@ pub fn refuse_other_gates() -> Result<Option<String>> {
     )
 }
 
+/// Errors when another gate runs on `workdir` (a live run dir lock), whatever
+/// [`ALLOW_CONCURRENT_ENV`] says. Checked before the results dir is made, so that the
+/// refused run leaves nothing in `--out` and its retry may use the same one, and again by
+/// [`Runner::start`].
+pub fn refuse_busy_workdir(workdir: &Path) -> Result<()> {
+    let live = live_runs(workdir);
+    if !live.is_empty() {
+        anyhow::bail!(
+            "another gate is running on the work dir {}: {}; two benchmarks on one host \
+             measure each other, so this one does not start: wait for it to end (in CI, \
+             run benchmark jobs one at a time: GitHub `concurrency:`, GitLab \
+             `resource_group:`)",
+            workdir.display(),
+            live.join(", ")
+        );
+    }
+    Ok(())
+}
+
 impl<'a> Runner<'a> {
     /// Cleans up after earlier gates that died on the plan's work dir, creates this run's
     /// dir there and starts its reaper (which appends to `<out>/run.log`).
@@ -110,17 +129,7 @@ impl<'a> Runner<'a> {
         out: &'a Path,
         save: impl FnMut(&[TrialRecord]) -> Result<()> + 'a,
     ) -> Result<Runner<'a>> {
-        let live = live_runs(&plan.workdir.path);
-        if !live.is_empty() {
-            anyhow::bail!(
-                "another gate is running on the work dir {}: {}; two benchmarks on one host \
-                 measure each other, so this one does not start: wait for it to end (in CI, \
-                 run benchmark jobs one at a time: GitHub `concurrency:`, GitLab \
-                 `resource_group:`)",
-                plan.workdir.path.display(),
-                live.join(", ")
-            );
-        }
+        refuse_busy_workdir(&plan.workdir.path)?;
         for line in clean_stale_runs(&plan.workdir.path) {
             tracing::warn!("{line}");
         }
