@@ -153,3 +153,39 @@ fn two_missing_build_trees_are_named_together_as_a_usage_error() {
     );
     assert!(err.contains("no-a does not exist") && err.contains("no-b does not exist"));
 }
+
+#[test]
+fn a_source_flag_no_arm_is_built_with_is_refused_not_ignored() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    for (extra, said) in [
+        (
+            &["--baseline", "HEAD~1"][..],
+            "--baseline HEAD~1 is not used: the baseline arm is not built from source",
+        ),
+        (
+            &["--experiment", "HEAD"][..],
+            "--experiment HEAD is not used: the experiment arm is not built from source",
+        ),
+        (
+            &["--fdb-src", "/nowhere"][..],
+            "--fdb-src is not used: no arm is built from source",
+        ),
+        (
+            &["--build-jobs", "4"][..],
+            "--build-jobs is not used: no arm is built from source",
+        ),
+    ] {
+        let o = s.bench_in("refused", &a, &b, extra);
+        assert_eq!(code(&o), 64, "{extra:?}: {}", text(&o));
+        assert!(text(&o).contains(said), "{extra:?}: {}", text(&o));
+        assert!(!s.dir.path().join("refused").exists());
+    }
+    // FDB_SRC is for every run: set beside two trees, it is not refused.
+    let o = s
+        .bench_command(&a, &b, &["--dry-run"])
+        .env("FDB_SRC", "/nowhere")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+}

@@ -41,6 +41,7 @@ pub fn run(args: &BenchArgs, color: bool) -> Result<i32> {
         if no_tree(Arm::Experiment) {
             wanted.push(Arm::Experiment);
         }
+        refuse_unused_source_flags(args, &wanted)?;
         let built = if wanted.is_empty() {
             Vec::new()
         } else {
@@ -90,6 +91,42 @@ pub fn run(args: &BenchArgs, color: bool) -> Result<i32> {
         write::setup_error(copies, e);
     }
     result
+}
+
+/// Refuses a flag for building an arm from source (`--baseline REV`, `--experiment REV`,
+/// and with no arm to build `--fdb-src`, `--cmake-arg`, `--build-jobs`) where no arm it is
+/// for is built (`wanted`): the run would go on without it, unsaid. `FDB_SRC` in the
+/// environment is not refused: it is there for every run.
+fn refuse_unused_source_flags(args: &BenchArgs, wanted: &[Arm]) -> Result<(), UsageError> {
+    let s = &args.source;
+    for (arm, rev, flag) in [
+        (Arm::Baseline, &s.baseline, "--baseline"),
+        (Arm::Experiment, &s.experiment, "--experiment"),
+    ] {
+        if let (Some(rev), false) = (rev, wanted.contains(&arm)) {
+            return Err(UsageError(format!(
+                "{flag} {rev} is not used: the {arm} arm is not built from source in this \
+                 run (it has a tree, from --{arm}-build or the record, or no {arm} arm runs); \
+                 leave out one of the two"
+            )));
+        }
+    }
+    if !wanted.is_empty() {
+        return Ok(());
+    }
+    let given = [
+        (crate::config::source::fdb_src_typed(), "--fdb-src"),
+        (!s.cmake_args.is_empty(), "--cmake-arg"),
+        (s.build_jobs.is_some(), "--build-jobs"),
+    ];
+    match given.iter().find(|(g, _)| *g) {
+        Some((_, flag)) => Err(UsageError(format!(
+            "{flag} is not used: no arm is built from source in this run (each has its tree \
+             given, or runs against a record); leave it out, or leave out an arm's --*-build \
+             to build that arm"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Refuses, before hours of building, `--cmake-arg`s that make a tree the plan refuses

@@ -12,6 +12,11 @@ use crate::{
     error::UsageError,
 };
 
+/// The most parallel build jobs `--build-jobs` takes: far more than any host's cores, and
+/// within the C `int` ninja reads `-j` into (4294967295 wraps to -1 there, refused after a
+/// configure of minutes).
+pub const MAX_BUILD_JOBS: usize = 4096;
+
 /// How to build the arms that have no prebuilt tree, checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceConfig {
@@ -34,7 +39,7 @@ impl SourceConfig {
     /// take as prebuilt trees instead (`bench`: those without `--*-build`; `build`: none),
     /// which the error for a missing checkout then mentions.
     ///
-    /// Errors ([`UsageError`]): `--build-jobs 0`, `--timeout-build` out of range, no git
+    /// Errors ([`UsageError`]): `--build-jobs` 0 or above [`MAX_BUILD_JOBS`], `--timeout-build` out of range, no git
     /// checkout at `--fdb-src` (the message says where it looked and how to point at one).
     /// The source settings of `args`; `default_src` is the checkout to use when neither
     /// `--fdb-src` nor `FDB_SRC` names one (`foundationdb` beside the gate's workspace).
@@ -43,8 +48,13 @@ impl SourceConfig {
         prebuilt: &[Arm],
         default_src: Option<PathBuf>,
     ) -> Result<SourceConfig, UsageError> {
-        if args.build_jobs == Some(0) {
-            return Err(UsageError("--build-jobs must be at least 1".into()));
+        if let Some(jobs) = args.build_jobs {
+            if !(1..=MAX_BUILD_JOBS).contains(&jobs) {
+                return Err(UsageError(format!(
+                    "--build-jobs {jobs}: give at least 1 and at most {MAX_BUILD_JOBS} (ninja \
+                     reads its -j as a C int, and refuses more only after configure)"
+                )));
+            }
         }
         if args.timeout_build == 0 || args.timeout_build > MAX_SECONDS {
             return Err(UsageError(format!(
@@ -87,9 +97,7 @@ fn fdb_src(
     default_src: Option<PathBuf>,
 ) -> Result<PathBuf, UsageError> {
     let given = args.fdb_src.clone().map(|given| {
-        let typed = std::env::args_os()
-            .any(|a| a == "--fdb-src" || a.as_encoded_bytes().starts_with(b"--fdb-src="));
-        let origin = named_by(&given, std::env::var_os("FDB_SRC"), typed);
+        let origin = named_by(&given, std::env::var_os("FDB_SRC"), fdb_src_typed());
         (given, origin)
     });
     find_checkout(given, default_src, prebuilt)
@@ -114,6 +122,11 @@ pub fn find_checkout(
         return Ok(std::fs::canonicalize(&src).unwrap_or(src));
     }
     Err(no_checkout(&src, origin, prebuilt))
+}
+
+/// Whether `--fdb-src` is on the gate's command line (clap also fills it from `FDB_SRC`).
+pub fn fdb_src_typed() -> bool {
+    std::env::args_os().any(|a| a == "--fdb-src" || a.as_encoded_bytes().starts_with(b"--fdb-src="))
 }
 
 /// Which of `--fdb-src` and `FDB_SRC` gave the path `given`: clap takes the flag over the
@@ -237,6 +250,32 @@ mod tests {
     const ELSEWHERE: &str =
         "clone one elsewhere (git clone https://github.com/apple/foundationdb DIR) and give it \
          with --fdb-src PATH";
+
+    #[test]
+    fn build_jobs_ninja_cannot_take_are_refused_before_any_build() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        let with = |jobs| SourceArgs {
+            build_jobs: Some(jobs),
+            ..args(Some(dir.path().to_path_buf()))
+        };
+        for bad in [0, MAX_BUILD_JOBS + 1, 4_294_967_295, usize::MAX] {
+            let e = SourceConfig::new(&with(bad), &[], None).unwrap_err();
+            assert!(
+                e.0.starts_with(&format!(
+                    "--build-jobs {bad}: give at least 1 and at most 4096"
+                )),
+                "{}",
+                e.0
+            );
+        }
+        for good in [1, MAX_BUILD_JOBS] {
+            assert_eq!(
+                SourceConfig::new(&with(good), &[], None).unwrap().jobs,
+                good
+            );
+        }
+    }
 
     #[test]
     fn a_missing_checkout_names_where_the_path_came_from() {
