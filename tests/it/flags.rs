@@ -266,3 +266,107 @@ fn doctor_json_prints_each_check_and_the_result_and_exits_as_without_it() {
     assert_eq!(work_dir["status"], "fail", "{report:#}");
     assert_eq!(work_dir["hint"], "give --workdir on a tmpfs");
 }
+
+#[test]
+fn a_refused_command_line_is_answered_in_the_commands_shape_whole_and_with_its_copies() {
+    let s = Sandbox::new();
+    // doctor --json answers in doctor's shape, whatever was refused.
+    for (args, env, said) in [
+        (
+            &["doctor", "--json", "--bogus"][..],
+            None,
+            "unexpected argument '--bogus'",
+        ),
+        (
+            &["doctor", "--json"][..],
+            Some(("WORKDIR", "")),
+            "WORKDIR is set but empty",
+        ),
+    ] {
+        let mut cmd = crate::support::gate_cmd();
+        cmd.args(args);
+        if let Some((k, v)) = env {
+            cmd.env(k, v);
+        }
+        let o = cmd.output().unwrap();
+        assert_eq!(code(&o), 64, "{}", text(&o));
+        let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(report["schema_version"], 1, "{report}");
+        assert_eq!(
+            (&report["result"], &report["exit_code"]),
+            (&json!("fail"), &json!(64))
+        );
+        assert_eq!(report["checks"], json!([]), "{report}");
+        assert!(report["error"].as_str().unwrap().contains(said), "{report}");
+    }
+    // A missing argument is named: clap puts it on the line after its sentence.
+    let o = crate::support::gate_cmd()
+        .args(["calibrate", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    let error: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        error["error"],
+        "the following required arguments were not provided: --build <DIR>"
+    );
+    // A mistyped flag still writes the copies, in directories not made yet.
+    let (md, junit) = (
+        s.dir.path().join("new/step.md"),
+        s.dir.path().join("ci/junit.xml"),
+    );
+    let o = crate::support::gate_cmd()
+        .args(["bench", "--bogus", "--export-markdown"])
+        .arg(&md)
+        .arg("--junit")
+        .arg(&junit)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    let md = std::fs::read_to_string(&md).unwrap();
+    assert!(md.contains("unexpected argument '--bogus'"), "{md}");
+    assert!(std::fs::read_to_string(&junit).unwrap().contains("--bogus"));
+    // A bad --color is refused before help, as before any other command.
+    for args in [
+        &["--color", "bogus", "help"][..],
+        &["--color=bogus", "--help"][..],
+        &["--color", "bogus", "help", "bench"][..],
+    ] {
+        let o = crate::support::gate_cmd().args(args).output().unwrap();
+        assert_eq!(code(&o), 64, "{args:?}: {}", text(&o));
+        assert!(
+            text(&o).contains("invalid value 'bogus' for '--color"),
+            "{}",
+            text(&o)
+        );
+    }
+    let o = crate::support::gate_cmd()
+        .args(["--color", "never", "help"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+}
+
+#[test]
+fn doctor_makes_no_missing_work_dir_and_says_bench_would() {
+    let s = Sandbox::new();
+    let missing = s.dir.path().join("ram");
+    let (status, report) = doctor_json(&[
+        "doctor".as_ref(),
+        "--json".as_ref(),
+        "--workdir".as_ref(),
+        missing.as_os_str(),
+    ]);
+    assert!(!missing.exists(), "doctor made {}", missing.display());
+    let checks = report["checks"].as_array().unwrap();
+    let work_dir = checks.iter().find(|c| c["name"] == "work dir").unwrap();
+    assert_eq!(work_dir["status"], "warn", "{report:#}");
+    assert!(
+        work_dir["value"]
+            .as_str()
+            .unwrap()
+            .contains("does not exist: bench would create it"),
+        "{work_dir}"
+    );
+    assert_ne!(status, 64, "{report:#}");
+}

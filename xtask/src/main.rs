@@ -36,6 +36,14 @@ fn main() -> ExitCode {
                 }
                 return ExitCode::from(EXIT_USAGE);
             }
+            // clap shows help (`xtask --color bogus help`) before it checks values; a bad
+            // --color is refused all the same, as it is before any other command.
+            if let (false, Some(bad)) = (e.use_stderr(), bad_color()) {
+                xtask::say!(
+                    "error: invalid value '{bad}' for '--color <WHEN>': give auto, always or never"
+                );
+                return ExitCode::from(EXIT_USAGE);
+            }
             let _ = e.print();
             if e.use_stderr() {
                 refused_flags_reported(&e.render().to_string());
@@ -60,8 +68,18 @@ fn main() -> ExitCode {
             xtask::say!("error: {e:#}");
             let status = exit_status(&e);
             if cli.command.wants_json() {
-                // A script reading stdout gets an answer even when no trial ran.
-                println!("{}", xtask::report::error_json(status, &format!("{e:#}")));
+                // A script reading stdout gets an answer even when no trial ran, in the
+                // shape the command prints.
+                let message = format!("{e:#}");
+                println!(
+                    "{}",
+                    match cli.command {
+                        cli::Command::Doctor { .. } =>
+                            xtask::cmd::doctor::error_json(status, &message),
+                        _ => xtask::report::error_json(status, &message),
+                    }
+                    .trim_end()
+                );
             }
             ExitCode::from(status)
         }
@@ -76,14 +94,13 @@ fn refused_flags_reported(message: &str) {
     let args: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let message = message
-        .lines()
-        .next()
-        .unwrap_or(message)
-        .trim_start_matches("error: ")
-        .to_string();
+    let message = clap_message(message);
     if args.iter().any(|a| a == "--json") {
-        println!("{}", xtask::report::error_json(EXIT_USAGE, &message));
+        let json = match subcommand(&args) {
+            Some("doctor") => xtask::cmd::doctor::error_json(EXIT_USAGE, &message),
+            _ => xtask::report::error_json(EXIT_USAGE, &message),
+        };
+        println!("{}", json.trim_end());
     }
     let value_of = |flag: &str| {
         let joined = format!("{flag}=");
@@ -101,8 +118,60 @@ fn refused_flags_reported(message: &str) {
         markdown: markdown.as_deref(),
         ..Default::default()
     };
+    // As for any other usage error, a copy may be in a directory not made yet (`--junit
+    // <out>/ci/junit.xml`); a path that cannot be written is left to setup_error's write.
+    for (flag, path) in copies.each() {
+        let _ = xtask::results::fs::check_writable_file(flag, path);
+    }
     xtask::report::write::setup_error(
         copies,
         &anyhow::Error::new(xtask::error::UsageError(message)),
     );
+}
+
+/// The value of `--color` on the command line when it is none of clap's (`auto`,
+/// `always`, `never`).
+fn bad_color() -> Option<String> {
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let value = args
+        .iter()
+        .enumerate()
+        .find_map(|(i, a)| match a.strip_prefix("--color=") {
+            Some(v) => Some(v.to_string()),
+            None if a == "--color" => args.get(i + 1).cloned(),
+            None => None,
+        })?;
+    <cli::ColorChoice as clap::ValueEnum>::from_str(&value, false)
+        .is_err()
+        .then_some(value)
+}
+
+/// clap's error message without its usage lines: every line before `Usage:` (a missing
+/// argument's name is on the line after the sentence), joined, without `error: `.
+fn clap_message(rendered: &str) -> String {
+    rendered
+        .lines()
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+        .trim_start_matches("error: ")
+        .to_string()
+}
+
+/// The subcommand of a raw command line (`args[0]` the program): its first argument that
+/// is no flag, `--color`'s value skipped.
+fn subcommand(args: &[String]) -> Option<&str> {
+    let mut rest = args.iter().skip(1);
+    while let Some(a) = rest.next() {
+        if a == "--color" {
+            rest.next();
+        } else if !a.starts_with('-') {
+            return Some(a);
+        }
+    }
+    None
 }

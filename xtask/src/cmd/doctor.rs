@@ -68,9 +68,26 @@ struct Report<'a> {
     schema_version: u32,
     /// The worst status of any check.
     result: Status,
-    /// The exit status, the same as without `--json`: 2 when a check failed, else 0.
+    /// The exit status, the same as without `--json`: 2 when a check failed, else 0; 64
+    /// for a usage error, which ran no check.
     exit_code: i32,
     checks: &'a [Finding],
+    /// What was wrong with the command line, and how to fix it (only for a usage error).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+}
+
+/// What `doctor --json` prints when its command line is refused (exit status
+/// `exit_code`): its own object, with no check and the `error`, so that a script reads
+/// one shape whatever happened.
+pub fn error_json(exit_code: u8, error: &str) -> String {
+    crate::results::fs::json(&Report {
+        schema_version: 1,
+        result: Status::Fail,
+        exit_code: i32::from(exit_code),
+        checks: &[],
+        error: Some(error),
+    })
 }
 
 /// Runs every check (the work dir as `--workdir` would choose it) and prints the findings
@@ -180,6 +197,32 @@ fn fdb_checkout(from_env: Option<PathBuf>, default: Option<PathBuf>) -> Finding 
 /// The work dir `bench` would use (tmpfs, free space) and fsync latency there and, for
 /// contrast, in the current directory.
 fn workdir_findings(explicit_workdir: Option<&Path>) -> Vec<Finding> {
+    // doctor only looks: a work dir `bench` would create is said, not made.
+    if let Some(path) = explicit_workdir.filter(|p| p.symlink_metadata().is_err()) {
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+        let (status, value) = if parent.is_none_or(Path::is_dir) {
+            (
+                Status::Warn,
+                format!(
+                    "{} does not exist: bench would create it there, and doctor checks \
+                     nothing it would have to create",
+                    path.display()
+                ),
+            )
+        } else {
+            (
+                Status::Fail,
+                format!("{} does not exist, nor does its parent", path.display()),
+            )
+        };
+        return vec![finding(
+            status,
+            "work dir",
+            value,
+            "create it (e.g. mount a RAM disk there: mount -t tmpfs -o size=16g tmpfs DIR) \
+             and run doctor again",
+        )];
+    }
     let w = match workdir::choose(explicit_workdir) {
         Ok(w) => w,
         Err(e) => {
@@ -452,6 +495,7 @@ pub fn render_json(findings: &[Finding]) -> String {
             .unwrap_or(Status::Ok),
         exit_code: exit_code(findings),
         checks: findings,
+        error: None,
     })
 }
 
