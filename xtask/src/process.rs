@@ -681,6 +681,15 @@ pub fn clean_text(text: &str, max_bytes: usize, keep: &[char]) -> String {
     out
 }
 
+/// `text` as the gate shows it to people (the terminal, `summary.md`, `report.html`, the
+/// plan): every character [`unsafe_in_text`] but tab and newline written as `\u{..}`, as
+/// [`excerpt`] writes a child's output, and nothing cut. Text read back from files the
+/// gate did not just write (a saved run, a record, `CMakeCache.txt`) reaches people through
+/// it, so that no such file can clear the screen, move the cursor or retitle the terminal.
+pub fn printable(text: &str) -> String {
+    clean_text(text, usize::MAX, &['\t', '\n'])
+}
+
 /// One line of an [`excerpt`]: cleaned (tabs kept), then cut to [`EXCERPT_LINE_BYTES`].
 fn one_line(line: &str) -> String {
     clean_text(line, EXCERPT_LINE_BYTES, &['\t'])

@@ -900,6 +900,74 @@ fn a_results_dir_that_fills_up_mid_run_is_named_in_a_results_case() {
 }
 
 #[test]
+fn a_junit_copy_on_a_full_filesystem_costs_neither_the_results_nor_later_copies() {
+    let s = Sandbox::new();
+    let Some(fs) = SmallFs::mount(&s.dir.path().join("full"), "1m") else {
+        eprintln!("skipped: this process cannot mount a small tmpfs to fill up");
+        return;
+    };
+    {
+        use std::io::Write as _;
+        let mut filler = std::fs::File::create(fs.0.join("filler")).unwrap();
+        while filler.write_all(&[0u8; 65536]).is_ok() {}
+    }
+    // A REGRESSION (exit 1) on its own: the failed copy must make it 2, in summary.json too.
+    let (a, b) = s.ab(json!({}), json!({"tps": 950}));
+    let junit = fs.0.join("junit.xml");
+    let md = s.dir.path().join("step-summary.md");
+    let o = s
+        .bench_command(
+            &a,
+            &b,
+            &[
+                "--trials",
+                "2",
+                "--junit",
+                junit.to_str().unwrap(),
+                "--export-markdown",
+                md.to_str().unwrap(),
+            ],
+        )
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    // The verdict table and every file of the run's own are there.
+    assert!(stdout.contains("REGRESSION"), "{stdout}");
+    for file in ["summary.json", "summary.md", "report.html", "results.tsv"] {
+        assert!(s.out().join(file).is_file(), "{file}: {}", text(&o));
+    }
+    // The failure names --junit and its own way out, not --out.
+    assert!(
+        stderr.contains(&format!("--junit {} was not written", junit.display()))
+            && stderr.contains("give --junit a path on another filesystem")
+            && !stderr.contains("--out on another"),
+        "{stderr}"
+    );
+    let log = std::fs::read_to_string(s.out().join("run.log")).unwrap();
+    assert!(
+        log.contains("--junit") && log.contains("was not written"),
+        "{log}"
+    );
+    let summary = s.read_json("summary.json");
+    assert_eq!(summary["exit_code"], 2, "{summary}");
+    assert_eq!(summary["copy_failures"][0]["flag"], "--junit", "{summary}");
+    crate::support::assert_valid_summary(&summary);
+    // The later copy was written all the same, and says so too.
+    let md = std::fs::read_to_string(&md).unwrap();
+    assert!(
+        md.contains("(exit 2)") && md.contains("**ERROR**: --junit"),
+        "{md}"
+    );
+    let own = std::fs::read_to_string(s.out().join("summary.md")).unwrap();
+    assert!(own.contains("(exit 2)"), "{own}");
+    assert!(!junit.exists() || std::fs::metadata(&junit).unwrap().len() == 0);
+}
+
+#[test]
 fn the_markdown_summary_is_appended_to_a_job_summary_file() {
     // CI job summaries take Markdown; GitHub's $GITHUB_STEP_SUMMARY collects
     // every step's, so an existing file is appended to, never replaced.

@@ -17,6 +17,7 @@ use crate::{
         sizing::{self, TrialCost, BATCH_S},
     },
     plan::resolve::{plan, prepare},
+    process::printable,
     report::write,
     results::{
         fs::{check_copies, check_writable_file, create_new, resolved},
@@ -26,7 +27,8 @@ use crate::{
 };
 
 /// Runs the A/A trials and writes `calibration.json`. Exit status 0 when every trial was
-/// measured (and, with `--write-profile`, the trials could be sized), else 2; a window too
+/// measured (and, with `--write-profile`, the trials could be sized) and every copy of the
+/// results (`--junit`, `--export-*`) was written, else 2; a window too
 /// short to size is refused before any trial. The log lines are in colour when `color`.
 pub fn run(args: &CalibrateArgs, color: bool) -> Result<i32> {
     let config = BenchConfig {
@@ -49,7 +51,7 @@ pub fn run(args: &CalibrateArgs, color: bool) -> Result<i32> {
     let prepared = prepare(&config)?;
     let plan = plan(config, prepared, Vec::new(), &engine_of_existing)?;
     if plan.config.dry_run {
-        let _ = write!(std::io::stdout(), "{}", plan.render());
+        let _ = write!(std::io::stdout(), "{}", printable(&plan.render()));
         return Ok(0);
     }
     let started = std::time::Instant::now();
@@ -89,14 +91,17 @@ pub fn run(args: &CalibrateArgs, color: bool) -> Result<i32> {
     }
     // With --json, stdout is summary.json alone, for scripts; calibration.json is beside it.
     if !done.plan.config.json {
-        let _ = writeln!(std::io::stdout(), "\n{}", cal.render());
+        let _ = writeln!(std::io::stdout(), "\n{}", printable(&cal.render()));
     }
     let all_measured = done.trials.iter().all(|t| t.outcome == Outcome::Measured);
-    Ok(if all_measured && !done.interrupted {
-        0
-    } else {
-        2
-    })
+    // A copy that failed is an error, as summary.json's exit_code says.
+    Ok(
+        if all_measured && !done.interrupted && done.copies_failed == 0 {
+            0
+        } else {
+            2
+        },
+    )
 }
 
 /// Refuses a `--write-profile` path before any trial: something already there (the gate

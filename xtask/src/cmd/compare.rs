@@ -13,7 +13,7 @@ use crate::{
     cli::CompareArgs,
     config::{check_max_regression, check_slo_tps, Copies, Schedule},
     error::UsageError,
-    judge::{exit_code, host::host_lines, knee, samples::Sample, Criteria, Judge, Reference},
+    judge::{host::host_lines, knee, samples::Sample, Criteria, Judge, Reference},
     report::write,
     results::{
         fs::{check_copies, check_copy_apart, check_results_dir, dir_stamp, resolved},
@@ -75,7 +75,14 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
             write::rewrite_dir(t, original, &to_run)
         });
     }
-    write::verdicts(
+    let hostname = meta.host.hostname.clone();
+    let junit_run = crate::report::JunitRun::new(
+        &trials,
+        std::time::UNIX_EPOCH + std::time::Duration::from_secs(meta.started_at_unix_s.unwrap_or(0)),
+        &hostname,
+        args.junit.as_deref(),
+    );
+    let written = write::verdicts(
         &out,
         write::Verdicts {
             judgements: &judgements,
@@ -87,15 +94,9 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
             files: copies(args),
             json_to_stdout: args.json,
         },
-        &crate::report::JunitRun::new(
-            &trials,
-            std::time::UNIX_EPOCH
-                + std::time::Duration::from_secs(meta.started_at_unix_s.unwrap_or(0)),
-            &meta.host.hostname,
-            args.junit.as_deref(),
-        ),
+        &junit_run,
     )?;
-    Ok(exit_code(&judgements, interrupted))
+    Ok(written.copies().exit_code)
 }
 
 /// The saved run's judgements: a sweep's knee (`SavedRun::read` checked its ladder), or

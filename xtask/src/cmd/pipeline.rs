@@ -13,8 +13,8 @@ use fdb::Engine;
 use crate::{
     config::{Schedule, MAX_TRIALS},
     judge::{
-        exit_code, host::host_lines, knee, samples::Sample, sequential::Sequential, Criteria,
-        Judge, Judgement, Reference, Verdict,
+        host::host_lines, knee, samples::Sample, sequential::Sequential, Criteria, Judge,
+        Judgement, Reference, Verdict,
     },
     plan::{Plan, PlannedTrial},
     process::interrupted,
@@ -30,6 +30,8 @@ pub struct Finished {
     pub trials: Vec<TrialRecord>,
     pub interrupted: bool,
     pub exit_code: i32,
+    /// How many copies of the results (`--junit`, `--export-*`) could not be written.
+    pub copies_failed: usize,
 }
 
 /// Runs the plan's trials, judges them and writes every result: the results dir is made
@@ -253,8 +255,8 @@ struct Judged {
     interrupted: bool,
 }
 
-/// Writes the verdicts (summary, JUnit, Markdown, results.tsv) and report.html, and
-/// returns the finished run with its exit status.
+/// Writes the verdicts (summary, JUnit, Markdown) and report.html, then their copies
+/// (`--junit`, `--export-*`), and returns the finished run with its exit status.
 fn finish(
     plan: Plan,
     out: PathBuf,
@@ -264,7 +266,10 @@ fn finish(
     let results = || write::Stage("results");
     let (profile_diff, unread) = crate::results::profile::diff_or_warning(&out, &j.trials);
     j.warnings.extend(unread);
-    write::verdicts(
+    let hostname = crate::results::host::Host::read().hostname;
+    let junit_run =
+        crate::report::JunitRun::new(&j.trials, started, &hostname, plan.config.junit.as_deref());
+    let written = write::verdicts(
         &out,
         write::Verdicts {
             judgements: &j.judgements,
@@ -276,12 +281,7 @@ fn finish(
             files: plan.config.copies(),
             json_to_stdout: plan.config.json,
         },
-        &crate::report::JunitRun::new(
-            &j.trials,
-            started,
-            &crate::results::host::Host::read().hostname,
-            plan.config.junit.as_deref(),
-        ),
+        &junit_run,
     )
     .context(results())?;
     write::html_report(
@@ -293,8 +293,11 @@ fn finish(
         started,
     )
     .context(results())?;
+    // The run's own files first: a copy that fails cannot cost them.
+    let copied = written.copies();
     Ok(Finished {
-        exit_code: exit_code(&j.judgements, j.interrupted),
+        exit_code: copied.exit_code,
+        copies_failed: copied.failed,
         plan,
         out,
         trials: j.trials,

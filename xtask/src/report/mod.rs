@@ -44,6 +44,7 @@ pub fn error_json(exit_code: u8, error: &str) -> String {
 #[schemars(deny_unknown_fields)]
 pub struct ErrorSummary<'a> {
     /// [`SUMMARY_SCHEMA_VERSION`].
+    #[schemars(extend("const" = SUMMARY_SCHEMA_VERSION))]
     pub schema_version: u32,
     /// 2 (an error) or 64 (a usage error).
     pub exit_code: u8,
@@ -70,7 +71,9 @@ pub const SUMMARY_SCHEMA_VERSION: u32 = 2;
 /// [`summary_schema`], shipped as `docs/summary.schema.json`.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Summary<'a> {
-    /// [`SUMMARY_SCHEMA_VERSION`]: raised when a field changes meaning or goes away.
+    /// [`SUMMARY_SCHEMA_VERSION`]: raised when a field changes meaning or goes away. A
+    /// reader of this schema reads this version only.
+    #[schemars(extend("const" = SUMMARY_SCHEMA_VERSION))]
     pub schema_version: u32,
     /// The run's exit status (0, 1, 2).
     pub exit_code: i32,
@@ -84,6 +87,44 @@ pub struct Summary<'a> {
     /// instructions per committed transaction changed most (absent under other drivers).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub profile_diff: &'a [crate::results::profile::ProfileDiff],
+    /// The copies of the results (`--junit`, `--export-*`) that could not be written
+    /// (absent when every copy was); any makes `exit_code` at least 2.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub copy_failures: &'a [CopyFailure],
+}
+
+/// A copy of a run's results (`--junit`, `--export-markdown`, `--export-*`) that could not
+/// be written. The run's own files hold the results all the same; the run exits 2, since
+/// the CI job reading the copy would find none, or an old one.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct CopyFailure {
+    /// The flag that named the copy, e.g. `--junit`.
+    pub flag: String,
+    /// The copy's path as given (lossy UTF-8).
+    pub path: String,
+    /// Why it could not be written, and what to do.
+    pub error: String,
+}
+
+impl CopyFailure {
+    /// The sentence the terminal, `run.log` and `summary.md` give it.
+    pub fn sentence(&self) -> String {
+        format!(
+            "{} {} was not written: {}",
+            self.flag, self.path, self.error
+        )
+    }
+}
+
+/// A run's exit status: its verdicts' ([`exit_code`]), and at least 2 when a copy of its
+/// results could not be written.
+pub fn run_exit_code(judgements: &[Judgement], interrupted: bool, copies: &[CopyFailure]) -> i32 {
+    let code = exit_code(judgements, interrupted);
+    if copies.is_empty() {
+        code
+    } else {
+        code.max(2)
+    }
 }
 
 /// A judgement as `summary.json` has it: every field of [`Judgement`], and the metric's
@@ -142,19 +183,22 @@ pub fn summary_schema() -> String {
     json(&schema).replace("[`", "`").replace("`]", "`")
 }
 
+/// `summary.json`'s text; `copy_failures` are the copies that could not be written.
 pub fn summary_json(
     judgements: &[Judgement],
     interrupted: bool,
     warnings: &[String],
     profile_diff: &[crate::results::profile::ProfileDiff],
+    copy_failures: &[CopyFailure],
 ) -> String {
     let s = Summary {
         schema_version: SUMMARY_SCHEMA_VERSION,
-        exit_code: exit_code(judgements, interrupted),
+        exit_code: run_exit_code(judgements, interrupted, copy_failures),
         interrupted,
         warnings,
         judgements: judgements.iter().map(JudgementJson::of).collect(),
         profile_diff,
+        copy_failures,
     };
     json(&s)
 }
@@ -594,9 +638,15 @@ fn table_row(j: &Judgement) -> [String; 7] {
 /// exit status, one row per engine and metric with each arm's mean, the change and its 95%
 /// interval, p, MDE and pairs, and the verdict; then each verdict's reason, its notes and
 /// the run's warnings. Text from the run is escaped for Markdown tables (`|`, newlines).
-pub fn markdown(judgements: &[Judgement], interrupted: bool, warnings: &[String]) -> String {
+/// `copy_failures`: the copies of the results that could not be written, each a line.
+pub fn markdown(
+    judgements: &[Judgement],
+    interrupted: bool,
+    warnings: &[String],
+    copy_failures: &[CopyFailure],
+) -> String {
     let cell = |t: &str| t.replace('|', "\\|").replace(['\n', '\r'], " ");
-    let code = exit_code(judgements, interrupted);
+    let code = run_exit_code(judgements, interrupted, copy_failures);
     let worst = judgements
         .iter()
         .filter(|j| j.gating)
@@ -637,7 +687,10 @@ pub fn markdown(judgements: &[Judgement], interrupted: bool, warnings: &[String]
     for w in warnings {
         let _ = writeln!(s, "- **WARNING**: {}", cell(w));
     }
-    s
+    for f in copy_failures {
+        let _ = writeln!(s, "- **ERROR**: {}", cell(&f.sentence()));
+    }
+    crate::process::printable(&s)
 }
 
 /// The terminal table: one row per engine, aligned, then each verdict's reason and the
@@ -728,7 +781,7 @@ mod tests {
     use fdb::Engine;
 
     /// A run of 2 minutes of redwood trials at 2026-12-01T10:00:00Z on host ci-1.
-    fn test_run() -> JunitRun {
+    pub(super) fn test_run() -> JunitRun {
         JunitRun {
             timestamp: std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_796_119_200),
             hostname: "ci-1".into(),
@@ -797,18 +850,38 @@ mod tests {
         ] {
             let mut j = j.clone();
             j[0].verdict = v;
-            valid(&summary_json(&j, false, &[], &[]));
+            valid(&summary_json(&j, false, &[], &[], &[]));
             j[1].comparison = None;
             j[1].baseline = None;
             j[1].mean_change_pct = None;
-            valid(&summary_json(&j, true, &["a warning".into()], &[]));
+            valid(&summary_json(&j, true, &["a warning".into()], &[], &[]));
         }
         valid(&error_json(64, "--trials: invalid value"));
         // And the schema can fail: a verdict it does not know.
         let mut wrong: serde_json::Value =
-            serde_json::from_str(&summary_json(&j, false, &[], &[])).unwrap();
+            serde_json::from_str(&summary_json(&j, false, &[], &[], &[])).unwrap();
         wrong["judgements"][0]["verdict"] = "PASSED".into();
         assert!(!validator.is_valid(&wrong));
+        // A copy that failed is part of the summary, and it makes the run an error.
+        let failed = [CopyFailure {
+            flag: "--junit".into(),
+            path: "/full/junit.xml".into(),
+            error: "No space left on device".into(),
+        }];
+        let text = summary_json(&j, false, &[], &[], &failed);
+        valid(&text);
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["exit_code"], 2, "{v}");
+        assert_eq!(v["copy_failures"][0]["flag"], "--junit", "{v}");
+        // Only the version this schema describes: a reader of version 2 knows no other.
+        for version in [1, 3] {
+            let mut other = v.clone();
+            other["schema_version"] = version.into();
+            assert!(!validator.is_valid(&other), "{version}");
+            let mut error: serde_json::Value = serde_json::from_str(&error_json(64, "x")).unwrap();
+            error["schema_version"] = version.into();
+            assert!(!validator.is_valid(&error), "{version}");
+        }
     }
 
     #[test]
@@ -1070,11 +1143,11 @@ mod tests {
     fn summary_exit_code_follows_the_worst_verdict_or_the_interrupt() {
         let (_, j) = run();
         let v: serde_json::Value =
-            serde_json::from_str(&summary_json(&j, false, &[], &[])).unwrap();
+            serde_json::from_str(&summary_json(&j, false, &[], &[], &[])).unwrap();
         assert_eq!(v["exit_code"], 1);
         assert_eq!(v["judgements"][0]["verdict"], "REGRESSION");
         let v: serde_json::Value =
-            serde_json::from_str(&summary_json(&j, true, &["w".into()], &[])).unwrap();
+            serde_json::from_str(&summary_json(&j, true, &["w".into()], &[], &[])).unwrap();
         assert_eq!(v["exit_code"], 2);
     }
 }

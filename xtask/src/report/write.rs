@@ -9,7 +9,10 @@ use std::{io::Write as _, path::Path, time::SystemTime};
 use anyhow::{Context as _, Result};
 use serde::Serialize;
 
-use super::{history, html, junit, junit_setup_error, markdown, results_tsv, summary_json, table};
+use super::{
+    history, html, junit, junit_setup_error, markdown, results_tsv, run_exit_code, summary_json,
+    table, CopyFailure,
+};
 use crate::{
     build::BuildTimeout,
     config::Direction,
@@ -88,9 +91,18 @@ pub fn trials(out: &Path, trials: &[TrialRecord]) -> Result<()> {
         "trials": trials,
     });
     write(&out.join("trials.json"), &json(&file))?;
+    // The errors before the TSV quotes them (an `--out` with a `"` is `""` there).
+    let relative: Vec<TrialRecord> = trials
+        .iter()
+        .cloned()
+        .map(|mut t| {
+            t.error = t.error.as_deref().map(|e| relative_to_results(out, e));
+            t
+        })
+        .collect();
     write(
         &out.join("results.tsv"),
-        &relative_to_results(out, &results_tsv(trials)),
+        &relative_to_results(out, &results_tsv(&relative)),
     )
 }
 
@@ -137,63 +149,203 @@ fn append_or_write(path: &Path, text: &str) -> Result<()> {
     }
 }
 
-/// Writes `summary.json`, `junit.xml` and `summary.md` (and their `copies`) into `out`
-/// and prints the table (or, with `copies.json_to_stdout`, the summary): the end of
-/// `bench`, `calibrate` and `compare`.
-pub fn verdicts(out: &Path, v: Verdicts, copies: Copies, run: &super::JunitRun) -> Result<()> {
-    let Verdicts {
-        judgements,
-        interrupted,
-        warnings,
-        profile_diff,
-    } = v;
-    let mut table = table(judgements, warnings);
-    if !profile_diff.is_empty() {
-        table = format!("{table}\n{}", crate::results::profile::render(profile_diff));
-    }
-    let junit = relative_to_results(out, &junit(judgements, &table, run));
-    let summary = relative_to_results(
-        out,
-        &summary_json(judgements, interrupted, warnings, profile_diff),
-    );
-    let mut md = markdown(judgements, interrupted, warnings);
-    if !profile_diff.is_empty() {
-        md = format!(
-            "{md}\n```\n{}```\n",
-            crate::results::profile::render(profile_diff)
-        );
-    }
-    let md = relative_to_results(out, &md);
-    write(&out.join("summary.json"), &summary)?;
-    write(&out.join("junit.xml"), &junit)?;
-    write(&out.join("summary.md"), &md)?;
-    let files = copies.files;
-    if let Some(extra) = files.junit {
-        write(extra, &junit)?;
-    }
-    if let Some(extra) = files.markdown {
-        append_or_write(extra, &md)?;
-    }
-    if let Some(extra) = files.bmf {
-        write(extra, &history::bmf(judgements))?;
-    }
-    if let Some([bigger, smaller]) = files.benchmark_action {
-        write(
-            bigger,
-            &history::benchmark_action(judgements, Direction::HigherIsBetter),
-        )?;
-        write(
-            smaller,
-            &history::benchmark_action(judgements, Direction::LowerIsBetter),
-        )?;
-    }
-    // A closed stdout (`| head`) must not turn a verdict into a crash.
-    let _ = if copies.json_to_stdout {
-        std::io::stdout().write_all(summary.as_bytes())
-    } else {
-        writeln!(std::io::stdout(), "\n{table}\nresults: {}", out.display())
+/// Writes `summary.json`, `junit.xml` and `summary.md` into `out` and prints the table
+/// (not with `copies.json_to_stdout`): the end of `bench`, `calibrate` and `compare`, but
+/// for the copies, which [`Written::copies`] writes once every file of the run's own is.
+pub fn verdicts<'a>(
+    out: &'a Path,
+    v: Verdicts<'a>,
+    copies: Copies<'a>,
+    run: &super::JunitRun,
+) -> Result<Written<'a>> {
+    let table_of = |judgements: &[Judgement], warnings: &[String]| {
+        let table = table(judgements, warnings);
+        match v.profile_diff.is_empty() {
+            true => table,
+            false => format!(
+                "{table}\n{}",
+                crate::results::profile::render(v.profile_diff)
+            ),
+        }
     };
-    Ok(())
+    // The files name the results dir's files relative to it, the terminal keeps them
+    // absolute. Rewritten before the formats escape them (an `--out` with a `"` is
+    // `\"` in JSON), and after, for the text the formats add.
+    let (mut judgements, mut warnings) = (v.judgements.to_vec(), v.warnings.to_vec());
+    rewrite_texts(&mut judgements, &mut warnings, |t| {
+        relative_to_results(out, t)
+    });
+    let junit = junit(&judgements, &table_of(&judgements, &warnings), run);
+    let written = Written {
+        out,
+        judgements,
+        warnings,
+        interrupted: v.interrupted,
+        profile_diff: v.profile_diff,
+        copies,
+        junit: relative_to_results(out, &junit),
+    };
+    let table = table_of(v.judgements, v.warnings);
+    write(&out.join("summary.json"), &written.summary(&[]))?;
+    write(&out.join("junit.xml"), &written.junit)?;
+    write(&out.join("summary.md"), &written.markdown(&[]))?;
+    if !copies.json_to_stdout {
+        // A closed stdout (`| head`) must not turn a verdict into a crash.
+        let _ = writeln!(std::io::stdout(), "\n{table}\nresults: {}", out.display());
+    }
+    Ok(written)
+}
+
+/// A run's verdict files, written into its results dir, and the copies still to write.
+pub struct Written<'a> {
+    out: &'a Path,
+    /// The judgements and warnings as the files have them (paths relative to `out`).
+    judgements: Vec<Judgement>,
+    warnings: Vec<String>,
+    interrupted: bool,
+    profile_diff: &'a [crate::results::profile::ProfileDiff],
+    copies: Copies<'a>,
+    /// `junit.xml`'s text, which `--junit` copies.
+    junit: String,
+}
+
+impl Written<'_> {
+    /// `summary.json`'s text, with `failures` (copies that could not be written).
+    fn summary(&self, failures: &[CopyFailure]) -> String {
+        relative_to_results(
+            self.out,
+            &summary_json(
+                &self.judgements,
+                self.interrupted,
+                &self.warnings,
+                self.profile_diff,
+                failures,
+            ),
+        )
+    }
+
+    /// `summary.md`'s text, with `failures` (copies that could not be written).
+    fn markdown(&self, failures: &[CopyFailure]) -> String {
+        let mut md = markdown(&self.judgements, self.interrupted, &self.warnings, failures);
+        if !self.profile_diff.is_empty() {
+            md = format!(
+                "{md}\n```\n{}```\n",
+                crate::results::profile::render(self.profile_diff)
+            );
+        }
+        relative_to_results(self.out, &md)
+    }
+
+    /// Writes the copies (`--junit`, `--export-*`; the Markdown last, so that it names the
+    /// others that failed), prints the summary with `--json`, and returns the run's exit
+    /// status ([`run_exit_code`]). A copy that cannot be written does not stop the others:
+    /// it is said on the terminal and in `run.log`, and `summary.json` and `summary.md` are
+    /// written again naming it, with the exit status it gives (2).
+    pub fn copies(self) -> Copied {
+        let files = self.copies.files;
+        let judgements = &self.judgements;
+        let mut failures = Vec::new();
+        let copy = |failures: &mut Vec<CopyFailure>, flag: &str, path: &Path, done: Result<()>| {
+            if let Err(e) = done {
+                failures.push(copy_failure(flag, path, &e));
+            }
+        };
+        if let Some(path) = files.junit {
+            copy(&mut failures, "--junit", path, write(path, &self.junit));
+        }
+        if let Some(path) = files.bmf {
+            copy(
+                &mut failures,
+                "--export-bmf",
+                path,
+                write(path, &history::bmf(judgements)),
+            );
+        }
+        for (path, direction) in files
+            .benchmark_action
+            .iter()
+            .flatten()
+            .zip([Direction::HigherIsBetter, Direction::LowerIsBetter])
+        {
+            let text = history::benchmark_action(judgements, direction);
+            copy(
+                &mut failures,
+                "--export-benchmark",
+                path,
+                write(path, &text),
+            );
+        }
+        if let Some(path) = files.markdown {
+            let md = self.markdown(&failures);
+            copy(
+                &mut failures,
+                "--export-markdown",
+                path,
+                append_or_write(path, &md),
+            );
+        }
+        let summary = self.summary(&failures);
+        for f in &failures {
+            log_error(&f.sentence());
+        }
+        if !failures.is_empty() {
+            // The run's own files say what its exit status says; best effort, as the
+            // copies were.
+            let _ = write(&self.out.join("summary.json"), &summary);
+            let _ = write(&self.out.join("summary.md"), &self.markdown(&failures));
+        }
+        if self.copies.json_to_stdout {
+            let _ = std::io::stdout().write_all(summary.as_bytes());
+        }
+        Copied {
+            exit_code: run_exit_code(judgements, self.interrupted, &failures),
+            failed: failures.len(),
+        }
+    }
+}
+
+/// What writing a run's copies came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Copied {
+    /// The run's exit status: its verdicts', at least 2 when a copy failed.
+    pub exit_code: i32,
+    /// How many copies could not be written.
+    pub failed: usize,
+}
+
+/// A copy (`flag`'s `path`) that `e` kept from being written, and what to do about it:
+/// the copy's own flag, not `--out`, is the one to change.
+fn copy_failure(flag: &str, path: &Path, e: &anyhow::Error) -> CopyFailure {
+    use std::io::ErrorKind::{QuotaExceeded, StorageFull};
+    let io = e.chain().find_map(|c| c.downcast_ref::<std::io::Error>());
+    let full = io.is_some_and(|io| matches!(io.kind(), StorageFull | QuotaExceeded));
+    let why = match io {
+        Some(io) => io.to_string(),
+        None => format!("{e:#}"),
+    };
+    let advice = if full {
+        format!(
+            "its filesystem is full (or the user's quota is spent): free space there, or give \
+             {flag} a path on another filesystem"
+        )
+    } else {
+        format!("give {flag} a path the gate can write")
+    };
+    CopyFailure {
+        flag: flag.to_string(),
+        path: path.display().to_string(),
+        error: format!("{why}; {advice}; the run's own results dir has every result"),
+    }
+}
+
+/// An error the run survives, said on the terminal and, once the run logs, in `run.log`.
+fn log_error(line: &str) {
+    if tracing::dispatcher::has_been_set() {
+        tracing::error!("{line}");
+    } else {
+        let line = crate::process::printable(line);
+        let _ = writeln!(std::io::stderr(), "error: {line}");
+    }
 }
 
 /// Writes `report.html`, with the paths of files inside `out` in its verdicts, trial
@@ -296,6 +448,58 @@ mod tests {
              is empty; --out /ci/runner/perfgate-results/20261201T1854Z-7 \
              /other/ci/runner/perfgate-results/20261201T1854Z-7/x"
         );
+    }
+
+    #[test]
+    fn an_out_dir_any_format_escapes_is_still_made_relative_and_control_text_escaped() {
+        let dir = tempfile::tempdir().unwrap();
+        // JSON writes `"` as `\"`, the TSV as `""`; a tab and a newline are escaped too.
+        let out = dir.path().join("we\"ird\tout\nx");
+        std::fs::create_dir(&out).unwrap();
+        let (mut records, mut judgements) = super::super::tests::run();
+        let abs = format!("{}/trials/02-redwood-experiment-1/mako.json", out.display());
+        judgements[0].reason = format!("mako JSON report {abs} is not valid: \x1b[2J\x1b]0;x\x07");
+        records[1].error = Some(format!("see {abs}"));
+        let warnings = [format!("see {abs}")];
+        let written = verdicts(
+            &out,
+            Verdicts {
+                judgements: &judgements,
+                interrupted: false,
+                warnings: &warnings,
+                profile_diff: &[],
+            },
+            Copies::default(),
+            &super::super::tests::test_run(),
+        )
+        .unwrap();
+        assert_eq!(written.copies().exit_code, 1);
+        trials(&out, &records).unwrap();
+        let summary: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap())
+                .unwrap();
+        let reason = summary["judgements"][0]["reason"].as_str().unwrap();
+        assert!(
+            reason.starts_with("mako JSON report trials/02-redwood-experiment-1/mako.json"),
+            "{reason}"
+        );
+        assert_eq!(
+            summary["warnings"][0],
+            "see trials/02-redwood-experiment-1/mako.json"
+        );
+        for file in ["summary.json", "summary.md", "junit.xml", "results.tsv"] {
+            let text = std::fs::read_to_string(out.join(file)).unwrap();
+            assert!(
+                !text.contains("ird"),
+                "{file} names the results dir: {text}"
+            );
+            assert!(
+                !text.contains('\x1b') && !text.contains('\x07'),
+                "{file}: {text}"
+            );
+        }
+        let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+        assert!(md.contains("\\u{1b}[2J\\u{1b}]0;x\\u{7}"), "{md}");
         // A relative --out: the same, and a longer name that merely ends like it is kept.
         assert_eq!(
             relative_to_results(Path::new("res"), "see res/trials/a and fres/trials/b"),
@@ -324,7 +528,8 @@ pub fn setup_error(copies: crate::config::Copies, e: &anyhow::Error) {
         Some(stage) => stage.0,
         None => "setup",
     };
-    let message = format!("{e:#}");
+    // The error may quote a record or a saved run: the Markdown gets it printable.
+    let message = crate::process::printable(&format!("{e:#}"));
     if let Some(path) = copies.junit {
         let _ = write(path, &junit_setup_error(case, verdict, &message));
     }
