@@ -654,3 +654,131 @@ fn a_record_whose_class_was_edited_to_this_hosts_is_refused() {
     assert_eq!(code(&o), 2, "{}", text(&o));
     assert!(text(&o).contains("the record was edited"), "{}", text(&o));
 }
+
+/// Control characters as a hostile file would hold them: clear the screen, retitle the
+/// terminal (OSC ... BEL), a C1 CSI, a bidirectional override and a carriage return.
+const NASTY: &str = "\u{1b}[2J\u{1b}]0;pwned\u{7}\u{9b}31m\u{202e}txt.exe\r";
+
+/// Fails unless `text` (`what`) holds none of [`NASTY`]'s characters as they are, and
+/// holds them written as `\u{..}` when `escaped`.
+#[track_caller]
+fn assert_printable(what: &str, text: &str, escaped: bool) {
+    let raw: Vec<char> = text
+        .chars()
+        .filter(|c| "\u{1b}\u{7}\u{9b}\u{202e}\r".contains(*c))
+        .collect();
+    assert!(raw.is_empty(), "{what} holds {raw:?}: {text}");
+    if escaped {
+        assert!(
+            text.contains("\\u{1b}[2J\\u{1b}]0;pwned\\u{7}\\u{9b}31m\\u{202e}txt.exe"),
+            "{what}: {text}"
+        );
+    }
+}
+
+#[test]
+fn text_read_back_from_records_and_saved_runs_reaches_people_escaped() {
+    let s = Sandbox::new();
+    let dir = recorded(&s);
+    let file = dir.join("release.json");
+    let original = std::fs::read_to_string(&file).unwrap();
+    let edit = |f: &dyn Fn(&mut Value)| {
+        let mut b: Value = serde_json::from_str(&original).unwrap();
+        f(&mut b);
+        std::fs::write(&file, b.to_string()).unwrap();
+    };
+    // `baseline list` and `show` print what the record says, and why they cannot read it.
+    let d = dir.to_str().unwrap();
+    let list = ["baseline", "list", "--baselines-dir", d];
+    let show = ["baseline", "show", "release", "--baselines-dir", d];
+    edit(&|b| b["build"]["release"] = json!(format!("FoundationDB 8.0{NASTY}")));
+    let o = xtask_in(&s, &show);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    assert_printable("show", &text(&o), false);
+    assert!(text(&o).contains("8.0\\u001b[2J"), "{}", text(&o));
+    edit(&|b| b["engine"] = json!(NASTY));
+    for args in [&list[..], &show[..]] {
+        let o = xtask_in(&s, args);
+        assert_printable(args[1], &text(&o), false);
+        assert!(text(&o).contains("\\u{1b}[2J"), "{}", text(&o));
+    }
+    // A refusal quoting the record: its compiler field, then a knob value.
+    edit(&|b| b["build_config"]["cxx_compiler"] = json!(format!("/usr/bin/c++{NASTY}")));
+    let exp = s.tree(
+        "candidate",
+        json!({"source_version": "7777777777777777777777777777777777777777"}),
+    );
+    let o = against(&s, &dir, &exp, "compiler", &[]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(text(&o).contains("CMAKE_CXX_COMPILER"), "{}", text(&o));
+    assert_printable("the compiler refusal", &text(&o), true);
+    edit(&|b| {
+        let knob =
+            json!({"name": "knob_page_cache_4k", "value": format!("1{NASTY}"), "source": "user"});
+        b["knobs"].as_array_mut().unwrap().push(knob);
+    });
+    let o = against(&s, &dir, &exp, "knob", &[]);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert_printable("the knob refusal", &text(&o), true);
+    std::fs::write(&file, &original).unwrap();
+
+    // compare: a trial's error and a warning of the saved run, into the table, summary.md,
+    // the --export-markdown copy and junit.xml.
+    let run = s.dir.path().join("release-run");
+    let trials_path = run.join("trials.json");
+    let mut trials: Value =
+        serde_json::from_str(&std::fs::read_to_string(&trials_path).unwrap()).unwrap();
+    trials["trials"][3]["outcome"] = json!("error");
+    trials["trials"][3]["error"] = json!(format!("mako crashed: {NASTY}"));
+    std::fs::write(&trials_path, trials.to_string()).unwrap();
+    let meta_path = run.join("meta.json");
+    let mut meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
+    meta["plan"]["warnings"] = json!([format!("a warning: {NASTY}")]);
+    std::fs::write(&meta_path, meta.to_string()).unwrap();
+    let (out, md) = (s.dir.path().join("cmp"), s.dir.path().join("step.md"));
+    let o = crate::support::gate_cmd()
+        .arg("compare")
+        .arg(&run)
+        .arg("--out")
+        .arg(&out)
+        .arg("--export-markdown")
+        .arg(&md)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert_printable("compare's output", &text(&o), true);
+    for (what, path) in [
+        ("summary.md", out.join("summary.md")),
+        ("--export-markdown", md),
+        ("junit.xml", out.join("junit.xml")),
+    ] {
+        assert_printable(what, &std::fs::read_to_string(path).unwrap(), true);
+    }
+    // A saved run compare refuses, its refusal quoting the file.
+    trials["trials"][3]["outcome"] = json!("measured");
+    std::fs::write(&trials_path, trials.to_string()).unwrap();
+    let o = crate::support::compare_only(&run);
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(
+        text(&o).contains("is measured but holds an error"),
+        "{}",
+        text(&o)
+    );
+    assert_printable("compare's refusal", &text(&o), true);
+
+    // report.html and the terminal of a run whose tree's CMakeCache.txt says the same.
+    let a = s.tree("nasty", json!({}));
+    let cache = a.join("CMakeCache.txt");
+    let text_of = std::fs::read_to_string(&cache).unwrap();
+    std::fs::write(
+        &cache,
+        format!("{text_of}CMAKE_CXX_COMPILER:FILEPATH=/usr/bin/c++{NASTY}\n"),
+    )
+    .unwrap();
+    let o = s.bench_in("nasty-run", &a, &exp, &["--trials", "2"]);
+    assert!([0, 1].contains(&code(&o)), "{}", text(&o));
+    assert_printable("bench's output", &text(&o), false);
+    let html = std::fs::read_to_string(s.dir.path().join("nasty-run/report.html")).unwrap();
+    assert_printable("report.html", &html, true);
+}

@@ -16,12 +16,15 @@
 //! `fdb` crate (`fdb/`), which imports nothing of the gate.
 
 /// `eprintln!` that ignores a closed stderr (`... 2>&1 | head -1`): a message that
-/// cannot be shown must not panic the gate (exit 101) before it has ended its run.
+/// cannot be shown must not panic the gate (exit 101) before it has ended its run. The
+/// message is [`process::printable`]: it may quote a file (a record, a saved run) whose
+/// control characters must not reach the terminal.
 #[macro_export]
 macro_rules! say {
     ($($t:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($t)*);
+        let line = $crate::process::printable(&format!($($t)*));
+        let _ = writeln!(std::io::stderr(), "{line}");
     }};
 }
 

@@ -350,7 +350,8 @@ fn list(dir: &Path) -> Result<String> {
                     b.engine,
                     b.workload.profile,
                     tps.len(),
-                    &b.build.source_version[..b.build.source_version.len().min(12)],
+                    // By characters: a record's text need not be ASCII.
+                    b.build.source_version.chars().take(12).collect::<String>(),
                     b.host_class,
                     b.recorded_at
                 );
@@ -369,6 +370,8 @@ fn list(dir: &Path) -> Result<String> {
 /// `cargo xtask baseline record|list|show`; exit status 0, or an error.
 pub fn run(cmd: &BaselineCommand) -> Result<i32> {
     let out = |text: &str| {
+        // Records are files anyone may have edited: none moves the terminal's cursor.
+        let text = crate::process::printable(text);
         let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
     };
     match cmd {

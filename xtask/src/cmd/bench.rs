@@ -80,7 +80,8 @@ pub fn run(args: &BenchArgs, color: bool) -> Result<i32> {
             let shown = if args.run.json {
                 crate::results::fs::json(&plan)
             } else {
-                plan.render()
+                // The plan quotes the trees' CMakeCache.txt and a record.
+                crate::process::printable(&plan.render())
             };
             let _ = write!(std::io::stdout(), "{shown}");
             return Ok(0);

@@ -15,7 +15,8 @@ pub fn run(args: &SourceArgs) -> Result<i32> {
     crate::build::need_git()?;
     let source = SourceConfig::new(args, &[], crate::results::fs::default_fdb_src())?;
     for (arm, p) in build_arms(&source, &[Arm::Baseline, Arm::Experiment])? {
-        let _ = writeln!(std::io::stdout(), "{arm}: {}", p.build_dir.display());
+        let line = crate::process::printable(&format!("{arm}: {}", p.build_dir.display()));
+        let _ = writeln!(std::io::stdout(), "{line}");
     }
     Ok(0)
 }

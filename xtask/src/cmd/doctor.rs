@@ -98,7 +98,8 @@ pub fn run(explicit_workdir: Option<&Path>, json: bool) -> Result<i32> {
     let shown = if json {
         render_json(&findings)
     } else {
-        render(&findings)
+        // Findings quote what the host says (a CPU model, a process's command line).
+        crate::process::printable(&render(&findings))
     };
     let _ = std::io::stdout().write_all(shown.as_bytes());
     Ok(exit_code)

@@ -51,12 +51,14 @@ pub fn execute(plan: Plan, color: bool) -> Result<Finished> {
         tracing::warn!("{w}");
     }
     tracing::info!("results: {}", out.display());
+    // The plan quotes files (CMakeCache.txt, a record): printable, as every such text.
+    let printable = crate::process::printable;
     for line in plan.render_body().lines() {
-        tracing::info!("{line}");
+        tracing::info!("{}", printable(line));
     }
     // The plan's warnings go out once, at warn level (shown even with --quiet).
     for w in &plan.warnings {
-        tracing::warn!("{w}");
+        tracing::warn!("{}", printable(w));
     }
     let results = || write::Stage("results");
     let started = std::time::SystemTime::now();

@@ -102,7 +102,8 @@ pub fn render(
     s.push_str(&readwrite_table(trials));
     s.push_str(&provenance(plan));
     s.push_str("</body></html>\n");
-    s
+    // Text from files (a record, CMakeCache.txt, trial errors) is in it.
+    crate::process::printable(&s)
 }
 
 /// An engine's simulation trials: storage server instructions per transaction per trial,

@@ -756,7 +756,8 @@ pub fn table(judgements: &[Judgement], warnings: &[String]) -> String {
     for w in warnings {
         let _ = writeln!(s, "WARNING: {w}");
     }
-    s
+    // Reasons quote trial errors, which `compare` reads back from trials.json.
+    crate::process::printable(&s)
 }
 
 /// A JUnit time from seconds: what cannot be a duration (negative, NaN, beyond
