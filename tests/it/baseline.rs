@@ -755,6 +755,20 @@ fn text_read_back_from_records_and_saved_runs_reaches_people_escaped() {
     ] {
         assert_printable(what, &std::fs::read_to_string(path).unwrap(), true);
     }
+    // --json gives scripts the same values, in JSON escapes the terminal shows as text.
+    let o = crate::support::gate_cmd()
+        .args(["compare", "--json", "--out"])
+        .arg(s.dir.path().join("cmp-json"))
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert_printable("compare --json", &text(&o), false);
+    let summary: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        summary["warnings"][0].as_str().unwrap().ends_with(NASTY),
+        "{summary}"
+    );
     // A saved run compare refuses, its refusal quoting the file.
     trials["trials"][3]["outcome"] = json!("measured");
     std::fs::write(&trials_path, trials.to_string()).unwrap();

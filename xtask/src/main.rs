@@ -71,15 +71,11 @@ fn main() -> ExitCode {
                 // A script reading stdout gets an answer even when no trial ran, in the
                 // shape the command prints.
                 let message = format!("{e:#}");
-                println!(
-                    "{}",
-                    match cli.command {
-                        cli::Command::Doctor { .. } =>
-                            xtask::cmd::doctor::error_json(status, &message),
-                        _ => xtask::report::error_json(status, &message),
-                    }
-                    .trim_end()
-                );
+                let json = match cli.command {
+                    cli::Command::Doctor { .. } => xtask::cmd::doctor::error_json(status, &message),
+                    _ => xtask::report::error_json(status, &message),
+                };
+                println!("{}", process::json_printable(json.trim_end()));
             }
             ExitCode::from(status)
         }
@@ -100,7 +96,7 @@ fn refused_flags_reported(message: &str) {
             Some("doctor") => xtask::cmd::doctor::error_json(EXIT_USAGE, &message),
             _ => xtask::report::error_json(EXIT_USAGE, &message),
         };
-        println!("{}", json.trim_end());
+        println!("{}", process::json_printable(json.trim_end()));
     }
     let value_of = |flag: &str| {
         let joined = format!("{flag}=");

@@ -690,6 +690,24 @@ pub fn printable(text: &str) -> String {
     clean_text(text, usize::MAX, &['\t', '\n'])
 }
 
+/// JSON text (serde_json's) as the gate prints it for scripts on a terminal: every
+/// character [`unsafe_in_text`] that serde_json leaves as it is (DEL, C1 controls such as
+/// the one-byte CSI, bidirectional overrides) written as a JSON `\uXXXX` escape, so the
+/// value read back is the same and the terminal shows it as text. serde_json escapes the
+/// C0 controls inside strings already; the newlines and tabs of its layout are kept.
+pub fn json_printable(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if unsafe_in_text(c) && !matches!(c, '\n' | '\t' | '\r') {
+            // Every such character is in the Basic Multilingual Plane: one escape each.
+            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// One line of an [`excerpt`]: cleaned (tabs kept), then cut to [`EXCERPT_LINE_BYTES`].
 fn one_line(line: &str) -> String {
     clean_text(line, EXCERPT_LINE_BYTES, &['\t'])

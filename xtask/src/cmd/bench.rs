@@ -78,7 +78,7 @@ pub fn run(args: &BenchArgs, color: bool) -> Result<i32> {
         if plan.config.dry_run {
             // With --json, the plan as meta.json's "plan" would hold it, for scripts.
             let shown = if args.run.json {
-                crate::results::fs::json(&plan)
+                crate::process::json_printable(&crate::results::fs::json(&plan))
             } else {
                 // The plan quotes the trees' CMakeCache.txt and a record.
                 crate::process::printable(&plan.render())

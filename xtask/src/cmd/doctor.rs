@@ -96,7 +96,7 @@ pub fn run(explicit_workdir: Option<&Path>, json: bool) -> Result<i32> {
     let findings = check_all(explicit_workdir);
     let exit_code = exit_code(&findings);
     let shown = if json {
-        render_json(&findings)
+        crate::process::json_printable(&render_json(&findings))
     } else {
         // Findings quote what the host says (a CPU model, a process's command line).
         crate::process::printable(&render(&findings))

@@ -210,9 +210,11 @@ pub struct Written<'a> {
 }
 
 impl Written<'_> {
-    /// `summary.json`'s text, with `failures` (copies that could not be written).
+    /// `summary.json`'s text, with `failures` (copies that could not be written), in
+    /// JSON escapes a terminal shows as text (it is printed with `--json`, and quotes
+    /// saved runs).
     fn summary(&self, failures: &[CopyFailure]) -> String {
-        relative_to_results(
+        let summary = relative_to_results(
             self.out,
             &summary_json(
                 &self.judgements,
@@ -221,7 +223,8 @@ impl Written<'_> {
                 self.profile_diff,
                 failures,
             ),
-        )
+        );
+        crate::process::json_printable(&summary)
     }
 
     /// `summary.md`'s text, with `failures` (copies that could not be written).
