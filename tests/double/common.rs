@@ -58,6 +58,13 @@ pub struct Behaviour {
     /// `mako --mode run` starts a worker in a process group of its own (as after `setsid`)
     /// that outlives a mako that ends normally.
     pub mako_detached_worker: bool,
+    /// `mako --mode run` starts a worker that calls `setsid()` (a session and group of its
+    /// own; its command line names the cluster file): it outlives a SIGKILLed gate unless
+    /// something holds every process of the run, whatever its group.
+    pub mako_setsid_worker: bool,
+    /// `mako --mode run` starts a worker through `setsid -f` (a double fork: its parent
+    /// exits at once) whose command line does not name the run dir.
+    pub mako_escaped_worker: bool,
     /// The coordinator (stateless fdbserver) exits when asked to configure.
     pub coordinator_exits_on_configure: bool,
     /// `mako --mode run` writes half its JSON report and stops (a killed run).
@@ -177,6 +184,8 @@ impl Default for Behaviour {
             mako_timeouts: 0,
             server_ignores_sigterm: false,
             mako_forks_worker: false,
+            mako_setsid_worker: false,
+            mako_escaped_worker: false,
             mako_detached_worker: false,
             coordinator_exits_on_configure: false,
             mako_truncates_report: false,

@@ -95,6 +95,27 @@ fn main() {
         }
         let _ = worker.spawn();
     }
+    if b.mako_setsid_worker {
+        use std::os::unix::process::CommandExt as _;
+        let mut worker = std::process::Command::new(std::env::args_os().next().unwrap());
+        worker.arg("--double-worker").arg(&cluster);
+        // SAFETY: setsid is async-signal-safe.
+        unsafe {
+            worker.pre_exec(|| nix::unistd::setsid().map(drop).map_err(Into::into));
+        }
+        let _ = worker.spawn();
+    }
+    if b.mako_escaped_worker {
+        // `setsid -f` forks, the fork calls setsid and execs the worker, and setsid exits:
+        // the worker is an orphan at once, with nothing of the run on its command line.
+        let _ = std::process::Command::new("setsid")
+            .arg("-f")
+            .arg(std::env::args_os().next().unwrap())
+            .arg("--double-worker")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
     // Written once the worker runs its own command line (spawn returns after its exec):
     // tests that wait for this file then see every process of the run.
     // Written whole and renamed into place: a test that sees the file sees its pids (a

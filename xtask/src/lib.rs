@@ -32,6 +32,7 @@ pub mod build;
 pub mod cli;
 pub mod cmd;
 pub mod config;
+pub mod contain;
 pub mod error;
 pub mod files;
 pub mod input;

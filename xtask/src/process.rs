@@ -2,7 +2,8 @@
 //! and bounded waits that notice timeouts and Ctrl-C.
 //!
 //! Each child runs in its own process group (mako forks worker processes; the group takes
-//! them all down), gets `PR_SET_PDEATHSIG(SIGKILL)` so it dies even if the gate is
+//! them all down), joins the run's cgroup when there is one (`contain`: it holds what
+//! leaves the group too), gets `PR_SET_PDEATHSIG(SIGKILL)` so it dies even if the gate is
 //! SIGKILLed, and has core dumps off (mako aborts in `_dl_fini` at every exit). A
 //! [`Child`] stops its group when dropped. The parent-death signal does not reach what a
 //! child forks (mako's workers), so a reaper process (`run::reaper`) outlives the gate to end
@@ -10,6 +11,7 @@
 
 use std::{
     fs::File,
+    os::fd::OwnedFd,
     os::unix::process::CommandExt,
     path::{Path, PathBuf},
     process::{Command, ExitStatus, Stdio},
@@ -244,6 +246,9 @@ impl Child {
                 Ok(())
             });
         }
+        if let Some(procs) = CGROUP.lock().ok().and_then(|c| c.clone()) {
+            join_cgroup(&mut cmd, procs);
+        }
         let inner = cmd
             .spawn()
             .with_context(|| format!("cannot start {name}: {cmd:?}"))?;
@@ -373,6 +378,41 @@ fn raise_oom_score() {
     }
 }
 
+/// The `cgroup.procs` of the run's cgroup, once it has one ([`contain_children_in`]).
+static CGROUP: std::sync::Mutex<Option<Arc<OwnedFd>>> = std::sync::Mutex::new(None);
+
+/// From now on (`Some`), every child [`Child::spawn`] starts joins the cgroup whose
+/// `cgroup.procs` is `procs` before it runs anything, so that what it forks is in it too;
+/// `None` ends that.
+pub fn contain_children_in(procs: Option<Arc<OwnedFd>>) {
+    if let Ok(mut c) = CGROUP.lock() {
+        *c = procs;
+    }
+}
+
+/// Makes `cmd`'s process join the cgroup whose `cgroup.procs` is `procs` between fork and
+/// exec (it writes `0`, itself, there); a child that cannot join does not start (its
+/// spawn fails with the reason), so no process of a run is ever left outside.
+pub fn join_cgroup(cmd: &mut Command, procs: Arc<OwnedFd>) {
+    // SAFETY: write(2) is async-signal-safe; the descriptor is kept open by the Arc the
+    // closure owns, and nothing is allocated.
+    unsafe {
+        cmd.pre_exec(move || {
+            nix::unistd::write(&*procs, b"0")?;
+            Ok(())
+        });
+    }
+}
+
+/// The command line of `pid`, its arguments joined by spaces ("" when it cannot be read).
+pub fn command_line_of(pid: u32) -> String {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    String::from_utf8_lossy(&raw)
+        .replace('\0', " ")
+        .trim_end()
+        .to_string()
+}
+
 /// Whether any process of group `pgid` is alive (signal 0 probes without sending).
 fn group_alive(pgid: Pid) -> bool {
     killpg(pgid, None).is_ok()
@@ -469,20 +509,19 @@ fn live_processes(keep: impl Fn(u32) -> bool) -> Vec<(u32, String)> {
         .collect()
 }
 
-/// Kills (SIGKILL) and reaps the children of the gate that are provably a trial's
-/// escapees: not in `keep` (pids: the reaper, and what the gate inherited before it ran a
-/// trial), and with a command line naming a path under `run_dir` (every fdbserver, fdbcli
-/// and mako of a run gets its cluster file there, and a forked worker keeps its parent's
-/// command line). After a trial's teardown these are descendants that left the trial's
-/// process groups and were adopted ([`adopt_orphans`]), e.g. a worker that called
-/// `setsid` and outlived its mako. Waits at most a second for each to die. Returns them
-/// as `(pid, command)`.
-pub fn end_orphans(keep: &[u32], run_dir: &Path) -> Vec<(u32, String)> {
-    let needle = format!("{}/", run_dir.display());
+/// Kills (SIGKILL) and reaps the children of the gate not in `keep` (pids: the reaper,
+/// and what the gate inherited before it ran a trial). After a trial's teardown every
+/// process the trial started is gone, so a live child of the gate is a descendant that
+/// left the trial's process groups and lost its parent, and was adopted
+/// ([`adopt_orphans`]): e.g. a worker that called `setsid` and outlived its mako, whatever
+/// its command line names. (An orphan of an inherited child would be adopted too; such a
+/// child's own children are rare, and a cgroup, where the host has one, tells them apart.)
+/// Waits at most a second for each to die. Returns them as `(pid, command)`.
+pub fn end_orphans(keep: &[u32]) -> Vec<(u32, String)> {
     let children = |_: ()| -> Vec<(u32, String)> {
         children()
             .into_iter()
-            .filter(|(pid, cmd)| !keep.contains(pid) && cmd.contains(&needle))
+            .filter(|(pid, _)| !keep.contains(pid))
             .collect()
     };
     let mut ended: Vec<(u32, String)> = Vec::new();
@@ -493,23 +532,31 @@ pub fn end_orphans(keep: &[u32], run_dir: &Path) -> Vec<(u32, String)> {
             break;
         }
         for (pid, cmd) in found {
-            let p = Pid::from_raw(pid as i32);
-            let _ = nix::sys::signal::kill(p, Signal::SIGKILL);
-            let deadline = Instant::now() + Duration::from_secs(1);
-            // Reaped here: no std::process::Child owns it.
-            while Instant::now() < deadline {
-                use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
-                match waitpid(p, Some(WaitPidFlag::WNOHANG)) {
-                    Ok(WaitStatus::StillAlive) => thread::sleep(Duration::from_millis(5)),
-                    _ => break,
-                }
-            }
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+            reap(&[pid]);
             if !ended.iter().any(|(q, _)| *q == pid) {
                 ended.push((pid, cmd));
             }
         }
     }
     ended
+}
+
+/// Reaps those of `pids` that are children of the gate and were killed, waiting at most
+/// a second for each (no `std::process::Child` owns them: adopted orphans, escapees a
+/// cgroup kill ended); the others are left alone.
+pub fn reap(pids: &[u32]) {
+    use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+    for &pid in pids {
+        let p = Pid::from_raw(pid as i32);
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while Instant::now() < deadline {
+            match waitpid(p, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::StillAlive) => thread::sleep(Duration::from_millis(5)),
+                _ => break,
+            }
+        }
+    }
 }
 
 /// The parent pid of `pid` (`/proc/<pid>/stat`, the field after the state).
@@ -526,8 +573,8 @@ pub fn processes_mentioning(needle: &str) -> Vec<(u32, String)> {
     found
 }
 
-/// Kills (SIGKILL) every process whose command line names a path under `dir` and, when
-/// `groups` is given, whose process group is one of them, in a few rounds (a process may
+/// Kills (SIGKILL) every process of this user whose command line names a path under `dir`
+/// and, when `groups` is given, whose process group is one of them, in a few rounds (a process may
 /// fork while it is being killed): what a dead gate's run (its groups recorded by
 /// [`record_groups_in`], so a user's `tail -f` of a trace file is spared), or its build's
 /// compile jobs (ninja starts each in its own process group, out of reach of the
@@ -537,10 +584,18 @@ pub fn kill_mentioning(dir: &Path, groups: Option<&[u32]>) -> Vec<(u32, String)>
     let needle = format!("{}/", dir.display());
     let in_groups =
         |pid: u32| groups.is_none_or(|g| process_group_of(pid).is_some_and(|pg| g.contains(&pg)));
+    // Everything the gate starts runs as the gate's user: another user's process that names
+    // the same path (a viewer of a shared work dir) is never the gate's.
+    let me = nix::unistd::geteuid().as_raw();
+    let mine = |pid: u32| {
+        procfs::process::Process::new(pid as i32)
+            .and_then(|p| p.status())
+            .is_ok_and(|s| s.euid == me)
+    };
     let mut killed: Vec<(u32, String)> = Vec::new();
     for _ in 0..20 {
         let mut left = processes_mentioning(&needle);
-        left.retain(|(pid, _)| in_groups(*pid));
+        left.retain(|(pid, _)| in_groups(*pid) && mine(*pid));
         if left.is_empty() {
             break;
         }

@@ -455,3 +455,190 @@ fn a_results_dir_removed_during_the_run_stops_it_naming_the_cause() {
     );
     s.assert_no_leftover_processes();
 }
+
+/// `meta.json`'s record of how the run contained its processes: `cgroup` or
+/// `process_groups`.
+fn containment(s: &Sandbox) -> String {
+    let meta = s.read_json("meta.json");
+    let kind = &meta["plan"]["containment"]["kind"];
+    kind.as_str()
+        .unwrap_or_else(|| panic!("{meta:#}"))
+        .to_string()
+}
+
+/// Files named like a mako's leftovers, `/dev/shm/mako<pid>` and `/tmp/makoTemp<pid>`,
+/// of a pid no process of this PID namespace has (a mako of another namespace, or files
+/// someone planted): no gate started that mako. Removed when dropped.
+struct ForeignMako(u32);
+
+impl ForeignMako {
+    /// Plants the files for a free pid near the top of the range, `offset` below it (each
+    /// test its own).
+    fn plant(offset: u32) -> ForeignMako {
+        let max: u32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let pid = (1..1000)
+            .map(|i| max - offset - i)
+            .find(|p| !Path::new(&format!("/proc/{p}")).exists())
+            .unwrap();
+        let m = ForeignMako(pid);
+        std::fs::write(m.shm(), "another mako's").unwrap();
+        std::fs::create_dir_all(m.temp()).unwrap();
+        m
+    }
+
+    fn shm(&self) -> String {
+        format!("/dev/shm/mako{}", self.0)
+    }
+
+    fn temp(&self) -> String {
+        format!("/tmp/makoTemp{}", self.0)
+    }
+
+    /// Panics unless both files are still there.
+    fn assert_kept(&self) {
+        assert!(
+            Path::new(&self.shm()).is_file(),
+            "{} was removed",
+            self.shm()
+        );
+        assert!(
+            Path::new(&self.temp()).is_dir(),
+            "{} was removed",
+            self.temp()
+        );
+    }
+}
+
+impl Drop for ForeignMako {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(self.shm());
+        let _ = std::fs::remove_dir_all(self.temp());
+    }
+}
+
+#[test]
+fn only_the_files_of_makos_the_gate_started_are_removed() {
+    // Another PID namespace's live mako, or files planted for a pid the gate never started,
+    // look dead from here: the cleanup at the start of a gate must leave them.
+    let foreign = ForeignMako::plant(100);
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"mako_abort_at_exit": true}), json!({}));
+    let o = s.bench(&a, &b, &["--trials", "1"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    foreign.assert_kept();
+    // The gate's own makos' files are gone (mako aborts at exit, leaving them).
+    let pids = std::fs::read_to_string(a.join("double-mako-pids")).unwrap();
+    for pid in pids.lines() {
+        assert!(!Path::new(&format!("/dev/shm/mako{pid}")).exists());
+        assert!(!Path::new(&format!("/tmp/makoTemp{pid}")).exists());
+    }
+}
+
+#[test]
+fn after_a_sigkill_of_the_gate_a_worker_that_called_setsid_is_ended_too() {
+    // A worker in a session of its own is in none of the run's process groups: only the
+    // run's cgroup holds it once its mako died with the gate.
+    let foreign = ForeignMako::plant(2000);
+    let s = Sandbox::new();
+    let (a, b) = s.ab(
+        json!({"mako_run_hang": true, "mako_setsid_worker": true}),
+        json!({}),
+    );
+    let mut gate = s.spawn_until_mako_runs(&a, &b);
+    let worker = |s: &Sandbox| {
+        s.leftover_processes()
+            .into_iter()
+            .filter(|p| p.contains("--double-worker"))
+            .count()
+    };
+    assert_eq!(worker(&s), 1, "{:?}", s.leftover_processes());
+    let kind = containment(&s);
+    gate.kill().unwrap();
+    gate.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while reaper_of(s.workdir.path()).is_some()
+        || std::fs::read_dir(s.workdir.path()).unwrap().count() > 0
+    {
+        assert!(Instant::now() < deadline, "the reaper never finished");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The reaper removes only the files of the makos its gate started.
+    foreign.assert_kept();
+    if kind == "cgroup" {
+        s.assert_no_leftover_processes();
+        let log = std::fs::read_to_string(s.out().join("run.log")).unwrap();
+        assert!(log.contains("--double-worker"), "{log}");
+    } else {
+        // Process groups only (the named fallback): the worker outlives the run.
+        assert_eq!(kind, "process_groups");
+        let left = s.leftover_processes();
+        assert!(
+            left.iter().all(|p| p.contains("--double-worker")),
+            "{left:?}"
+        );
+        for pid in std::fs::read_dir("/proc").unwrap().flatten() {
+            let cmd = std::fs::read(pid.path().join("cmdline")).unwrap_or_default();
+            if String::from_utf8_lossy(&cmd).contains("--double-worker")
+                && String::from_utf8_lossy(&cmd).contains(&*s.dir.path().to_string_lossy())
+            {
+                let pid: i32 = pid.file_name().to_string_lossy().parse().unwrap();
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_double_forked_descendant_naming_nothing_of_the_run_is_ended_after_its_trial() {
+    // `setsid -f` in mako: an orphan at once, in a session of its own, its command line
+    // naming neither the run dir nor the cluster. The cgroup, and without one the gate as
+    // its subreaper, end it; meta.json says which.
+    for forced in [None, Some("process-groups")] {
+        let s = Sandbox::new();
+        let (a, b) = s.ab(json!({"mako_escaped_worker": true}), json!({}));
+        let mut cmd = s.bench_command(&a, &b, &["--trials", "1"]);
+        if let Some(mode) = forced {
+            cmd.env("PERFGATE_CONTAINMENT", mode);
+        }
+        let o = cmd.output().unwrap();
+        assert_eq!(code(&o), 0, "{forced:?}: {}", text(&o));
+        s.assert_no_leftover_processes();
+        let kind = containment(&s);
+        if forced.is_some() {
+            assert_eq!(kind, "process_groups");
+            let why = s.read_json("meta.json")["plan"]["containment"]["why"].clone();
+            assert_eq!(why, "PERFGATE_CONTAINMENT=process-groups");
+        }
+        let log = std::fs::read_to_string(s.out().join("run.log")).unwrap();
+        assert!(
+            log.contains("outlived the trial outside its process groups")
+                && log.contains("--double-worker"),
+            "{forced:?}: {log}"
+        );
+    }
+}
+
+#[test]
+fn a_bad_containment_is_a_usage_error() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    let o = s
+        .bench_command(&a, &b, &["--trials", "1"])
+        .env("PERFGATE_CONTAINMENT", "jail")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o)
+            .contains("PERFGATE_CONTAINMENT is 'jail': it takes auto, cgroup or process-groups"),
+        "{}",
+        text(&o)
+    );
+}

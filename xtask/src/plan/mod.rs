@@ -28,6 +28,7 @@ use crate::{
         Provenance,
     },
     config::{slo::SloTps, Arm, BenchConfig, ClusterSource, Schedule, MIN_PAIRS},
+    contain::Containment,
     error::UsageError,
     results::{baseline::Baseline, noise::NoisePrior},
 };
@@ -93,6 +94,9 @@ pub struct Plan {
     pub trials: Vec<PlannedTrial>,
     /// Which CPUs the trials' processes run on.
     pub pinning: PinPlan,
+    /// How the run's processes are kept from outliving it: a cgroup of the run's own, or
+    /// process groups only (and why).
+    pub containment: Containment,
     /// Things the user must see before trusting the numbers (e.g. a disk-backed work dir).
     pub warnings: Vec<String>,
     /// The environment every fdbserver, fdbcli and mako gets ([`env::ChildEnv`]).
@@ -123,6 +127,7 @@ impl Plan {
     ) -> Result<Plan, UsageError> {
         let mut plan = Plan {
             pinning: PinPlan::for_host(config.pin),
+            containment: Containment::for_host()?,
             config,
             engines,
             slo: SloTps::default(),

@@ -19,7 +19,7 @@ use super::{
     context::Progress,
     driver::{timed, Driver, Failure, Trial},
     monitor::Monitor,
-    reaper::remove_mako_leftovers,
+    reaper::{record_mako, remove_mako_leftovers},
     stall::StallWatch,
 };
 use crate::{
@@ -97,6 +97,7 @@ fn build(t: &Trial, cluster: &Cluster, monitor: &mut Monitor) -> Result<(), Phas
     );
     let started = Instant::now();
     let mut child = Child::spawn_on("mako --mode build", cmd, &out, &err, ctx.other_cpus())?;
+    record_mako(ctx.run_workdir, child.pid());
     let bound = ctx.bounds.mako_build;
     let mut stall = StallWatch::new("mako --mode build", started, None, bound);
     let status = child.wait_until(started + bound, bound, || {
@@ -178,6 +179,7 @@ fn run(
     let cmd = run_command(t, cluster, &json);
     let started = Instant::now();
     let mut child = Child::spawn_on("mako --mode run", cmd, &out, &err, ctx.other_cpus())?;
+    record_mako(ctx.run_workdir, child.pid());
     let bound = Duration::from_secs(w.seconds) + ctx.bounds.mako_run_grace;
     // Every role's CPU over the measurement window: from the end of the warmup (counted
     // from mako's start) to the last sample while every mako process still ran.

@@ -24,6 +24,7 @@ use anyhow::{Context, Result};
 use fdb::Engine;
 
 use crate::{
+    contain::{Containment, RunCgroup},
     plan::{Plan, PlannedTrial},
     process::{interrupted, on_cpus, take_stalls},
     results::trial::{Outcome, TrialRecord},
@@ -55,6 +56,9 @@ pub struct Runner<'a> {
     /// Children the gate had before its first trial (inherited across the `exec` that
     /// started it, or started by an earlier stage): never a trial's, never touched.
     inherited: Vec<u32>,
+    /// The run's cgroup, which every process the trials start joins (with
+    /// [`Containment::Cgroup`]); dropped before the reaper, it ends what is left in it.
+    cgroup: Option<RunCgroup>,
     // Last: dropped after everything else, it removes the run dir and releases the reaper.
     reaper: Reaper,
 }
@@ -72,6 +76,20 @@ fn unmeasured_cpu(plan: &Plan) -> String {
              processes"
         ),
     }
+}
+
+/// The run's cgroup, named like its run dir, when the plan's containment is one: every
+/// child the gate starts from now on joins it, and its path is written into the run dir
+/// for the reaper and the next gate. Errors: it cannot be made or recorded.
+fn contain(plan: &Plan, run_dir: &RunDir) -> Result<Option<RunCgroup>> {
+    let Containment::Cgroup { parent } = &plan.containment else {
+        return Ok(None);
+    };
+    let name = run_dir.path.file_name().context("a run dir has a name")?;
+    let cgroup = RunCgroup::create(parent, &name.to_string_lossy())?;
+    run_dir.record_cgroup(&cgroup.path)?;
+    cgroup.contain_children();
+    Ok(Some(cgroup))
 }
 
 /// Lets a gate run beside another one on the host when set to `1` (the trials then
@@ -135,6 +153,7 @@ impl<'a> Runner<'a> {
         }
         let run_dir = RunDir::create(&plan.workdir.path)?;
         let run_workdir = run_dir.path.clone();
+        let cgroup = contain(plan, &run_dir)?;
         // Ends what the trials started if this gate dies without tearing down (SIGKILL); it
         // owns the run dir, which goes first when the runner is dropped.
         let inherited = crate::process::children()
@@ -155,6 +174,7 @@ impl<'a> Runner<'a> {
             expected: plan.trials.len(),
             open: plan.config.schedule.open_ended(),
             inherited,
+            cgroup,
             reaper,
         })
     }
@@ -243,11 +263,7 @@ impl<'a> Runner<'a> {
             }),
         };
         let stalls: Vec<f64> = take_stalls().iter().map(|d| d.as_secs_f64()).collect();
-        // Left running, it would take CPU from the next trials' servers.
-        let keep: Vec<u32> = std::iter::once(self.reaper.pid())
-            .chain(self.inherited.iter().copied())
-            .collect();
-        let orphans = crate::process::end_orphans(&keep, &self.run_workdir);
+        let orphans = self.end_escapees();
         let mut stop = interrupted();
         for mut record in records {
             record.gate_stalls_s = stalls.clone();
@@ -273,6 +289,28 @@ impl<'a> Runner<'a> {
             tracing::warn!("interrupted: stopping after trial {}", self.trials.len());
         }
         Ok(!stop)
+    }
+
+    /// Ends what the trials just run left behind (left running, it would take CPU from the
+    /// next trials' servers): everything still in the run's cgroup (a double fork's
+    /// grandchild has a live parent and is no orphan of the gate's), then every child the
+    /// gate adopted ([`crate::process::end_orphans`]). Returns them as `(pid, command)`.
+    fn end_escapees(&self) -> Vec<(u32, String)> {
+        let keep: Vec<u32> = std::iter::once(self.reaper.pid())
+            .chain(self.inherited.iter().copied())
+            .collect();
+        let mut ended = self
+            .cgroup
+            .as_ref()
+            .map(RunCgroup::end_all)
+            .unwrap_or_default();
+        crate::process::reap(&ended.iter().map(|(p, _)| *p).collect::<Vec<_>>());
+        for o in crate::process::end_orphans(&keep) {
+            if !ended.iter().any(|(p, _)| *p == o.0) {
+                ended.push(o);
+            }
+        }
+        ended
     }
 
     /// Says which trial starts, of how many, and about how long the rest take.

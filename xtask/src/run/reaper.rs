@@ -30,6 +30,14 @@ pub const RUN_LOCK: &str = ".perfgate-run.lock";
 /// are the run's.
 pub const RUN_GROUPS: &str = ".perfgate-groups";
 
+/// The file in every run dir of a run with a cgroup ([`crate::contain::RunCgroup`]): its
+/// path, which the reaper or the next gate ends and removes after the gate's death.
+pub const RUN_CGROUP: &str = ".perfgate-cgroup";
+
+/// The file in every run dir where the gate writes the pid of every mako it starts, one
+/// a line: after its death, only those makos' files are removed ([`remove_mako_leftovers`]).
+pub const RUN_MAKOS: &str = ".perfgate-makos";
+
 /// A run's own directory on the work dir, created exclusively (two gates never share
 /// one, even with equal pids in different PID namespaces) and locked while the gate
 /// lives. Dropping it removes the lock and the directory if it is empty.
@@ -81,93 +89,190 @@ impl RunDir {
     }
 }
 
+impl RunDir {
+    /// Writes the path of the run's cgroup into the run dir ([`RUN_CGROUP`]). Errors: the
+    /// file cannot be written.
+    pub fn record_cgroup(&self, cgroup: &Path) -> Result<()> {
+        let path = self.path.join(RUN_CGROUP);
+        crate::files::create_new("run dir", &path, cgroup.as_os_str().as_encoded_bytes())
+    }
+}
+
+/// Adds `pid`, a mako this gate started, to the run dir's [`RUN_MAKOS`]. A failed write
+/// is ignored: that mako's files are then left after a killed gate, never another's taken.
+pub fn record_mako(run_dir: &Path, pid: u32) {
+    use std::io::Write as _;
+    if let Ok(mut f) = crate::files::append("run dir", &run_dir.join(RUN_MAKOS)) {
+        let _ = writeln!(f, "{pid}");
+    }
+}
+
 impl Drop for RunDir {
     fn drop(&mut self) {
         let Some(name) = self.path.file_name() else {
             return;
         };
         if let Ok(run) = self.work.dir(name) {
-            let _ = run.remove_file(RUN_GROUPS);
-            let _ = run.remove_file(RUN_LOCK);
+            for file in [RUN_CGROUP, RUN_MAKOS, RUN_GROUPS, RUN_LOCK] {
+                let _ = run.remove_file(file);
+            }
         }
         self.work.remove_dir(name);
     }
 }
 
 /// Run dirs of gates alive now anywhere on this host (in this PID namespace), whatever
-/// their work dir, as `pid <pid> (<dir>)`: the processes that hold a [`RUN_LOCK`] open (a
-/// gate keeps its lock open all its life, its reaper too). Gates on nested or different
+/// their work dir, as `pid <pid> (<dir>)`: each exclusive `flock` the kernel lists
+/// (`/proc/locks`) whose holder, by the kernel's pid, is a gate ([`is_gate`]) that holds a
+/// [`RUN_LOCK`] open in a run dir of its own user. A lock anyone else holds, on a file
+/// anyone planted, whatever its dir's name says, is no gate. Gates on nested or different
 /// work dirs share the CPUs all the same; [`live_runs`] finds those of other namespaces
-/// that share the work dir. Processes whose descriptors cannot be read are not seen.
+/// that share the work dir.
 pub fn live_runs_on_host() -> Vec<String> {
     let own = std::process::id();
-    let mut seen: Vec<PathBuf> = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pid == own {
+    let mut seen: Vec<(PathBuf, u32)> = Vec::new();
+    for (file, pid) in flock_holders() {
+        if pid == own || seen.iter().any(|(_, p)| *p == pid) {
             continue;
         }
-        let fds = std::fs::read_dir(entry.path().join("fd"))
-            .into_iter()
-            .flatten();
-        for fd in fds.flatten() {
-            let Ok(target) = std::fs::read_link(fd.path()) else {
-                continue;
-            };
-            let run_dir = target.parent().filter(|d| {
-                d.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with(RUN_DIR_PREFIX))
-            });
-            if let (Some(dir), true) = (run_dir, target.file_name() == Some(RUN_LOCK.as_ref())) {
-                // An open descriptor is not a gate (`sleep 3< lock` has one); a held lock is.
-                if !seen.iter().any(|d| d == dir) && lock_held(dir) {
-                    seen.push(dir.to_path_buf());
-                }
-            }
+        let Some(dir) = run_lock_held_open(pid, file) else {
+            continue;
+        };
+        if owned_like(&dir, pid) && is_gate(pid) {
+            seen.push((dir, pid));
         }
     }
     seen.sort();
-    // The gate's pid is in its run dir's name (its reaper holds the lock too).
-    seen.iter().map(|dir| live_label(dir)).collect()
+    seen.iter()
+        .map(|(dir, pid)| format!("pid {pid} ({})", dir.display()))
+        .collect()
 }
 
-/// `pid <gate pid> (<dir>)` for a live gate's run dir, the pid from the dir's name
-/// (`perfgate-<pid>-<nonce>`).
-fn live_label(dir: &Path) -> String {
-    format!("pid {} ({})", gate_pid(dir), dir.display())
+/// A file as the kernel names it in `/proc/locks`: device major, minor and inode.
+type FileId = (u64, u64, u64);
+
+/// The [`FileId`] of an open file's metadata.
+fn file_id(meta: &std::fs::Metadata) -> FileId {
+    let dev = meta.dev();
+    (
+        nix::sys::stat::major(dev),
+        nix::sys::stat::minor(dev),
+        meta.ino(),
+    )
 }
 
-/// The gate pid a run dir's name holds, `?` when it holds none.
+/// Every exclusive `flock` the kernel lists, as the locked file and the holder's pid in
+/// this PID namespace (0: a holder this namespace cannot see).
+fn flock_holders() -> Vec<(FileId, u32)> {
+    use procfs::{LockKind, LockType};
+    procfs::locks()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|l| matches!(l.lock_type, LockType::FLock) && matches!(l.kind, LockKind::Write))
+        .filter_map(|l| {
+            let pid = u32::try_from(l.pid?).ok()?;
+            Some(((u64::from(l.devmaj), u64::from(l.devmin), l.inode), pid))
+        })
+        .collect()
+}
+
+/// The run dir whose [`RUN_LOCK`] process `pid` holds open as the file `file`, if it does.
+fn run_lock_held_open(pid: u32, file: FileId) -> Option<PathBuf> {
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
+    fds.flatten().find_map(|fd| {
+        let target = std::fs::read_link(fd.path()).ok()?;
+        let dir = target.parent()?;
+        let named = target.file_name() == Some(RUN_LOCK.as_ref())
+            && dir
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(RUN_DIR_PREFIX));
+        // The descriptor's own file, whatever its path now names.
+        let same = std::fs::metadata(fd.path()).is_ok_and(|m| file_id(&m) == file);
+        (named && same).then(|| dir.to_path_buf())
+    })
+}
+
+/// The effective uid of process `pid` (`/proc/<pid>/status`; the owner of `/proc/<pid>`
+/// is root for any process that made itself non-dumpable, so it is not asked).
+fn euid_of(pid: u32) -> Option<u32> {
+    let status = procfs::process::Process::new(pid as i32)
+        .ok()?
+        .status()
+        .ok()?;
+    Some(status.euid)
+}
+
+/// Whether run dir `dir` and its [`RUN_LOCK`] belong to the user process `pid` runs as, as
+/// a gate's own run dir does (it makes both).
+fn owned_like(dir: &Path, pid: u32) -> bool {
+    let (Some(uid), Ok(meta)) = (euid_of(pid), std::fs::symlink_metadata(dir)) else {
+        return false;
+    };
+    let lock = std::fs::symlink_metadata(dir.join(RUN_LOCK));
+    meta.is_dir() && meta.uid() == uid && lock.is_ok_and(|l| l.is_file() && l.uid() == uid)
+}
+
+/// Whether process `pid` is a gate: it runs as root or as this gate's user (whom no other
+/// user can impersonate), or it runs this very gate executable (the same file). Another
+/// user's process holding a lock is not a gate, whatever it is named.
+fn is_gate(pid: u32) -> bool {
+    let me = nix::unistd::geteuid().as_raw();
+    if euid_of(pid).is_some_and(|uid| uid == 0 || uid == me) {
+        return true;
+    }
+    let exe = |p: &str| std::fs::metadata(p).map(|m| (m.dev(), m.ino())).ok();
+    exe(&format!("/proc/{pid}/exe")).is_some_and(|e| Some(e) == exe("/proc/self/exe"))
+}
+
+/// `pid <gate pid> (<dir>)` for a live gate's run dir, the pid as the kernel names the
+/// lock's holder, or the dir alone for a holder in another PID namespace.
+fn live_label(dir: &Path, pid: u32) -> String {
+    if pid == 0 {
+        format!("a gate in another PID namespace ({})", dir.display())
+    } else {
+        format!("pid {pid} ({})", dir.display())
+    }
+}
+
+/// The gate pid a run dir's name holds, `?` when it holds none (for messages about a dead
+/// gate's run dir only: a name is anyone's to choose).
 fn gate_pid(dir: &Path) -> String {
     let name = dir.file_name().unwrap_or_default().to_string_lossy();
     let rest = name.strip_prefix(RUN_DIR_PREFIX).unwrap_or(&name);
     rest.split('-').next().unwrap_or("?").to_string()
 }
 
-/// Whether the [`RUN_LOCK`] of run dir `dir` is held (by a live gate): opened like
-/// [`stale_run_lock`] opens it (no link followed, no FIFO waited on); a lock that can be
-/// taken is released at once.
-fn lock_held(dir: &Path) -> bool {
-    let Some((file, _)) = open_run_lock(dir) else {
-        return false;
-    };
-    matches!(
+/// The holder of the [`RUN_LOCK`] of run dir `dir` if it is held by a live gate: the lock
+/// is a regular file of the dir's owner, root or this user (whom no other user can
+/// impersonate), opened like [`stale_run_lock`] opens it (no link followed, no FIFO
+/// waited on), and cannot be taken (one that can is released at once); the holder is the
+/// kernel's pid (`/proc/locks`), 0 in another PID namespace, and when visible a gate
+/// ([`is_gate`]).
+fn lock_holder(dir: &Path) -> Option<u32> {
+    let me = nix::unistd::geteuid().as_raw();
+    let meta = std::fs::symlink_metadata(dir).ok()?;
+    let (file, owner) = open_run_lock(dir)?;
+    if !meta.is_dir() || owner != meta.uid() || (owner != 0 && owner != me) {
+        return None;
+    }
+    let id = file_id(&file.metadata().ok()?);
+    let held = matches!(
         nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockSharedNonblock),
         Err((_, nix::errno::Errno::EWOULDBLOCK))
-    )
+    );
+    if !held {
+        return None;
+    }
+    let pid = flock_holders()
+        .into_iter()
+        .find_map(|(f, pid)| (f == id).then_some(pid))?;
+    (pid == 0 || is_gate(pid)).then_some(pid)
 }
 
-/// The run dirs under `workdir` of gates alive now (their [`RUN_LOCK`] is held), as
-/// `pid <pid> (<dir>)`: two gates on one host measure each other. A run dir this process
-/// cannot open (another user's, 0700) is not seen. The lock is opened like
-/// [`stale_run_lock`] opens it (no link followed, no FIFO waited on); one that can be taken
-/// is released at once (a dead gate's dir, [`clean_stale_runs`]' business).
+/// The run dirs under `workdir` of gates alive now ([`lock_holder`]), as `pid <pid>
+/// (<dir>)`: two gates on one host measure each other. A run dir this process cannot
+/// open (another user's, 0700) is not seen; a dead gate's is [`clean_stale_runs`]'
+/// business.
 pub fn live_runs(workdir: &Path) -> Vec<String> {
     let mut live = Vec::new();
     for entry in std::fs::read_dir(workdir).into_iter().flatten().flatten() {
@@ -179,11 +284,8 @@ pub fn live_runs(workdir: &Path) -> Vec<String> {
             continue;
         }
         let dir = entry.path();
-        if !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_dir()) {
-            continue;
-        }
-        if lock_held(&dir) {
-            live.push(live_label(&dir));
+        if let Some(pid) = lock_holder(&dir) {
+            live.push(live_label(&dir, pid));
         }
     }
     live
@@ -191,13 +293,12 @@ pub fn live_runs(workdir: &Path) -> Vec<String> {
 
 /// Cleans up after earlier gates that were killed (SIGKILL, a crash) and could not tear
 /// down, and whose reaper did not either: for every run dir under `workdir` whose lock
-/// ([`RUN_LOCK`]) is free, kills the processes still naming it (e.g. mako workers, which
-/// do not get the parent-death signal) and removes it; removes the sample directories
-/// and shared memory of mako processes that are gone. Returns one line per run directory
-/// cleaned.
+/// ([`RUN_LOCK`]) is free, ends its cgroup and the processes of its groups still naming
+/// it (e.g. mako workers, which do not get the parent-death signal), removes the files of
+/// the makos it started ([`RUN_MAKOS`]) and removes it. Returns one line per run
+/// directory cleaned.
 pub fn clean_stale_runs(workdir: &Path) -> Vec<String> {
     let mut cleaned = Vec::new();
-    remove_dead_makos_leftovers();
     let Ok(entries) = std::fs::read_dir(workdir) else {
         return cleaned;
     };
@@ -272,29 +373,6 @@ fn libc_flags() -> i32 {
     (nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits()
 }
 
-/// A mako killed with its gate leaves files named after its dead pid: removes those of
-/// every mako of this user that is gone.
-fn remove_dead_makos_leftovers() {
-    for (dir, prefix) in [("/dev/shm", "mako"), ("/tmp", "makoTemp")] {
-        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            // Only this user's: a mako of another user on a shared host is not ours.
-            let mine = entry
-                .metadata()
-                .is_ok_and(|m| m.uid() == nix::unistd::geteuid().as_raw());
-            if let Some(pid) = name
-                .strip_prefix(prefix)
-                .and_then(|p| p.parse::<u32>().ok())
-                .filter(|_| mine)
-            {
-                if !process_running(pid) {
-                    remove_mako_leftovers(pid);
-                }
-            }
-        }
-    }
-}
-
 /// A watchdog process beside the gate that ends the run's processes when the gate dies,
 /// however it dies: SIGKILL, OOM killer, a crash. The parent-death signal takes down the
 /// servers and mako's main process, but not what they fork: mako's worker processes
@@ -304,9 +382,9 @@ fn remove_dead_makos_leftovers() {
 /// The reaper is this executable (`xtask __reap`) in its own session (a Ctrl-C to the
 /// terminal does not reach it), reading a pipe whose only writer is the gate: the write
 /// end is close-on-exec, so no server or mako holds it. When the gate exits, the kernel
-/// closes it, the reaper reads end-of-file, kills every process whose command line names
-/// the run dir, removes dead makos' files and the run dir, and appends what it did to the
-/// run's log. Dropping the `Reaper` (the gate's normal end) removes the run dir, writes
+/// closes it, the reaper reads end-of-file, ends the run ([`end_run`]: its cgroup, its
+/// process groups, its makos' files, the run dir) and appends what it did to the run's
+/// log. Dropping the `Reaper` (the gate's normal end) removes the run dir, writes
 /// "done" into the pipe and waits for the reaper, which then touches nothing.
 pub struct Reaper {
     /// Removed before the reaper is released, so that on a normal end it finds nothing.
@@ -414,7 +492,6 @@ pub fn reap(run_dir: &Path, log: &Path) -> Result<i32> {
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     let ended = end_run(run_dir);
-    remove_dead_makos_leftovers();
     if !ended.killed.is_empty() || ended.removed {
         let text = format!(
             "{} reaper: the gate exited without tearing down: killed {} process(es){}{}\n",
@@ -451,25 +528,44 @@ impl Ended {
     }
 }
 
-/// Ends a dead gate's run: kills every process of the run's recorded process groups
-/// ([`RUN_GROUPS`]) whose command line names the run dir `dir`, in a few rounds (a
-/// process may fork while it is being killed), then removes the directory. Shared by the reaper and the next gate's stale-run cleanup.
+/// Ends a dead gate's run: kills every process of its cgroup ([`RUN_CGROUP`]) and of the
+/// run's recorded process groups ([`RUN_GROUPS`]) whose command line names the run dir
+/// `dir`, in a few rounds (a process may fork while it is being killed), removes the
+/// files of the makos the gate started ([`RUN_MAKOS`]), then removes the directory. Shared by the reaper and the next gate's stale-run cleanup.
 fn end_run(dir: &Path) -> Ended {
+    let numbers = |file: &str| -> Option<Vec<u32>> {
+        crate::input::read_text(&dir.join(file))
+            .ok()
+            .map(|text| text.lines().filter_map(|l| l.trim().parse().ok()).collect())
+    };
+    // The run's cgroup holds every process of the run, whatever it did to leave its group.
+    let mut killed = crate::input::read_text(&dir.join(RUN_CGROUP))
+        .map(|path| crate::contain::end_dead_runs_cgroup(Path::new(path.trim_end())))
+        .unwrap_or_default();
     // Only the run's own process groups when the gate recorded them (every gate since the
     // file exists); a run dir of an older gate has only the command lines to go by.
-    let groups: Option<Vec<u32>> = crate::input::read_text(&dir.join(RUN_GROUPS))
-        .ok()
-        .map(|text| text.lines().filter_map(|l| l.trim().parse().ok()).collect());
-    let killed = kill_mentioning(dir, groups.as_deref());
+    for p in kill_mentioning(dir, numbers(RUN_GROUPS).as_deref()) {
+        if !killed.iter().any(|(k, _)| *k == p.0) {
+            killed.push(p);
+        }
+    }
+    // Only the files of makos this gate started, and only once they are gone.
+    for pid in numbers(RUN_MAKOS).unwrap_or_default() {
+        if !process_running(pid) {
+            remove_mako_leftovers(pid);
+        }
+    }
     // Through the layer: a run dir replaced by a link is unlinked, never followed.
     let removed =
         dir.symlink_metadata().is_ok() && crate::files::remove_dir_all("run dir", dir).is_ok();
     Ended { killed, removed }
 }
 
-/// Removes what a killed mako main process `pid` leaves behind: its sample directory
-/// `/tmp/makoTemp<pid>` and POSIX shared memory `/dev/shm/mako<pid>` (mako.cpp,
-/// `TEMP_DATA_STORE` and `shm_open("mako<pid>")`; a clean exit removes them itself).
+/// Removes what a killed mako main process `pid`, which this gate started, leaves behind:
+/// its sample directory `/tmp/makoTemp<pid>` and POSIX shared memory `/dev/shm/mako<pid>`
+/// (mako.cpp, `TEMP_DATA_STORE` and `shm_open("mako<pid>")`; a clean exit removes them
+/// itself), each only when it is a real one (not a link) of this user: the same name in
+/// a shared directory may be another user's, or another PID namespace's mako's.
 pub fn remove_mako_leftovers(pid: u32) {
     // Through the layer: in these sticky directories only a real file or directory of
     // this user's is removed, never what another user planted at the name.
@@ -479,45 +575,132 @@ pub fn remove_mako_leftovers(pid: u32) {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt as _;
+
     use super::*;
+
+    /// `flock -x LOCK sleep 300` run as `user` (`None`: this test's), holding the lock
+    /// once this returns; the flock process is the lock's holder.
+    fn hold_lock(lock: &Path, user: Option<u32>) -> std::process::Child {
+        let mut cmd = match user {
+            Some(uid) => {
+                let mut c = Command::new("setpriv");
+                c.arg(format!("--reuid={uid}"))
+                    .arg(format!("--regid={uid}"))
+                    .arg("--clear-groups")
+                    .arg("flock");
+                c
+            }
+            None => Command::new("flock"),
+        };
+        let child = cmd
+            .arg("-x")
+            .arg(lock)
+            .args(["sleep", "300"])
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !lock_taken(lock) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "flock never took the lock"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        child
+    }
+
+    /// Whether someone holds an exclusive lock on `lock` (a file that may not exist yet).
+    fn lock_taken(lock: &Path) -> bool {
+        File::open(lock).is_ok_and(|file| {
+            nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockSharedNonblock).is_err()
+        })
+    }
+
+    /// A directory anyone may write to (sticky, as /dev/shm and /tmp are), and in it a
+    /// `perfgate-<name>` run dir with its lock, made by `user` (`None`: this test's).
+    fn planted_run(base: &Path, name: &str, user: Option<u32>) -> PathBuf {
+        let run = base.join(format!("{RUN_DIR_PREFIX}{name}"));
+        std::fs::create_dir(&run).unwrap();
+        std::fs::write(run.join(RUN_LOCK), "").unwrap();
+        if let Some(uid) = user {
+            let id = Some(nix::unistd::Uid::from_raw(uid));
+            let gid = Some(nix::unistd::Gid::from_raw(uid));
+            for p in [run.join(RUN_LOCK), run.clone()] {
+                nix::unistd::chown(&p, id, gid).unwrap();
+            }
+        }
+        run
+    }
+
+    fn kill(mut child: std::process::Child) {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
 
     #[test]
     fn a_gate_on_the_host_is_a_held_lock_not_an_open_one() {
         let dir = tempfile::tempdir().unwrap();
-        let run = dir.path().join("perfgate-4242-deadbeef");
-        std::fs::create_dir(&run).unwrap();
-        let lock = File::create(run.join(RUN_LOCK)).unwrap();
-        let hold = |file: &File| {
-            std::process::Command::new("sleep")
-                .arg("30")
-                .stdin(file.try_clone().unwrap())
-                .spawn()
-                .unwrap()
-        };
+        let run = planted_run(dir.path(), "4242-deadbeef", None);
         let listed = || {
             live_runs_on_host()
                 .iter()
                 .any(|l| l.contains("perfgate-4242-deadbeef"))
         };
         // A process holding the lock file open, unlocked, is not a gate.
-        let mut open_only = hold(&lock);
-        assert!(!listed(), "{:?}", live_runs_on_host());
-        open_only.kill().unwrap();
-        open_only.wait().unwrap();
-        // Held by a process (the gate's exclusive flock on the shared file description).
-        let locked = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock)
-            .map_err(|(_, e)| e)
+        let open_only = Command::new("sleep")
+            .arg("300")
+            .stdin(File::open(run.join(RUN_LOCK)).unwrap())
+            .spawn()
             .unwrap();
-        let mut gate = hold(&locked);
-        let found = live_runs_on_host();
-        gate.kill().unwrap();
-        gate.wait().unwrap();
-        assert!(
-            found
-                .iter()
-                .any(|l| l.starts_with("pid 4242 (") && l.contains("perfgate-4242")),
-            "{found:?}"
-        );
+        assert!(!listed(), "{:?}", live_runs_on_host());
+        assert!(live_runs(dir.path()).is_empty());
+        kill(open_only);
+        // Held by a process of this user: named by the kernel's pid, not by the dir's name.
+        let gate = hold_lock(&run.join(RUN_LOCK), None);
+        let (found, here) = (live_runs_on_host(), live_runs(dir.path()));
+        let label = format!("pid {} ({})", gate.id(), run.display());
+        kill(gate);
+        assert!(found.contains(&label), "{found:?}");
+        assert_eq!(here, [label]);
+    }
+
+    #[test]
+    fn another_users_lock_on_a_planted_run_dir_stops_no_gate() {
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("not root: no other user to play");
+            return;
+        }
+        let nobody = 65534;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+        // Another user plants a run dir named after a pid, and one named after the very
+        // process that holds its lock, and holds both locks.
+        let fake = planted_run(dir.path(), "999-cafe", Some(nobody));
+        let holder = hold_lock(&fake.join(RUN_LOCK), Some(nobody));
+        let second = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c"])
+            .arg(r#"d="$0/perfgate-$$-cafe"; mkdir "$d" && : > "$d/.perfgate-run.lock" && exec flock -x "$d/.perfgate-run.lock" sleep 300"#)
+            .arg(dir.path())
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
+        let named = dir.path().join(format!("perfgate-{}-cafe", second.id()));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !lock_taken(&named.join(RUN_LOCK)) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "flock never took the lock"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let (found, here) = (live_runs_on_host(), live_runs(dir.path()));
+        kill(holder);
+        kill(second);
+        let planted = |l: &String| l.contains(&*dir.path().to_string_lossy());
+        assert!(!found.iter().any(planted), "{found:?}");
+        assert!(here.is_empty(), "{here:?}");
     }
 
     #[test]
