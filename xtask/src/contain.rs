@@ -107,7 +107,10 @@ fn own_cgroup() -> Result<PathBuf, String> {
 /// Makes and removes a probe cgroup under `dir`, which must have `cgroup.kill` (Linux
 /// 5.14); errors say why not.
 fn try_cgroup(dir: &Path) -> Result<(), String> {
-    let probe = dir.join(format!("{CGROUP_PREFIX}probe-{}", std::process::id()));
+    // Unique per call: plans made at once in one process (tests) must not share a probe.
+    static PROBES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let probe = dir.join(format!("{CGROUP_PREFIX}probe-{}-{n}", std::process::id()));
     std::fs::create_dir(&probe)
         .map_err(|e| format!("cannot make a cgroup in {}: {e}", dir.display()))?;
     let kill = probe.join("cgroup.kill").exists();
