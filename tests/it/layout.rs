@@ -13,8 +13,7 @@ use std::{
 /// (clap's structs) is read only by `config` (which validates it) and `cmd`.
 const STAGES: [&str; 15] = [
     "version", "error", "input", "files", "process", "contain", "cli", "config", "results",
-    "build", "plan",
-    "run", "judge", "report", "cmd",
+    "build", "plan", "run", "judge", "report", "cmd",
 ];
 
 /// Who may import `cli`.
