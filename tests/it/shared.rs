@@ -134,3 +134,41 @@ fn an_out_or_a_copy_another_user_could_redirect_is_refused_before_any_work() {
         .unwrap();
     assert_ne!(code(&o), 0, "{}", text(&o));
 }
+
+#[test]
+fn baselines_another_user_could_write_are_not_read() {
+    // Records name trees the gate runs and floors it gates on.
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    let theirs = dir_of(s.dir.path(), "theirs", 0o755, NOBODY);
+    std::fs::write(
+        theirs.join("slo.json"),
+        r#"{"schema_version":1,"tps":{"quick":{"redwood":99999.0}}}"#,
+    )
+    .unwrap();
+    let o = gate_cmd()
+        .args(["bench", "--baseline-build"])
+        .arg(&a)
+        .arg("--experiment-build")
+        .arg(&b)
+        .arg("--out")
+        .arg(s.out())
+        .args(crate::support::TINY)
+        .arg("--baselines-dir")
+        .arg(&theirs)
+        .env("WORKDIR", s.workdir.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("--baselines-dir") && text(&o).contains("65534"),
+        "{}",
+        text(&o)
+    );
+    let o = gate_cmd()
+        .args(["baseline", "list", "--baselines-dir"])
+        .arg(&theirs)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 64, "{}", text(&o));
+}

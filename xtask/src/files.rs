@@ -101,52 +101,95 @@ fn refuse(what: &str, path: &Path, why: &str) -> anyhow::Error {
     .into()
 }
 
-/// Checks every directory from `/` down to `real` (an absolute path without links), the
-/// last one included.
-fn check_ancestors(what: &str, real: &Path) -> Result<()> {
-    match ancestors_untrusted(real)? {
-        Some(why) => Err(refuse(what, real, &why)),
-        None => Ok(()),
+/// Why the entry `meta` (at `at`, the last one of a path when `last`) makes a path
+/// untrusted, or `None`: a directory by [`untrusted`]'s rules; a file by the same owner and
+/// write bits, its type aside.
+fn entry_untrusted(meta: &std::fs::Metadata, at: &Path, last: bool) -> Option<String> {
+    let mut owner = Owner::of(meta);
+    if !meta.is_dir() {
+        owner.mode = (owner.mode & 0o7777) | nix::libc::S_IFDIR;
     }
+    let why = untrusted(&owner)?;
+    Some(if last {
+        why
+    } else {
+        format!("{} on its way: {why}", at.display())
+    })
 }
 
-/// Why a directory from `/` down to `real` makes it untrusted, or `None`.
-fn ancestors_untrusted(real: &Path) -> Result<Option<String>> {
-    let mut so_far = PathBuf::new();
-    for part in real.components() {
-        so_far.push(part);
-        let meta = std::fs::symlink_metadata(&so_far)
-            .with_context(|| format!("cannot inspect {}", so_far.display()))?;
-        if let Some(why) = untrusted(&Owner::of(&meta)) {
-            return Ok(Some(if so_far == real {
-                why
-            } else {
-                format!("{} on its way: {why}", so_far.display())
-            }));
-        }
-    }
-    Ok(None)
-}
-
-/// Errors unless `path` (a file or directory, its links followed) and every directory on
-/// its way are owned by root or this user and writable by nobody else (sticky directories
-/// on the way excepted): for what the gate runs rather than writes, such as the
-/// binaries of a build tree a record names. Errors: a [`UsageError`] naming `what`.
-pub fn check_trusted(what: &str, path: &Path) -> Result<()> {
-    let real = std::fs::canonicalize(path)
-        .with_context(|| format!("cannot resolve {what} {}", path.display()))?;
-    let meta = std::fs::metadata(&real)?;
-    let mut owner = Owner::of(&meta);
-    // A file is judged by the directory rules' owner and write bits; its type is not.
-    owner.mode = (owner.mode & 0o7777) | nix::libc::S_IFDIR;
-    let why = match real.parent() {
-        Some(parent) => ancestors_untrusted(parent)?,
-        None => None,
+/// Resolves `path` one component at a time from `/`, as the kernel does, checking every
+/// directory passed through and every link followed: a directory must pass [`untrusted`],
+/// a link must be root's or this user's (it lies in a trusted directory, so nobody else
+/// can replace it). `follow_last`: a link as the last component is followed (what the gate
+/// runs) or refused (a directory it writes into). Returns the path without links, or why
+/// another user could redirect it; errors when a component cannot be read.
+fn resolve(path: &Path, follow_last: bool) -> Result<std::result::Result<PathBuf, String>> {
+    let abs =
+        std::path::absolute(path).with_context(|| format!("cannot resolve {}", path.display()))?;
+    let parts = |p: &Path| -> Vec<std::ffi::OsString> {
+        p.components()
+            .rev()
+            .filter_map(|c| match c {
+                Component::Normal(n) => Some(n.to_os_string()),
+                Component::ParentDir => Some("..".into()),
+                _ => None,
+            })
+            .collect()
     };
-    match why.or_else(|| untrusted(&owner)) {
-        Some(why) => Err(UsageError(format!("{what} {}: {why}", real.display())).into()),
-        None => Ok(()),
+    let mut todo = parts(&abs);
+    let mut real = PathBuf::from("/");
+    let root_meta = std::fs::symlink_metadata(&real)?;
+    if let Some(why) = entry_untrusted(&root_meta, &real, todo.is_empty()) {
+        return Ok(Err(why));
     }
+    let me = nix::unistd::geteuid().as_raw();
+    let mut links = 0;
+    while let Some(part) = todo.pop() {
+        if part == ".." {
+            real.pop();
+            continue;
+        }
+        let next = real.join(&part);
+        let meta = std::fs::symlink_metadata(&next)
+            .with_context(|| format!("cannot inspect {}", next.display()))?;
+        let last = todo.is_empty();
+        if meta.is_symlink() {
+            if last && !follow_last {
+                return Ok(Err("it is a symbolic link".into()));
+            }
+            if meta.uid() != 0 && meta.uid() != me {
+                return Ok(Err(format!(
+                    "{} on its way is a symbolic link of uid {}, who could point it anywhere",
+                    next.display(),
+                    meta.uid()
+                )));
+            }
+            links += 1;
+            anyhow::ensure!(links <= 40, "too many links resolving {}", path.display());
+            let target = std::fs::read_link(&next)?;
+            if target.is_absolute() {
+                real = PathBuf::from("/");
+            }
+            todo.extend(parts(&target));
+            continue;
+        }
+        if let Some(why) = entry_untrusted(&meta, &next, last) {
+            return Ok(Err(why));
+        }
+        real = next;
+    }
+    Ok(Ok(real))
+}
+
+/// Errors unless `path` (a file or directory, its links followed) and every directory and
+/// link on its way are owned by root or this user and writable by nobody else (sticky
+/// directories on the way excepted): for what the gate reads or runs rather than writes,
+/// such as the binaries of a build tree a record names. Returns the path without links,
+/// which is the one to use (no other user can change what it names). Errors: a
+/// [`UsageError`] naming `what`.
+pub fn check_trusted(what: &str, path: &Path) -> Result<PathBuf> {
+    resolve(path, true)?
+        .map_err(|why| UsageError(format!("{what} {}: {why}", path.display())).into())
 }
 
 /// `rel` as a path beneath a root: relative, no `..`, not empty.
@@ -169,21 +212,9 @@ impl Root {
     /// directory on its way is owned by another user or writable by others and not
     /// sticky; an I/O error when it cannot be opened.
     pub fn open(what: &str, path: &Path) -> Result<Root> {
-        let abs = std::path::absolute(path)
-            .with_context(|| format!("cannot resolve {what} {}", path.display()))?;
-        let meta = std::fs::symlink_metadata(&abs)
-            .with_context(|| format!("cannot open {what} {}", path.display()))?;
-        if meta.file_type().is_symlink() {
-            return Err(refuse(what, path, "it is a symbolic link"));
-        }
-        let parent = abs.parent().unwrap_or(Path::new("/"));
-        let real_parent = std::fs::canonicalize(parent)
-            .with_context(|| format!("cannot resolve {}", parent.display()))?;
-        let real = match abs.file_name() {
-            Some(name) => real_parent.join(name),
-            None => real_parent,
-        };
-        check_ancestors(what, &real)?;
+        let real = resolve(path, false)
+            .with_context(|| format!("cannot open {what} {}", path.display()))?
+            .map_err(|why| refuse(what, path, &why))?;
         let dir = Dir::open_ambient_dir(&real, ambient_authority())
             .with_context(|| format!("cannot open {what} {}", path.display()))?;
         Self::checked(what, dir, real)
@@ -637,6 +668,48 @@ mod tests {
         assert!(!theirs.join("new").exists());
         let made = Root::create("--out", &tmp.path().join("a/b"), 0o755).unwrap();
         assert!(made.path().ends_with("a/b") && made.path().is_dir());
+    }
+
+    #[test]
+    fn a_link_of_another_user_anywhere_on_the_way_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let shared = dir_with(tmp.path(), "shm", 0o1777);
+        let mine = dir_with(tmp.path(), "mine", 0o755);
+        std::fs::create_dir(mine.join("sub")).unwrap();
+        std::fs::write(mine.join("sub/j.xml"), "keep").unwrap();
+        // Their link, two levels above the last component, to a directory of root's
+        // that has the right names in it.
+        let theirs = shared.join("link");
+        symlink(&mine, &theirs).unwrap();
+        give_to_nobody(&theirs);
+        let e = refusal(Root::open("--out", &theirs.join("sub")));
+        assert!(e.contains("symbolic link of uid 65534"), "{e}");
+        assert!(refusal(Root::create("--out", &theirs.join("sub/new"), 0o755)).contains("65534"));
+        assert!(!mine.join("sub/new").exists());
+        assert!(write("--junit", &theirs.join("sub/j.xml"), "x").is_err());
+        assert_eq!(
+            std::fs::read_to_string(mine.join("sub/j.xml")).unwrap(),
+            "keep"
+        );
+        // What the gate runs: a binary reached through their link is refused too.
+        let e = check_trusted("the tree", &theirs.join("sub/j.xml")).unwrap_err();
+        assert!(e.downcast_ref::<UsageError>().is_some() && e.to_string().contains("65534"));
+        // The same link made by root is followed, and the real path is what is used.
+        let ours = shared.join("ours");
+        symlink(&mine, &ours).unwrap();
+        let real = std::fs::canonicalize(&mine).unwrap();
+        assert_eq!(
+            check_trusted("the tree", &ours.join("sub/j.xml")).unwrap(),
+            real.join("sub/j.xml")
+        );
+        assert_eq!(
+            Root::open("--out", &ours.join("sub")).unwrap().path(),
+            real.join("sub")
+        );
+        assert_eq!(
+            check_trusted("x", &ours.join("sub/../sub")).unwrap(),
+            real.join("sub")
+        );
     }
 
     #[test]

@@ -75,10 +75,9 @@ impl Control {
     fn of(config: &BenchConfig, b: &Baseline) -> Result<Control> {
         let recorded = b.build_tree.as_deref().map(PathBuf::from);
         let tree = match recorded.filter(|_| config.baseline.build_dir.is_none()) {
-            Some(t) if t.symlink_metadata().is_ok() => {
-                check_recorded_tree(b, &t)?;
-                Some(t)
-            }
+            // The tree as resolved and checked, links and all: no other user can change
+            // what that path names before the binaries run.
+            Some(t) if t.symlink_metadata().is_ok() => Some(check_recorded_tree(b, &t)?),
             Some(t) => {
                 tracing::info!(
                     "the build tree of baseline {}, {}, is gone: the control arm is built \
@@ -100,24 +99,28 @@ impl Control {
 
 /// Refuses the tree `tree` that record `b` names unless it and the binaries the gate runs
 /// from it (`bin/fdbserver`, `bin/fdbcli`, `bin/mako`, `lib/libfdb_c.so`, through their
-/// links) are trusted ([`crate::files::check_trusted`]).
-fn check_recorded_tree(b: &Baseline, tree: &Path) -> Result<()> {
+/// links) are trusted ([`crate::files::check_trusted`]). Returns the tree's path without
+/// links.
+fn check_recorded_tree(b: &Baseline, tree: &Path) -> Result<PathBuf> {
     let what = format!(
         "the build tree of baseline {} (its record's build_tree)",
         b.name
     );
-    let files = ["bin/fdbserver", "bin/fdbcli", "bin/mako", "lib/libfdb_c.so"];
-    let present = files.iter().map(|f| tree.join(f)).filter(|f| f.exists());
-    for path in std::iter::once(tree.to_path_buf()).chain(present) {
-        crate::files::check_trusted(&what, &path).map_err(|e| {
+    let check = |path: &Path| {
+        crate::files::check_trusted(&what, path).map_err(|e| {
             UsageError(format!(
                 "{e:#}: the gate would run it as this user; pass --baseline-build with a tree \
                  of your own, or remove the record's build_tree to build the control arm \
                  from its source version"
             ))
-        })?;
+        })
+    };
+    let real = check(tree)?;
+    let files = ["bin/fdbserver", "bin/fdbcli", "bin/mako", "lib/libfdb_c.so"];
+    for path in files.iter().map(|f| real.join(f)).filter(|f| f.exists()) {
+        check(&path)?;
     }
-    Ok(())
+    Ok(real)
 }
 
 /// Whether record `b` can judge this run (`tmpfs`: the work dir is a RAM disk): the same

@@ -919,11 +919,23 @@ pub struct Allowed {
     pub knobs: bool,
 }
 
-/// `baselines/` of the workspace (where `Cargo.toml` is), unless `explicit`.
+/// `baselines/` of the workspace (where `Cargo.toml` is), unless `explicit`. Records
+/// name trees the gate runs and floors it gates on: when the directory is there, it and
+/// the way to it must be root's or this user's and writable by nobody else
+/// ([`crate::files::check_trusted`]), else a [`UsageError`].
 pub fn dir(explicit: Option<&Path>) -> Result<PathBuf> {
-    if let Some(d) = explicit {
-        return Ok(d.to_path_buf());
+    let dir = match explicit {
+        Some(d) => d.to_path_buf(),
+        None => workspace_baselines()?,
+    };
+    if dir.symlink_metadata().is_ok() {
+        crate::files::check_trusted("--baselines-dir", &dir)?;
     }
+    Ok(dir)
+}
+
+/// `baselines/` of the workspace.
+fn workspace_baselines() -> Result<PathBuf> {
     match super::fs::workspace_root() {
         Ok(root) => Ok(root.join("baselines")),
         Err(e) => Err(UsageError(format!(

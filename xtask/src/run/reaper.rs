@@ -212,16 +212,13 @@ fn owned_like(dir: &Path, pid: u32) -> bool {
     meta.is_dir() && meta.uid() == uid && lock.is_ok_and(|l| l.is_file() && l.uid() == uid)
 }
 
-/// Whether process `pid` is a gate: it runs as root or as this gate's user (whom no other
-/// user can impersonate), or it runs this very gate executable (the same file). Another
-/// user's process holding a lock is not a gate, whatever it is named.
+/// Whether process `pid` counts as a gate: it runs as root or as this gate's user, whom no
+/// other user can impersonate. Another user's process holding a lock is not one, whatever
+/// it is named or runs: anyone may run the gate's executable and stop it (SIGSTOP), which
+/// would hold every gate of the host off for as long as it likes.
 fn is_gate(pid: u32) -> bool {
     let me = nix::unistd::geteuid().as_raw();
-    if euid_of(pid).is_some_and(|uid| uid == 0 || uid == me) {
-        return true;
-    }
-    let exe = |p: &str| std::fs::metadata(p).map(|m| (m.dev(), m.ino())).ok();
-    exe(&format!("/proc/{pid}/exe")).is_some_and(|e| Some(e) == exe("/proc/self/exe"))
+    euid_of(pid).is_some_and(|uid| uid == 0 || uid == me)
 }
 
 /// `pid <gate pid> (<dir>)` for a live gate's run dir, the pid as the kernel names the
