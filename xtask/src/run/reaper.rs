@@ -636,6 +636,59 @@ mod tests {
         let _ = child.wait();
     }
 
+    /// Not a test: what another user runs in
+    /// [`another_users_run_of_the_gates_own_executable_is_not_a_gate`], this very
+    /// executable, alive until killed.
+    #[test]
+    #[ignore = "a stand-in process, run by another test"]
+    fn stand_in_for_another_users_gate() {
+        std::thread::sleep(std::time::Duration::from_secs(300));
+    }
+
+    #[test]
+    fn another_users_run_of_the_gates_own_executable_is_not_a_gate() {
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("not root: no other user to play");
+            return;
+        }
+        // Anyone may run the gate's executable (and stop it while it holds a lock): that
+        // must not hold every gate of the host off.
+        let exe = std::fs::read_link("/proc/self/exe").unwrap();
+        let theirs = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&exe)
+            .args([
+                "--ignored",
+                "--exact",
+                "run::reaper::tests::stand_in_for_another_users_gate",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = theirs.id();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while std::fs::read_link(format!("/proc/{pid}/exe"))
+            .ok()
+            .as_deref()
+            != Some(&exe)
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the stand-in never ran"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let (theirs_is_gate, ours_is_gate) = (is_gate(pid), is_gate(std::process::id()));
+        kill(theirs);
+        assert!(
+            !theirs_is_gate,
+            "another user's run of the gate's executable"
+        );
+        assert!(ours_is_gate);
+    }
+
     #[test]
     fn a_gate_on_the_host_is_a_held_lock_not_an_open_one() {
         let dir = tempfile::tempdir().unwrap();
