@@ -96,10 +96,27 @@ fn contain(plan: &Plan, run_dir: &RunDir) -> Result<Option<RunCgroup>> {
 /// measure each other; a warning says so).
 pub const ALLOW_CONCURRENT_ENV: &str = "PERFGATE_ALLOW_CONCURRENT";
 
+/// [`ALLOW_CONCURRENT_ENV`]'s value read: `1` allows, unset, empty or `0` does not.
+/// Errors: a [`crate::error::UsageError`] for anything else (`yes`, `true`), which would
+/// otherwise be ignored without a word.
+fn allow_concurrent(value: Option<&std::ffi::OsStr>) -> Result<bool> {
+    match value.map(|v| v.to_str()) {
+        None | Some(Some("" | "0")) => Ok(false),
+        Some(Some("1")) => Ok(true),
+        Some(v) => Err(crate::error::UsageError(format!(
+            "{ALLOW_CONCURRENT_ENV}={}: set it to 1 to run beside another gate, or to 0 (or \
+             unset it) not to",
+            crate::process::printable(v.unwrap_or("(not UTF-8)"))
+        ))
+        .into()),
+    }
+}
+
 /// Errors when another gate runs anywhere on this host ([`live_runs_on_host`]), unless
 /// [`ALLOW_CONCURRENT_ENV`] is `1`, which turns the refusal into the warning returned (the
 /// caller logs it); [`Runner::start`] refuses one on the same work dir all the same.
 pub fn refuse_other_gates() -> Result<Option<String>> {
+    let allowed = allow_concurrent(std::env::var_os(ALLOW_CONCURRENT_ENV).as_deref())?;
     let others = live_runs_on_host();
     if others.is_empty() {
         return Ok(None);
@@ -109,7 +126,7 @@ pub fn refuse_other_gates() -> Result<Option<String>> {
          other, whatever their work dirs",
         others.join(", ")
     );
-    if std::env::var(ALLOW_CONCURRENT_ENV).is_ok_and(|v| v == "1") {
+    if allowed {
         return Ok(Some(format!(
             "{said} ({ALLOW_CONCURRENT_ENV}=1: running anyway; its trials are noisier)"
         )));
@@ -515,6 +532,27 @@ pub fn init_logging(out: &Path, quiet: bool, color: bool) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn allow_concurrent_takes_one_or_zero_and_names_anything_else() {
+        use std::ffi::OsStr;
+        assert!(!allow_concurrent(None).unwrap());
+        assert!(!allow_concurrent(Some(OsStr::new(""))).unwrap());
+        assert!(!allow_concurrent(Some(OsStr::new("0"))).unwrap());
+        assert!(allow_concurrent(Some(OsStr::new("1"))).unwrap());
+        for bad in ["yes", "true", "\x1b[2J"] {
+            let e = allow_concurrent(Some(OsStr::new(bad))).unwrap_err();
+            assert!(
+                e.downcast_ref::<crate::error::UsageError>().is_some(),
+                "{bad}"
+            );
+            let e = e.to_string();
+            assert!(
+                e.starts_with("PERFGATE_ALLOW_CONCURRENT=") && !e.contains('\x1b'),
+                "{e}"
+            );
+        }
+    }
 
     #[test]
     fn no_color_or_a_dumb_terminal_turns_colors_off() {
