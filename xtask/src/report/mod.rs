@@ -459,10 +459,13 @@ pub fn junit(judgements: &[Judgement], table: &str, run: &JunitRun) -> String {
                 let mut suite = TestSuite::new(engine);
                 suite.set_time(junit_time(seconds));
                 suite.set_timestamp(utc(run.timestamp));
+                suite.extra.insert(
+                    "hostname".into(),
+                    crate::process::printable(&run.hostname).into(),
+                );
                 suite
                     .extra
-                    .insert("hostname".into(), run.hostname.clone().into());
-                suite.extra.insert("file".into(), run.file.clone().into());
+                    .insert("file".into(), crate::process::printable(&run.file).into());
                 suites.push(suite);
                 suites.last_mut().expect("just pushed")
             }
@@ -1103,6 +1106,21 @@ mod tests {
             </testsuites>
         "#]]
         .assert_eq(&xml);
+    }
+
+    #[test]
+    fn a_hostname_read_back_reaches_junit_escaped_not_dropped_or_raw() {
+        // `compare` writes JUnit from a saved run's meta.json, which anyone may have edited.
+        let t = interleaved(&[1000.0, 1100.0, 950.0], &[1050.0, 980.0, 990.0]);
+        let j = judge(&t, &[Engine::Redwood], CRITERIA, false);
+        let mut run = test_run();
+        run.hostname = "vm\u{1b}]0;x\u{7}RED\u{202e}".into();
+        let xml = junit(&j, "", &run);
+        assert!(
+            xml.contains(r#"hostname="vm\u{1b}]0;x\u{7}RED\u{202e}""#),
+            "{xml}"
+        );
+        assert!(!xml.contains('\u{202e}') && !xml.contains('\u{1b}'));
     }
 
     #[test]

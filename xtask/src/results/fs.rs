@@ -327,9 +327,14 @@ fn not_a_regular_file(path: &Path) -> Option<&'static str> {
     })
 }
 
-/// `v` as pretty JSON with a final newline: how every JSON file of the gate looks.
+/// `v` as pretty JSON with a final newline: how every JSON file of the gate looks. What
+/// serde_json leaves raw of the text it copies from inputs (DEL, C1 controls,
+/// bidirectional overrides: a hostname, an error message) is written as `\uXXXX`
+/// ([`crate::process::json_printable`]), so that a `cat` of `meta.json` or `trials.json`
+/// shows it as text; the value read back is the same.
 pub fn json<T: Serialize>(v: &T) -> String {
-    serde_json::to_string_pretty(v).expect("plain data serializes") + "\n"
+    crate::process::json_printable(&serde_json::to_string_pretty(v).expect("plain data serializes"))
+        + "\n"
 }
 
 /// Creates `path` with `text`; fails if anything is there already, a symlink included
@@ -350,6 +355,20 @@ pub fn write(path: &Path, text: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_files_write_what_terminals_act_on_as_escapes_and_read_back_the_same() {
+        let value = serde_json::json!({"hostname": "vm\u{9b}2J\u{202e}\u{7f}", "n": 1});
+        let text = json(&value);
+        assert!(text.contains(r"vm\u009b2J\u202e\u007f"), "{text}");
+        assert!(!text
+            .chars()
+            .any(|c| crate::process::unsafe_in_text(c) && c != '\n'));
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&text).unwrap(),
+            value
+        );
+    }
 
     #[test]
     fn copies_spelled_with_dot_dot_are_where_they_land() {
