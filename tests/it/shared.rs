@@ -172,3 +172,23 @@ fn baselines_another_user_could_write_are_not_read() {
         .unwrap();
     assert_eq!(code(&o), 64, "{}", text(&o));
 }
+
+#[test]
+fn compare_never_reads_a_saved_runs_file_through_a_link() {
+    // Another user's link in a saved run to a file only root may read: a parse error
+    // would echo what it holds.
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    let o = s.bench(&a, &b, &[]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let secret = s.dir.path().join("secret");
+    std::fs::write(&secret, r#"{"schema_version": "SECRET-VALUE", "trials": []}"#).unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let trials = s.out().join("trials.json");
+    std::fs::remove_file(&trials).unwrap();
+    planted_link(&secret, &trials);
+    let o = crate::support::compare_only(&s.out());
+    assert_ne!(code(&o), 0, "{}", text(&o));
+    assert!(!text(&o).contains("SECRET"), "{}", text(&o));
+    assert!(text(&o).contains("trials.json"), "{}", text(&o));
+}

@@ -24,9 +24,23 @@ pub const MAX_BYTES: u64 = 64 << 20;
 /// Errors (`std::io::Error`, kind `InvalidInput` for the last two): it cannot be opened,
 /// or it is a directory, FIFO, socket or device (the message names which).
 pub fn open(path: &Path) -> std::io::Result<File> {
+    open_flags(path, nix::fcntl::OFlag::O_NONBLOCK)
+}
+
+/// [`open`] refusing a symbolic link as the last component (`O_NOFOLLOW`): for a file
+/// the gate wrote itself (a saved run's `trials.json`), which is never a link, so that
+/// another user's link there cannot make root read a file only root may read.
+pub fn open_no_link(path: &Path) -> std::io::Result<File> {
+    open_flags(
+        path,
+        nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_NOFOLLOW,
+    )
+}
+
+fn open_flags(path: &Path, flags: nix::fcntl::OFlag) -> std::io::Result<File> {
     let file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .custom_flags(flags.bits())
         .open(path)?;
     let kind = file.metadata()?.file_type();
     if kind.is_file() {
@@ -65,7 +79,10 @@ pub fn kind_of(kind: std::fs::FileType) -> &'static str {
 /// Errors: those of [`open`], a read error, or a file larger than [`MAX_BYTES`] (kind
 /// `InvalidInput`, with its size).
 pub fn read(path: &Path) -> std::io::Result<Vec<u8>> {
-    let file = open(path)?;
+    read_file(open(path)?)
+}
+
+fn read_file(file: File) -> std::io::Result<Vec<u8>> {
     let len = file.metadata()?.len();
     if len > MAX_BYTES {
         return Err(too_large(len));
@@ -84,7 +101,16 @@ pub fn read(path: &Path) -> std::io::Result<Vec<u8>> {
 /// Errors: those of [`read`], or bytes that are not UTF-8 (kind `InvalidData`, with the
 /// offset of the first bad byte).
 pub fn read_text(path: &Path) -> std::io::Result<String> {
-    String::from_utf8(read(path)?).map_err(|e| {
+    utf8(read(path)?)
+}
+
+/// [`read_text`] of a file the gate wrote itself ([`open_no_link`]).
+pub fn read_own_text(path: &Path) -> std::io::Result<String> {
+    utf8(read_file(open_no_link(path)?)?)
+}
+
+fn utf8(bytes: Vec<u8>) -> std::io::Result<String> {
+    String::from_utf8(bytes).map_err(|e| {
         std::io::Error::new(
             std::io::ErrorKind::InvalidData,
             format!(

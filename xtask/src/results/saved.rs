@@ -634,7 +634,8 @@ fn check_version(path: &Path, version: Option<u32>, readable: u32) -> Result<()>
 
 fn read<T: DeserializeOwned>(dir: &Path, file: &str) -> Result<T> {
     let path = dir.join(file);
-    let text = crate::input::read_text(&path).with_context(|| {
+    // The gate never writes a link there: one is refused, not followed.
+    let text = crate::input::read_own_text(&path).with_context(|| {
         format!(
             "cannot read {} (is {} a perfgate results dir?)",
             path.display(),
