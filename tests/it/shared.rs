@@ -182,7 +182,11 @@ fn compare_never_reads_a_saved_runs_file_through_a_link() {
     let o = s.bench(&a, &b, &[]);
     assert_eq!(code(&o), 0, "{}", text(&o));
     let secret = s.dir.path().join("secret");
-    std::fs::write(&secret, r#"{"schema_version": "SECRET-VALUE", "trials": []}"#).unwrap();
+    std::fs::write(
+        &secret,
+        r#"{"schema_version": "SECRET-VALUE", "trials": []}"#,
+    )
+    .unwrap();
     std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
     let trials = s.out().join("trials.json");
     std::fs::remove_file(&trials).unwrap();
