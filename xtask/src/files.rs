@@ -1,4 +1,4 @@
-//! The one way the gate creates, writes, renames and removes files, below every stage.
+//! The one way the gate creates, writes and removes files, below every stage.
 //!
 //! The gate runs as root on shared hosts and works in world-writable places (`/dev/shm`,
 //! `/tmp`, a RAM disk others use), where another user can plant a link, a FIFO or a
@@ -461,28 +461,6 @@ impl Root {
         beneath(rel.as_ref())
             .is_ok_and(|rel| self.check_entry(rel).is_ok() && self.dir.remove_dir(rel).is_ok())
     }
-
-    /// Renames `from` to `to`, both beneath the root, replacing a regular file at `to`.
-    pub fn rename(&self, from: impl AsRef<Path>, to: impl AsRef<Path>) -> Result<()> {
-        let (from, to) = (beneath(from.as_ref())?, beneath(to.as_ref())?);
-        self.check_entry(from)?;
-        if self.dir.symlink_metadata(to).is_ok() {
-            self.check_entry(to)?;
-        }
-        self.dir.rename(from, &self.dir, to).with_context(|| {
-            format!(
-                "cannot rename {} to {}",
-                self.join(from).display(),
-                self.join(to).display()
-            )
-        })
-    }
-
-    /// The root's descriptor, for what the layer does not cover (`statfs`, `flock`).
-    pub fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
-        use std::os::fd::AsFd as _;
-        self.dir.as_fd()
-    }
 }
 
 /// The process's umask, read without changing it for good (there is no getter).
@@ -596,21 +574,6 @@ pub fn remove_file(what: &str, path: &Path) -> Result<()> {
 pub fn remove_dir_all(what: &str, path: &Path) -> Result<()> {
     let (root, name) = root_of(what, path)?;
     root.remove_dir_all(name)
-}
-
-/// Renames `from` to `to` within one directory ([`Root::rename`]).
-pub fn rename(what: &str, from: &Path, to: &Path) -> Result<()> {
-    anyhow::ensure!(
-        from.parent() == to.parent(),
-        "cannot rename {} to {}: the gate renames only within one directory",
-        from.display(),
-        to.display()
-    );
-    let (root, from_name) = root_of(what, from)?;
-    let to_name = to
-        .file_name()
-        .with_context(|| format!("{} names no file", to.display()))?;
-    root.rename(from_name, to_name)
 }
 
 #[cfg(test)]
@@ -733,7 +696,6 @@ mod tests {
         assert!(root.remove_file("their-file").is_err());
         assert!(root.remove_dir_all("their-file").is_err());
         assert!(root.dir("probe").is_err());
-        assert!(root.rename("their-file", "mine").is_err());
         assert!(root.create_dir_new("probe", 0o700).unwrap().is_none());
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
         assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "theirs");
