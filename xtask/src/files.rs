@@ -401,8 +401,9 @@ impl Root {
     pub fn write(&self, rel: impl AsRef<Path>, bytes: &[u8]) -> Result<()> {
         let rel = beneath(rel.as_ref())?;
         let path = self.join(rel);
-        if let Ok(meta) = self.dir.symlink_metadata(rel) {
-            if let Some(kind) = not_regular(&meta) {
+        if self.dir.symlink_metadata(rel).is_ok() {
+            // The root's directories are trusted: its path names what its descriptor does.
+            if let Some(kind) = not_a_regular_file(&path) {
                 anyhow::bail!(
                     "cannot write {}: {kind} is there, and the gate writes only regular \
                      files (choose another path)",
@@ -471,10 +472,12 @@ fn umask() -> u32 {
     old.bits()
 }
 
-/// What a non-regular entry is, for messages; `None` for a regular file.
-fn not_regular(meta: &cap_std::fs::Metadata) -> Option<&'static str> {
-    use cap_std::fs::FileTypeExt as _;
-    let t = meta.file_type();
+/// What is at `path` if it is there and not a regular file (not following a symlink):
+/// "a symlink", "a directory", "a FIFO", "a device", "a socket"; `None` for a regular file
+/// or nothing.
+pub fn not_a_regular_file(path: &Path) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt as _;
+    let t = std::fs::symlink_metadata(path).ok()?.file_type();
     Some(if t.is_file() {
         return None;
     } else if t.is_symlink() {

@@ -273,7 +273,7 @@ pub fn check_writable_file(flag: &str, path: &Path) -> Result<()> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let why = if let Some(kind) = not_a_regular_file(path) {
+    let why = if let Some(kind) = crate::files::not_a_regular_file(path) {
         Some(format!("{kind} is there, not a regular file"))
     } else if let Err(e) = crate::files::Root::create(flag, parent, 0o755).and_then(|root| {
         // In a shared (sticky) directory, a file there must be root's or ours: root
@@ -304,27 +304,6 @@ pub fn check_writable_file(flag: &str, path: &Path) -> Result<()> {
         .into()),
         None => Ok(()),
     }
-}
-
-/// What is at `path` if it is there and not a regular file (not following a symlink):
-/// "a symlink", "a directory", "a FIFO", "a device", "a socket"; `None` for a regular file
-/// or nothing.
-fn not_a_regular_file(path: &Path) -> Option<&'static str> {
-    use std::os::unix::fs::FileTypeExt as _;
-    let t = std::fs::symlink_metadata(path).ok()?.file_type();
-    Some(if t.is_file() {
-        return None;
-    } else if t.is_symlink() {
-        "a symlink"
-    } else if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_block_device() || t.is_char_device() {
-        "a device"
-    } else {
-        "a socket"
-    })
 }
 
 /// `v` as pretty JSON with a final newline: how every JSON file of the gate looks. What
