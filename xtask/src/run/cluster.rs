@@ -1152,15 +1152,42 @@ fn host_ip(host: u32) -> Ipv4Addr {
 
 /// `n` distinct ports that were free a moment ago on every address (bound together on
 /// 0.0.0.0, then released: a port held on 127.0.0.2 only, where a second "host" listens,
-/// is not free): any the OS gives (port 0), or the first free ones of `range`. Another program
-/// could take one in between; the cluster start then fails with that server's "address in
-/// use" error rather than hanging. Errors: `range` has fewer than `n` free ports.
+/// is not free): the first free ones of `range`, else of the ports below the kernel's
+/// ephemeral range ([`unassigned_ports`]) from a random one on. Below that range no
+/// outgoing connection (mako's, fdbcli's, a concurrent gate's clients') is given one of
+/// them between the choice and the server's bind, as it could be a port the OS gave for
+/// port 0; a program binding a fixed port still could, and the cluster start then fails
+/// with that server's "address in use" error rather than hanging. Errors: fewer than `n`
+/// free ports in `range`.
 fn free_ports(n: usize, range: Option<PortRange>) -> Result<Vec<u16>> {
     let listeners: Vec<TcpListener> = match range {
-        None => (0..n)
-            .map(|_| TcpListener::bind((Ipv4Addr::UNSPECIFIED, 0)))
-            .collect::<Result<_, _>>()
-            .context("cannot find free loopback ports")?,
+        None => match unassigned_ports(ephemeral_ports()) {
+            Some(window) => {
+                let width = (window.end - window.start) as usize;
+                let first = rand::random_range(0..width);
+                let free: Vec<TcpListener> = window
+                    .clone()
+                    .cycle()
+                    .skip(first)
+                    .take(width)
+                    .filter_map(|p| TcpListener::bind((Ipv4Addr::UNSPECIFIED, p)).ok())
+                    .take(n)
+                    .collect();
+                if free.len() < n {
+                    bail!(
+                        "ports {}-{} (below the kernel's ephemeral ports) have {} free now,                          and the cluster needs {n}: free some, or give --port-range",
+                        window.start,
+                        window.end - 1,
+                        free.len()
+                    );
+                }
+                free
+            }
+            None => (0..n)
+                .map(|_| TcpListener::bind((Ipv4Addr::UNSPECIFIED, 0)))
+                .collect::<Result<_, _>>()
+                .context("cannot find free loopback ports")?,
+        },
         Some(r) => {
             let free: Vec<TcpListener> = (r.low..=r.high)
                 .filter_map(|p| TcpListener::bind((Ipv4Addr::UNSPECIFIED, p)).ok())
@@ -1180,6 +1207,27 @@ fn free_ports(n: usize, range: Option<PortRange>) -> Result<Vec<u16>> {
         .iter()
         .map(|l| Ok(l.local_addr()?.port()))
         .collect()
+}
+
+/// The kernel's ephemeral ports, `net.ipv4.ip_local_port_range` (inclusive), which it gives
+/// outgoing connections and binds to port 0; its default 32768-60999 when unreadable.
+fn ephemeral_ports() -> (u16, u16) {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| {
+            let mut it = s.split_whitespace().map(|p| p.parse::<u16>().ok());
+            Some((it.next()??, it.next()??))
+        })
+        .unwrap_or((32768, 60999))
+}
+
+/// The ports the gate draws from without `--port-range`: from 10000 (above the well-known
+/// ones and those services commonly use, FDB's 4500 among them) up to the ephemeral
+/// range's first, or `None` when fewer than 1000 lie there (a host that made most ports
+/// ephemeral), where the OS's choice (port 0) is what is left.
+fn unassigned_ports((low, _high): (u16, u16)) -> Option<std::ops::Range<u16>> {
+    const FIRST: u16 = 10000;
+    (low >= FIRST + 1000).then_some(FIRST..low)
 }
 
 #[cfg(test)]
@@ -1206,9 +1254,21 @@ mod tests {
     }
 
     #[test]
-    fn free_ports_are_distinct() {
+    fn free_ports_are_distinct_and_none_is_one_the_kernel_gives_outgoing_connections() {
         let p = free_ports(3, None).unwrap();
         assert!(p[0] != p[1] && p[1] != p[2] && p[0] != p[2], "{p:?}");
+        let (low, high) = ephemeral_ports();
+        if unassigned_ports((low, high)).is_some() {
+            assert!(p.iter().all(|&p| (10000..low).contains(&p)), "{p:?} {low}");
+        }
+    }
+
+    #[test]
+    fn ports_are_drawn_below_the_ephemeral_range_where_it_leaves_room() {
+        assert_eq!(unassigned_ports((32768, 60999)), Some(10000..32768));
+        assert_eq!(unassigned_ports((11000, 60999)), Some(10000..11000));
+        assert_eq!(unassigned_ports((10999, 60999)), None);
+        assert_eq!(unassigned_ports((1024, 65535)), None);
     }
 
     #[test]
