@@ -456,6 +456,44 @@ fn a_results_dir_removed_during_the_run_stops_it_naming_the_cause() {
     s.assert_no_leftover_processes();
 }
 
+/// An error that ends a run after its results dir was made leaves that dir saying so: the
+/// error at the end of run.log and a summary.json of the error's shape, as `--json`
+/// prints it, so that neither a person nor a script reading the dir takes it for a run
+/// still going or one that lost its files.
+#[test]
+fn a_run_ended_by_an_error_leaves_the_error_in_its_results_dir() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({"mako_run_hang": true}), json!({}));
+    let mut cmd = s.bench_command(&a, &b, &["--timeout-mako-run-grace", "1"]);
+    cmd.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let child = s.spawn_until_mako_runs_of(cmd, &a);
+    std::fs::remove_file(s.out().join("meta.json")).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(
+        err.matches("lost its meta.json during the run").count(),
+        1,
+        "{err}"
+    );
+    let summary = s.read_json("summary.json");
+    assert_eq!(summary["exit_code"], 2, "{summary}");
+    assert!(
+        summary["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("lost its meta.json during the run")),
+        "{summary}"
+    );
+    let log = std::fs::read_to_string(s.out().join("run.log")).unwrap();
+    let last = log.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("ERROR") && last.contains("lost its meta.json during the run"),
+        "{log}"
+    );
+    s.assert_no_leftover_processes();
+}
+
 /// `meta.json`'s record of how the run contained its processes: `cgroup` or
 /// `process_groups`.
 fn containment(s: &Sandbox) -> String {

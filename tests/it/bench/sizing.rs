@@ -370,3 +370,54 @@ fn calibrate_refuses_a_copy_onto_its_own_outputs() {
         assert!(!out.exists() && !profile.exists(), "{}", text(&o));
     }
 }
+
+/// A profile that cannot be sized is a failed copy of `--write-profile`, written after the
+/// run's own files (calibration.json among them) and the other copies: the exit status
+/// and summary.json's agree, and say which flag.
+#[test]
+fn a_profile_that_cannot_be_sized_fails_its_flag_after_the_runs_own_files() {
+    let s = Sandbox::new();
+    // Every trial an ERROR: no complete A/A pair to size from.
+    let a = s.tree("a", json!({"mako_truncates_report": true}));
+    let (out, profile, junit) = (
+        s.dir.path().join("cal"),
+        s.dir.path().join("host.json"),
+        s.dir.path().join("junit.xml"),
+    );
+    let mut workload = crate::support::TINY;
+    (workload[7], workload[9]) = ("20", "80");
+    let o = crate::support::gate_cmd()
+        .args(["calibrate", "--build"])
+        .arg(&a)
+        .arg("--out")
+        .arg(&out)
+        .args(workload)
+        .args(["--trials", "2", "--budget", "20m", "--junit"])
+        .arg(&junit)
+        .arg("--write-profile")
+        .arg(&profile)
+        .env("WORKDIR", s.workdir.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(!profile.exists());
+    assert!(out.join("calibration.json").is_file() && junit.is_file());
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["exit_code"], 2, "{summary}");
+    let failure = &summary["copy_failures"][0];
+    assert_eq!(failure["flag"], "--write-profile", "{summary}");
+    assert!(
+        failure["error"]
+            .as_str()
+            .unwrap()
+            .contains("the trials could not be sized: 0 complete A/A pairs"),
+        "{summary}"
+    );
+    assert!(
+        text(&o).contains("--write-profile ")
+            && text(&o).contains("was not written: the trials could not be sized"),
+        "{}",
+        text(&o)
+    );
+}

@@ -5,7 +5,7 @@ use std::io::Write as _;
 
 use anyhow::Result;
 
-use super::pipeline::execute;
+use super::pipeline::{execute, nothing_afterwards};
 use crate::{
     build,
     cli::BenchArgs,
@@ -86,7 +86,7 @@ pub fn run(args: &BenchArgs, color: bool) -> Result<i32> {
             let _ = write!(std::io::stdout(), "{shown}");
             return Ok(0);
         }
-        Ok(execute(plan, color)?.exit_code)
+        Ok(execute(plan, color, nothing_afterwards())?.exit_code)
     })();
     if let Err(e) = &result {
         write::setup_error(copies, e);

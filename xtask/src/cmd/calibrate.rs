@@ -6,6 +6,8 @@ use std::{io::Write as _, path::Path};
 use anyhow::Result;
 
 use super::pipeline::execute;
+use crate::plan::Plan;
+use crate::report::write::LateCopy;
 use crate::{
     cli::CalibrateArgs,
     config::BenchConfig,
@@ -20,7 +22,7 @@ use crate::{
     process::printable,
     report::write,
     results::{
-        fs::{check_copies, check_writable_file, create_new, resolved},
+        fs::{check_copies, check_writable_file, resolved},
         trial::{Outcome, TrialRecord},
     },
     run::cluster::engine_of_existing,
@@ -55,9 +57,49 @@ pub fn run(args: &CalibrateArgs, color: bool) -> Result<i32> {
         return Ok(0);
     }
     let started = std::time::Instant::now();
-    let done = execute(plan, color)?;
-    let trials_wall_s = started.elapsed().as_secs_f64();
-    let c = &done.plan.config;
+    let mut rendered = None;
+    let afterwards = |out: &Path, plan: &Plan, trials: &[TrialRecord]| {
+        let wall_s = started.elapsed().as_secs_f64();
+        let cal = calibration(plan, trials, wall_s, args.budget);
+        write::calibration(out, &cal)?;
+        rendered = Some(cal.render());
+        let late = args.write_profile.as_ref().map(|path| {
+            let sized = sized_profile(&cal, &plan.config.workload, path, args.budget);
+            LateCopy {
+                flag: "--write-profile",
+                path: path.clone(),
+                written: sized.as_ref().map(|s| s.1.clone()).unwrap_or_default(),
+                text: sized.map(|s| s.0),
+            }
+        });
+        Ok(late.into_iter().collect())
+    };
+    let done = execute(plan, color, Box::new(afterwards))?;
+    // With --json, stdout is summary.json alone, for scripts; calibration.json is beside it.
+    if let (false, Some(table)) = (done.plan.config.json, rendered) {
+        let _ = writeln!(std::io::stdout(), "\n{}", printable(&table));
+    }
+    let all_measured = done.trials.iter().all(|t| t.outcome == Outcome::Measured);
+    // A copy that failed (the profile among them) is an error, as summary.json's
+    // exit_code says.
+    Ok(
+        if all_measured && !done.interrupted && done.copies_failed == 0 {
+            0
+        } else {
+            2
+        },
+    )
+}
+
+/// The calibration of an A/A run's `trials`, which took `wall_s` seconds in all, sized for
+/// `budget` where mako's per-second TPS allows.
+fn calibration(
+    plan: &Plan,
+    trials: &[TrialRecord],
+    wall_s: f64,
+    budget: std::time::Duration,
+) -> Calibration {
+    let c = &plan.config;
     // Sizing splits mako's per-second TPS into batches; ReadWrite prints none, so a
     // multitest calibration measures the noise only.
     let cost = match c.workload.driver_kind() {
@@ -69,38 +111,14 @@ pub fn run(args: &CalibrateArgs, color: bool) -> Result<i32> {
             );
             None
         }
-        DriverKind::Mako => trial_cost(
-            trials_wall_s,
-            &done.trials,
-            &c.workload,
-            args.budget.as_secs_f64(),
-        ),
+        DriverKind::Mako => trial_cost(wall_s, trials, &c.workload, budget.as_secs_f64()),
     };
-    let cal = Calibration::new(
-        &Sample::of_trials(&done.trials),
-        &done.plan.engines,
+    Calibration::new(
+        &Sample::of_trials(trials),
+        &plan.engines,
         c.max_regression_pct,
         c.gates.union(c.gates_if_measured),
         cost,
-    );
-    write::calibration(&done.out, &cal)?;
-    if let Some(path) = &args.write_profile {
-        if !write_profile(path, &cal, &c.workload, args.budget)? {
-            return Ok(2);
-        }
-    }
-    // With --json, stdout is summary.json alone, for scripts; calibration.json is beside it.
-    if !done.plan.config.json {
-        let _ = writeln!(std::io::stdout(), "\n{}", printable(&cal.render()));
-    }
-    let all_measured = done.trials.iter().all(|t| t.outcome == Outcome::Measured);
-    // A copy that failed is an error, as summary.json's exit_code says.
-    Ok(
-        if all_measured && !done.interrupted && done.copies_failed == 0 {
-            0
-        } else {
-            2
-        },
     )
 }
 
@@ -175,55 +193,46 @@ fn check_profile_path(p: &Path, config: &BenchConfig, budget: std::time::Duratio
     Ok(())
 }
 
-/// Writes the sized trials of `cal` as a profile of workload `w` at `path`; `false` (with
-/// the reason on stderr) when they could not be sized.
-fn write_profile(
-    path: &Path,
+/// The profile of workload `w` with the trials `cal` sized, named after `path`, and how to
+/// run it; or why they could not be sized.
+fn sized_profile(
     cal: &Calibration,
     w: &Workload,
+    path: &Path,
     budget: std::time::Duration,
-) -> Result<bool> {
+) -> std::result::Result<(String, String), String> {
     // Sized for the first engine that could be: one profile serves every engine.
-    match cal.engines.iter().find_map(|e| e.sizing.as_ref()) {
-        Some(z) => {
-            let name = Workload::profile_name(path);
-            let text =
-                w.to_profile_file(&name, z.warmup_seconds, z.warmup_seconds + z.window_seconds);
-            create_new(path, &text)?;
-            let _ = writeln!(
-                std::io::stderr(),
-                "profile '{name}' written to {}: run it with --profile-file {} --trials {}",
-                path.display(),
-                path.display(),
-                z.pairs
-            );
-            Ok(true)
-        }
-        None => {
-            let pairs = cal.engines.iter().map(|e| e.pairs).max().unwrap_or(0);
-            let why = if pairs < 2 {
-                format!("{pairs} complete A/A pairs (sizing needs 2 or more)")
-            } else if cal
-                .engines
-                .iter()
-                .flat_map(|e| &e.metrics)
-                .all(|m| m.split.is_none())
-            {
-                "no trial had a per-second series of three 10 s batches".to_string()
-            } else {
-                format!(
-                    "--budget {} does not fit 2 pairs of the shortest window",
-                    humantime::format_duration(budget)
-                )
-            };
-            let _ = writeln!(
-                std::io::stderr(),
-                "no profile written to {}: the trials could not be sized: {why}",
-                path.display()
-            );
-            Ok(false)
-        }
+    if let Some(z) = cal.engines.iter().find_map(|e| e.sizing.as_ref()) {
+        let name = Workload::profile_name(path);
+        let text = w.to_profile_file(&name, z.warmup_seconds, z.warmup_seconds + z.window_seconds);
+        let how = format!(
+            "profile '{name}' written to {}: run it with --profile-file {} --trials {}",
+            path.display(),
+            path.display(),
+            z.pairs
+        );
+        return Ok((text, how));
     }
+    let pairs = cal.engines.iter().map(|e| e.pairs).max().unwrap_or(0);
+    let why = if pairs < 2 {
+        format!("{pairs} complete A/A pairs (sizing needs 2 or more)")
+    } else if cal
+        .engines
+        .iter()
+        .flat_map(|e| &e.metrics)
+        .all(|m| m.split.is_none())
+    {
+        "no trial had a per-second series of three 10 s batches".to_string()
+    } else {
+        format!(
+            "--budget {} does not fit 2 pairs of the shortest window",
+            humantime::format_duration(budget)
+        )
+    };
+    Err(format!(
+        "the trials could not be sized: {why}; calibrate again with more --trials or a \
+         larger --budget"
+    ))
 }
 
 /// What a trial cost beside mako's run: the wall-clock time of all trials (`wall_s`, from

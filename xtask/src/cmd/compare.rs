@@ -96,7 +96,7 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         },
         &junit_run,
     )?;
-    Ok(written.copies().exit_code)
+    Ok(written.copies(Vec::new()).exit_code)
 }
 
 /// The saved run's judgements: a sweep's knee (`SavedRun::read` checked its ladder), or

@@ -18,7 +18,7 @@ use crate::{
     },
     plan::{Plan, PlannedTrial},
     process::interrupted,
-    report::write,
+    report::write::{self, LateCopy},
     results::{fs::results_dir, trial::TrialRecord},
     run::{init_logging, Runner},
 };
@@ -34,9 +34,21 @@ pub struct Finished {
     pub copies_failed: usize,
 }
 
+/// What a command writes once the run's verdict files and report are written and before
+/// their copies: its own files in the results dir (the first argument), from the plan and
+/// the trials, and the copies it makes of them ([`LateCopy`]).
+pub type Afterwards<'a> =
+    Box<dyn FnOnce(&Path, &Plan, &[TrialRecord]) -> Result<Vec<LateCopy>> + 'a>;
+
+/// Nothing more than the verdict files (`bench`).
+pub fn nothing_afterwards<'a>() -> Afterwards<'a> {
+    Box::new(|_, _, _| Ok(Vec::new()))
+}
+
 /// Runs the plan's trials, judges them and writes every result: the results dir is made
-/// here, `meta.json` first. The terminal's log lines are in colour when `color`.
-pub fn execute(plan: Plan, color: bool) -> Result<Finished> {
+/// here, `meta.json` first; `afterwards` writes the command's own files before any copy.
+/// The terminal's log lines are in colour when `color`.
+pub fn execute(plan: Plan, color: bool, afterwards: Afterwards) -> Result<Finished> {
     if interrupted() {
         anyhow::bail!("interrupted by a signal before the first trial; nothing was run");
     }
@@ -46,6 +58,34 @@ pub fn execute(plan: Plan, color: bool) -> Result<Finished> {
     let beside = crate::run::refuse_other_gates()?;
     crate::run::refuse_busy_workdir(&plan.workdir.path)?;
     let out = results_dir(plan.config.out.as_deref(), plan.config.copies())?;
+    let ran = run_into(plan, out.clone(), beside, color, afterwards);
+    if let Err(e) = &ran {
+        leave_error(&out, e);
+    }
+    ran
+}
+
+/// What an error that ended the run leaves in its results dir `out`, best effort: the error
+/// at the end of `run.log`, and a `summary.json` of its shape (as `--json` prints it) where
+/// the run wrote none, so that the results dir says how its run ended (a setup error
+/// before the first trial, or results that could not be written).
+fn leave_error(out: &Path, e: &anyhow::Error) {
+    tracing::error!(target: crate::run::RUN_LOG_ONLY, "{e:#}");
+    let json = crate::report::error_json(crate::error::exit_status(e), &format!("{e:#}"));
+    let _ = crate::results::fs::create_new(
+        &out.join("summary.json"),
+        &crate::process::json_printable(&json),
+    );
+}
+
+/// [`execute`] once its results dir `out` is made.
+fn run_into(
+    plan: Plan,
+    out: PathBuf,
+    beside: Option<String>,
+    color: bool,
+    afterwards: Afterwards,
+) -> Result<Finished> {
     init_logging(&out, plan.config.quiet, color)?;
     if let Some(w) = beside {
         tracing::warn!("{w}");
@@ -64,7 +104,7 @@ pub fn execute(plan: Plan, color: bool) -> Result<Finished> {
     let started = std::time::SystemTime::now();
     write::meta(&out, &plan).context(results())?;
     if let Schedule::Sweep { ladder, .. } = &plan.config.schedule {
-        return finish_sweep(plan.clone(), out, started, ladder);
+        return finish_sweep(plan.clone(), out, started, ladder, afterwards);
     }
     let (trials, looks) = run_trials(&plan, &out)?;
     let interrupted = interrupted();
@@ -89,7 +129,7 @@ pub fn execute(plan: Plan, color: bool) -> Result<Finished> {
         warnings,
         interrupted,
     };
-    finish(plan, out, judged, started)
+    finish(plan, out, judged, started, afterwards)
 }
 
 /// A saturation sweep (`--sweep`): its steps up to one past the knee, the knee judged
@@ -99,6 +139,7 @@ fn finish_sweep(
     out: PathBuf,
     started: std::time::SystemTime,
     ladder: &[u64],
+    afterwards: Afterwards,
 ) -> Result<Finished> {
     let trials = run_sweep(&plan, &out, ladder)?;
     let interrupted = interrupted();
@@ -124,7 +165,7 @@ fn finish_sweep(
         warnings,
         interrupted,
     };
-    finish(plan, out, judged, started)
+    finish(plan, out, judged, started, afterwards)
 }
 
 /// Runs each engine's steps in order, all of a step's pairs and its confirmations
@@ -257,13 +298,15 @@ struct Judged {
     interrupted: bool,
 }
 
-/// Writes the verdicts (summary, JUnit, Markdown) and report.html, then their copies
-/// (`--junit`, `--export-*`), and returns the finished run with its exit status.
+/// Writes the verdicts (summary, JUnit, Markdown), report.html and what `afterwards`
+/// writes, then the copies (`--junit`, `--export-*`, `afterwards`' own), and returns the
+/// finished run with its exit status.
 fn finish(
     plan: Plan,
     out: PathBuf,
     mut j: Judged,
     started: std::time::SystemTime,
+    afterwards: Afterwards,
 ) -> Result<Finished> {
     let results = || write::Stage("results");
     let (profile_diff, unread) = crate::results::profile::diff_or_warning(&out, &j.trials);
@@ -295,8 +338,9 @@ fn finish(
         started,
     )
     .context(results())?;
+    let late = afterwards(&out, &plan, &j.trials).context(results())?;
     // The run's own files first: a copy that fails cannot cost them.
-    let copied = written.copies();
+    let copied = written.copies(late);
     Ok(Finished {
         exit_code: copied.exit_code,
         copies_failed: copied.failed,

@@ -106,6 +106,21 @@ pub fn trials(out: &Path, trials: &[TrialRecord]) -> Result<()> {
     )
 }
 
+/// A copy whose text a command makes once the run's own files are written (`calibrate
+/// --write-profile`: the profile its calibration sizes): written with the other copies,
+/// exclusively (it never replaces a file), or a failure of its flag when `text` is the
+/// reason it could not be made.
+#[derive(Debug, Clone)]
+pub struct LateCopy {
+    /// The flag that named it, e.g. `--write-profile`.
+    pub flag: &'static str,
+    pub path: std::path::PathBuf,
+    /// Its text, or why there is none.
+    pub text: std::result::Result<String, String>,
+    /// What stderr says once it is written (how to use it).
+    pub written: String,
+}
+
 /// Where the run's results also go (`--junit`, `--export-*`), and whether stdout gets the
 /// summary as JSON (`--json`) instead of the table.
 #[derive(Debug, Clone, Copy, Default)]
@@ -239,12 +254,12 @@ impl Written<'_> {
         relative_to_results(self.out, &md)
     }
 
-    /// Writes the copies (`--junit`, `--export-*`; the Markdown last, so that it names the
-    /// others that failed), prints the summary with `--json`, and returns the run's exit
+    /// Writes the copies (`--junit`, `--export-*`, then the command's `late` ones; the
+    /// Markdown last, so that it names the others that failed), prints the summary with `--json`, and returns the run's exit
     /// status ([`run_exit_code`]). A copy that cannot be written does not stop the others:
     /// it is said on the terminal and in `run.log`, and `summary.json` and `summary.md` are
     /// written again naming it, with the exit status it gives (2).
-    pub fn copies(self) -> Copied {
+    pub fn copies(self, late: Vec<LateCopy>) -> Copied {
         let files = self.copies.files;
         let judgements = &self.judgements;
         let mut failures = Vec::new();
@@ -277,6 +292,22 @@ impl Written<'_> {
                 path,
                 write(path, &text),
             );
+        }
+        for c in late {
+            match c.text {
+                Ok(text) => {
+                    let done = crate::results::fs::create_new(&c.path, &text);
+                    if done.is_ok() {
+                        crate::say!("{}", c.written);
+                    }
+                    copy(&mut failures, c.flag, &c.path, done);
+                }
+                Err(why) => failures.push(CopyFailure {
+                    flag: c.flag.to_string(),
+                    path: c.path.display().to_string(),
+                    error: why,
+                }),
+            }
         }
         if let Some(path) = files.markdown {
             let md = self.markdown(&failures);
@@ -476,7 +507,7 @@ mod tests {
             &super::super::tests::test_run(),
         )
         .unwrap();
-        assert_eq!(written.copies().exit_code, 1);
+        assert_eq!(written.copies(Vec::new()).exit_code, 1);
         trials(&out, &records).unwrap();
         let summary: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap())

@@ -498,11 +498,20 @@ pub fn use_color(
     })
 }
 
+/// The tracing target of lines for `run.log` alone: what the terminal is told another way
+/// (the error that ends a run, which `main` prints).
+pub const RUN_LOG_ONLY: &str = "run_log_only";
+
 /// Logs go to stderr (short; warnings only with `quiet`; ANSI colours when `color`, see
-/// [`use_color`]) and to `<out>/run.log` (with timestamps, never coloured).
+/// [`use_color`]; not the [`RUN_LOG_ONLY`] lines) and to `<out>/run.log` (with timestamps,
+/// never coloured).
 pub fn init_logging(out: &Path, quiet: bool, color: bool) -> Result<()> {
     use tracing_subscriber::{
-        filter::LevelFilter, fmt, layer::SubscriberExt, util::SubscriberInitExt, Layer,
+        filter::{filter_fn, LevelFilter},
+        fmt,
+        layer::SubscriberExt,
+        util::SubscriberInitExt,
+        Layer,
     };
     let file =
         crate::files::create("--out", &out.join("run.log")).context("cannot create run.log")?;
@@ -517,7 +526,8 @@ pub fn init_logging(out: &Path, quiet: bool, color: bool) -> Result<()> {
                     LevelFilter::WARN
                 } else {
                     LevelFilter::INFO
-                }),
+                })
+                .with_filter(filter_fn(|m| m.target() != RUN_LOG_ONLY)),
         )
         .with(
             fmt::layer()
