@@ -84,6 +84,25 @@ fn main() {
     // pid, removed only on a clean exit (mako.cpp, TEMP_DATA_STORE and shm_open).
     let pid = std::process::id();
     let leftovers = [format!("/tmp/makoTemp{pid}"), format!("/dev/shm/mako{pid}")];
+    // Whether the gate made both before mako ran (a file of 0600 and a directory of this
+    // user's), so that nothing another user planted at the names can be used: said in
+    // `<tree>/double-mako-claimed`, a line per mako.
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        let me = nix::unistd::geteuid().as_raw();
+        let shm = std::fs::symlink_metadata(&leftovers[1]);
+        let temp = std::fs::symlink_metadata(&leftovers[0]);
+        let claimed = shm.is_ok_and(|m| m.is_file() && m.uid() == me && m.mode() & 0o777 == 0o600)
+            && temp.is_ok_and(|m| m.is_dir() && m.uid() == me);
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(common::tree_root().join("double-mako-claimed"))
+        {
+            use std::io::Write as _;
+            let _ = writeln!(f, "{pid} {}", if claimed { "claimed" } else { "unclaimed" });
+        }
+    }
     let _ = std::fs::create_dir_all(&leftovers[0]);
     let _ = std::fs::write(&leftovers[1], "");
     if b.mako_forks_worker || b.mako_detached_worker {

@@ -565,7 +565,13 @@ fn only_the_files_of_makos_the_gate_started_are_removed() {
     let o = s.bench(&a, &b, &["--trials", "1"]);
     assert_eq!(code(&o), 0, "{}", text(&o));
     foreign.assert_kept();
-    // The gate's own makos' files are gone (mako aborts at exit, leaving them).
+    // The gate made each mako's files before mako ran (nothing planted at the names could
+    // be used), and removed them after (mako aborts at exit, leaving them).
+    let claimed = std::fs::read_to_string(a.join("double-mako-claimed")).unwrap();
+    assert!(
+        claimed.lines().count() >= 1 && claimed.lines().all(|l| l.ends_with(" claimed")),
+        "{claimed}"
+    );
     let pids = std::fs::read_to_string(a.join("double-mako-pids")).unwrap();
     for pid in pids.lines() {
         assert!(!Path::new(&format!("/dev/shm/mako{pid}")).exists());

@@ -71,6 +71,7 @@ fn command(t: &Trial, cluster: &Cluster, mode: &str) -> Command {
         .as_ref()
         .expect("a mako workload's trees are opened with mako");
     let mut cmd = Command::new(mako);
+    claim_shared_names(&mut cmd);
     t.ctx.env.apply(&mut cmd);
     cmd.env("LD_LIBRARY_PATH", &tree.lib_dir)
         .env("LD_BIND_NOW", "1")
@@ -265,4 +266,171 @@ fn flag_path(flag: &str, path: &Path) -> std::ffi::OsString {
     let mut arg = std::ffi::OsString::from(flag);
     arg.push(path);
     arg
+}
+
+/// Where mako keeps files named after its pid: POSIX shared memory `/dev/shm/mako<pid>` (its
+/// statistics, which its report is made from) and the sample directory `/tmp/makoTemp<pid>`
+/// (`bindings/c/test/mako/mako.cpp`: `shm_open` with `O_CREAT` and no `O_EXCL`, `mkdir`
+/// taking `EEXIST` as success, then files written in it through any link).
+const MAKO_SHM: &[u8] = b"/dev/shm/mako";
+const MAKO_TEMP: &[u8] = b"/tmp/makoTemp";
+
+/// Makes mako's process create its files in shared directories ([`MAKO_SHM`],
+/// [`MAKO_TEMP`]) itself, exclusively, between fork and exec, when its pid is known and
+/// before mako runs: mako would use whatever another user planted at those names (a file
+/// of theirs it maps, so they could read and change the statistics its report is made
+/// of; a link to a directory it then writes its samples into as root). A name held by
+/// anything but a real file or directory of this user's (a stale one of an earlier mako
+/// of ours is used again, as mako would) keeps mako from starting: its spawn fails with
+/// `EEXIST` and its stderr file says which name and why.
+fn claim_shared_names(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt as _;
+    // SAFETY: the closure makes only async-signal-safe system calls (getpid, open, mkdir,
+    // lstat, write, close) on paths built in stack buffers: nothing is allocated.
+    unsafe {
+        cmd.pre_exec(|| {
+            let pid = nix::unistd::getpid().as_raw() as u32;
+            claim(MAKO_SHM, MAKO_TEMP, pid).map_err(|e| std::io::Error::from_raw_os_error(e as i32))
+        });
+    }
+}
+
+/// [`claim_shared_names`]' work for pid `pid`, the names being `shm<pid>` (a file, mode
+/// 0600) and `temp<pid>` (a directory, mode 0755). Errors: `EEXIST` for a name held by
+/// something else (said on stderr), or the system call's own error.
+fn claim(shm: &[u8], temp: &[u8], pid: u32) -> Result<(), nix::errno::Errno> {
+    use nix::{fcntl::OFlag, sys::stat::Mode};
+    let mut buf = [0u8; 256];
+    let path = named(&mut buf, shm, pid)?;
+    let flags = OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_RDWR;
+    match nix::fcntl::open(
+        path,
+        flags | OFlag::O_CLOEXEC,
+        Mode::S_IRUSR | Mode::S_IWUSR,
+    ) {
+        Ok(fd) => drop(fd),
+        Err(nix::errno::Errno::EEXIST) => ours(path, nix::libc::S_IFREG)?,
+        Err(e) => return Err(e),
+    }
+    let mut buf = [0u8; 256];
+    let path = named(&mut buf, temp, pid)?;
+    match nix::unistd::mkdir(path, Mode::from_bits_truncate(0o755)) {
+        Ok(()) => Ok(()),
+        Err(nix::errno::Errno::EEXIST) => ours(path, nix::libc::S_IFDIR),
+        Err(e) => Err(e),
+    }
+}
+
+/// `prefix` and `pid` in decimal as a C string in `buf`. Errors: `ENAMETOOLONG`.
+fn named<'a>(
+    buf: &'a mut [u8; 256],
+    prefix: &[u8],
+    pid: u32,
+) -> Result<&'a std::ffi::CStr, nix::errno::Errno> {
+    let mut digits = [0u8; 10];
+    let (mut n, mut i) = (pid, digits.len());
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let len = prefix.len() + digits.len() - i;
+    if len + 1 > buf.len() {
+        return Err(nix::errno::Errno::ENAMETOOLONG);
+    }
+    buf[..prefix.len()].copy_from_slice(prefix);
+    buf[prefix.len()..len].copy_from_slice(&digits[i..]);
+    buf[len] = 0;
+    std::ffi::CStr::from_bytes_with_nul(&buf[..=len]).map_err(|_| nix::errno::Errno::EINVAL)
+}
+
+/// Whether what is at `path` is this user's own of `kind` (`S_IFREG`: a file with one
+/// link; `S_IFDIR`: a directory), not a link; else `EEXIST`, said on stderr.
+fn ours(path: &std::ffi::CStr, kind: nix::libc::mode_t) -> Result<(), nix::errno::Errno> {
+    let st = nix::sys::stat::lstat(path)?;
+    let mine = st.st_uid == nix::unistd::geteuid().as_raw()
+        && st.st_mode & nix::libc::S_IFMT == kind
+        && (kind == nix::libc::S_IFDIR || st.st_nlink == 1);
+    if mine {
+        return Ok(());
+    }
+    // SAFETY: descriptor 2 is the child's stderr, open for the whole of this call.
+    let stderr = unsafe { std::os::fd::BorrowedFd::borrow_raw(2) };
+    for part in [
+        b"perfgate: mako not started: ".as_slice(),
+        path.to_bytes(),
+        b" is already there and is not this user's own (another user's, a link or a hard \
+link): mako would use it, as it neither creates it exclusively nor refuses a link; remove \
+it if it is nobody's, or give mako a host whose /tmp and /dev/shm others cannot write\n",
+    ] {
+        let _ = nix::unistd::write(stderr, part);
+    }
+    Err(nix::errno::Errno::EEXIST)
+}
+
+#[cfg(test)]
+mod claim_tests {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+
+    use super::*;
+
+    /// A 1777 directory like /dev/shm and /tmp, its prefixes for `claim`.
+    fn shared() -> (tempfile::TempDir, Vec<u8>, Vec<u8>) {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let base = d.path().as_os_str().as_encoded_bytes().to_vec();
+        let mut shm = base.clone();
+        shm.extend_from_slice(b"/mako");
+        let mut temp = base;
+        temp.extend_from_slice(b"/makoTemp");
+        (d, shm, temp)
+    }
+
+    #[test]
+    fn mako_names_are_created_by_the_gate_before_mako_and_held_names_refused() {
+        let (d, shm, temp) = shared();
+        // Nothing there: both created, this user's, private.
+        claim(&shm, &temp, 4242).unwrap();
+        let f = std::fs::symlink_metadata(d.path().join("mako4242")).unwrap();
+        assert!(
+            f.is_file() && f.mode() & 0o777 == 0o600 && f.uid() == nix::unistd::geteuid().as_raw()
+        );
+        assert!(std::fs::symlink_metadata(d.path().join("makoTemp4242"))
+            .unwrap()
+            .is_dir());
+        // A stale pair of ours (a mako of ours that died): used again.
+        claim(&shm, &temp, 4242).unwrap();
+        // Planted: a link to a file of root's, a hard link, a link to a directory, a file
+        // of another user's. Each refused, and the victim untouched.
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        std::os::unix::fs::symlink(&victim, d.path().join("mako1")).unwrap();
+        std::fs::hard_link(&victim, d.path().join("mako2")).unwrap();
+        std::fs::write(d.path().join("mako3"), "").unwrap();
+        std::os::unix::fs::chown(d.path().join("mako3"), Some(65534), Some(65534)).unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), d.path().join("makoTemp4")).unwrap();
+        for pid in [1, 2, 3, 4] {
+            assert_eq!(
+                claim(&shm, &temp, pid),
+                Err(nix::errno::Errno::EEXIST),
+                "{pid}"
+            );
+        }
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+        assert_eq!(
+            named(&mut [0; 256], b"/tmp/makoTemp", u32::MAX)
+                .unwrap()
+                .to_bytes(),
+            b"/tmp/makoTemp4294967295"
+        );
+        assert_eq!(
+            named(&mut [0; 256], &[b'x'; 250], 1234567),
+            Err(nix::errno::Errno::ENAMETOOLONG)
+        );
+    }
 }
