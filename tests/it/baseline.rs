@@ -796,3 +796,40 @@ fn text_read_back_from_records_and_saved_runs_reaches_people_escaped() {
     let html = std::fs::read_to_string(s.dir.path().join("nasty-run/report.html")).unwrap();
     assert_printable("report.html", &html, true);
 }
+
+/// A record is written only when it reads back: a saved run whose fields the record
+/// reader refuses (a control character in a source version) is refused by `record`,
+/// saying why, rather than written and then listed as UNREADABLE.
+#[test]
+fn a_run_that_would_make_an_unreadable_record_is_not_recorded() {
+    let s = Sandbox::new();
+    let dir = recorded(&s);
+    let run = s.dir.path().join("release-run");
+    let meta_path = run.join("meta.json");
+    let mut meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
+    for arm in ["baseline", "experiment"] {
+        let v = &mut meta["plan"][arm]["version"]["source_version"];
+        *v = json!(format!("{}{NASTY}", v.as_str().unwrap()));
+    }
+    std::fs::write(&meta_path, meta.to_string()).unwrap();
+    let args = [
+        "baseline",
+        "record",
+        "--from",
+        run.to_str().unwrap(),
+        "--name",
+        "again",
+        "--baselines-dir",
+        dir.to_str().unwrap(),
+    ];
+    let o = xtask_in(&s, &args);
+    assert_ne!(code(&o), 0, "{}", text(&o));
+    assert!(
+        text(&o).contains("cannot be recorded") && text(&o).contains("not a git commit"),
+        "{}",
+        text(&o)
+    );
+    assert!(!dir.join("again.json").exists());
+    assert_printable("the refusal", &text(&o), true);
+}

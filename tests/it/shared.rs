@@ -41,9 +41,9 @@ fn doctors_fsync_probe_never_writes_through_a_link_planted_at_its_name() {
     let s = Sandbox::new();
     let shared = dir_of(s.dir.path(), "shm", 0o1777, 0);
     let victim = victim(s.dir.path());
-    // In a PID namespace of its own the doctor is pid 1, so the name its probe uses,
-    // `.perfgate-doctor-<pid>`, is known to the attacker (as any pid is, by trying them
-    // all), in the work dir and in the current directory.
+    // In a PID namespace of its own the doctor is pid 1: a probe named after its pid,
+    // `.perfgate-doctor-<pid>`, would be known to the attacker (as any pid is, by trying
+    // them all), in the work dir and in the current directory.
     let name = ".perfgate-doctor-1";
     planted_link(&victim, &shared.join(name));
     let here = dir_of(s.dir.path(), "here", 0o1777, 0);
@@ -64,8 +64,24 @@ fn doctors_fsync_probe_never_writes_through_a_link_planted_at_its_name() {
     );
     assert_eq!(std::fs::metadata(&victim).unwrap().len(), 4);
     assert!(shared.join(name).symlink_metadata().unwrap().is_symlink());
-    // The probe says it could not run rather than timing another file.
-    assert!(text(&o).contains(name), "{}", text(&o));
+    // Nor can a planted name fail the probe: it times a file of its own, named at random,
+    // and leaves nothing behind.
+    let probe = text(&o)
+        .lines()
+        .find(|l| l.contains("fsync latency"))
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        !probe.is_empty() && !probe.contains("FAIL") && !probe.contains("cannot"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(
+        std::fs::read_dir(&shared).unwrap().count(),
+        1,
+        "{}",
+        text(&o)
+    );
 }
 
 #[test]
@@ -195,4 +211,178 @@ fn compare_never_reads_a_saved_runs_file_through_a_link() {
     assert_ne!(code(&o), 0, "{}", text(&o));
     assert!(!text(&o).contains("SECRET"), "{}", text(&o));
     assert!(text(&o).contains("trials.json"), "{}", text(&o));
+}
+
+/// A sticky directory lets anyone add files: as `--out` or `--baselines-dir` it would hold
+/// another user's `summary.json`, `junit.xml`, `trials.json`, `slo.json` or records, which
+/// the gate would leave as its results or read as its own.
+#[test]
+fn a_sticky_out_or_baselines_dir_and_files_of_another_user_are_refused() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    let sticky = dir_of(s.dir.path(), "sticky", 0o1777, 0);
+    let o = s.bench_command_out(&a, &b, &sticky, &[]).output().unwrap();
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("--out") && text(&o).contains("writable by other users"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(std::fs::read_dir(&sticky).unwrap().count(), 0);
+    let baselines = dir_of(s.dir.path(), "shared-baselines", 0o1777, 0);
+    let o = gate_cmd()
+        .args(["baseline", "list", "--baselines-dir"])
+        .arg(&baselines)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("--baselines-dir") && text(&o).contains("writable by other users"),
+        "{}",
+        text(&o)
+    );
+    // A saved run whose trials.json another user replaced (forged TPS): not read.
+    let o = s.bench(&a, &b, &[]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let trials = s.out().join("trials.json");
+    let forged = std::fs::read_to_string(&trials).unwrap();
+    std::fs::remove_file(&trials).unwrap();
+    std::fs::write(&trials, forged).unwrap();
+    std::os::unix::fs::lchown(&trials, Some(NOBODY), Some(NOBODY)).unwrap();
+    let o = crate::support::compare_only(&s.out());
+    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert!(
+        text(&o).contains("trials.json") && text(&o).contains("owned by uid 65534"),
+        "{}",
+        text(&o)
+    );
+    // A saved run in a directory anyone may add files to: refused whatever its files.
+    std::os::unix::fs::lchown(&trials, Some(0), Some(0)).unwrap();
+    std::fs::set_permissions(s.out(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let o = crate::support::compare_only(&s.out());
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("saved run") && text(&o).contains("writable by other users"),
+        "{}",
+        text(&o)
+    );
+}
+
+/// Trees named by flags are run as the gate's user, as a record's are: another user's
+/// tree, or a binary of theirs linked into a tree of ours, is refused before anything runs.
+#[test]
+fn a_build_tree_another_user_could_change_is_not_run() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    let theirs = dir_of(s.dir.path(), "theirs", 0o755, NOBODY);
+    let tree = theirs.join("tree");
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(&b)
+        .arg(&tree)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let marker = s.dir.path().join("ran-as-root");
+    let script = theirs.join("fdbserver");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\nid -u > {}\nexit 1\n", marker.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::lchown(&script, Some(NOBODY), Some(NOBODY)).unwrap();
+    // A tree of ours whose fdbserver is their script.
+    let ours = s.tree(
+        "ours",
+        json!({"source_version": "0000000000000000000000000000000000000003"}),
+    );
+    std::fs::remove_file(ours.join("bin/fdbserver")).unwrap();
+    std::os::unix::fs::symlink(&script, ours.join("bin/fdbserver")).unwrap();
+    for experiment in [&tree, &ours] {
+        let o = s.bench_command(&a, experiment, &[]).output().unwrap();
+        assert_eq!(code(&o), 64, "{}", text(&o));
+        assert!(
+            text(&o).contains("FDB build tree") && text(&o).contains("65534"),
+            "{}",
+            text(&o)
+        );
+        assert!(!marker.exists(), "{}", text(&o));
+    }
+}
+
+/// cargo and rustup read configuration from the directory they start in and those above
+/// it (`rust-toolchain.toml` names the cargo that runs): the gate's `cargo metadata` must
+/// not start in the caller's directory, which may be one anyone can write to.
+#[test]
+fn cargo_is_never_started_in_a_directory_another_user_could_write() {
+    let s = Sandbox::new();
+    let shared = dir_of(s.dir.path(), "shared", 0o1777, 0);
+    let here = dir_of(&shared, "here", 0o755, 0);
+    let marker = s.dir.path().join("their-cargo-ran");
+    let toolchain = dir_of(&shared, "tc", 0o755, NOBODY);
+    std::fs::create_dir(toolchain.join("bin")).unwrap();
+    for tool in ["cargo", "rustc"] {
+        let script = toolchain.join("bin").join(tool);
+        std::fs::write(
+            &script,
+            format!("#!/bin/sh\nid -u > {}\nexit 1\n", marker.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let planted = shared.join("rust-toolchain.toml");
+    std::fs::write(
+        &planted,
+        format!("[toolchain]\npath = \"{}\"\n", toolchain.display()),
+    )
+    .unwrap();
+    std::fs::create_dir(shared.join(".cargo")).unwrap();
+    let target = shared.join("their-target");
+    std::fs::write(
+        shared.join(".cargo/config.toml"),
+        format!("[build]\ntarget-dir = \"{}\"\n", target.display()),
+    )
+    .unwrap();
+    let o = gate_cmd()
+        .args(["baseline", "list"])
+        .current_dir(&here)
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .output()
+        .unwrap();
+    assert!(!marker.exists(), "{}", text(&o));
+    assert!(!target.exists(), "{}", text(&o));
+}
+
+/// A umask of 000 (a CI container's default) makes nothing of the gate's writable by
+/// others, and does not make the gate refuse its own temporary directories.
+#[test]
+fn under_umask_000_the_gate_runs_and_its_files_stay_private() {
+    use std::os::unix::process::CommandExt as _;
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    let junit = s.dir.path().join("junit.xml");
+    let mut cmd = s.bench_command(&a, &b, &["--junit", junit.to_str().unwrap()]);
+    // SAFETY: umask(2) is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::sys::stat::umask(nix::sys::stat::Mode::empty());
+            Ok(())
+        });
+    }
+    let o = cmd.output().unwrap();
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let mut checked = 0;
+    for path in std::iter::once(junit).chain(
+        std::fs::read_dir(s.out())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path()),
+    ) {
+        let mode = std::fs::symlink_metadata(&path).unwrap().mode();
+        assert_eq!(mode & 0o022, 0, "{} mode {mode:o}", path.display());
+        checked += 1;
+    }
+    assert!(checked > 5);
 }

@@ -192,6 +192,34 @@ pub fn check_trusted(what: &str, path: &Path) -> Result<PathBuf> {
         .map_err(|why| UsageError(format!("{what} {}: {why}", path.display())).into())
 }
 
+/// [`check_trusted`] for a directory whose every file the gate takes as written by a
+/// trusted user (results, records, a build tree): it must not be shared either, sticky or
+/// not, as anyone may put files into a sticky directory. Errors: a [`UsageError`] naming
+/// `what`.
+pub fn check_private(what: &str, path: &Path) -> Result<PathBuf> {
+    let real = check_trusted(what, path)?;
+    let meta = std::fs::metadata(&real)
+        .with_context(|| format!("cannot inspect {what} {}", path.display()))?;
+    match shared(&Owner::of(&meta)) {
+        Some(why) => Err(UsageError(format!("{what} {}: {why}", path.display())).into()),
+        None => Ok(real),
+    }
+}
+
+/// Why a directory others may add files to (sticky or not) cannot hold what the gate
+/// takes as its own, or `None`.
+fn shared(meta: &Owner) -> Option<String> {
+    let my_gid = nix::unistd::getegid().as_raw();
+    let group_writes = meta.mode & 0o020 != 0 && meta.gid != 0 && meta.gid != my_gid;
+    (meta.mode & 0o002 != 0 || group_writes).then(|| {
+        format!(
+            "it is writable by other users (mode {:o}), who could put files of theirs there \
+             (sticky or not); give a directory only you (or root) can write",
+            meta.mode & 0o7777
+        )
+    })
+}
+
 /// `rel` as a path beneath a root: relative, no `..`, not empty.
 fn beneath(rel: &Path) -> Result<&Path> {
     let ok = !rel.as_os_str().is_empty()
@@ -236,6 +264,24 @@ impl Root {
         }
         let sticky = owner.mode & 0o1000 != 0;
         Ok(Root { dir, path, sticky })
+    }
+
+    /// [`Root::open`] of a directory whose files the gate takes as its own (a results
+    /// dir): not writable by other users even when sticky. Errors as [`Root::open`].
+    pub fn open_private(what: &str, path: &Path) -> Result<Root> {
+        use std::os::fd::AsFd as _;
+        let root = Self::open(what, path)?;
+        let st = nix::sys::stat::fstat(root.dir.as_fd())
+            .with_context(|| format!("cannot inspect {}", path.display()))?;
+        let owner = Owner {
+            uid: st.st_uid,
+            gid: st.st_gid,
+            mode: st.st_mode,
+        };
+        match shared(&owner) {
+            Some(why) => Err(UsageError(format!("{what} {}: {why}", path.display())).into()),
+            None => Ok(root),
+        }
     }
 
     /// Opens `path` as a root, creating it (and missing directories above it, each

@@ -104,9 +104,39 @@ pub fn read_text(path: &Path) -> std::io::Result<String> {
     utf8(read(path)?)
 }
 
-/// [`read_text`] of a file the gate wrote itself ([`open_no_link`]).
+/// [`read_text`] of a file the gate wrote itself, or its user did (a saved run's files, a
+/// record, `slo.json`): not a link ([`open_no_link`]), owned by root or this user and
+/// writable by nobody else, as what the gate writes is. Another user's file there (a
+/// sticky directory lets anyone add one) could forge a run's trials or a record.
+///
+/// Errors: those of [`read_text`]; kind `PermissionDenied` for a file of another user's
+/// or one others may write (the message says which).
 pub fn read_own_text(path: &Path) -> std::io::Result<String> {
-    utf8(read_file(open_no_link(path)?)?)
+    use std::os::unix::fs::MetadataExt as _;
+    let file = open_no_link(path)?;
+    let meta = file.metadata()?;
+    let me = nix::unistd::geteuid().as_raw();
+    let foreign_group = meta.gid() != 0 && meta.gid() != nix::unistd::getegid().as_raw();
+    let why = if meta.uid() != 0 && meta.uid() != me {
+        Some(format!(
+            "it is owned by uid {}, neither root nor this user",
+            meta.uid()
+        ))
+    } else if meta.mode() & 0o002 != 0 || (meta.mode() & 0o020 != 0 && foreign_group) {
+        Some(format!(
+            "it is writable by other users (mode {:o})",
+            meta.mode() & 0o7777
+        ))
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!("{why}, who could have written what it says; it is not read"),
+        ));
+    }
+    utf8(read_file(file)?)
 }
 
 fn utf8(bytes: Vec<u8>) -> std::io::Result<String> {

@@ -51,6 +51,10 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { EXIT_USAGE } else { 0 });
         }
     };
+    // Whatever umask the gate was started with (000 is a CI container's default), nothing
+    // it creates is writable by other users: its own checks refuse such directories, and
+    // another user could change its results.
+    process::keep_writes_private();
     if let Err(e) = process::install_interrupt_handler() {
         xtask::say!("error: {e:#}");
         return ExitCode::from(EXIT_ERROR);

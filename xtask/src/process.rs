@@ -643,6 +643,14 @@ impl Output {
     }
 }
 
+/// Adds group and other write to the process's umask (kept by every child it starts), so
+/// that no file or directory the gate or its children create is writable by other users.
+pub fn keep_writes_private() {
+    use nix::sys::stat::{umask, Mode};
+    let old = umask(Mode::empty());
+    umask(old | Mode::S_IWGRP | Mode::S_IWOTH);
+}
+
 /// Runs a short-lived tool (git, `fdbserver --version`, a compiler's `--version`) to its
 /// end, supervised like every child (own process group, parent-death signal), stdout and
 /// stderr in a private temporary directory. Nothing the gate starts waits unbounded: a
@@ -650,7 +658,10 @@ impl Output {
 /// ran longer than `bound` (named with the bound), SIGINT/SIGTERM arrived, its output
 /// cannot be read.
 pub fn run_bounded(name: &str, cmd: Command, bound: Duration) -> Result<Output> {
-    let dir = tempfile::tempdir().context("cannot create a temporary directory")?;
+    let dir = tempfile::Builder::new()
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .tempdir()
+        .context("cannot create a temporary directory")?;
     let (out, err) = (dir.path().join("stdout"), dir.path().join("stderr"));
     let mut child = Child::spawn(name, cmd, &out, &err)?;
     let status = child

@@ -85,12 +85,28 @@ impl FdbTree {
         Ok(())
     }
 
+    /// The tree `root` without links, once it and the files the gate runs from it
+    /// (`bin/fdbserver`, `bin/fdbcli`, `bin/mako`, `lib/libfdb_c.so`, through their links)
+    /// are ones no other user can change: the gate runs them as its user, root on CI
+    /// ([`crate::files::check_private`] for the tree, [`crate::files::check_trusted`] for
+    /// each file there). `what` names the tree in errors. Errors: a [`UsageError`] saying
+    /// which is another user's, or writable by others.
+    pub fn trusted(root: &Path, what: &str) -> Result<PathBuf> {
+        let real = crate::files::check_private(what, root)?;
+        let files = ["bin/fdbserver", "bin/fdbcli", "bin/mako", "lib/libfdb_c.so"];
+        for path in files.iter().map(|f| real.join(f)) {
+            if path.symlink_metadata().is_ok() {
+                crate::files::check_trusted(what, &path)?;
+            }
+        }
+        Ok(real)
+    }
+
     /// [`FdbTree::open`], with mako required only when `mako` (the multitest driver runs
     /// fdbserver alone; a mako that is there is still checked).
     pub fn open_for(root: &Path, mako: bool) -> Result<FdbTree> {
         FdbTree::check_root(root)?;
-        let root = std::fs::canonicalize(root)
-            .with_context(|| format!("cannot resolve FDB build tree {}", root.display()))?;
+        let root = FdbTree::trusted(root, "FDB build tree")?;
         let need = |rel: &str, target: &str, extra: &str| -> Result<PathBuf> {
             let path = root.join(rel);
             if let Some(link) = broken_link(&path) {

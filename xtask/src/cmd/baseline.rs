@@ -45,6 +45,10 @@ fn record(
     let mut placed = Vec::new();
     for &engine in run.meta.plan.engines() {
         let b = engine_record(from, &run, engine, arm, name)?;
+        // Only a record `baseline list` and `--against-recorded` can read back: what the
+        // reader refuses (a control character in a saved run's field) is refused here.
+        Baseline::parse(&json(&b), &format!("{} (from {})", b.name, from.display()))
+            .context("the run cannot be recorded")?;
         placed.push(place(dir, b, existing)?);
     }
     let mut written = Vec::new();

@@ -433,28 +433,36 @@ fn busy_processes() -> Finding {
 /// A write + fsync latency probe: on a RAM disk it is microseconds; on a network disk
 /// milliseconds, which is what makes commits, not the storage server's CPU, the bound.
 fn fsync_probe(dir: &Path, tmpfs: bool) -> Finding {
-    let name = format!(".perfgate-doctor-{}", std::process::id());
-    // Exclusive, through the layer: a link planted at the name (the pid is guessable)
-    // fails the probe instead of being written through.
-    let root = crate::files::Root::open("work dir", dir);
     let result = (|| -> anyhow::Result<Duration> {
-        let mut file = root
-            .as_ref()
-            .map_err(|e| anyhow::anyhow!("{e:#}"))?
-            .create_new(&name)?;
+        // Through the layer: a link planted at the name fails the create instead of being
+        // written through. A random name, tried again when taken: a name anyone can guess
+        // (the pid) lets anyone fail every probe by planting at it.
+        let root = crate::files::Root::open("work dir", dir)?;
+        let mut tries = 0;
+        let (name, mut file) = loop {
+            let name = format!(".perfgate-doctor-{:016x}", rand::random::<u64>());
+            match root.create_new(&name) {
+                Ok(file) => break (name, file),
+                Err(_) if tries < 8 => tries += 1,
+                Err(e) => return Err(e),
+            }
+        };
         let mut times = Vec::new();
-        for _ in 0..20 {
-            let start = Instant::now();
-            file.write_all(&[0u8; 4096])?;
-            file.sync_data()?;
-            times.push(start.elapsed());
-        }
+        let timed = (|| -> anyhow::Result<()> {
+            for _ in 0..20 {
+                let start = Instant::now();
+                file.write_all(&[0u8; 4096])?;
+                file.sync_data()?;
+                times.push(start.elapsed());
+            }
+            Ok(())
+        })();
+        // Only the file this probe created.
+        let _ = root.remove_file(&name);
+        timed?;
         times.sort();
         Ok(times[times.len() / 2])
     })();
-    if let Ok(root) = &root {
-        let _ = root.remove_file(&name);
-    }
     match result {
         Ok(median) => {
             // A disk-backed work dir is a warning however fast its fsync: commit latency,

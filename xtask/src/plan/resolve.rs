@@ -98,29 +98,21 @@ impl Control {
 }
 
 /// Refuses the tree `tree` that record `b` names unless it and the binaries the gate runs
-/// from it (`bin/fdbserver`, `bin/fdbcli`, `bin/mako`, `lib/libfdb_c.so`, through their
-/// links) are trusted ([`crate::files::check_trusted`]). Returns the tree's path without
-/// links.
+/// from it are trusted ([`FdbTree::trusted`]), before anything is built. Returns the
+/// tree's path without links.
 fn check_recorded_tree(b: &Baseline, tree: &Path) -> Result<PathBuf> {
     let what = format!(
         "the build tree of baseline {} (its record's build_tree)",
         b.name
     );
-    let check = |path: &Path| {
-        crate::files::check_trusted(&what, path).map_err(|e| {
-            UsageError(format!(
-                "{e:#}: the gate would run it as this user; pass --baseline-build with a tree \
-                 of your own, or remove the record's build_tree to build the control arm \
-                 from its source version"
-            ))
-        })
-    };
-    let real = check(tree)?;
-    let files = ["bin/fdbserver", "bin/fdbcli", "bin/mako", "lib/libfdb_c.so"];
-    for path in files.iter().map(|f| real.join(f)).filter(|f| f.exists()) {
-        check(&path)?;
-    }
-    Ok(real)
+    FdbTree::trusted(tree, &what).map_err(|e| {
+        UsageError(format!(
+            "{e:#}: the gate would run it as this user; pass --baseline-build with a tree of \
+             your own, or remove the record's build_tree to build the control arm from its \
+             source version"
+        ))
+        .into()
+    })
 }
 
 /// Whether record `b` can judge this run (`tmpfs`: the work dir is a RAM disk): the same

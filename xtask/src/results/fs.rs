@@ -34,20 +34,55 @@ fn cargo_dirs() -> Result<&'static CargoDirs> {
     if own.is_file() {
         metadata.manifest_path(own);
     }
+    let mut cargo = metadata.cargo_command();
+    // cargo and rustup read configuration (`.cargo/config.toml`, `rust-toolchain.toml`,
+    // which names the cargo that runs) from the directory they start in and every one
+    // above it: started as root in a directory others can write, they would run another
+    // user's program. They start in the gate's workspace; a moved binary's only in a
+    // directory no other user can write into, up to `/`.
+    match own.parent().filter(|_| own.is_file()) {
+        Some(dir) => {
+            cargo.current_dir(dir);
+        }
+        None => refuse_shared_cwd()?,
+    }
     // Bounded like every child: cargo may wait on a lock another cargo holds.
     let what = "cargo metadata --no-deps";
-    let meta = crate::process::run_bounded(
-        what,
-        metadata.cargo_command(),
-        std::time::Duration::from_secs(120),
-    )
-    .and_then(|o| o.stdout_if_success(what))
-    .and_then(|json| Ok(cargo_metadata::MetadataCommand::parse(json)?))
-    .context("cannot find the cargo workspace and target dir (cargo metadata)")?;
+    let meta = crate::process::run_bounded(what, cargo, std::time::Duration::from_secs(120))
+        .and_then(|o| o.stdout_if_success(what))
+        .and_then(|json| Ok(cargo_metadata::MetadataCommand::parse(json)?))
+        .context("cannot find the cargo workspace and target dir (cargo metadata)")?;
     Ok(DIRS.get_or_init(|| CargoDirs {
         workspace_root: meta.workspace_root.into_std_path_buf(),
         target_dir: meta.target_directory.into_std_path_buf(),
     }))
+}
+
+/// Errors unless the current directory and each above it are writable by their owner
+/// alone (root or this user): cargo would read another user's configuration there.
+fn refuse_shared_cwd() -> Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let me = nix::unistd::geteuid().as_raw();
+    for dir in cwd.ancestors() {
+        let m = std::fs::metadata(dir).with_context(|| format!("cannot read {}", dir.display()))?;
+        if m.mode() & 0o022 != 0 || (m.uid() != 0 && m.uid() != me) {
+            return Err(UsageError(format!(
+                "this gate binary is away from its source tree, so it runs `cargo metadata` \
+                 to find the workspace, and cargo reads configuration from the current \
+                 directory and those above it: {} is {}, so another user could make it run \
+                 their program; run the gate from a directory only you can write",
+                dir.display(),
+                if m.mode() & 0o022 != 0 {
+                    "writable by other users"
+                } else {
+                    "another user's"
+                }
+            ))
+            .into());
+        }
+    }
+    Ok(())
 }
 
 /// The cargo target dir (`CARGO_TARGET_DIR` moves it): home of the build cache and the
@@ -131,7 +166,7 @@ pub fn check_results_dir(dir: &Path, copies: Copies) -> Result<()> {
         }
         return Ok(());
     }
-    crate::files::Root::open("--out", dir)?;
+    crate::files::Root::open_private("--out", dir)?;
     let copies: Vec<PathBuf> = copies
         .each()
         .into_iter()

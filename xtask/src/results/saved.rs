@@ -262,6 +262,8 @@ impl SavedRun {
             ))
             .into());
         }
+        // Its files are taken as a gate's: a directory others may add files to is not.
+        crate::files::check_private("the saved run", dir)?;
         let trials = read_trials(dir)?;
         check_trials(&trials).map_err(|why| {
             anyhow::anyhow!(

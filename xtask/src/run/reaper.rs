@@ -130,16 +130,22 @@ impl Drop for RunDir {
 /// that share the work dir.
 pub fn live_runs_on_host() -> Vec<String> {
     let own = std::process::id();
-    let mut seen: Vec<(PathBuf, u32)> = Vec::new();
+    // Each holder once, and the cheap question first: any user may hold thousands of
+    // locks in a process with thousands of files open, and a scan of its descriptors per
+    // lock would hold every gate off for minutes.
+    let mut holders: std::collections::BTreeMap<u32, Vec<FileId>> = Default::default();
     for (file, pid) in flock_holders() {
-        if pid == own || seen.iter().any(|(_, p)| *p == pid) {
+        holders.entry(pid).or_default().push(file);
+    }
+    let mut seen: Vec<(PathBuf, u32)> = Vec::new();
+    for (pid, files) in holders {
+        if pid == own || !is_gate(pid) {
             continue;
         }
-        let Some(dir) = run_lock_held_open(pid, file) else {
-            continue;
-        };
-        if owned_like(&dir, pid) && is_gate(pid) {
-            seen.push((dir, pid));
+        if let Some(dir) = run_lock_held_open(pid, &files) {
+            if owned_like(&dir, pid) {
+                seen.push((dir, pid));
+            }
         }
     }
     seen.sort();
@@ -176,8 +182,9 @@ fn flock_holders() -> Vec<(FileId, u32)> {
         .collect()
 }
 
-/// The run dir whose [`RUN_LOCK`] process `pid` holds open as the file `file`, if it does.
-fn run_lock_held_open(pid: u32, file: FileId) -> Option<PathBuf> {
+/// The run dir whose [`RUN_LOCK`] process `pid` holds open as one of the locked `files`, if
+/// it does (its descriptors read once).
+fn run_lock_held_open(pid: u32, files: &[FileId]) -> Option<PathBuf> {
     let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
     fds.flatten().find_map(|fd| {
         let target = std::fs::read_link(fd.path()).ok()?;
@@ -187,7 +194,8 @@ fn run_lock_held_open(pid: u32, file: FileId) -> Option<PathBuf> {
                 .file_name()
                 .is_some_and(|n| n.to_string_lossy().starts_with(RUN_DIR_PREFIX));
         // The descriptor's own file, whatever its path now names.
-        let same = std::fs::metadata(fd.path()).is_ok_and(|m| file_id(&m) == file);
+        let same =
+            named && std::fs::metadata(fd.path()).is_ok_and(|m| files.contains(&file_id(&m)));
         (named && same).then(|| dir.to_path_buf())
     })
 }
