@@ -298,7 +298,7 @@ impl Written<'_> {
                 Ok(text) => {
                     let done = crate::results::fs::create_new(&c.path, &text);
                     if done.is_ok() {
-                        crate::say!("{}", c.written);
+                        say!("{}", c.written);
                     }
                     copy(&mut failures, c.flag, &c.path, done);
                 }
