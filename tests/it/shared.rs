@@ -309,6 +309,38 @@ fn a_build_tree_another_user_could_change_is_not_run() {
         );
         assert!(!marker.exists(), "{}", text(&o));
     }
+    // A tree of ours with a sticky lib/: anyone may add a library there, which mako (its
+    // LD_LIBRARY_PATH) would load.
+    let sticky_lib = s.tree(
+        "sticky-lib",
+        json!({"source_version": "0000000000000000000000000000000000000004"}),
+    );
+    std::fs::set_permissions(
+        sticky_lib.join("lib"),
+        std::fs::Permissions::from_mode(0o1777),
+    )
+    .unwrap();
+    let o = s.bench_command(&a, &sticky_lib, &[]).output().unwrap();
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("/lib") && text(&o).contains("writable by other users"),
+        "{}",
+        text(&o)
+    );
+    // A profile file of another user's: its values would be the workload.
+    let profile = s.dir.path().join("their-profile.json");
+    std::fs::write(
+        &profile,
+        r#"{"name": "theirs", "base": "quick", "rows": 100}"#,
+    )
+    .unwrap();
+    std::os::unix::fs::lchown(&profile, Some(NOBODY), Some(NOBODY)).unwrap();
+    let o = s
+        .bench_command(&a, &b, &["--profile-file", profile.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(text(&o).contains("owned by uid 65534"), "{}", text(&o));
 }
 
 /// cargo and rustup read configuration from the directory they start in and those above

@@ -104,16 +104,42 @@ pub fn read_text(path: &Path) -> std::io::Result<String> {
     utf8(read(path)?)
 }
 
-/// [`read_text`] of a file the gate wrote itself, or its user did (a saved run's files, a
-/// record, `slo.json`): not a link ([`open_no_link`]), owned by root or this user and
-/// writable by nobody else, as what the gate writes is. Another user's file there (a
-/// sticky directory lets anyone add one) could forge a run's trials or a record.
+/// [`read_text`] of a file the gate wrote itself (a saved run's files): not a link
+/// ([`open_no_link`]), and of a trusted owner ([`read_trusted_text`]).
+///
+/// Errors: those of [`read_trusted_text`].
+pub fn read_own_text(path: &Path) -> std::io::Result<String> {
+    trusted_text(open_no_link(path)?)
+}
+
+/// [`read_text`] of a file the gate takes as its user's word (a record, `slo.json`): owned
+/// by root or this user and writable by nobody else, as what the gate writes is, its
+/// links followed. Another user's file (a sticky directory lets anyone add one) could
+/// forge a run's trials, a record or a floor.
 ///
 /// Errors: those of [`read_text`]; kind `PermissionDenied` for a file of another user's
 /// or one others may write (the message says which).
-pub fn read_own_text(path: &Path) -> std::io::Result<String> {
+pub fn read_trusted_text(path: &Path) -> std::io::Result<String> {
+    trusted_text(open(path)?)
+}
+
+/// [`read`] of a file the gate takes as its user's word, as [`read_trusted_text`] checks
+/// it (a cluster file). Errors: those of [`read_trusted_text`] but UTF-8.
+pub fn read_trusted(path: &Path) -> std::io::Result<Vec<u8>> {
+    let file = open(path)?;
+    refuse_untrusted(&file)?;
+    read_file(file)
+}
+
+fn trusted_text(file: File) -> std::io::Result<String> {
+    refuse_untrusted(&file)?;
+    utf8(read_file(file)?)
+}
+
+/// Errors (`PermissionDenied`) unless `file` is root's or this user's and writable by
+/// nobody else.
+fn refuse_untrusted(file: &File) -> std::io::Result<()> {
     use std::os::unix::fs::MetadataExt as _;
-    let file = open_no_link(path)?;
     let meta = file.metadata()?;
     let me = nix::unistd::geteuid().as_raw();
     let foreign_group = meta.gid() != 0 && meta.gid() != nix::unistd::getegid().as_raw();
@@ -136,7 +162,7 @@ pub fn read_own_text(path: &Path) -> std::io::Result<String> {
             format!("{why}, who could have written what it says; it is not read"),
         ));
     }
-    utf8(read_file(file)?)
+    Ok(())
 }
 
 fn utf8(bytes: Vec<u8>) -> std::io::Result<String> {

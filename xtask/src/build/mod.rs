@@ -1123,6 +1123,10 @@ fn source_of(config: &SourceConfig, arm: Arm) -> Result<Source> {
 /// working tree as its snapshot commit (the same one the build makes). For checks that
 /// must come before hours of building. Errors: as the build's for a bad revision.
 pub fn commits(config: &SourceConfig, arms: &[Arm]) -> Result<Vec<(Arm, String)>> {
+    // cmake runs the checkout's CMakeLists.txt, and git its hooks and config, as this user:
+    // a checkout another user can change would run their code (git's own ownership check
+    // is off where `safe.directory` is `*`, as in many CI images).
+    crate::files::check_private("--fdb-src", &config.fdb_src)?;
     let cache = crate::results::fs::target_dir()?
         .join("perfgate")
         .join("fdb");

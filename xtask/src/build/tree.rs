@@ -93,9 +93,17 @@ impl FdbTree {
     /// which is another user's, or writable by others.
     pub fn trusted(root: &Path, what: &str) -> Result<PathBuf> {
         let real = crate::files::check_private(what, root)?;
+        // mako runs with `lib/` as LD_LIBRARY_PATH, where any library another user added
+        // would be loaded: `bin/` and `lib/` are private too, not merely trusted.
+        for dir in ["bin", "lib"].map(|d| real.join(d)) {
+            if dir.exists() {
+                crate::files::check_private(what, &dir)?;
+            }
+        }
         let files = ["bin/fdbserver", "bin/fdbcli", "bin/mako", "lib/libfdb_c.so"];
+        // A missing file, or a link to nothing, is said by the check of what is there.
         for path in files.iter().map(|f| real.join(f)) {
-            if path.symlink_metadata().is_ok() {
+            if path.exists() {
                 crate::files::check_trusted(what, &path)?;
             }
         }

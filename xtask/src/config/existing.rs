@@ -71,7 +71,7 @@ impl ExistingCluster {
 /// The file's connection string, read as FDB reads it (bytes; a comment may hold any).
 /// Errors: unreadable (a link is not followed), or not a connection string FDB takes.
 fn read(path: &Path) -> Result<ConnectionString, UsageError> {
-    let bytes = crate::input::read(path).map_err(|e| {
+    let bytes = crate::input::read_trusted(path).map_err(|e| {
         usage(format!(
             "--cluster-file {}: cannot read it: {e}; give the cluster file of a running \
              cluster (e.g. /etc/foundationdb/fdb.cluster)",

@@ -219,7 +219,7 @@ fn read_floors(file: &Path, profile: &str) -> Result<(BTreeMap<Engine, f64>, Vec
     let from_file = if !absent {
         // The team's file: what is wrong with it is a usage error (64), as a bad
         // PERFGATE_SLO_TPS_* value is.
-        let text = crate::input::read_own_text(file).map_err(|e| {
+        let text = crate::input::read_trusted_text(file).map_err(|e| {
             UsageError(format!(
                 "cannot read the SLO file {} (TPS floors per profile and engine): {e:#}; fix \
                  or remove it",

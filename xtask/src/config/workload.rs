@@ -744,7 +744,7 @@ struct ProfileFile {
 
 impl ProfileFile {
     fn read(path: &Path) -> Result<ProfileFile, UsageError> {
-        let text = crate::input::read_text(path).map_err(|e| {
+        let text = crate::input::read_trusted_text(path).map_err(|e| {
             usage(format!(
                 "cannot read --profile-file {}: {e}",
                 path.display()

@@ -348,10 +348,12 @@ fn named<'a>(
 }
 
 /// Whether what is at `path` is this user's own of `kind` (`S_IFREG`: a file with one
-/// link; `S_IFDIR`: a directory), not a link; else `EEXIST`, said on stderr.
+/// link; `S_IFDIR`: a directory), not a link and writable by nobody else; else `EEXIST`,
+/// said on stderr.
 fn ours(path: &std::ffi::CStr, kind: nix::libc::mode_t) -> Result<(), nix::errno::Errno> {
     let st = nix::sys::stat::lstat(path)?;
     let mine = st.st_uid == nix::unistd::geteuid().as_raw()
+        && st.st_mode & 0o022 == 0
         && st.st_mode & nix::libc::S_IFMT == kind
         && (kind == nix::libc::S_IFDIR || st.st_nlink == 1);
     if mine {
