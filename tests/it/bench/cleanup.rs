@@ -431,16 +431,22 @@ fn the_reaper_touches_nothing_it_cannot_prove_is_a_dead_gates_run_dir() {
     }
 }
 
+/// A gate whose first trial's mako run hangs (1 s of grace past its window), its stderr
+/// piped, once that mako runs.
+fn gate_in_a_hung_mako_run(s: &Sandbox) -> std::process::Child {
+    let (a, b) = s.ab(json!({"mako_run_hang": true}), json!({}));
+    let mut cmd = s.bench_command(&a, &b, &["--timeout-mako-run-grace", "1"]);
+    cmd.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    s.spawn_until_mako_runs_of(cmd, &a)
+}
+
 #[test]
 fn a_results_dir_removed_during_the_run_stops_it_naming_the_cause() {
     // Unnoticed, a --out deleted mid-run fails the trial on a missing file of its own,
     // and the next trials write a new results dir with no plan.
     let s = Sandbox::new();
-    let (a, b) = s.ab(json!({"mako_run_hang": true}), json!({}));
-    let mut cmd = s.bench_command(&a, &b, &["--timeout-mako-run-grace", "1"]);
-    cmd.stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped());
-    let child = s.spawn_until_mako_runs_of(cmd, &a);
+    let child = gate_in_a_hung_mako_run(&s);
     std::fs::remove_dir_all(s.out()).unwrap();
     let o = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
@@ -463,11 +469,7 @@ fn a_results_dir_removed_during_the_run_stops_it_naming_the_cause() {
 #[test]
 fn a_run_ended_by_an_error_leaves_the_error_in_its_results_dir() {
     let s = Sandbox::new();
-    let (a, b) = s.ab(json!({"mako_run_hang": true}), json!({}));
-    let mut cmd = s.bench_command(&a, &b, &["--timeout-mako-run-grace", "1"]);
-    cmd.stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped());
-    let child = s.spawn_until_mako_runs_of(cmd, &a);
+    let child = gate_in_a_hung_mako_run(&s);
     std::fs::remove_file(s.out().join("meta.json")).unwrap();
     let o = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
