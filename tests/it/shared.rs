@@ -418,3 +418,31 @@ fn under_umask_000_the_gate_runs_and_its_files_stay_private() {
     }
     assert!(checked > 5);
 }
+
+/// cmake runs the checkout's CMakeLists.txt and git its hooks as the gate's user: another
+/// user's `--fdb-src` is refused before git or cmake runs there, whatever git's own
+/// `safe.directory` allows.
+#[test]
+fn an_fdb_checkout_another_user_could_change_is_not_built() {
+    let s = Sandbox::new();
+    let theirs = dir_of(s.dir.path(), "fdbsrc", 0o755, NOBODY);
+    let init = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&theirs)
+        .status()
+        .unwrap();
+    assert!(init.success());
+    let o = gate_cmd()
+        .args(["build", "--fdb-src"])
+        .arg(&theirs)
+        .args(["--baseline", "HEAD", "--experiment", "HEAD"])
+        .env("WORKDIR", s.workdir.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("--fdb-src") && text(&o).contains("65534"),
+        "{}",
+        text(&o)
+    );
+}

@@ -326,6 +326,11 @@ struct Resolved {
 /// becomes a snapshot commit of it (`snapshot`), like a revision. Errors: a revision that
 /// is not one (with a hint for shallow clones), a partial clone.
 fn resolve(src: &Path, source: &Source, cache: &Path) -> Result<Resolved> {
+    // Every build and every commit the gate names goes through here first. cmake runs the
+    // checkout's CMakeLists.txt, and git its hooks and config, as this user: a checkout
+    // another user can change would run their code (git's own ownership check is off where
+    // `safe.directory` is `*`, as in many CI images).
+    crate::files::check_private("--fdb-src", src)?;
     // A failed `git rev-parse` below reads as "not a revision": git itself must be there.
     need_git()?;
     let head = |rev: &str| -> Result<String> {
@@ -1123,10 +1128,6 @@ fn source_of(config: &SourceConfig, arm: Arm) -> Result<Source> {
 /// working tree as its snapshot commit (the same one the build makes). For checks that
 /// must come before hours of building. Errors: as the build's for a bad revision.
 pub fn commits(config: &SourceConfig, arms: &[Arm]) -> Result<Vec<(Arm, String)>> {
-    // cmake runs the checkout's CMakeLists.txt, and git its hooks and config, as this user:
-    // a checkout another user can change would run their code (git's own ownership check
-    // is off where `safe.directory` is `*`, as in many CI images).
-    crate::files::check_private("--fdb-src", &config.fdb_src)?;
     let cache = crate::results::fs::target_dir()?
         .join("perfgate")
         .join("fdb");
