@@ -72,16 +72,14 @@ fn untrusted(meta: &Owner) -> Option<String> {
     if mode & nix::libc::S_IFMT != nix::libc::S_IFDIR {
         return Some("it is not a directory".into());
     }
-    if meta.uid != 0 && meta.uid != me {
+    if !crate::input::trusted_owner(meta.uid) {
         return Some(format!(
             "it is owned by uid {}, neither root nor this user (uid {me}), who could \
              redirect what the gate writes there",
             meta.uid
         ));
     }
-    let my_gid = nix::unistd::getegid().as_raw();
-    let group_writes = mode & 0o020 != 0 && meta.gid != 0 && meta.gid != my_gid;
-    if (mode & 0o002 != 0 || group_writes) && mode & 0o1000 == 0 {
+    if crate::input::others_may_write(mode, meta.gid) && mode & 0o1000 == 0 {
         return Some(format!(
             "it is writable by other users (mode {:o}) and not sticky, so they could \
              replace what the gate puts there",
@@ -142,7 +140,6 @@ fn resolve(path: &Path, follow_last: bool) -> Result<std::result::Result<PathBuf
     if let Some(why) = entry_untrusted(&root_meta, &real, todo.is_empty()) {
         return Ok(Err(why));
     }
-    let me = nix::unistd::geteuid().as_raw();
     let mut links = 0;
     while let Some(part) = todo.pop() {
         if part == ".." {
@@ -157,7 +154,7 @@ fn resolve(path: &Path, follow_last: bool) -> Result<std::result::Result<PathBuf
             if last && !follow_last {
                 return Ok(Err("it is a symbolic link".into()));
             }
-            if meta.uid() != 0 && meta.uid() != me {
+            if !crate::input::trusted_owner(meta.uid()) {
                 return Ok(Err(format!(
                     "{} on its way is a symbolic link of uid {}, who could point it anywhere",
                     next.display(),
@@ -209,9 +206,7 @@ pub fn check_private(what: &str, path: &Path) -> Result<PathBuf> {
 /// Why a directory others may add files to (sticky or not) cannot hold what the gate
 /// takes as its own, or `None`.
 fn shared(meta: &Owner) -> Option<String> {
-    let my_gid = nix::unistd::getegid().as_raw();
-    let group_writes = meta.mode & 0o020 != 0 && meta.gid != 0 && meta.gid != my_gid;
-    (meta.mode & 0o002 != 0 || group_writes).then(|| {
+    crate::input::others_may_write(meta.mode, meta.gid).then(|| {
         format!(
             "it is writable by other users (mode {:o}), who could put files of theirs there \
              (sticky or not); give a directory only you (or root) can write",

@@ -136,19 +136,30 @@ fn trusted_text(file: File) -> std::io::Result<String> {
     utf8(read_file(file)?)
 }
 
+/// Whether `uid` is one the gate trusts: root, or the user it runs as.
+pub fn trusted_owner(uid: u32) -> bool {
+    uid == 0 || uid == nix::unistd::geteuid().as_raw()
+}
+
+/// Whether users other than the owner may write a file or directory of `mode` and group
+/// `gid`: it is world-writable, or group-writable by a group neither root's nor the
+/// gate's.
+pub fn others_may_write(mode: u32, gid: u32) -> bool {
+    let foreign_group = gid != 0 && gid != nix::unistd::getegid().as_raw();
+    mode & 0o002 != 0 || (mode & 0o020 != 0 && foreign_group)
+}
+
 /// Errors (`PermissionDenied`) unless `file` is root's or this user's and writable by
 /// nobody else.
 fn refuse_untrusted(file: &File) -> std::io::Result<()> {
     use std::os::unix::fs::MetadataExt as _;
     let meta = file.metadata()?;
-    let me = nix::unistd::geteuid().as_raw();
-    let foreign_group = meta.gid() != 0 && meta.gid() != nix::unistd::getegid().as_raw();
-    let why = if meta.uid() != 0 && meta.uid() != me {
+    let why = if !trusted_owner(meta.uid()) {
         Some(format!(
             "it is owned by uid {}, neither root nor this user",
             meta.uid()
         ))
-    } else if meta.mode() & 0o002 != 0 || (meta.mode() & 0o020 != 0 && foreign_group) {
+    } else if others_may_write(meta.mode(), meta.gid()) {
         Some(format!(
             "it is writable by other users (mode {:o})",
             meta.mode() & 0o7777

@@ -63,10 +63,9 @@ fn cargo_dirs() -> Result<&'static CargoDirs> {
 fn refuse_shared_cwd() -> Result<()> {
     use std::os::unix::fs::MetadataExt as _;
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let me = nix::unistd::geteuid().as_raw();
     for dir in cwd.ancestors() {
         let m = std::fs::metadata(dir).with_context(|| format!("cannot read {}", dir.display()))?;
-        if m.mode() & 0o022 != 0 || (m.uid() != 0 && m.uid() != me) {
+        if m.mode() & 0o022 != 0 || !crate::input::trusted_owner(m.uid()) {
             return Err(UsageError(format!(
                 "this gate binary is away from its source tree, so it runs `cargo metadata` \
                  to find the workspace, and cargo reads configuration from the current \

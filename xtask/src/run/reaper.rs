@@ -225,8 +225,7 @@ fn owned_like(dir: &Path, pid: u32) -> bool {
 /// it is named or runs: anyone may run the gate's executable and stop it (SIGSTOP), which
 /// would hold every gate of the host off for as long as it likes.
 fn is_gate(pid: u32) -> bool {
-    let me = nix::unistd::geteuid().as_raw();
-    euid_of(pid).is_some_and(|uid| uid == 0 || uid == me)
+    euid_of(pid).is_some_and(crate::input::trusted_owner)
 }
 
 /// `pid <gate pid> (<dir>)` for a live gate's run dir, the pid as the kernel names the
