@@ -252,7 +252,6 @@ pub fn version_text(program: &str, b: &Behaviour) -> String {
     .replace("FoundationDB fdbserver ", "FoundationDB ")
 }
 
-/// Value of `--name VALUE` or `--name=VALUE` (or a short `-n VALUE`).
 /// The value of `--name=VALUE` among `args` as an OS string, its bytes kept (for paths).
 pub fn flag_os(args: &[std::ffi::OsString], name: &str) -> Option<std::ffi::OsString> {
     use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
@@ -264,6 +263,7 @@ pub fn flag_os(args: &[std::ffi::OsString], name: &str) -> Option<std::ffi::OsSt
     })
 }
 
+/// Value of `--name VALUE` or `--name=VALUE` (or a short `-n VALUE`).
 pub fn flag(args: &[String], names: &[&str]) -> Option<String> {
     for (i, a) in args.iter().enumerate() {
         for n in names {

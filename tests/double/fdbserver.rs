@@ -21,6 +21,20 @@ fn main() {
         print!("{}", common::version_text("fdbserver", &b));
         return;
     }
+    // Like getSharedMemoryMachineId (fdbserver/fdbserver.cpp), in every role: without
+    // both localities fdbserver takes its machine id from
+    // /dev/shm/fdbserver_shared_memory_id, a name any user of the host can plant. The
+    // double refuses rather than touch the host's /dev/shm.
+    if ["--locality-machineid", "--locality-zoneid"]
+        .iter()
+        .any(|name| common::flag(&args, &[name]).is_none())
+    {
+        eprintln!(
+            "double: no --locality-machineid and --locality-zoneid: fdbserver would take \
+             its machine id from /dev/shm/fdbserver_shared_memory_id"
+        );
+        std::process::exit(1);
+    }
     if common::flag(&args, &["-r", "--role"]).as_deref() == Some("multitest") {
         multitest::main(&args, &b);
         return;

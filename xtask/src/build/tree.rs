@@ -21,6 +21,21 @@ use crate::error::UsageError;
 /// takes longer is not one the gate can run.
 pub const VERSION_BOUND: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// The arguments every fdbserver the gate starts carries, naming its machine and zone
+/// locality `machine`. Without both, fdbserver takes its machine id from the POSIX shared
+/// memory `/dev/shm/fdbserver_shared_memory_id`, which it opens without `O_EXCL` for any
+/// user (`getSharedMemoryMachineId`, fdbserver/fdbserver.cpp; simulation and multitest
+/// runs too): another user who plants that name makes every fdbserver on the host fail
+/// or hang. Shape: `--locality-machineid M --locality-zoneid M`.
+pub fn locality_args(machine: &str) -> [String; 4] {
+    [
+        "--locality-machineid".to_string(),
+        machine.to_string(),
+        "--locality-zoneid".to_string(),
+        machine.to_string(),
+    ]
+}
+
 /// Paths of the programs of one FDB build tree, all checked to exist.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FdbTree {

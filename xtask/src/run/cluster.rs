@@ -28,7 +28,7 @@ use fdb::{
 };
 
 use crate::{
-    build::tree::FdbTree,
+    build::tree::{locality_args, FdbTree},
     config::{existing::ExistingCluster, topology::Topology, BenchConfig},
     input::PortRange,
     plan::{env::ChildEnv, pinning::Pinning, workdir::Workdir, ArmPlan},
@@ -660,11 +660,8 @@ impl Cluster {
             .arg(&self.cluster_file)
             .args(knobs.iter().map(Knob::arg))
             .current_dir(server.data_dir.parent().expect("server dir"));
-        if self.topology.hosts > 1 {
-            // One machine and zone per "host": redundancy places replicas apart.
-            let id = format!("host{}", server.host);
-            cmd.args(["--locality-machineid", &id, "--locality-zoneid", &id]);
-        }
+        // One machine and zone per "host": redundancy places replicas apart.
+        cmd.args(locality_args(&format!("host{}", server.host)));
         let (role, port) = (server.role.as_str(), server.port);
         let stem = format!("fdbserver-{role}-{port}");
         let cpus = pinning.map(|p| match server.role {

@@ -90,14 +90,19 @@ fn command(t: &Trial, cluster: &Cluster, mode: &str) -> Command {
 fn build(t: &Trial, cluster: &Cluster, monitor: &mut Monitor) -> Result<(), PhaseError> {
     let (ctx, arm, artifacts) = (t.ctx, t.arm, &t.artifacts);
     let w = ctx.workload;
-    let mut cmd = command(t, cluster, "build");
-    cmd.args(["-p", &w.build_procs.to_string()]);
+    let cmd = || {
+        let mut cmd = command(t, cluster, "build");
+        cmd.args(["-p", &w.build_procs.to_string()]);
+        cmd
+    };
     let (out, err) = (
         artifacts.join("mako-build.txt"),
         artifacts.join("mako-build.err"),
     );
     let started = Instant::now();
-    let mut child = Child::spawn_on("mako --mode build", cmd, &out, &err, ctx.other_cpus())?;
+    let mut child = spawn_claiming(&err, || {
+        Child::spawn_on("mako --mode build", cmd(), &out, &err, ctx.other_cpus())
+    })?;
     record_mako(ctx.run_workdir, child.pid());
     let bound = ctx.bounds.mako_build;
     let mut stall = StallWatch::new("mako --mode build", started, None, bound);
@@ -177,9 +182,11 @@ fn run(
         artifacts.join("mako-run.err"),
     );
     let json = artifacts.join("mako.json");
-    let cmd = run_command(t, cluster, &json);
     let started = Instant::now();
-    let mut child = Child::spawn_on("mako --mode run", cmd, &out, &err, ctx.other_cpus())?;
+    let mut child = spawn_claiming(&err, || {
+        let cmd = run_command(t, cluster, &json);
+        Child::spawn_on("mako --mode run", cmd, &out, &err, ctx.other_cpus())
+    })?;
     record_mako(ctx.run_workdir, child.pid());
     let bound = Duration::from_secs(w.seconds) + ctx.bounds.mako_run_grace;
     // Every role's CPU over the measurement window: from the end of the warmup (counted
@@ -295,6 +302,39 @@ fn claim_shared_names(cmd: &mut Command) {
     }
 }
 
+/// Forks of mako a phase tries before it gives up on mako's names: each fork has a pid of
+/// its own, so a name left by another user's mako of the same pid, or planted for one
+/// pid, is passed by the next.
+const SPAWN_TRIES: u32 = 8;
+
+/// Runs `spawn` (a mako [`Child::spawn_on`] with [`claim_shared_names`]) again while
+/// mako's names for the new process' pid are held, at most [`SPAWN_TRIES`] times.
+/// Errors: `spawn`'s; when every fork found its names held, that, with the reason mako's
+/// stderr file `err` holds.
+fn spawn_claiming(err: &Path, mut spawn: impl FnMut() -> Result<Child>) -> Result<Child> {
+    let held = |e: &anyhow::Error| {
+        e.root_cause()
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.raw_os_error() == Some(nix::libc::EEXIST))
+    };
+    for _ in 1..SPAWN_TRIES {
+        match spawn() {
+            Err(e) if held(&e) => continue,
+            started => return started,
+        }
+    }
+    spawn().map_err(|e| {
+        if !held(&e) {
+            return e;
+        }
+        e.context(format!(
+            "{SPAWN_TRIES} forks of mako, each with a pid of its own, found the names mako \
+             would use taken; {}",
+            output_note("stderr", err, 3)
+        ))
+    })
+}
+
 /// [`claim_shared_names`]' work for pid `pid`, the names being `shm<pid>` (a file, mode
 /// 0600) and `temp<pid>` (a directory, mode 0755). Errors: `EEXIST` for a name held by
 /// something else (said on stderr), or the system call's own error.
@@ -303,22 +343,30 @@ fn claim(shm: &[u8], temp: &[u8], pid: u32) -> Result<(), nix::errno::Errno> {
     let mut buf = [0u8; 256];
     let path = named(&mut buf, shm, pid)?;
     let flags = OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_RDWR;
-    match nix::fcntl::open(
+    let created = match nix::fcntl::open(
         path,
         flags | OFlag::O_CLOEXEC,
         Mode::S_IRUSR | Mode::S_IWUSR,
     ) {
-        Ok(fd) => drop(fd),
-        Err(nix::errno::Errno::EEXIST) => ours(path, nix::libc::S_IFREG)?,
+        Ok(fd) => {
+            drop(fd);
+            true
+        }
+        Err(nix::errno::Errno::EEXIST) => ours(path, nix::libc::S_IFREG).map(|()| false)?,
         Err(e) => return Err(e),
-    }
+    };
     let mut buf = [0u8; 256];
-    let path = named(&mut buf, temp, pid)?;
-    match nix::unistd::mkdir(path, Mode::from_bits_truncate(0o755)) {
+    let dir = named(&mut buf, temp, pid)?;
+    let claimed = match nix::unistd::mkdir(dir, Mode::from_bits_truncate(0o755)) {
         Ok(()) => Ok(()),
-        Err(nix::errno::Errno::EEXIST) => ours(path, nix::libc::S_IFDIR),
+        Err(nix::errno::Errno::EEXIST) => ours(dir, nix::libc::S_IFDIR),
         Err(e) => Err(e),
+    };
+    // A mako that does not start leaves no file: the reaper knows only started makos.
+    if claimed.is_err() && created {
+        let _ = nix::unistd::unlink(path);
     }
+    claimed
 }
 
 /// `prefix` and `pid` in decimal as a C string in `buf`. Errors: `ENAMETOOLONG`.
@@ -424,6 +472,8 @@ mod claim_tests {
         }
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
         assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+        // The file a refused pid's claim created is removed again.
+        assert!(!d.path().join("mako4").exists());
         assert_eq!(
             named(&mut [0; 256], b"/tmp/makoTemp", u32::MAX)
                 .unwrap()
@@ -434,5 +484,74 @@ mod claim_tests {
             named(&mut [0; 256], &[b'x'; 250], 1234567),
             Err(nix::errno::Errno::ENAMETOOLONG)
         );
+    }
+
+    /// A spawn refused for held names (`EEXIST` from the child's claim) is tried again
+    /// with a new fork; every fork refused is an error with mako's reason; any other
+    /// failure is not retried.
+    #[test]
+    fn a_mako_whose_names_are_held_is_forked_again_and_gives_up_saying_why() {
+        let d = tempfile::tempdir().unwrap();
+        let err = d.path().join("mako-run.err");
+        std::fs::write(
+            &err,
+            "perfgate: mako not started: /tmp/makoTemp7 is already there\n",
+        )
+        .unwrap();
+        let held = || {
+            anyhow!(std::io::Error::from_raw_os_error(nix::libc::EEXIST))
+                .context("cannot start mako")
+        };
+        let start = || {
+            Child::spawn(
+                "true",
+                Command::new("true"),
+                &d.path().join("o"),
+                &d.path().join("e"),
+            )
+        };
+        let mut forks = 0;
+        let mut child = spawn_claiming(&err, || {
+            forks += 1;
+            if forks < 3 {
+                Err(held())
+            } else {
+                start()
+            }
+        })
+        .unwrap();
+        assert_eq!(forks, 3);
+        child
+            .wait_until(
+                Instant::now() + Duration::from_secs(60),
+                Duration::from_secs(60),
+                || Ok(()),
+            )
+            .unwrap();
+        let mut forks = 0;
+        let e = spawn_claiming(&err, || {
+            forks += 1;
+            Err(held())
+        })
+        .err()
+        .unwrap();
+        assert_eq!(forks, SPAWN_TRIES);
+        let text = format!("{e:#}");
+        assert!(text.contains("/tmp/makoTemp7 is already there"), "{text}");
+        assert!(
+            text.contains(&format!("{SPAWN_TRIES} forks of mako")),
+            "{text}"
+        );
+        let mut forks = 0;
+        let e = spawn_claiming(&err, || {
+            forks += 1;
+            Err(anyhow!(std::io::Error::from_raw_os_error(
+                nix::libc::ENOENT
+            )))
+        })
+        .err()
+        .unwrap();
+        assert_eq!(forks, 1);
+        assert!(!format!("{e:#}").contains("forks of mako"));
     }
 }

@@ -27,6 +27,7 @@ use super::{
     stall::StallWatch,
 };
 use crate::{
+    build::tree::locality_args,
     config::DriverKind,
     plan::PlannedTrial,
     process::{excerpt, output_note, read_output, Child, PhaseError},
@@ -340,6 +341,7 @@ fn command(t: &Trial, cluster: &Cluster, spec: &Path, testers: u32, log: &Path) 
         .arg("-C")
         .arg(&cluster.cluster_file)
         .args(["--num-testers", &testers.to_string()])
+        .args(locality_args("driver"))
         .arg("-L")
         .arg(log)
         .current_dir(log);

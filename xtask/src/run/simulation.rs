@@ -21,6 +21,7 @@ use super::{
     driver::{timed, Failure, Trial},
 };
 use crate::{
+    build::tree::locality_args,
     config::Arm,
     plan::{simulation::seed_of, Plan},
     process::{output_note, read_output, Child, PhaseError},
@@ -77,6 +78,7 @@ fn run_seed(t: &Trial) -> Result<SimulationReport, PhaseError> {
         .args(["-r", "simulation", "-f"])
         .arg(&spec_file)
         .args(["-s", &seed.to_string(), "-b", "off"])
+        .args(locality_args("simulation"))
         .args(planned.knobs.iter().map(|k| k.arg()))
         .current_dir(&dir);
     // SAFETY: personality(2) is one system call, async-signal-safe, and allocates nothing.
