@@ -258,13 +258,22 @@ fn workdir_findings(explicit_workdir: Option<&Path>) -> Vec<Finding> {
     // The same probe where results go, for contrast: a RAM disk answers in
     // microseconds, a disk in tens of microseconds to milliseconds.
     if let Ok(here) = std::env::current_dir() {
-        let mut disk = fsync_probe(&here, false);
-        disk.name = "fsync (cwd)";
-        disk.status = disk.status.min(Status::Ok);
-        disk.hint.clear();
-        f.push(disk);
+        f.push(contrast_probe(&here));
     }
     f
+}
+
+/// [`fsync_probe`] in `dir` as a contrast to the work dir's: never a fault, since the gate
+/// writes nothing there, but a directory it cannot write says it was not measured.
+fn contrast_probe(dir: &Path) -> Finding {
+    let mut disk = fsync_probe(dir, false);
+    disk.name = "fsync (cwd)";
+    if disk.status == Status::Fail {
+        disk.value = format!("not measured: {}", disk.value);
+    }
+    disk.status = disk.status.min(Status::Ok);
+    disk.hint.clear();
+    disk
 }
 
 /// The memory cgroup's headroom: tmpfs data counts against it.
@@ -612,6 +621,19 @@ mod tests {
         );
         let v: serde_json::Value = serde_json::from_str(&render_json(&[fail])).unwrap();
         assert_eq!((&v["result"], &v["exit_code"]), (&"fail".into(), &2.into()));
+    }
+
+    #[test]
+    fn a_current_directory_that_cannot_be_written_is_said_unmeasured_not_ok() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = contrast_probe(&dir.path().join("gone"));
+        assert_eq!(f.status, Status::Ok, "{f:?}");
+        assert!(
+            f.value.starts_with("not measured: cannot write to "),
+            "{f:?}"
+        );
+        let f = contrast_probe(dir.path());
+        assert!(f.value.starts_with("median "), "{f:?}");
     }
 
     #[test]
