@@ -84,23 +84,38 @@ fn main() {
     // pid, removed only on a clean exit (mako.cpp, TEMP_DATA_STORE and shm_open).
     let pid = std::process::id();
     let leftovers = [format!("/tmp/makoTemp{pid}"), format!("/dev/shm/mako{pid}")];
-    // Whether the gate made both before mako ran (a file of 0600 and a directory of this
-    // user's), so that nothing another user planted at the names can be used: said in
-    // `<tree>/double-mako-claimed`, a line per mako.
+    // Whether nothing another user planted at the names can be used: /dev/shm and /tmp
+    // are file systems of this mako's own, not the gate's ("private"), or the gate made
+    // both names before mako ran, a file of 0600 and a directory of this user's
+    // ("claimed"). Said in `<tree>/double-mako-claimed`, a line per mako.
     {
         use std::os::unix::fs::MetadataExt as _;
         let me = nix::unistd::geteuid().as_raw();
         let shm = std::fs::symlink_metadata(&leftovers[1]);
         let temp = std::fs::symlink_metadata(&leftovers[0]);
+        let gates = format!("/proc/{}/root", nix::unistd::getppid());
+        let own = |dir: &str| {
+            let mine = std::fs::metadata(dir).map(|m| m.dev());
+            let theirs = std::fs::metadata(format!("{gates}{dir}")).map(|m| m.dev());
+            matches!((mine, theirs), (Ok(a), Ok(b)) if a != b)
+        };
+        let private = own("/dev/shm") && own("/tmp") && shm.is_err() && temp.is_err();
         let claimed = shm.is_ok_and(|m| m.is_file() && m.uid() == me && m.mode() & 0o777 == 0o600)
             && temp.is_ok_and(|m| m.is_dir() && m.uid() == me);
+        let claimed = if private {
+            "private"
+        } else if claimed {
+            "claimed"
+        } else {
+            "unclaimed"
+        };
         if let Ok(mut f) = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(common::tree_root().join("double-mako-claimed"))
         {
             use std::io::Write as _;
-            let _ = writeln!(f, "{pid} {}", if claimed { "claimed" } else { "unclaimed" });
+            let _ = writeln!(f, "{pid} {claimed}");
         }
     }
     let _ = std::fs::create_dir_all(&leftovers[0]);

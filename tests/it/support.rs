@@ -337,7 +337,13 @@ impl Sandbox {
                     .rsplit_once(") ")
                     .is_some_and(|(_, r)| r.starts_with('Z'));
                 let cmd = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-                (cmd.starts_with(&root) && !zombie).then_some(cmd)
+                // mako runs as `/proc/self/fd/<fd><path>` (the gate's root, from a mount
+                // namespace of its own).
+                let path = cmd
+                    .strip_prefix("/proc/self/fd/")
+                    .map(|rest| rest.trim_start_matches(|c: char| c.is_ascii_digit()))
+                    .unwrap_or(&cmd);
+                (path.starts_with(&root) && !zombie).then_some(cmd)
             })
             .collect()
     }

@@ -80,6 +80,109 @@ impl Containment {
     }
 }
 
+/// Where mako makes the files it names after its pid, `/dev/shm/mako<pid>` (its statistics)
+/// and `/tmp/makoTemp<pid>` (its samples), which it opens without `O_EXCL` and through
+/// links (`bindings/c/test/mako/mako.cpp`): anything another user put at a name is used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum MakoNames {
+    /// mako runs in a mount namespace of its own with an empty tmpfs on `/dev/shm` and on
+    /// `/tmp` ([`private_dirs`]): no other process can put anything there, and both go
+    /// with mako's last process. Its paths reach the gate's files through [`outside`].
+    Private,
+    /// On the host's `/dev/shm` and `/tmp`: both names are made exclusively between fork
+    /// and exec, and a mako whose names are taken is not started (`run::mako`).
+    Claimed {
+        /// Why no mount namespace is used.
+        why: String,
+    },
+}
+
+impl MakoNames {
+    /// [`MakoNames::Private`] where a child can make the mount namespace (tried: `true`
+    /// run in one, which needs `CAP_SYS_ADMIN`), else claimed and why; claimed too with
+    /// [`CONTAINMENT_ENV`] `process-groups`, the fallback forced.
+    pub fn for_host() -> MakoNames {
+        use std::os::unix::process::CommandExt as _;
+        if std::env::var(CONTAINMENT_ENV).is_ok_and(|v| v == "process-groups") {
+            return MakoNames::Claimed {
+                why: format!("{CONTAINMENT_ENV}=process-groups"),
+            };
+        }
+        if outside_root().is_none() {
+            return MakoNames::Claimed {
+                why: "/proc/self/fd is not there to reach the gate's files from another mount \
+                      namespace"
+                    .into(),
+            };
+        }
+        let mut probe = std::process::Command::new("true");
+        // SAFETY: private_dirs makes only system calls (unshare, mount) on string literals.
+        unsafe {
+            probe.pre_exec(|| private_dirs().map_err(std::io::Error::from));
+        }
+        match probe.stderr(std::process::Stdio::null()).status() {
+            Ok(s) if s.success() => MakoNames::Private,
+            Ok(s) => MakoNames::Claimed {
+                why: format!("`true` in a mount namespace of its own ended {s}"),
+            },
+            Err(e) => MakoNames::Claimed {
+                why: format!("no mount namespace with a tmpfs of its own can be made: {e}"),
+            },
+        }
+    }
+}
+
+/// In a child between fork and exec: a mount namespace of its own, no mount of which
+/// propagates back, with an empty tmpfs (mode 1777, as the host's) on `/dev/shm` and
+/// `/tmp`. Errors: the system call's (`EPERM` without `CAP_SYS_ADMIN`).
+pub fn private_dirs() -> nix::Result<()> {
+    use nix::mount::{mount, MsFlags};
+    nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS)?;
+    let none: Option<&str> = None;
+    mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none)?;
+    for dir in ["/dev/shm", "/tmp"] {
+        let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+        mount(Some("tmpfs"), dir, Some("tmpfs"), flags, Some("mode=1777"))?;
+    }
+    Ok(())
+}
+
+/// The gate's root directory, open (`O_PATH`) without close-on-exec so that every child
+/// has it: from a mount namespace of the child's own, `/proc/self/fd/<it>` leads through
+/// the gate's mounts. `None` where it cannot be opened or `/proc/self/fd` is missing.
+fn outside_root() -> Option<&'static str> {
+    static ROOT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    ROOT.get_or_init(|| {
+        use nix::fcntl::OFlag;
+        let fd = nix::fcntl::open(
+            "/",
+            OFlag::O_PATH | OFlag::O_DIRECTORY,
+            nix::sys::stat::Mode::empty(),
+        )
+        .ok()?;
+        let fd = std::os::fd::IntoRawFd::into_raw_fd(fd);
+        let prefix = format!("/proc/self/fd/{fd}");
+        Path::new(&prefix).join("proc").is_dir().then_some(prefix)
+    })
+    .as_deref()
+}
+
+/// `path` (absolute) as a child in a mount namespace of its own ([`MakoNames::Private`])
+/// reaches what the gate reaches there, under `/dev/shm` and `/tmp` too: through the
+/// gate's root directory, `/proc/self/fd/<fd>/<path>`. `path` itself where that root
+/// is not available.
+pub fn outside(path: &Path) -> PathBuf {
+    match outside_root() {
+        Some(root) => {
+            let mut through = std::ffi::OsString::from(root);
+            through.push(path.as_os_str());
+            PathBuf::from(through)
+        }
+        None => path.to_path_buf(),
+    }
+}
+
 /// The gate's own cgroup v2 directory: its path in `/proc/self/cgroup` (`0::<path>`)
 /// under the mount point of the cgroup2 file system in `/proc/self/mountinfo` (at
 /// `/sys/fs/cgroup`, or `/sys/fs/cgroup/unified` on a host with v1 controllers too).

@@ -562,22 +562,32 @@ fn only_the_files_of_makos_the_gate_started_are_removed() {
     // Another PID namespace's live mako, or files planted for a pid the gate never started,
     // look dead from here: the cleanup at the start of a gate must leave them.
     let foreign = ForeignMako::plant(100);
-    let s = Sandbox::new();
-    let (a, b) = s.ab(json!({"mako_abort_at_exit": true}), json!({}));
-    let o = s.bench(&a, &b, &["--trials", "1"]);
-    assert_eq!(code(&o), 0, "{}", text(&o));
-    foreign.assert_kept();
-    // The gate made each mako's files before mako ran (nothing planted at the names could
-    // be used), and removed them after (mako aborts at exit, leaving them).
-    let claimed = std::fs::read_to_string(a.join("double-mako-claimed")).unwrap();
-    assert!(
-        claimed.lines().count() >= 1 && claimed.lines().all(|l| l.ends_with(" claimed")),
-        "{claimed}"
-    );
-    let pids = std::fs::read_to_string(a.join("double-mako-pids")).unwrap();
-    for pid in pids.lines() {
-        assert!(!Path::new(&format!("/dev/shm/mako{pid}")).exists());
-        assert!(!Path::new(&format!("/tmp/makoTemp{pid}")).exists());
+    // As root: mako on a /dev/shm and /tmp of its own; forced, on the host's, claimed.
+    for (forced, names) in [(None, "private"), (Some("process-groups"), "claimed")] {
+        let s = Sandbox::new();
+        let (a, b) = s.ab(json!({"mako_abort_at_exit": true}), json!({}));
+        let mut cmd = s.bench_command(&a, &b, &["--trials", "1"]);
+        if let Some(mode) = forced {
+            cmd.env("PERFGATE_CONTAINMENT", mode);
+        }
+        let o = cmd.output().unwrap();
+        assert_eq!(code(&o), 0, "{}", text(&o));
+        foreign.assert_kept();
+        let meta = s.read_json("meta.json");
+        assert_eq!(meta["plan"]["mako_names"]["kind"], names, "{meta:#}");
+        // Nothing planted at the names could be used: the double saw its /dev/shm and
+        // /tmp were not the gate's, or the gate had made both; and nothing is left (mako
+        // aborts at exit, leaving its files).
+        let seen = std::fs::read_to_string(a.join("double-mako-claimed")).unwrap();
+        assert!(
+            seen.lines().count() >= 1 && seen.lines().all(|l| l.ends_with(&format!(" {names}"))),
+            "{seen}"
+        );
+        let pids = std::fs::read_to_string(a.join("double-mako-pids")).unwrap();
+        for pid in pids.lines() {
+            assert!(!Path::new(&format!("/dev/shm/mako{pid}")).exists());
+            assert!(!Path::new(&format!("/tmp/makoTemp{pid}")).exists());
+        }
     }
 }
 

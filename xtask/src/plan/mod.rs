@@ -28,7 +28,7 @@ use crate::{
         Provenance,
     },
     config::{slo::SloTps, Arm, BenchConfig, ClusterSource, Schedule, MIN_PAIRS},
-    contain::Containment,
+    contain::{Containment, MakoNames},
     error::UsageError,
     results::{baseline::Baseline, noise::NoisePrior},
 };
@@ -97,6 +97,9 @@ pub struct Plan {
     /// How the run's processes are kept from outliving it: a cgroup of the run's own, or
     /// process groups only (and why).
     pub containment: Containment,
+    /// Where mako's files named after its pid are made: a `/dev/shm` and `/tmp` of its
+    /// own, or the host's, claimed first.
+    pub mako_names: MakoNames,
     /// Things the user must see before trusting the numbers (e.g. a disk-backed work dir).
     pub warnings: Vec<String>,
     /// The environment every fdbserver, fdbcli and mako gets ([`env::ChildEnv`]).
@@ -128,6 +131,7 @@ impl Plan {
         let mut plan = Plan {
             pinning: PinPlan::for_host(config.pin),
             containment: Containment::for_host()?,
+            mako_names: MakoNames::for_host(),
             config,
             engines,
             slo: SloTps::default(),

@@ -39,6 +39,8 @@ pub struct TrialContext<'a> {
     pub ports: Option<PortRange>,
     /// What the simulation driver's trials run (Valgrind, seeds, specs).
     pub simulation: Option<&'a crate::plan::simulation::SimulationPlan>,
+    /// Where mako's files named after its pid are made.
+    pub mako_names: &'a crate::contain::MakoNames,
 }
 
 impl TrialContext<'_> {

@@ -24,6 +24,7 @@ use super::{
 };
 use crate::{
     config::Workload,
+    contain::{outside, private_dirs, MakoNames},
     process::{excerpt, output_note, read_output, Child, PhaseError},
     results::trial::{Phase, RoleCpu, TrialRecord},
 };
@@ -70,14 +71,26 @@ fn command(t: &Trial, cluster: &Cluster, mode: &str) -> Command {
         .mako
         .as_ref()
         .expect("a mako workload's trees are opened with mako");
-    let mut cmd = Command::new(mako);
-    claim_shared_names(&mut cmd);
+    // Every path through `outside`: in a mount namespace of mako's own, the host's
+    // /dev/shm and /tmp (where the work dir, results or tree may be) are covered.
+    let mut cmd = Command::new(outside(mako));
+    match t.ctx.mako_names {
+        MakoNames::Private => {
+            use std::os::unix::process::CommandExt as _;
+            // SAFETY: private_dirs makes only system calls (unshare, mount) on literals.
+            unsafe {
+                cmd.pre_exec(|| private_dirs().map_err(std::io::Error::from));
+            }
+        }
+        MakoNames::Claimed { .. } => claim_shared_names(&mut cmd),
+    }
     t.ctx.env.apply(&mut cmd);
-    cmd.env("LD_LIBRARY_PATH", &tree.lib_dir)
+    cmd.env("LD_LIBRARY_PATH", outside(&tree.lib_dir))
         .env("LD_BIND_NOW", "1")
+        // Set before the mount namespace is made: the work dir as the gate sees it.
         .current_dir(&t.work)
         .arg("--cluster")
-        .arg(&cluster.cluster_file)
+        .arg(outside(&cluster.cluster_file))
         .args(["--mode", mode])
         .args(["--rows", &w.rows.to_string()])
         .args(["--keylen", &w.keylen.to_string()])
@@ -103,7 +116,7 @@ fn build(t: &Trial, cluster: &Cluster, monitor: &mut Monitor) -> Result<(), Phas
     let mut child = spawn_claiming(&err, || {
         Child::spawn_on("mako --mode build", cmd(), &out, &err, ctx.other_cpus())
     })?;
-    record_mako(ctx.run_workdir, child.pid());
+    let claimed = claimed_names(t, child.pid());
     let bound = ctx.bounds.mako_build;
     let mut stall = StallWatch::new("mako --mode build", started, None, bound);
     let status = child.wait_until(started + bound, bound, || {
@@ -111,7 +124,9 @@ fn build(t: &Trial, cluster: &Cluster, monitor: &mut Monitor) -> Result<(), Phas
         cluster.check_alive()?;
         stall.check(cluster)
     });
-    remove_mako_leftovers(child.pid());
+    if claimed {
+        remove_mako_leftovers(child.pid());
+    }
     let status = status.map_err(|e| stall.explain(e))?;
     let text = read_output(&out)?;
     // mako aborts in _dl_fini after its report, so the exit status says little: a
@@ -187,7 +202,7 @@ fn run(
         let cmd = run_command(t, cluster, &json);
         Child::spawn_on("mako --mode run", cmd, &out, &err, ctx.other_cpus())
     })?;
-    record_mako(ctx.run_workdir, child.pid());
+    let claimed = claimed_names(t, child.pid());
     let bound = Duration::from_secs(w.seconds) + ctx.bounds.mako_run_grace;
     // Every role's CPU over the measurement window: from the end of the warmup (counted
     // from mako's start) to the last sample while every mako process still ran.
@@ -209,7 +224,9 @@ fn run(
         stall.check(cluster)
     });
     progress.finish();
-    remove_mako_leftovers(child.pid());
+    if claimed {
+        remove_mako_leftovers(child.pid());
+    }
     let status = status.map_err(|e| stall.explain(e))?;
     let cpu = monitor.role_cpu();
     let report = (|| -> Result<MakoReport> {
@@ -258,11 +275,11 @@ fn run_command(t: &Trial, cluster: &Cluster, json: &Path) -> Command {
         // Both take an optional argument (getopt `optional_argument` in mako.cpp): only
         // the `=` form is unambiguous (and the only one 7.1/7.2's mako reads).
         // OS strings: a results dir whose name is not UTF-8 is still the same path.
-        .arg(flag_path("--json_report=", json));
+        .arg(flag_path("--json_report=", &outside(json)));
     if caps.stats_export_path {
         cmd.arg(flag_path(
             "--stats_export_path=",
-            &t.artifacts.join("mako-sketch.json"),
+            &outside(&t.artifacts.join("mako-sketch.json")),
         ));
     }
     cmd
@@ -273,6 +290,18 @@ fn flag_path(flag: &str, path: &Path) -> std::ffi::OsString {
     let mut arg = std::ffi::OsString::from(flag);
     arg.push(path);
     arg
+}
+
+/// Whether mako `pid` runs on the host's `/dev/shm` and `/tmp`, its names claimed there:
+/// then recorded in the run dir, so that a reaper removes what a killed mako leaves. In a
+/// mount namespace of its own they go with it, and the host's names of that pid are
+/// another PID namespace's.
+fn claimed_names(t: &Trial, pid: u32) -> bool {
+    let claimed = matches!(t.ctx.mako_names, MakoNames::Claimed { .. });
+    if claimed {
+        record_mako(t.ctx.run_workdir, pid);
+    }
+    claimed
 }
 
 /// Where mako keeps files named after its pid: POSIX shared memory `/dev/shm/mako<pid>` (its
@@ -286,10 +315,10 @@ const MAKO_TEMP: &[u8] = b"/tmp/makoTemp";
 /// [`MAKO_TEMP`]) itself, exclusively, between fork and exec, when its pid is known and
 /// before mako runs: mako would use whatever another user planted at those names (a file
 /// of theirs it maps, so they could read and change the statistics its report is made
-/// of; a link to a directory it then writes its samples into as root). A name held by
-/// anything but a real file or directory of this user's (a stale one of an earlier mako
-/// of ours is used again, as mako would) keeps mako from starting: its spawn fails with
-/// `EEXIST` and its stderr file says which name and why.
+/// of; a link to a directory it then writes its samples into as root). A name already
+/// there, whoever's (another PID namespace's mako of the same pid is root's too), keeps
+/// mako from starting under that pid: its spawn fails with `EEXIST` and its stderr file
+/// says which name ([`spawn_claiming`] forks again).
 fn claim_shared_names(cmd: &mut Command) {
     use std::os::unix::process::CommandExt as _;
     // SAFETY: the closure makes only async-signal-safe system calls (getpid, open, mkdir,
@@ -336,34 +365,31 @@ fn spawn_claiming(err: &Path, mut spawn: impl FnMut() -> Result<Child>) -> Resul
 }
 
 /// [`claim_shared_names`]' work for pid `pid`, the names being `shm<pid>` (a file, mode
-/// 0600) and `temp<pid>` (a directory, mode 0755). Errors: `EEXIST` for a name held by
-/// something else (said on stderr), or the system call's own error.
+/// 0600) and `temp<pid>` (a directory, mode 0755), both new. Errors: `EEXIST` for a name
+/// already there (said on stderr), or the system call's own error.
 fn claim(shm: &[u8], temp: &[u8], pid: u32) -> Result<(), nix::errno::Errno> {
     use nix::{fcntl::OFlag, sys::stat::Mode};
     let mut buf = [0u8; 256];
     let path = named(&mut buf, shm, pid)?;
     let flags = OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_RDWR;
-    let created = match nix::fcntl::open(
+    match nix::fcntl::open(
         path,
         flags | OFlag::O_CLOEXEC,
         Mode::S_IRUSR | Mode::S_IWUSR,
     ) {
-        Ok(fd) => {
-            drop(fd);
-            true
-        }
-        Err(nix::errno::Errno::EEXIST) => ours(path, nix::libc::S_IFREG).map(|()| false)?,
+        Ok(fd) => drop(fd),
+        Err(nix::errno::Errno::EEXIST) => return Err(taken(path)),
         Err(e) => return Err(e),
-    };
+    }
     let mut buf = [0u8; 256];
     let dir = named(&mut buf, temp, pid)?;
     let claimed = match nix::unistd::mkdir(dir, Mode::from_bits_truncate(0o755)) {
         Ok(()) => Ok(()),
-        Err(nix::errno::Errno::EEXIST) => ours(dir, nix::libc::S_IFDIR),
+        Err(nix::errno::Errno::EEXIST) => Err(taken(dir)),
         Err(e) => Err(e),
     };
     // A mako that does not start leaves no file: the reaper knows only started makos.
-    if claimed.is_err() && created {
+    if claimed.is_err() {
         let _ = nix::unistd::unlink(path);
     }
     claimed
@@ -395,30 +421,19 @@ fn named<'a>(
     std::ffi::CStr::from_bytes_with_nul(&buf[..=len]).map_err(|_| nix::errno::Errno::EINVAL)
 }
 
-/// Whether what is at `path` is this user's own of `kind` (`S_IFREG`: a file with one
-/// link; `S_IFDIR`: a directory), not a link and writable by nobody else; else `EEXIST`,
-/// said on stderr.
-fn ours(path: &std::ffi::CStr, kind: nix::libc::mode_t) -> Result<(), nix::errno::Errno> {
-    let st = nix::sys::stat::lstat(path)?;
-    let mine = st.st_uid == nix::unistd::geteuid().as_raw()
-        && st.st_mode & 0o022 == 0
-        && st.st_mode & nix::libc::S_IFMT == kind
-        && (kind == nix::libc::S_IFDIR || st.st_nlink == 1);
-    if mine {
-        return Ok(());
-    }
+/// Says on stderr that `path` is taken, and returns `EEXIST`.
+fn taken(path: &std::ffi::CStr) -> nix::errno::Errno {
     // SAFETY: descriptor 2 is the child's stderr, open for the whole of this call.
     let stderr = unsafe { std::os::fd::BorrowedFd::borrow_raw(2) };
     for part in [
-        b"perfgate: mako not started: ".as_slice(),
+        b"perfgate: mako not started under this pid: ".as_slice(),
         path.to_bytes(),
-        b" is already there and is not this user's own (another user's, a link or a hard \
-link): mako would use it, as it neither creates it exclusively nor refuses a link; remove \
-it if it is nobody's, or give mako a host whose /tmp and /dev/shm others cannot write\n",
+        b" is already there (another PID namespace's mako of the same pid, a leftover or a \
+plant): mako would use it, as it neither creates it exclusively nor refuses a link\n",
     ] {
         let _ = nix::unistd::write(stderr, part);
     }
-    Err(nix::errno::Errno::EEXIST)
+    nix::errno::Errno::EEXIST
 }
 
 #[cfg(test)]
@@ -451,8 +466,9 @@ mod claim_tests {
         assert!(std::fs::symlink_metadata(d.path().join("makoTemp4242"))
             .unwrap()
             .is_dir());
-        // A stale pair of ours (a mako of ours that died): used again.
-        claim(&shm, &temp, 4242).unwrap();
+        // Already there, even as this user's own (another PID namespace's mako of the
+        // same pid): refused.
+        assert_eq!(claim(&shm, &temp, 4242), Err(nix::errno::Errno::EEXIST));
         // Planted: a link to a file of root's, a hard link, a link to a directory, a file
         // of another user's. Each refused, and the victim untouched.
         let victim = d.path().join("victim");
