@@ -55,6 +55,10 @@ fn main() -> ExitCode {
     // it creates is writable by other users: its own checks refuse such directories, and
     // another user could change its results.
     process::keep_writes_private();
+    // Run as root, a program found on another user's PATH entry would be theirs.
+    for dropped in process::keep_path_trusted() {
+        xtask::say!("warning: {dropped}");
+    }
     if let Err(e) = process::install_interrupt_handler() {
         xtask::say!("error: {e:#}");
         return ExitCode::from(EXIT_ERROR);

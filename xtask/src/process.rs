@@ -651,6 +651,53 @@ pub fn keep_writes_private() {
     umask(old | Mode::S_IWGRP | Mode::S_IWOTH);
 }
 
+/// Keeps from `PATH` every entry a program found there could be another user's through:
+/// a relative one (an empty entry or `.` is the current directory, which may be anyone's)
+/// and a directory that another user owns or could change (`files::check_trusted`: the
+/// directory and each on its way, sticky ones excepted). Every tool the gate and its
+/// children start by name (git, cmake, ninja, the compilers cmake finds, valgrind, cargo)
+/// is searched for on the `PATH` this leaves, and runs as the gate's user. Returns each
+/// entry kept out, with why, for a warning.
+pub fn keep_path_trusted() -> Vec<String> {
+    let Some(path) = std::env::var_os("PATH") else {
+        return Vec::new();
+    };
+    let (kept, dropped) = trusted_path(&path);
+    if !dropped.is_empty() {
+        std::env::set_var("PATH", kept);
+    }
+    dropped
+}
+
+/// [`keep_path_trusted`]'s work on `path`, a `PATH` value: the entries kept, joined
+/// again, and why each other one was not.
+fn trusted_path(path: &std::ffi::OsStr) -> (std::ffi::OsString, Vec<String>) {
+    let mut dropped = Vec::new();
+    let kept: Vec<PathBuf> = std::env::split_paths(path)
+        .filter(|dir| {
+            let why = if !dir.is_absolute() {
+                format!(
+                    "PATH entry '{}' is relative (an empty one is the current directory), \
+                     whose programs are whoever's directory the gate starts in",
+                    dir.display()
+                )
+            } else if std::fs::symlink_metadata(dir).is_err() {
+                // Missing: nothing to find there now, and another user might make it later.
+                return false;
+            } else {
+                match crate::files::check_trusted("PATH entry", dir) {
+                    Ok(_) => return true,
+                    Err(e) => format!("{e:#}"),
+                }
+            };
+            dropped.push(format!("{why}: it is not searched"));
+            false
+        })
+        .collect();
+    let kept = std::env::join_paths(kept).unwrap_or_default();
+    (kept, dropped)
+}
+
 /// Runs a short-lived tool (git, `fdbserver --version`, a compiler's `--version`) to its
 /// end, supervised like every child (own process group, parent-death signal), stdout and
 /// stderr in a private temporary directory. Nothing the gate starts waits unbounded: a
@@ -781,6 +828,39 @@ fn one_line(line: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// A program on PATH runs as the gate's user: only absolute entries of directories no
+    /// other user can change are searched.
+    #[test]
+    fn path_entries_another_user_could_fill_are_not_searched() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mine = tempfile::tempdir().unwrap();
+        let theirs = tempfile::tempdir().unwrap();
+        std::os::unix::fs::chown(theirs.path(), Some(65534), Some(65534)).unwrap();
+        let open = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(open.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        let gone = mine.path().join("gone");
+        let path = std::env::join_paths([
+            Path::new(""),
+            Path::new("."),
+            Path::new("/usr/bin"),
+            mine.path(),
+            theirs.path(),
+            open.path(),
+            &gone,
+        ])
+        .unwrap();
+        let (kept, dropped) = trusted_path(&path);
+        let kept: Vec<PathBuf> = std::env::split_paths(&kept).collect();
+        assert_eq!(kept, [Path::new("/usr/bin"), mine.path()]);
+        assert_eq!(dropped.len(), 4, "{dropped:#?}");
+        assert!(dropped[0].starts_with("PATH entry '' is relative"));
+        assert!(dropped[1].starts_with("PATH entry '.' is relative"));
+        for (said, dir) in dropped[2..].iter().zip([theirs.path(), open.path()]) {
+            assert!(said.contains(&dir.display().to_string()), "{said}");
+            assert!(said.ends_with("it is not searched"), "{said}");
+        }
+    }
+
     use super::*;
 
     #[test]
