@@ -100,7 +100,7 @@ finish() {
   fi
   echo "perfgate: exit status $status (0 pass, 1 regression, SLO violation or, strict, inconclusive; 2 timeout or error, 64 usage); $where"
   if [ -n "$markdown" ] && [ "$(size_of "$markdown")" = "$markdown_size" ]; then
-    printf '### perfgate: exit status %s, no verdict table\n\n%s\n\nThis run left: %s.\n' \
+    printf '## perfgate: exit status %s, no verdict table\n\n%s\n\nThis run left: %s.\n' \
       "$status" "${why:-"The gate wrote none: the job's log says why."}" "$where" \
       | add_markdown "$markdown"
   fi

@@ -164,7 +164,7 @@ fn the_job_summary_has_the_gates_verdict_table_or_its_error() {
     // A tree without its mako: an error before the first trial.
     let no_mako = s.tree("no-mako", json!({"source_version": "3".repeat(40)}));
     std::fs::remove_file(no_mako.join("bin/mako")).unwrap();
-    let error = "### perfgate: ERROR\n\nThe run stopped before its first trial";
+    let error = "## perfgate: ERROR (exit 2)\n\nThe run stopped before its first trial";
     assert_summary(&s, (&a, &no_mako), &[], &[], (2, error));
     let refused = "unexpected argument '--no-such-flag'";
     assert_summary(&s, (&a, &b), &["--no-such-flag"], &[], (64, refused));
@@ -178,7 +178,7 @@ fn the_job_summary_says_the_exit_status_when_the_gate_wrote_nothing() {
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({}), json!({"tps": 900.0}));
     let ab = (a.as_path(), b.as_path());
-    let nothing = "### perfgate: exit status 0, no verdict table";
+    let nothing = "## perfgate: exit status 0, no verdict table";
     assert_summary(&s, ab, &["--dry-run"], &[], (0, nothing));
     let silent = s.dir.path().join("silent-gate");
     std::fs::write(&silent, "#!/bin/sh\nexit 2\n").unwrap();

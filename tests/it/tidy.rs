@@ -339,3 +339,29 @@ fn doctor_checks_this_host_and_says_what_to_do() {
         "{out}"
     );
 }
+
+/// Every key `double.json` takes (a field of the double's `Behaviour`) is in
+/// docs/testing.md's table of them, so a newcomer can make the double misbehave.
+#[test]
+fn every_key_of_the_doubles_json_is_documented() {
+    let source = repo_file("tests/double/common.rs");
+    let start = source
+        .find("pub struct Behaviour {")
+        .expect("the double's Behaviour");
+    let body = &source[start..start + source[start..].find("\n}\n").unwrap()];
+    let keys: Vec<&str> = body
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("pub ")?.split_once(':'))
+        .map(|(name, _)| name)
+        .collect();
+    assert!(keys.len() > 40, "{keys:?}");
+    let docs = repo_file("docs/testing.md");
+    let missing: Vec<&&str> = keys
+        .iter()
+        .filter(|k| !docs.contains(&format!("| `{k}` |")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "not in docs/testing.md's table: {missing:?}"
+    );
+}

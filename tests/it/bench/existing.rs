@@ -34,7 +34,10 @@ fn hand_started_cluster_of(
     let mut bytes = b"# by hand, caf\xe9\n".to_vec();
     bytes.extend(format!("hand:abc123@127.0.0.1:{port}\n").bytes());
     std::fs::write(&file, bytes).unwrap();
+    // The double wants the localities the gate gives every server (it takes a server
+    // without them for one that would open /dev/shm/fdbserver_shared_memory_id).
     let server = Command::new(tree.join("bin/fdbserver"))
+        .args(["--locality-machineid", "hand", "--locality-zoneid", "hand"])
         .args(["-p", &format!("127.0.0.1:{port}"), "-c", "stateless", "-C"])
         .arg(&file)
         .arg("-d")
@@ -212,6 +215,12 @@ fn an_existing_cluster_gets_testers_only_and_its_status_is_recorded() {
     std::fs::create_dir_all(&remote).unwrap();
     let _tester = KillOnDrop(
         std::process::Command::new(a.join("bin/fdbserver"))
+            .args([
+                "--locality-machineid",
+                "remote",
+                "--locality-zoneid",
+                "remote",
+            ])
             .args(["-c", "test", "-p", &format!("auto:{port}"), "-C"])
             .arg(&file)
             .arg("-d")

@@ -227,7 +227,7 @@ fn copies_may_go_inside_the_results_dir_but_never_among_the_trials_files() {
         let md = std::fs::read_to_string(&summary).unwrap();
         assert!(md.starts_with("earlier step\n"), "{md}");
         assert!(
-            md.contains("### perfgate: ERROR") && md.contains(said),
+            md.contains("## perfgate: ERROR (exit 64)") && md.contains(said),
             "{md}"
         );
     }

@@ -14,8 +14,8 @@ Exit status:
   1   a REGRESSION or SLO-VIOLATION (or INCONCLUSIVE with --strict)
   2   a TIMEOUT, an infrastructure error (crash, a build tree missing a binary, an invalid
       report) or an interrupt
-  64  usage error: a bad flag or value, a build tree path that does not exist, or an A/A
-      (same build, same knobs) without --allow-same";
+  64  usage error: a bad flag or value, a build tree that does not exist or is no Release
+      build with BUILD_MAKO, or an A/A (one build, same knobs) without its flag";
 
 /// Exit codes of `calibrate`.
 pub const CALIBRATE_EXIT_CODES: &str = "\
@@ -97,7 +97,8 @@ pub enum Command {
     )]
     Calibrate(Box<CalibrateArgs>),
     /// Judge a saved run again, offline (e.g. with another --max-regression): reads its
-    /// meta.json and trials.json, runs nothing, writes summary.json and junit.xml anew.
+    /// meta.json and trials.json, runs nothing, writes summary.json, summary.md and
+    /// junit.xml anew.
     #[command(after_help = EXIT_CODES)]
     Compare(CompareArgs),
     /// Check this host in seconds: RAM disk and free space, memory cgroup, cores, CPU
@@ -228,7 +229,8 @@ pub struct CompareArgs {
     /// Fail (exit 1) on INCONCLUSIVE.
     #[arg(long)]
     pub strict: bool,
-    /// Where to write summary.json and junit.xml; default: <RESULTS_DIR>/compare-<UTC time>.
+    /// Where to write summary.json, summary.md and junit.xml; default:
+    /// <RESULTS_DIR>/compare-<UTC time>-<pid>.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Also write the JUnit XML here.

@@ -140,6 +140,7 @@ fn check_all(explicit_workdir: Option<&Path>) -> Vec<Finding> {
     f.push(cores(host.cpus));
     f.push(governor());
     f.push(busy_processes());
+    f.push(other_gates());
     f.push(fdb_checkout(
         std::env::var_os("FDB_SRC").map(PathBuf::from),
         crate::results::fs::default_fdb_src(),
@@ -274,6 +275,23 @@ fn contrast_probe(dir: &Path) -> Finding {
     disk.status = disk.status.min(Status::Ok);
     disk.hint.clear();
     disk
+}
+
+/// Gates running on this host now (a run dir's lock held by a live gate,
+/// `run::reaper::live_runs_on_host`): `bench` refuses to start beside one, and idle
+/// between trials it takes no CPU that [`busy_processes`] would see.
+fn other_gates() -> Finding {
+    let live = crate::run::reaper::live_runs_on_host();
+    if live.is_empty() {
+        return finding(Status::Ok, "other gates", "none running".into(), "");
+    }
+    finding(
+        Status::Warn,
+        "other gates",
+        live.join(", "),
+        "bench refuses to start until they end (PERFGATE_ALLOW_CONCURRENT=1 runs beside \
+         them, on a --workdir of its own, with noisier trials)",
+    )
 }
 
 /// The memory cgroup's headroom: tmpfs data counts against it.

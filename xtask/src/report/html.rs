@@ -195,13 +195,14 @@ fn verdict_table(judgements: &[Judgement], trials: &[TrialRecord]) -> String {
             .unwrap_or_default();
         let _ = writeln!(
             s,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\"><b>{}</b></td><td>{change}</td><td>{p}</td><td>{mde}</td><td>{}{failed}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\"><b>{}</b>{}</td><td>{change}</td><td>{p}</td><td>{mde}</td><td>{}{failed}</td></tr>",
             j.engine,
             esc(&row[1]),
             esc(&row[2]),
             esc(&row[3]),
             j.verdict,
             j.verdict,
+            if j.gating { "" } else { " (not gating)" },
             esc(&j.reason)
         );
         for note in &j.notes {

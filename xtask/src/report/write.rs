@@ -568,9 +568,11 @@ pub fn setup_error(copies: crate::config::Copies, e: &anyhow::Error) {
         let _ = write(path, &junit_setup_error(case, verdict, &message));
     }
     if let Some(path) = copies.markdown {
+        // The heading of a run's summary.md, whose exit status it says too.
+        let code = crate::error::exit_status(e);
         let md = format!(
-            "### perfgate: {verdict}\n\nThe run stopped before its first trial ({case}):\n\n\
-             ```text\n{message}\n```\n"
+            "## perfgate: {verdict} (exit {code})\n\nThe run stopped before its first trial \
+             ({case}):\n\n```text\n{message}\n```\n"
         );
         let _ = append_or_write(path, &md);
     }

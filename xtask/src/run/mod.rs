@@ -148,7 +148,8 @@ pub fn refuse_busy_workdir(workdir: &Path) -> Result<()> {
             "another gate is running on the work dir {}: {}; two benchmarks on one host \
              measure each other, so this one does not start: wait for it to end (in CI, \
              run benchmark jobs one at a time: GitHub `concurrency:`, GitLab \
-             `resource_group:`)",
+             `resource_group:`), or set {ALLOW_CONCURRENT_ENV}=1 and give --workdir a \
+             directory of this run's own (its trials are then noisier)",
             workdir.display(),
             live.join(", ")
         );
@@ -372,6 +373,7 @@ impl<'a> Runner<'a> {
             env: &self.plan.child_env,
             ports: config.port_range,
             simulation: self.plan.simulation.as_ref(),
+            mako_names: &self.plan.mako_names,
         }
     }
 
