@@ -1157,6 +1157,12 @@ fn host_ip(host: u32) -> Ipv4Addr {
 /// with that server's "address in use" error rather than hanging. Errors: fewer than `n`
 /// free ports in `range`.
 fn free_ports(n: usize, range: Option<PortRange>) -> Result<Vec<u16>> {
+    let mut handed = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+    let bind = |p: u16| {
+        (!handed.contains(&p))
+            .then(|| TcpListener::bind((Ipv4Addr::UNSPECIFIED, p)).ok())
+            .flatten()
+    };
     let listeners: Vec<TcpListener> = match range {
         None => match unassigned_ports(ephemeral_ports()) {
             Some(window) => {
@@ -1167,12 +1173,13 @@ fn free_ports(n: usize, range: Option<PortRange>) -> Result<Vec<u16>> {
                     .cycle()
                     .skip(first)
                     .take(width)
-                    .filter_map(|p| TcpListener::bind((Ipv4Addr::UNSPECIFIED, p)).ok())
+                    .filter_map(bind)
                     .take(n)
                     .collect();
                 if free.len() < n {
                     bail!(
-                        "ports {}-{} (below the kernel's ephemeral ports) have {} free now,                          and the cluster needs {n}: free some, or give --port-range",
+                        "ports {}-{} (below the kernel's ephemeral ports) have {} free now, \
+                         and the cluster needs {n}: free some, or give --port-range",
                         window.start,
                         window.end - 1,
                         free.len()
@@ -1186,10 +1193,7 @@ fn free_ports(n: usize, range: Option<PortRange>) -> Result<Vec<u16>> {
                 .context("cannot find free loopback ports")?,
         },
         Some(r) => {
-            let free: Vec<TcpListener> = (r.low..=r.high)
-                .filter_map(|p| TcpListener::bind((Ipv4Addr::UNSPECIFIED, p)).ok())
-                .take(n)
-                .collect();
+            let free: Vec<TcpListener> = (r.low..=r.high).filter_map(bind).take(n).collect();
             if free.len() < n {
                 bail!(
                     "--port-range {r} has {} free port(s) now, and the cluster needs {n} \
@@ -1200,10 +1204,27 @@ fn free_ports(n: usize, range: Option<PortRange>) -> Result<Vec<u16>> {
             free
         }
     };
-    listeners
+    let ports: Vec<u16> = listeners
         .iter()
-        .map(|l| Ok(l.local_addr()?.port()))
-        .collect()
+        .map(|l| l.local_addr().map(|a| a.port()))
+        .collect::<Result<_, _>>()?;
+    handed.extend(&ports);
+    Ok(ports)
+}
+
+/// Ports [`free_ports`] gave the servers of clusters that exist now (released when the
+/// cluster is dropped): trials that start at once (both arms of a duet) would otherwise
+/// find the same port free before either server binds it.
+static HANDED_OUT: std::sync::Mutex<std::collections::BTreeSet<u16>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let mut handed = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+        for server in &self.servers {
+            handed.remove(&server.port);
+        }
+    }
 }
 
 /// The kernel's ephemeral ports, `net.ipv4.ip_local_port_range` (inclusive), which it gives
@@ -1285,6 +1306,11 @@ mod tests {
         );
         drop(held);
         assert_eq!(free_ports(1, Some(range)).unwrap(), [port]);
+        // Handed to a cluster that still exists: not free for another starting at once.
+        assert!(free_ports(1, Some(range)).is_err());
+        HANDED_OUT.lock().unwrap().remove(&port);
+        assert_eq!(free_ports(1, Some(range)).unwrap(), [port]);
+        HANDED_OUT.lock().unwrap().remove(&port);
     }
 
     #[test]
