@@ -170,9 +170,24 @@ fn outside_root() -> Option<&'static str> {
 
 /// `path` (absolute) as a child in a mount namespace of its own ([`MakoNames::Private`])
 /// reaches what the gate reaches there, under `/dev/shm` and `/tmp` too: through the
-/// gate's root directory, `/proc/self/fd/<fd>/<path>`. `path` itself where that root
-/// is not available.
+/// gate's root directory, `/proc/self/fd/<fd>/<path>`, its links resolved first by the
+/// gate (an absolute link would be followed in the child's namespace, where `/dev/shm`
+/// and `/tmp` are others); a file not there yet by its directory. `path` itself where
+/// that root is not available.
 pub fn outside(path: &Path) -> PathBuf {
+    let real = std::fs::canonicalize(path)
+        .ok()
+        .or_else(|| {
+            let dir = std::fs::canonicalize(path.parent()?).ok()?;
+            Some(dir.join(path.file_name()?))
+        })
+        .unwrap_or_else(|| path.to_path_buf());
+    outside_as_named(&real)
+}
+
+/// [`outside`] without resolving links: the name a program is started by (its
+/// `argv[0]`), which says where it was found.
+pub fn outside_as_named(path: &Path) -> PathBuf {
     match outside_root() {
         Some(root) => {
             let mut through = std::ffi::OsString::from(root);

@@ -591,6 +591,30 @@ fn only_the_files_of_makos_the_gate_started_are_removed() {
     }
 }
 
+/// mako's own /tmp and /dev/shm cover the host's for mako alone: a tree whose mako is an
+/// absolute link into the host's /tmp (links are resolved by the gate) still runs.
+#[test]
+fn a_mako_linked_from_the_hosts_tmp_runs_in_its_own_tmp() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    let host_tmp = tempfile::tempdir_in("/tmp").unwrap();
+    let copy = host_tmp.path().join("mako");
+    std::fs::copy(env!("CARGO_BIN_EXE_mako"), &copy).unwrap();
+    for tree in [&a, &b] {
+        std::fs::remove_file(tree.join("bin/mako")).unwrap();
+        std::os::unix::fs::symlink(&copy, tree.join("bin/mako")).unwrap();
+    }
+    let o = s.bench(&a, &b, &["--trials", "1"]);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let seen = std::fs::read_to_string(a.join("double-mako-claimed")).unwrap();
+    let names = s.read_json("meta.json")["plan"]["mako_names"]["kind"].clone();
+    assert!(
+        seen.lines()
+            .all(|l| l.ends_with(&format!(" {}", names.as_str().unwrap()))),
+        "{seen}"
+    );
+}
+
 #[test]
 fn after_a_sigkill_of_the_gate_a_worker_that_called_setsid_is_ended_too() {
     // A worker in a session of its own is in none of the run's process groups: only the

@@ -24,7 +24,7 @@ use super::{
 };
 use crate::{
     config::Workload,
-    contain::{outside, private_dirs, MakoNames},
+    contain::{outside, outside_as_named, private_dirs, MakoNames},
     process::{excerpt, output_note, read_output, Child, PhaseError},
     results::trial::{Phase, RoleCpu, TrialRecord},
 };
@@ -74,6 +74,10 @@ fn command(t: &Trial, cluster: &Cluster, mode: &str) -> Command {
     // Every path through `outside`: in a mount namespace of mako's own, the host's
     // /dev/shm and /tmp (where the work dir, results or tree may be) are covered.
     let mut cmd = Command::new(outside(mako));
+    {
+        use std::os::unix::process::CommandExt as _;
+        cmd.arg0(outside_as_named(mako));
+    }
     match t.ctx.mako_names {
         MakoNames::Private => {
             use std::os::unix::process::CommandExt as _;
