@@ -152,6 +152,11 @@ pub struct Behaviour {
     /// How much each seed's work per transaction differs from another's, percent (seed k
     /// costs 1 + k x this / 100 times the tree's figures): seeds are replicates, not copies.
     pub sim_seed_spread_pct: f64,
+    /// The host's speed moves by up to this much, percent, from one moment to the next,
+    /// alike for every tree of the sandbox (a VM whose speed drifts): a mako run that
+    /// starts while another runs shares its moment ([`host_moment`]), one that starts
+    /// alone has a new one. 0: the host's speed never moves.
+    pub host_speed_pct: f64,
 }
 
 impl Behaviour {
@@ -214,6 +219,7 @@ impl Default for Behaviour {
             sim_cachegrind_fifo: false,
             sim_shared_ir_per_txn: 400_000,
             sim_seed_spread_pct: 2.0,
+            host_speed_pct: 0.0,
         }
     }
 }
@@ -323,6 +329,92 @@ pub fn stream(b: &Behaviour) -> u64 {
     b.source_version
         .bytes()
         .fold(0, |h, c| h.wrapping_mul(31).wrapping_add(u64::from(c)))
+}
+
+/// The host's moment of a mako run that starts now, shared by the sandbox's trees (the
+/// trees' parent holds `double-host-clock`: the moment's number, the runs running in it
+/// and the runs that joined it): a new moment when no run is running, else the running
+/// one's. Ended by [`HostMoment::end`].
+pub struct HostMoment {
+    /// The moment's number, from 1.
+    pub number: u64,
+    clock: PathBuf,
+}
+
+/// The speed factor of the host at moment `number`: 1 + `pct`/100 x u, u in [-1, 1) from
+/// the number alone, so every tree's run in one moment gets the same.
+pub fn host_speed(pct: f64, number: u64) -> f64 {
+    noise_factor(pct, number, 0x5eed)
+}
+
+/// Updates the host clock under its lock with `f` on (moment, running, joined).
+fn with_clock(clock: &Path, f: impl FnOnce(&mut [u64; 3])) -> [u64; 3] {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(clock)
+        .expect("the host clock beside the trees");
+    let file = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+        .unwrap_or_else(|(_, e)| panic!("lock {}: {e}", clock.display()));
+    let text = std::fs::read_to_string(clock).unwrap_or_default();
+    let mut v = [0u64; 3];
+    for (slot, n) in v.iter_mut().zip(text.split_whitespace()) {
+        *slot = n.parse().unwrap_or(0);
+    }
+    f(&mut v);
+    std::fs::write(clock, format!("{} {} {}", v[0], v[1], v[2])).expect("the host clock");
+    drop(file);
+    v
+}
+
+/// Starts a run in the host's moment ([`HostMoment`]).
+pub fn host_moment() -> HostMoment {
+    let clock = tree_root()
+        .parent()
+        .expect("a tree in a sandbox")
+        .join("double-host-clock");
+    let v = with_clock(&clock, |v| {
+        if v[1] == 0 {
+            *v = [v[0] + 1, 0, 0];
+        }
+        v[1] += 1;
+        v[2] += 1;
+    });
+    HostMoment {
+        number: v[0],
+        clock,
+    }
+}
+
+impl HostMoment {
+    /// Ends the run. Pinned to part of the host's CPUs (a duet's arm, whose partner the
+    /// gate starts with it), it first waits, at most 60 s, for a second run to have joined
+    /// the moment, as it would have in the same seconds on a real host.
+    pub fn end(self) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while pinned() && std::time::Instant::now() < deadline {
+            if with_clock(&self.clock, |_| ())[2] >= 2 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        with_clock(&self.clock, |v| v[1] = v[1].saturating_sub(1));
+    }
+}
+
+/// Whether this process may run on fewer CPUs than are online.
+fn pinned() -> bool {
+    let allowed = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                .map(|v| v.trim().to_string())
+        });
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").ok();
+    matches!((allowed, online), (Some(a), Some(o)) if a != o.trim())
 }
 
 /// Deterministic noise factor for the `k`-th mako run of a tree whose noise stream is

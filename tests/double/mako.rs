@@ -184,7 +184,21 @@ fn main() {
     }
     let k = common::next_run();
     let stream = common::stream(&b);
-    let tps = b.tps * common::noise_factor(b.noise_pct, k, stream);
+    let moment = (b.host_speed_pct > 0.0).then(common::host_moment);
+    let host = moment
+        .as_ref()
+        .map_or(1.0, |m| common::host_speed(b.host_speed_pct, m.number));
+    if let Some(m) = &moment {
+        // A line per run: the moment it measured in, for tests to pair runs by.
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(common::tree_root().join("double-host-moments"))
+        {
+            let _ = writeln!(f, "{}", m.number);
+        }
+    }
+    let tps = b.tps * common::noise_factor(b.noise_pct, k, stream) * host;
     // Latency has noise of its own (another stream), rounded like mako's microseconds.
     let p99_us = (b.p99_us * common::noise_factor(b.noise_pct, k, !stream)).round();
     let mut text = String::from(
@@ -206,6 +220,9 @@ fn main() {
             "{{\"GET\": {},\"tps\": {tps:.2},\"conflictsPerSec\": 1.00}}",
             (tps * 18.0) as u64
         ));
+    }
+    if let Some(m) = moment {
+        m.end();
     }
     let (seconds, warmup) = match b.measured_window_s {
         Some(window) => (window, 0.0),

@@ -287,6 +287,15 @@ fn record_list_show_and_judge_a_candidate_against_the_record() {
     assert!(summary(&s, "no-control")["warnings"]
         .to_string()
         .contains("NO CONTROL ARM (--no-control)"));
+    // A duet runs the control beside the experiment: without one there is no duet.
+    let duet = ["--no-control", "--pairing", "duet"];
+    let o = against(&s, &dir, &same, "no-control-duet", &duet);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("--pairing duet runs the baseline arm beside the experiment"),
+        "{}",
+        text(&o)
+    );
     let trials = crate::support::trials_of(
         &serde_json::from_str(
             &std::fs::read_to_string(s.dir.path().join("no-control/trials.json")).unwrap(),

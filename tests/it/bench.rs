@@ -3,6 +3,7 @@
 
 mod arms;
 mod cleanup;
+mod duet;
 mod existing;
 pub(crate) use existing::hand_started_cluster;
 pub(crate) use multitest::SMALL;

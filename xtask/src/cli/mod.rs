@@ -312,6 +312,16 @@ pub enum EngineArg {
     All,
 }
 
+/// How the two trials of an A/B pair share the host (`--pairing`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PairingArg {
+    /// One after the other (blocks A B B A or B A A B), each on the whole host.
+    Sequential,
+    /// Both at once, each on half of the allowed CPUs with a cluster, work dir and ports
+    /// of its own; the halves swap from pair to pair.
+    Duet,
+}
+
 /// Named workload profile; every value it sets can be overridden by its own flag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -747,6 +757,21 @@ pub struct RunArgs {
     /// INCONCLUSIVE.
     #[arg(long, default_value = "3", value_name = "N|auto", help_heading = VERDICTS)]
     pub trials: TrialsArg,
+
+    /// How the two trials of a pair share the host: sequential, or both at once (duet).
+    ///
+    /// A duet's arms run in the same seconds, each on half of the allowed CPUs (the halves
+    /// swap from pair to pair) with a cluster, work dir and ports of its own, and start
+    /// their measured run together: a change of the host's speed hits both and cancels in
+    /// the pair's ratio. mako profiles on a cluster the gate starts (docs/duet.md).
+    #[arg(
+        long,
+        value_enum,
+        default_value = "sequential",
+        help_heading = VERDICTS,
+        hide_short_help = true
+    )]
+    pub pairing: PairingArg,
 
     /// Time budget of `--trials auto`, e.g. `2h` or `90min`.
     ///

@@ -444,8 +444,13 @@ fn adaptive(
             runner.expect_more(pair.len());
         }
         handed = rep;
-        for planned in pair {
-            if !runner.run(planned)? {
+        // A duet's pair runs at once; otherwise its trials one after the other.
+        let batches = match plan.duet_halves {
+            Some(_) => vec![pair],
+            None => pair.into_iter().map(|t| vec![t]).collect(),
+        };
+        for batch in batches {
+            if !runner.run_batch(batch)? {
                 return Ok(seq.looks_planned());
             }
         }

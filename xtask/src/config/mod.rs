@@ -32,7 +32,7 @@ use crate::{
 pub use against::Against;
 pub use cluster::ClusterSource;
 pub use metric::{CpuRole, Direction, Metric, MetricSet, HARDWARE_PMU};
-pub use schedule::Schedule;
+pub use schedule::{Pairing, Schedule};
 pub use workload::{client_procs, DriverKind, Workload, SATURATING_CORES, SERVER_CORES};
 
 /// Longest run or phase bound accepted, seconds (one week): longer is a typo, and
@@ -147,6 +147,8 @@ pub struct BenchConfig {
     /// How many trials each arm and engine gets, and when the run stops.
     #[serde(flatten)]
     pub schedule: Schedule,
+    /// How the two trials of a pair share the host (`--pairing`).
+    pub pairing: Pairing,
     /// Seed of the trial order within A/B blocks (`--seed`, else from the clock); recorded
     /// so a run's order can be reproduced.
     pub seed: u64,
@@ -457,6 +459,7 @@ impl BenchConfig {
             cluster,
             procs_scaled,
             schedule,
+            pairing: Pairing::of(a.pairing),
             seed: a.seed.unwrap_or_else(clock_seed),
             workdir: crate::cli::workdir_or_env(a.workdir.as_deref()).map_err(UsageError)?,
             out: a.out.clone(),
@@ -493,7 +496,41 @@ impl BenchConfig {
         };
         check_budget_holds_the_first_look(&c)?;
         check_driver_gates(&c)?;
+        check_duet(&c)?;
         Ok(c)
+    }
+}
+
+/// A duet (`--pairing duet`) starts both arms' clusters and mako runs at once, each on half
+/// of the CPUs: refused with what has no such pair (the simulator's trials run at once
+/// already; a cluster the gate did not start is one cluster), with `--pin`, which places
+/// processes otherwise, and with the multitest driver, whose test phases the gate cannot
+/// start together. Errors: a [`UsageError`] naming the flag.
+fn check_duet(c: &BenchConfig) -> Result<(), UsageError> {
+    if c.pairing != Pairing::Duet {
+        return Ok(());
+    }
+    let refused = [
+        (
+            c.workload.simulated,
+            "a simulation profile (its trials run at once already, one per core)",
+        ),
+        (
+            !c.workload.simulated && !c.workload.driver_kind().needs_mako(),
+            "the multitest driver (give a mako profile: quick, standard or scan)",
+        ),
+        (
+            matches!(c.cluster, ClusterSource::Existing(_)),
+            "--cluster-file (one cluster cannot be both arms at once)",
+        ),
+        (
+            c.pin,
+            "--pin (a duet gives each arm half of the CPUs instead)",
+        ),
+    ];
+    match refused.iter().find(|(on, _)| *on) {
+        Some((_, what)) => Err(usage(format!("--pairing duet does not go with {what}"))),
+        None => Ok(()),
     }
 }
 

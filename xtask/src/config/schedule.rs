@@ -7,6 +7,35 @@ use serde::{ser::SerializeMap as _, Serialize, Serializer};
 
 use super::MIN_PAIRS;
 
+/// How the two trials of an A/B pair share the host (`--pairing`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pairing {
+    /// One after the other (blocks A B B A or B A A B), each on the whole host.
+    Sequential,
+    /// Both at once, each on half of the allowed CPUs with a cluster, work dir and ports
+    /// of its own; the halves swap from pair to pair.
+    Duet,
+}
+
+impl Pairing {
+    /// The pairing `--pairing` names.
+    pub fn of(arg: crate::cli::PairingArg) -> Pairing {
+        match arg {
+            crate::cli::PairingArg::Sequential => Pairing::Sequential,
+            crate::cli::PairingArg::Duet => Pairing::Duet,
+        }
+    }
+
+    /// Trials of the run on the host at once: a duet's pair, else one.
+    pub fn trials_at_once(self) -> u32 {
+        match self {
+            Pairing::Sequential => 1,
+            Pairing::Duet => 2,
+        }
+    }
+}
+
 /// How a run's trials are scheduled. Every stage that depends on it matches on it (the
 /// plan's trial list, the pipeline's loop, the judge's completeness, the reports), so a
 /// new schedule is one more variant.

@@ -32,7 +32,7 @@ use crate::{
     error::UsageError,
     results::{baseline::Baseline, noise::NoisePrior},
 };
-use pinning::PinPlan;
+use pinning::{PinPlan, Pinning};
 use preflight::Preflight;
 use workdir::Workdir;
 
@@ -67,6 +67,18 @@ pub struct PlannedTrial {
     /// The step's target TPS of a saturation sweep (`--sweep`), over the workload's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target_tps: Option<u64>,
+    /// The CPUs of a duet's trial (`--pairing duet`): its half of the allowed CPUs, for
+    /// every process of the trial; `None` when the run's own pinning applies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pinning: Option<Pinning>,
+}
+
+/// CPU numbers as a list, `0,1`.
+fn cpu_list(cpus: &[usize]) -> String {
+    cpus.iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Everything execute needs.
@@ -94,6 +106,10 @@ pub struct Plan {
     pub trials: Vec<PlannedTrial>,
     /// Which CPUs the trials' processes run on.
     pub pinning: PinPlan,
+    /// The two halves of the allowed CPUs a duet's arms run on (`--pairing duet`, see
+    /// [`pinning::duet_halves`]); `None` when the trials of a pair run one after the other.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duet_halves: Option<[Vec<usize>; 2]>,
     /// How the run's processes are kept from outliving it: a cgroup of the run's own, or
     /// process groups only (and why).
     pub containment: Containment,
@@ -130,6 +146,7 @@ impl Plan {
     ) -> Result<Plan, UsageError> {
         let mut plan = Plan {
             pinning: PinPlan::for_host(config.pin),
+            duet_halves: None,
             containment: Containment::for_host()?,
             mako_names: MakoNames::for_host(),
             config,
@@ -149,6 +166,16 @@ impl Plan {
             same_build: false,
         };
         plan.check_arms_differ(same_binaries)?;
+        if plan.config.pairing == crate::config::Pairing::Duet {
+            if plan.baseline.is_none() {
+                return Err(UsageError(
+                    "--pairing duet runs the baseline arm beside the experiment, and this run \
+                     has none (--no-control): drop one of the two"
+                        .into(),
+                ));
+            }
+            plan.duet_halves = Some(pinning::duet_halves()?);
+        }
         plan.warnings.extend(plan.setup_warnings());
         plan.trials = plan.planned_trials();
         Ok(plan)
@@ -263,7 +290,21 @@ impl Plan {
             repetition,
             knobs: trial_knobs(&self.config.cluster, user, engine, self.workdir.tmpfs),
             target_tps: None,
+            pinning: self.duet_pinning(arm, repetition),
         }
+    }
+
+    /// A duet trial's CPUs: in odd pairs the baseline has the first half and the
+    /// experiment the second, in even pairs the other way round, so that a difference
+    /// between the halves cancels over pairs. `None` in a sequential run.
+    fn duet_pinning(&self, arm: Arm, repetition: u32) -> Option<Pinning> {
+        let halves = self.duet_halves.as_ref()?;
+        let first = (repetition % 2 == 1) == (arm == Arm::Baseline);
+        let cpus = halves[usize::from(!first)].clone();
+        Some(Pinning {
+            storage: cpus.clone(),
+            others: cpus,
+        })
     }
     /// The two trials of pair `repetition` of `engine`, in run order, for `--trials auto`
     /// runs past the planned pairs; their `index` is left 0 for the runner to set.
@@ -389,8 +430,18 @@ impl Plan {
                     .join(", "),
                 self.config.max_regression_pct
             );
+        } else if let Some([first, second]) = &self.duet_halves {
+            let _ = writeln!(
+                s,
+                "pinning    duet: each pair's arms at once, one on CPU {} and the other on \
+                 CPU {}, swapped from pair to pair (--pairing duet)",
+                cpu_list(first),
+                cpu_list(second)
+            );
         } else {
             let _ = writeln!(s, "pinning    {}", self.pinning);
+        }
+        if !matches!(self.config.cluster, ClusterSource::Simulated) {
             let slo = match self.slo_sources.as_slice() {
                 [] => "no TPS floor (--slo-tps, PERFGATE_SLO_TPS_<ENGINE>, slo.json)".to_string(),
                 sources => sources.join("; "),
@@ -416,7 +467,8 @@ impl Plan {
             );
         }
         let seconds = self.config.workload.seconds;
-        let test = Duration::from_secs(self.trials.len() as u64 * seconds);
+        let at_once = self.parallel_trials() as u64;
+        let test = Duration::from_secs(self.trials.len() as u64 * seconds / at_once);
         // A sweep may stop before its last step, and reruns a step the arms split on.
         let least = match self.config.schedule {
             Schedule::Sweep { .. } => "if each runs once,",
@@ -427,9 +479,13 @@ impl Plan {
             ClusterSource::Own(_) | ClusterSource::Simulated => "cluster start",
             ClusterSource::Existing(_) => "status check",
         };
+        let together = match at_once {
+            1 => "",
+            _ => ", a pair at a time",
+        };
         format!(
-            "trials     {} in this order (--seed {} repeats it), {least} {} of test time \
-             ({seconds} s each), plus each trial's {setup} and data load:",
+            "trials     {} in this order (--seed {} repeats it){together}, {least} {} of test \
+             time ({seconds} s each), plus each trial's {setup} and data load:",
             self.trials.len(),
             self.config.seed,
             humantime::format_duration(test),
@@ -448,8 +504,13 @@ impl Plan {
             .target_tps
             .map(|t| format!("target {t} TPS  "))
             .unwrap_or_default();
+        let cpus = t
+            .pinning
+            .as_ref()
+            .map(|p| format!("on CPU {}  ", cpu_list(&p.others)))
+            .unwrap_or_default();
         format!(
-            "  {:>3}. {} {:<15} {:<10} #{}  {target}{knobs}",
+            "  {:>3}. {} {:<15} {:<10} #{}  {cpus}{target}{knobs}",
             t.index,
             t.arm.letter(),
             t.engine.to_string(),
@@ -474,8 +535,8 @@ impl Plan {
         }
     }
 
-    /// How many trials run at the same time: one, but under the simulation driver one per
-    /// core of the host (`std::thread::available_parallelism`, which honours affinity and
+    /// How many trials run at the same time: one; the two of a pair in a duet; under the
+    /// simulation driver one per core of the host (`std::thread::available_parallelism`, which honours affinity and
     /// cgroup quotas): an instruction count does not depend on what else runs, so the
     /// trials of a pair, and several pairs, run at once.
     pub fn parallel_trials(&self) -> usize {
@@ -483,6 +544,7 @@ impl Plan {
             ClusterSource::Simulated => {
                 std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
             }
+            ClusterSource::Own(_) if self.duet_halves.is_some() => 2,
             ClusterSource::Own(_) | ClusterSource::Existing(_) => 1,
         }
     }

@@ -9,6 +9,8 @@ use nix::sched::{sched_getaffinity, CpuSet};
 use nix::unistd::Pid;
 use serde::Serialize;
 
+use crate::error::UsageError;
+
 /// CPU sets of a trial's processes, as CPU numbers (`/sys/devices/system/cpu/cpuN`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Pinning {
@@ -79,6 +81,32 @@ impl fmt::Display for PinPlan {
     }
 }
 
+/// The two halves of the CPUs this process may run on (ascending, equal in size; with an
+/// odd count the last CPU is in neither, left to the gate), on which a duet's arms run.
+/// Errors: fewer than 2 CPUs allowed, or they cannot be read (a [`UsageError`]).
+pub fn duet_halves() -> Result<[Vec<usize>; 2], UsageError> {
+    let cpus = allowed_cpus().map_err(|e| {
+        UsageError(format!(
+            "--pairing duet: the allowed CPUs cannot be read: {e}"
+        ))
+    })?;
+    halves_of(&cpus)
+}
+
+/// [`duet_halves`] of the allowed CPUs `cpus`.
+fn halves_of(cpus: &[usize]) -> Result<[Vec<usize>; 2], UsageError> {
+    let half = cpus.len() / 2;
+    if half == 0 {
+        return Err(UsageError(format!(
+            "--pairing duet runs the two arms at once on a CPU each at least, and this gate \
+             may run on {} CPU: give it 2 or more (taskset, the container's limit), or drop \
+             --pairing duet",
+            cpus.len()
+        )));
+    }
+    Ok([cpus[..half].to_vec(), cpus[half..2 * half].to_vec()])
+}
+
 /// The CPUs this process may run on, ascending.
 pub fn allowed_cpus() -> nix::Result<Vec<usize>> {
     let set = sched_getaffinity(Pid::from_raw(0))?;
@@ -105,5 +133,17 @@ mod tests {
         let allowed = allowed_cpus().unwrap();
         assert!(!allowed.is_empty());
         assert_eq!(PinPlan::for_host(true), PinPlan::of(&allowed));
+    }
+
+    #[test]
+    fn a_duet_splits_the_allowed_cpus_in_two_equal_halves() {
+        assert_eq!(halves_of(&[0, 1]).unwrap(), [vec![0], vec![1]]);
+        assert_eq!(
+            halves_of(&[0, 1, 2, 3, 4]).unwrap(),
+            [vec![0, 1], vec![2, 3]]
+        );
+        assert_eq!(halves_of(&[2, 5, 6, 7]).unwrap(), [vec![2, 5], vec![6, 7]]);
+        let e = halves_of(&[3]).unwrap_err().0;
+        assert!(e.contains("may run on 1 CPU"), "{e}");
     }
 }

@@ -53,6 +53,8 @@ pub struct Footprint {
     /// Keys written per transaction: mako's inserts, or ReadWrite's writes
     /// ([`writes_per_transaction`]).
     pub inserts_per_transaction: f64,
+    /// Trials on the work dir at once, each needing this footprint: 2 in a duet.
+    pub trials_at_once: u32,
 }
 
 impl Footprint {
@@ -64,6 +66,7 @@ impl Footprint {
             growth_bytes: expected_tps * inserts * w.seconds as f64 * BYTES_PER_INSERT,
             expected_tps,
             inserts_per_transaction: inserts,
+            trials_at_once: 1,
         }
     }
 
@@ -75,6 +78,7 @@ impl Footprint {
             growth_bytes: 0.0,
             expected_tps,
             inserts_per_transaction: 0.0,
+            trials_at_once: 1,
         }
     }
 
@@ -141,7 +145,8 @@ pub fn check(foot: &Footprint, cap: &Capacity, w: &Workload) -> Result<(), Strin
             "a larger --workdir",
         ),
     };
-    let usable = room as f64 * SAFETY;
+    // Trials at once share the room: each gets its part (and the fixes are for one).
+    let usable = room as f64 * SAFETY / f64::from(foot.trials_at_once.max(1));
     if foot.total() <= usable {
         return Ok(());
     }
@@ -164,10 +169,14 @@ pub fn check(foot: &Footprint, cap: &Capacity, w: &Workload) -> Result<(), Strin
         DriverKind::Multitest(_) | DriverKind::Simulation(_) => "writes",
         DriverKind::Mako => "inserts",
     };
+    let share = match foot.trials_at_once {
+        0 | 1 => String::new(),
+        n => format!(" shared by the {n} trials a duet runs at once"),
+    };
     Err(format!(
         "a trial needs about {:.0} MiB on the work dir ({:.0} MiB data set + {:.0} MiB growth at \
-         {:.0} TPS x {} {writes} x {} s), more than {:.0}% of the {:.0} MiB {what}: it would \
-         fail with ENOSPC or an OOM kill mid-run; try {}",
+         {:.0} TPS x {} {writes} x {} s), more than {:.0}% of the {:.0} MiB {what}{share}: it \
+         would fail with ENOSPC or an OOM kill mid-run; try {}",
         mib(foot.total()),
         mib(foot.data_bytes),
         mib(foot.growth_bytes),
@@ -249,18 +258,23 @@ pub fn cgroup_headroom(root: &Path) -> Option<(u64, String)> {
 /// the footprint needs only the workload, the work dir and, for the expected TPS, the best
 /// TPS of a recorded baseline (`recorded_best_tps`). Against a cluster the gate did not
 /// start, the data set and its growth live on that cluster's servers: only the testers'
-/// files ([`TESTER_BYTES`]) are on the work dir.
+/// files ([`TESTER_BYTES`]) are on the work dir. `trials_at_once` trials (a duet's two)
+/// share the room.
 pub fn fits(
     workload: &Workload,
     workdir: &Workdir,
     recorded_best_tps: Option<f64>,
     cluster: &ClusterSource,
+    trials_at_once: u32,
 ) -> Result<Preflight> {
     let expected_tps = recorded_best_tps.map_or(DEFAULT_EXPECTED_TPS, |best| best * 1.2);
     let footprint = match cluster {
         ClusterSource::Existing(_) => Footprint::testers_only(expected_tps),
         // The simulator's data (`simfdb/`) is on the work dir too, as a trial's would be.
-        ClusterSource::Own(_) | ClusterSource::Simulated => Footprint::new(workload, expected_tps),
+        ClusterSource::Own(_) | ClusterSource::Simulated => Footprint {
+            trials_at_once,
+            ..Footprint::new(workload, expected_tps)
+        },
     };
     let cgroup = if workdir.tmpfs {
         // tmpfs pages are charged to the memory cgroup. PERFGATE_CGROUP_ROOT points the
@@ -366,6 +380,17 @@ mod tests {
         let err = check(&f, &room(100 << 20, None), &w).unwrap_err();
         assert!(
             err.contains("free space on the work dir") && err.contains("a larger --workdir"),
+            "{err}"
+        );
+        // 1.5 GB fits in 2 GiB once, not twice (a duet's two trials at once).
+        let duet = Footprint {
+            trials_at_once: 2,
+            ..f
+        };
+        assert!(check(&f, &room(2 << 30, None), &w).is_ok());
+        let err = check(&duet, &room(2 << 30, None), &w).unwrap_err();
+        assert!(
+            err.contains("shared by the 2 trials a duet runs at once"),
             "{err}"
         );
     }

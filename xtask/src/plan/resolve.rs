@@ -250,6 +250,7 @@ pub fn prepare(config: &BenchConfig) -> Result<Prepared> {
         &workdir,
         best_recorded_tps,
         &config.cluster,
+        config.pairing.trials_at_once(),
     )?;
     let control = recorded
         .as_ref()

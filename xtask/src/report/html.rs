@@ -707,6 +707,7 @@ mod tests {
             repetition: 1,
             knobs: vec![Knob::auto(knob, "1")],
             target_tps: None,
+            pinning: None,
         };
         let trials = [
             trial(Engine::Redwood, Arm::Baseline, "a"),

@@ -12,7 +12,9 @@ use crate::{
     plan::{env::ChildEnv, pinning::Pinning},
 };
 
-/// What every trial of a run shares.
+/// What every trial of a run shares (a duet's trial: with its own CPUs and the meeting
+/// of its pair).
+#[derive(Clone)]
 pub struct TrialContext<'a> {
     pub workload: &'a Workload,
     /// The cluster the trials run against: one each starts, or one the gate did not start
@@ -41,6 +43,60 @@ pub struct TrialContext<'a> {
     pub simulation: Option<&'a crate::plan::simulation::SimulationPlan>,
     /// Where mako's files named after its pid are made.
     pub mako_names: &'a crate::contain::MakoNames,
+    /// Where the trials of a duet wait for each other before their measured run.
+    pub meeting: Option<&'a Meeting>,
+}
+
+/// Where the trials that run at once (a duet's two) wait for each other before their
+/// measured run, so that both measure the same seconds of the host: each either arrives
+/// ([`Meeting::meet`]) or, failed before, leaves ([`Meeting::leave`]).
+#[derive(Debug)]
+pub struct Meeting {
+    parties: usize,
+    /// How many arrived, and how many left without arriving.
+    state: std::sync::Mutex<(usize, usize)>,
+    changed: std::sync::Condvar,
+}
+
+impl Meeting {
+    /// A meeting of `parties` trials.
+    pub fn new(parties: usize) -> Meeting {
+        Meeting {
+            parties,
+            state: std::sync::Mutex::new((0, 0)),
+            changed: std::sync::Condvar::new(),
+        }
+    }
+
+    /// Arrives and waits, at most `bound`, until every other party arrived or left.
+    /// Returns whether all arrived (else the caller runs without one of them).
+    pub fn meet(&self, bound: Duration) -> bool {
+        let deadline = Instant::now() + bound;
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.0 += 1;
+        self.changed.notify_all();
+        while state.0 + state.1 < self.parties {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || crate::process::interrupted() {
+                return false;
+            }
+            // Woken by the others, or each second to see an interrupt.
+            let wait = left.min(Duration::from_secs(1));
+            state = self
+                .changed
+                .wait_timeout(state, wait)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        state.0 == self.parties
+    }
+
+    /// Says that a party will not arrive (its trial failed before its run).
+    pub fn leave(&self) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.1 += 1;
+        self.changed.notify_all();
+    }
 }
 
 impl TrialContext<'_> {
@@ -151,5 +207,22 @@ mod tests {
             time_left(95, 20),
             "75 s past its end (waiting for the driver to finish)"
         );
+    }
+
+    /// Parties meet when all arrived; one that left frees the others at once, and an
+    /// absent one that never says so holds them only for the bound.
+    #[test]
+    fn a_meeting_ends_when_every_party_arrived_or_left() {
+        let m = Meeting::new(2);
+        std::thread::scope(|s| {
+            let other = s.spawn(|| m.meet(Duration::from_secs(600)));
+            assert!(m.meet(Duration::from_secs(600)));
+            assert!(other.join().unwrap());
+        });
+        let m = Meeting::new(2);
+        m.leave();
+        assert!(!m.meet(Duration::from_secs(600)));
+        let m = Meeting::new(2);
+        assert!(!m.meet(Duration::ZERO));
     }
 }

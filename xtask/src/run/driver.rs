@@ -28,6 +28,31 @@ pub(super) struct Trial<'a> {
     pub work: PathBuf,
     /// Its artifacts dir in the results dir (`trials/<NN>-<engine>-<arm>-<rep>`).
     pub artifacts: PathBuf,
+    /// Whether it came to its duet's meeting ([`super::context::Meeting`]): one that did
+    /// not leaves it when its phases end, so that its partner waits no longer.
+    pub met: std::cell::Cell<bool>,
+}
+
+impl Trial<'_> {
+    /// Waits for the other trials of its duet, if any, before its measured run: at most
+    /// as long as they may take to be ready (cluster start, configure, availability and
+    /// data load), so that a partner that hangs there only costs the bound.
+    pub fn meet(&self) {
+        let Some(meeting) = self.ctx.meeting else {
+            return;
+        };
+        self.met.set(true);
+        let b = self.ctx.bounds;
+        let bound = b.cluster_start + b.configure + b.available + b.mako_build;
+        if !meeting.meet(bound) {
+            tracing::warn!(
+                "trial {}: its duet partner did not start its run with it (it failed, or was \
+                 not ready within {}): this trial's run is not paired in time",
+                self.planned.index,
+                humantime::format_duration(bound)
+            );
+        }
+    }
 }
 
 /// A workload driver: what runs on a trial's cluster once its database is available.

@@ -201,6 +201,7 @@ fn run(
         artifacts.join("mako-run.err"),
     );
     let json = artifacts.join("mako.json");
+    t.meet();
     let started = Instant::now();
     let mut child = spawn_claiming(&err, || {
         let cmd = run_command(t, cluster, &json);

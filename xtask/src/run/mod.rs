@@ -29,7 +29,7 @@ use crate::{
     process::{interrupted, on_cpus, take_stalls},
     results::trial::{Outcome, TrialRecord},
 };
-use context::TrialContext;
+use context::{Meeting, TrialContext};
 use reaper::{clean_stale_runs, live_runs, live_runs_on_host, Reaper, RunDir};
 use trial::run_trial;
 
@@ -264,22 +264,7 @@ impl<'a> Runner<'a> {
                 stall.as_secs_f64()
             );
         }
-        let ctx = self.context();
-        let others = ctx.pinning.map(|p| p.others.as_slice());
-        let plan = self.plan;
-        let records: Vec<TrialRecord> = match planned.as_slice() {
-            [one] => vec![on_cpus(others, || run_trial(&ctx, plan.arm(one.arm), one))],
-            many => std::thread::scope(|s| {
-                let running: Vec<_> = many
-                    .iter()
-                    .map(|p| s.spawn(|| run_trial(&ctx, plan.arm(p.arm), p)))
-                    .collect();
-                running
-                    .into_iter()
-                    .map(|t| t.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-                    .collect()
-            }),
-        };
+        let records = self.run_at_once(&planned);
         let stalls: Vec<f64> = take_stalls().iter().map(|d| d.as_secs_f64()).collect();
         let orphans = self.end_escapees();
         let mut stop = interrupted();
@@ -307,6 +292,40 @@ impl<'a> Runner<'a> {
             tracing::warn!("interrupted: stopping after trial {}", self.trials.len());
         }
         Ok(!stop)
+    }
+
+    /// Runs `planned` at the same time, one thread each (one trial on the gate's own
+    /// thread, on the CPUs of everything but the storage server when pinned); a duet's
+    /// trials each on their own CPUs, starting their runs together. Their records, in
+    /// `planned`'s order.
+    fn run_at_once(&self, planned: &[PlannedTrial]) -> Vec<TrialRecord> {
+        let ctx = self.context();
+        let others = ctx.pinning.map(|p| p.others.as_slice());
+        let plan = self.plan;
+        let meeting = plan
+            .duet_halves
+            .is_some()
+            .then(|| Meeting::new(planned.len()));
+        match planned {
+            [one] => vec![on_cpus(others, || run_trial(&ctx, plan.arm(one.arm), one))],
+            many => std::thread::scope(|s| {
+                let running: Vec<_> = many
+                    .iter()
+                    .map(|p| {
+                        let ctx = TrialContext {
+                            pinning: p.pinning.as_ref().or(ctx.pinning),
+                            meeting: meeting.as_ref(),
+                            ..ctx.clone()
+                        };
+                        s.spawn(move || run_trial(&ctx, plan.arm(p.arm), p))
+                    })
+                    .collect();
+                running
+                    .into_iter()
+                    .map(|t| t.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                    .collect()
+            }),
+        }
     }
 
     /// Ends what the trials just run left behind (left running, it would take CPU from the
@@ -374,6 +393,7 @@ impl<'a> Runner<'a> {
             ports: config.port_range,
             simulation: self.plan.simulation.as_ref(),
             mako_names: &self.plan.mako_names,
+            meeting: None,
         }
     }
 

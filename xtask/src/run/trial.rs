@@ -40,6 +40,7 @@ pub fn run_trial(ctx: &TrialContext, arm: &ArmPlan, planned: &PlannedTrial) -> T
         planned,
         work: ctx.run_workdir.join(&name),
         artifacts: ctx.results_dir.join(&artifacts_rel),
+        met: std::cell::Cell::new(false),
     };
     let (work, artifacts) = (&t.work, &t.artifacts);
     let mut record = TrialRecord {
@@ -84,6 +85,9 @@ pub fn run_trial(ctx: &TrialContext, arm: &ArmPlan, planned: &PlannedTrial) -> T
             error: e.into(),
         })
         .and_then(|_| run_phases(&t, &mut cluster, &mut record));
+    if let (Some(meeting), false) = (ctx.meeting, t.met.get()) {
+        meeting.leave();
+    }
     if let Some(c) = cluster {
         result = teardown(ctx, c, &name, result, &mut record);
     }
