@@ -122,7 +122,7 @@ fn main() {
     let _ = std::fs::write(&leftovers[1], "");
     if b.mako_forks_worker || b.mako_detached_worker {
         use std::os::unix::process::CommandExt as _;
-        let mut worker = std::process::Command::new(std::env::args_os().next().unwrap());
+        let mut worker = this_mako();
         worker.arg("--double-worker").arg(&cluster);
         if b.mako_detached_worker {
             worker.process_group(0);
@@ -131,7 +131,7 @@ fn main() {
     }
     if b.mako_setsid_worker {
         use std::os::unix::process::CommandExt as _;
-        let mut worker = std::process::Command::new(std::env::args_os().next().unwrap());
+        let mut worker = this_mako();
         worker.arg("--double-worker").arg(&cluster);
         // SAFETY: setsid is async-signal-safe.
         unsafe {
@@ -144,7 +144,7 @@ fn main() {
         // the worker is an orphan at once, with nothing of the run on its command line.
         let _ = std::process::Command::new("setsid")
             .arg("-f")
-            .arg(std::env::args_os().next().unwrap())
+            .arg(format!("/proc/{}/exe", std::process::id()))
             .arg("--double-worker")
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -303,4 +303,14 @@ fn finish(b: &common::Behaviour) -> ! {
         std::process::abort();
     }
     std::process::exit(0)
+}
+
+/// This mako's program again, named as it was (`argv[0]`): started by its own
+/// `/proc/<pid>/exe`, which names the file whatever the mount namespace (the gate's path
+/// to it may cross a link into a /tmp that mako's namespace covers).
+fn this_mako() -> std::process::Command {
+    use std::os::unix::process::CommandExt as _;
+    let mut cmd = std::process::Command::new(format!("/proc/{}/exe", std::process::id()));
+    cmd.arg0(std::env::args_os().next().unwrap());
+    cmd
 }
