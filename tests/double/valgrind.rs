@@ -17,12 +17,34 @@ fn main() {
         options.iter().any(|o| *o == "--tool=cachegrind"),
         "the gate runs cachegrind: {args:?}"
     );
+    // Real valgrind's gdbserver makes FIFOs and shared memory named after the pid in
+    // TMPDIR (default /tmp), opened without O_EXCL: the double refuses to run where they
+    // would be made, in a directory others may write.
+    if !options.iter().any(|o| *o == "--vgdb=no") {
+        let tmp = std::env::var_os("TMPDIR").unwrap_or_else(|| "/tmp".into());
+        let shared = std::fs::metadata(&tmp)
+            .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o022 != 0)
+            .unwrap_or(true);
+        if shared {
+            eprintln!(
+                "double: valgrind's gdbserver would make its pipes in {}, which others may \
+                 write: give --vgdb=no or a private TMPDIR",
+                std::path::Path::new(&tmp).display()
+            );
+            std::process::exit(1);
+        }
+    }
     let out = options
         .iter()
         .find_map(|o| o.strip_prefix("--cachegrind-out-file="))
         .unwrap_or("cachegrind.out.double");
     let program = &args[options.len()..];
     eprintln!("==1== Cachegrind, a high-precision tracing profiler");
+    // What the gate gave it, for tests: where its temporary files would go.
+    eprintln!(
+        "==1== TMPDIR={}",
+        std::env::var("TMPDIR").unwrap_or_default()
+    );
     eprintln!("==1== Command: {}", program.join(" "));
     let status = Command::new(&program[0])
         .args(&program[1..])

@@ -72,6 +72,23 @@ fn an_a_a_simulation_is_exact_and_every_seed_runs_in_both_arms() {
     let trials = trials.as_array().unwrap();
     assert_eq!(trials.len(), 6);
     for t in trials {
+        // Valgrind's temporary files go to the run's own dir, which nobody else can enter.
+        let err = std::fs::read_to_string(
+            s.out()
+                .join(t["artifacts"].as_str().unwrap())
+                .join("simulation.err"),
+        )
+        .unwrap();
+        let tmp = err
+            .lines()
+            .find_map(|l| l.strip_prefix("==1== TMPDIR="))
+            .unwrap_or_else(|| panic!("{err}"));
+        let run_dir = std::path::Path::new(tmp);
+        assert!(
+            run_dir.starts_with(s.workdir.path())
+                && run_dir.file_name().unwrap().to_str().unwrap().starts_with("perfgate-"),
+            "{tmp}"
+        );
         let sim = &t["simulation"];
         // Seed k is pair k's, in both arms: the same unseed for the same tree.
         assert_eq!(sim["seed"], t["repetition"], "{t:#}");

@@ -90,6 +90,7 @@ fn command(t: &Trial, cluster: &Cluster, mode: &str) -> Command {
     }
     t.ctx.env.apply(&mut cmd);
     cmd.env("LD_LIBRARY_PATH", outside(&tree.lib_dir))
+        .env("TMPDIR", outside(t.ctx.run_workdir))
         .env("LD_BIND_NOW", "1")
         // Set before the mount namespace is made: the work dir as the gate sees it.
         .current_dir(&t.work)

@@ -42,6 +42,8 @@ type Save<'a> = Box<dyn FnMut(&[TrialRecord]) -> Result<()> + 'a>;
 pub struct Runner<'a> {
     plan: &'a Plan,
     out: &'a Path,
+    /// The plan's environment of the children, `TMPDIR` the run dir.
+    child_env: crate::plan::env::ChildEnv,
     run_workdir: PathBuf,
     save: Save<'a>,
     /// The records of the trials that ended, in run order.
@@ -183,9 +185,16 @@ impl<'a> Runner<'a> {
         // which ends it after the trial.
         crate::process::adopt_orphans()?;
         crate::process::watch_stalls();
+        // Tools write temporary files under TMPDIR by names others can guess (valgrind's
+        // vgdb pipes carry the pid): the run's own dir, which nobody else can enter.
+        let mut child_env = plan.child_env.clone();
+        child_env
+            .passed
+            .insert("TMPDIR".into(), run_workdir.clone().into_os_string());
         Ok(Runner {
             plan,
             out,
+            child_env,
             run_workdir,
             save: Box::new(save),
             trials: Vec::new(),
@@ -268,18 +277,23 @@ impl<'a> Runner<'a> {
         let stalls: Vec<f64> = take_stalls().iter().map(|d| d.as_secs_f64()).collect();
         let orphans = self.end_escapees();
         let mut stop = interrupted();
+        // Trials that ran at once share their escapees: said once, of them all.
+        let which = records
+            .iter()
+            .map(|r| r.index.to_string())
+            .collect::<Vec<_>>()
+            .join(" or ");
         for mut record in records {
             record.gate_stalls_s = stalls.clone();
             self.log(&record);
-            for (pid, cmd) in &orphans {
-                tracing::warn!(
-                    "trial {}: pid {pid} outlived the trial outside its process groups \
-                     (setsid) and was killed: {cmd}",
-                    record.index
-                );
-            }
             stop |= record.outcome == Outcome::Interrupted;
             self.trials.push(record);
+        }
+        for (pid, cmd) in &orphans {
+            tracing::warn!(
+                "trial {which}: pid {pid} outlived the trial outside its process groups \
+                 (setsid) and was killed: {cmd}"
+            );
         }
         for index in simulation::check_determinism(self.plan, &mut self.trials) {
             tracing::error!(
@@ -389,7 +403,7 @@ impl<'a> Runner<'a> {
                 .recorded
                 .as_ref()
                 .and_then(|b| Some((b.name.as_str(), b.cluster.as_deref()?))),
-            env: &self.plan.child_env,
+            env: &self.child_env,
             ports: config.port_range,
             simulation: self.plan.simulation.as_ref(),
             mako_names: &self.plan.mako_names,

@@ -72,7 +72,8 @@ fn run_seed(t: &Trial) -> Result<SimulationReport, PhaseError> {
     let seed = seed_of(planned.repetition);
     let mut cmd = Command::new(&valgrind.path);
     ctx.env.apply(&mut cmd);
-    cmd.args(["--tool=cachegrind", "--cache-sim=no"])
+    // No gdbserver: it would make pipes and shared memory named after the pid.
+    cmd.args(["--tool=cachegrind", "--cache-sim=no", "--vgdb=no"])
         .arg(format!("--cachegrind-out-file={}", out_file.display()))
         .arg(&t.arm.tree.fdbserver)
         .args(["-r", "simulation", "-f"])
