@@ -710,6 +710,12 @@ pub fn run_bounded(name: &str, cmd: Command, bound: Duration) -> Result<Output> 
         .tempdir()
         .context("cannot create a temporary directory")?;
     let (out, err) = (dir.path().join("stdout"), dir.path().join("stderr"));
+    // Not the gate's own directory, which may be another user's: a tool may read files
+    // there (a pyenv shim's `.python-version`, git's or cargo's configuration).
+    let mut cmd = cmd;
+    if cmd.get_current_dir().is_none() {
+        cmd.current_dir(dir.path());
+    }
     let mut child = Child::spawn(name, cmd, &out, &err)?;
     let status = child
         .wait_until(Instant::now() + bound, bound, || Ok(()))
@@ -828,6 +834,27 @@ fn one_line(line: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// A short tool starts in a directory of the gate's own, not the caller's.
+    #[test]
+    fn a_short_tool_runs_in_a_private_directory_unless_given_one() {
+        let here = std::env::current_dir().unwrap();
+        let o = run_bounded("pwd", Command::new("pwd"), Duration::from_secs(60)).unwrap();
+        let dir = PathBuf::from(o.stdout.trim());
+        assert_ne!(dir, here);
+        assert!(
+            dir.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with(".tmp"),
+            "{dir:?}"
+        );
+        let mut given = Command::new("pwd");
+        given.current_dir("/");
+        let o = run_bounded("pwd", given, Duration::from_secs(60)).unwrap();
+        assert_eq!(o.stdout.trim(), "/");
+    }
+
     /// A program on PATH runs as the gate's user: only absolute entries of directories no
     /// other user can change are searched.
     #[test]

@@ -86,7 +86,12 @@ fn an_a_a_simulation_is_exact_and_every_seed_runs_in_both_arms() {
         let run_dir = std::path::Path::new(tmp);
         assert!(
             run_dir.starts_with(s.workdir.path())
-                && run_dir.file_name().unwrap().to_str().unwrap().starts_with("perfgate-"),
+                && run_dir
+                    .file_name()
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .starts_with("perfgate-"),
             "{tmp}"
         );
         let sim = &t["simulation"];
