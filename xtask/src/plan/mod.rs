@@ -32,7 +32,7 @@ use crate::{
     error::UsageError,
     results::{baseline::Baseline, noise::NoisePrior},
 };
-use pinning::{PinPlan, Pinning};
+use pinning::{cpu_list, PinPlan, Pinning};
 use preflight::Preflight;
 use workdir::Workdir;
 
@@ -71,14 +71,6 @@ pub struct PlannedTrial {
     /// every process of the trial; `None` when the run's own pinning applies.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pinning: Option<Pinning>,
-}
-
-/// CPU numbers as a list, `0,1`.
-fn cpu_list(cpus: &[usize]) -> String {
-    cpus.iter()
-        .map(usize::to_string)
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
 /// Everything execute needs.

@@ -68,13 +68,12 @@ impl PinPlan {
 
 impl fmt::Display for PinPlan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let list = |v: &[usize]| v.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
         match self {
             PinPlan::Pinned(p) => write!(
                 f,
                 "storage server on CPU {}; other servers, mako and the gate on CPU {} (--pin)",
-                list(&p.storage),
-                list(&p.others)
+                cpu_list(&p.storage),
+                cpu_list(&p.others)
             ),
             PinPlan::Off(why) => write!(f, "off ({why})"),
         }
@@ -105,6 +104,14 @@ fn halves_of(cpus: &[usize]) -> Result<[Vec<usize>; 2], UsageError> {
         )));
     }
     Ok([cpus[..half].to_vec(), cpus[half..2 * half].to_vec()])
+}
+
+/// CPU numbers as a list, `0,1`.
+pub fn cpu_list(cpus: &[usize]) -> String {
+    cpus.iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The CPUs this process may run on, ascending.
