@@ -73,19 +73,14 @@ fn command(t: &Trial, cluster: &Cluster, mode: &str) -> Command {
         .expect("a mako workload's trees are opened with mako");
     // Every path through `outside`: in a mount namespace of mako's own, the host's
     // /dev/shm and /tmp (where the work dir, results or tree may be) are covered.
+    use std::os::unix::process::CommandExt as _;
     let mut cmd = Command::new(outside(mako));
-    {
-        use std::os::unix::process::CommandExt as _;
-        cmd.arg0(outside_as_named(mako));
-    }
+    cmd.arg0(outside_as_named(mako));
     match t.ctx.mako_names {
-        MakoNames::Private => {
-            use std::os::unix::process::CommandExt as _;
-            // SAFETY: private_dirs makes only system calls (unshare, mount) on literals.
-            unsafe {
-                cmd.pre_exec(|| private_dirs().map_err(std::io::Error::from));
-            }
-        }
+        // SAFETY: private_dirs makes only system calls (unshare, mount) on literals.
+        MakoNames::Private => unsafe {
+            cmd.pre_exec(|| private_dirs().map_err(std::io::Error::from));
+        },
         MakoNames::Claimed { .. } => claim_shared_names(&mut cmd),
     }
     t.ctx.env.apply(&mut cmd);
