@@ -47,6 +47,15 @@ pub struct TrialContext<'a> {
     pub meeting: Option<&'a Meeting>,
 }
 
+/// Why a party of a [`Meeting`] did not come.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Absent {
+    /// It failed before its run, and left.
+    Failed,
+    /// It was not ready within the bound (or the run was interrupted).
+    Late,
+}
+
 /// Where the trials that run at once (a duet's two) wait for each other before their
 /// measured run, so that both measure the same seconds of the host: each either arrives
 /// ([`Meeting::meet`]) or, failed before, leaves ([`Meeting::leave`]).
@@ -69,8 +78,8 @@ impl Meeting {
     }
 
     /// Arrives and waits, at most `bound`, until every other party arrived or left.
-    /// Returns whether all arrived (else the caller runs without one of them).
-    pub fn meet(&self, bound: Duration) -> bool {
+    /// Returns whether all arrived, else why not (the caller runs without one of them).
+    pub fn meet(&self, bound: Duration) -> Result<(), Absent> {
         let deadline = Instant::now() + bound;
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         state.0 += 1;
@@ -78,7 +87,7 @@ impl Meeting {
         while state.0 + state.1 < self.parties {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() || crate::process::interrupted() {
-                return false;
+                return Err(Absent::Late);
             }
             // Woken by the others, or each second to see an interrupt.
             let wait = left.min(Duration::from_secs(1));
@@ -88,7 +97,10 @@ impl Meeting {
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         }
-        state.0 == self.parties
+        match state.0 == self.parties {
+            true => Ok(()),
+            false => Err(Absent::Failed),
+        }
     }
 
     /// Says that a party will not arrive (its trial failed before its run).
@@ -216,13 +228,13 @@ mod tests {
         let m = Meeting::new(2);
         std::thread::scope(|s| {
             let other = s.spawn(|| m.meet(Duration::from_secs(600)));
-            assert!(m.meet(Duration::from_secs(600)));
-            assert!(other.join().unwrap());
+            assert_eq!(m.meet(Duration::from_secs(600)), Ok(()));
+            assert_eq!(other.join().unwrap(), Ok(()));
         });
         let m = Meeting::new(2);
         m.leave();
-        assert!(!m.meet(Duration::from_secs(600)));
+        assert_eq!(m.meet(Duration::from_secs(600)), Err(Absent::Failed));
         let m = Meeting::new(2);
-        assert!(!m.meet(Duration::ZERO));
+        assert_eq!(m.meet(Duration::ZERO), Err(Absent::Late));
     }
 }

@@ -44,14 +44,19 @@ impl Trial<'_> {
         self.met.set(true);
         let b = self.ctx.bounds;
         let bound = b.cluster_start + b.configure + b.available + b.mako_build;
-        if !meeting.meet(bound) {
-            tracing::warn!(
-                "trial {}: its duet partner did not start its run with it (it failed, or was \
-                 not ready within {}): this trial's run is not paired in time",
-                self.planned.index,
+        let why = match meeting.meet(bound) {
+            Ok(()) => return,
+            Err(super::context::Absent::Failed) => "it failed before its run".to_string(),
+            Err(super::context::Absent::Late) => format!(
+                "it was not ready within {}",
                 humantime::format_duration(bound)
-            );
-        }
+            ),
+        };
+        tracing::warn!(
+            "trial {}: its duet partner did not start its run with it ({why}): this trial's \
+             run is not paired in time",
+            self.planned.index
+        );
     }
 }
 
