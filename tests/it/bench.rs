@@ -14,6 +14,7 @@ mod plan;
 mod releases;
 mod results;
 mod simulation;
+pub(crate) use simulation::valgrind_dir;
 mod sizing;
 mod timeouts;
 mod verdicts;

@@ -452,7 +452,6 @@ fn an_fdb_checkout_another_user_could_change_is_not_built() {
 /// is left out with a warning, and their `valgrind` never runs as root.
 #[test]
 fn a_program_on_a_path_entry_another_user_could_fill_is_never_run() {
-    use std::os::unix::process::CommandExt as _;
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({}), json!({}));
     let shared = dir_of(s.dir.path(), "shared", 0o1777, 0);
@@ -470,9 +469,7 @@ fn a_program_on_a_path_entry_another_user_could_fill_is_never_run() {
     .unwrap();
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::os::unix::fs::lchown(&script, Some(NOBODY), Some(NOBODY)).unwrap();
-    let doubles = s.dir.path().join("valgrind-bin");
-    std::fs::create_dir(&doubles).unwrap();
-    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_valgrind"), doubles.join("valgrind")).unwrap();
+    let doubles = crate::bench::valgrind_dir(&s);
     let rest = std::env::var("PATH").unwrap_or_default();
     for (path, cwd) in [
         (
@@ -485,8 +482,6 @@ fn a_program_on_a_path_entry_another_user_could_fill_is_never_run() {
         let sim = ["--profile", "sim-g18ui"];
         let mut cmd = s.bench_command_with(&a, &b, &s.out(), &sim, &["--trials", "1"]);
         cmd.env("PATH", &path).current_dir(cwd);
-        // The gate's own binary is found by its path, not on PATH.
-        cmd.process_group(0);
         let o = cmd.output().unwrap();
         let t = text(&o);
         assert_eq!(code(&o), 0, "{t}");

@@ -32,6 +32,12 @@ fn ctrl_c_tears_down_keeps_results_and_exits_2() {
     assert_eq!(trials[0]["outcome"], "interrupted");
     assert_eq!(s.read_json("summary.json")["interrupted"], true);
     // The killed mako's sample directory and shared memory were removed.
+    assert_no_mako_files(&a);
+}
+
+/// Panics unless the files named after each mako of tree `a` (its sample directory and
+/// shared memory) are gone.
+fn assert_no_mako_files(a: &Path) {
     let pids = std::fs::read_to_string(a.join("double-mako-pids")).unwrap();
     for pid in pids.lines() {
         assert!(!Path::new(&format!("/tmp/makoTemp{pid}")).exists());
@@ -583,11 +589,7 @@ fn only_the_files_of_makos_the_gate_started_are_removed() {
             seen.lines().count() >= 1 && seen.lines().all(|l| l.ends_with(&format!(" {names}"))),
             "{seen}"
         );
-        let pids = std::fs::read_to_string(a.join("double-mako-pids")).unwrap();
-        for pid in pids.lines() {
-            assert!(!Path::new(&format!("/dev/shm/mako{pid}")).exists());
-            assert!(!Path::new(&format!("/tmp/makoTemp{pid}")).exists());
-        }
+        assert_no_mako_files(&a);
     }
 }
 

@@ -12,7 +12,7 @@ use crate::support::{code, text, Sandbox};
 const SIM: [&str; 2] = ["--profile", "sim-g18ui"];
 
 /// A directory holding the double's `valgrind`, for `PATH`.
-fn valgrind_dir(s: &Sandbox) -> std::path::PathBuf {
+pub(crate) fn valgrind_dir(s: &Sandbox) -> std::path::PathBuf {
     let dir = s.dir.path().join("valgrind-bin");
     if !dir.exists() {
         std::fs::create_dir_all(&dir).unwrap();
