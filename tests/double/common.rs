@@ -155,7 +155,9 @@ pub struct Behaviour {
     /// The host's speed moves by up to this much, percent, from one moment to the next,
     /// alike for every tree of the sandbox (a VM whose speed drifts): a mako run that
     /// starts while another runs shares its moment ([`host_moment`]), one that starts
-    /// alone has a new one. 0: the host's speed never moves.
+    /// alone has a new one. Within a moment it also moves from second to second, by up
+    /// to half as much, the same for every run in the moment. 0: the host's speed never
+    /// moves.
     pub host_speed_pct: f64,
 }
 

@@ -205,8 +205,14 @@ fn main() {
         "                      GET       UPDATE       INSERT          TPS  Conflicts/s \n",
     );
     let mut samples = Vec::new();
-    for _ in 0..seconds as u64 {
+    for i in 0..seconds as u64 {
         std::thread::sleep(Duration::from_secs_f64(b.time_scale));
+        // Within a moment the host's speed also moves from second to second, by half as
+        // much, the same for every run in the moment.
+        let second = moment.as_ref().map_or(1.0, |m| {
+            common::host_speed(b.host_speed_pct / 2.0, m.number * 1_000_000 + i + 1)
+        });
+        let tps = tps * second;
         let line = format!(
             "         OPS {:>12} {:>12} {:>12} {:>12.2} {:>12.2} ",
             (tps * 18.0) as u64,

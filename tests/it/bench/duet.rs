@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::support::{code, text, Sandbox};
+use crate::support::{code, text, Sandbox, TINY};
 
 /// The double's moments (`double-host-moments`) of `tree`'s mako runs, in run order.
 fn moments(tree: &std::path::Path) -> Vec<u64> {
@@ -45,18 +45,29 @@ fn a_duets_pairs_share_the_hosts_moments_and_cancel_its_drift_where_sequential_o
         v
     };
     let cpus = allowed_cpus();
+    // Windows of 30 s (3 batches of the per-second pairing), 0.3 s at the double's pace.
+    let mut workload = TINY.to_vec();
+    let at = workload.iter().position(|f| *f == "--seconds").unwrap();
+    workload[at + 1] = "32";
+    let run = |s: &Sandbox, a: &std::path::Path, b: &std::path::Path, flags: &[&str]| {
+        s.bench_command_with(a, b, &s.out(), &workload, flags)
+            .output()
+            .unwrap()
+    };
     // Sequential: each run has a moment of its own; the drift is the pairs' noise.
     let seq = Sandbox::new();
     let (a, b) = seq.ab(drifting(json!({})), drifting(json!({"tps": 950.0})));
-    let o = seq.bench(&a, &b, &["--trials", "4"]);
+    let o = run(&seq, &a, &b, &["--trials", "4"]);
     assert!([0, 1].contains(&code(&o)), "{}", text(&o));
     let (a_m, b_m) = (moments(&a), moments(&b));
     assert_eq!(a_m.len(), 4, "{a_m:?}");
     assert!(a_m.iter().all(|m| !b_m.contains(m)), "{a_m:?} {b_m:?}");
-    let (_, seq_width, _) = tps_change(&seq);
+    let (_, seq_width, seq_j) = tps_change(&seq);
+    // Its arms never measured the same seconds: nothing to pair second by second.
+    assert!(seq_j.get("per_second").is_none(), "{seq_j:#}");
     let s = Sandbox::new();
     let (a, b) = s.ab(drifting(json!({})), drifting(json!({"tps": 950.0})));
-    let o = s.bench(&a, &b, &["--trials", "4", "--pairing", "duet"]);
+    let o = run(&s, &a, &b, &["--trials", "4", "--pairing", "duet"]);
     if cpus.len() < 2 {
         assert_eq!(code(&o), 64, "{}", text(&o));
         assert!(text(&o).contains("may run on 1 CPU"), "{}", text(&o));
@@ -76,6 +87,18 @@ fn a_duets_pairs_share_the_hosts_moments_and_cancel_its_drift_where_sequential_o
     assert!(
         width * 5.0 < seq_width,
         "duet ±{width}%, sequential ±{seq_width}%"
+    );
+    // Second by second, the arms of each pair moved with the host's seconds together,
+    // and their ratio kept nothing of them.
+    let ps = &j["per_second"];
+    assert_eq!(ps["pairs"], 4, "{j:#}");
+    assert_eq!(ps["window_s"], 30.0, "{j:#}");
+    assert!(ps["arm_correlation"].as_f64().unwrap() > 0.9, "{j:#}");
+    assert!(ps["within_pct"].as_f64().unwrap() < 0.1, "{j:#}");
+    let notes = j["notes"].to_string();
+    assert!(
+        notes.contains("duet pairs second by second (4 pairs"),
+        "{notes}"
     );
     // Each arm on a half of the CPUs, the halves swapped from pair to pair; the plan says so.
     let meta = s.read_json("meta.json");

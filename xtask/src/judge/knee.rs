@@ -244,6 +244,7 @@ pub fn judge(
                 notes: knee_notes(trials, engine, ladder, against),
                 noise_from: None,
                 knees: (finished && !steps.is_empty()).then_some(shown),
+                per_second: None,
             }
         })
         .collect()

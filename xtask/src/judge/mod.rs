@@ -37,6 +37,7 @@ use statrs::statistics::Statistics;
 pub mod calibrate;
 pub mod covariate;
 pub mod drift;
+pub mod duet;
 pub mod host;
 pub mod knee;
 pub mod samples;
@@ -346,6 +347,11 @@ pub struct Judgement {
     /// A sweep's knees, in the columns of the arms' means (`judge::knee`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub knees: Option<knee::Knees>,
+    /// Duet pairs second by second (`judge::duet`): how the arms moved together and how
+    /// the pairs' noise splits into the windows' and the pairs' own. `None` unless at
+    /// least 2 pairs' runs started together with per-second series of the metric.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_second: Option<duet::SecondPairing>,
 }
 
 /// [`Judge::verdicts`] with one look per engine (a fixed number of trials), on trial records.
@@ -566,6 +572,7 @@ fn judge_engine(
         notes,
         noise_from: None,
         knees: None,
+        per_second: None,
     };
     let tps = Draft::new(tps, rule);
     let all_measured: Vec<&Sample> = measured(&base).into_iter().chain(measured(&exp)).collect();
@@ -573,16 +580,27 @@ fn judge_engine(
     std::iter::once(tps)
         .chain(others)
         .map(|mut d| {
-            let j = &mut d.j;
-            j.noise_from = noise_from.borrow().get(&j.metric).cloned();
-            match &j.noise_from {
-                Some(n) if j.metric == Metric::Tps => j.notes.push(n.clone()),
-                Some(n) if j.gating => j.notes.push(format!("{}: {n}", j.metric.name())),
-                _ => {}
-            }
+            let noise = noise_from.borrow().get(&d.j.metric).cloned();
+            described(&mut d.j, noise, &pairs);
             d
         })
         .collect()
+}
+
+/// Gives `j` what describes its noise beside the verdict: the calibration's
+/// (`--noise-from`, `noise`) and its duet pairs' second by second, each with a note where
+/// the reader looks (TPS's, and a gated metric's for the calibration).
+fn described(j: &mut Judgement, noise: Option<String>, pairs: &[(&Sample, &Sample)]) {
+    j.noise_from = noise;
+    j.per_second = duet::pairing(pairs, j.metric);
+    if let Some(p) = j.per_second.as_ref().filter(|_| j.metric == Metric::Tps) {
+        j.notes.push(duet::note(p));
+    }
+    match &j.noise_from {
+        Some(n) if j.metric == Metric::Tps => j.notes.push(n.clone()),
+        Some(n) if j.gating => j.notes.push(format!("{}: {n}", j.metric.name())),
+        _ => {}
+    }
 }
 
 /// The judgements of the metrics other than TPS that gate or were measured in some trial

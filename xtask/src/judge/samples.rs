@@ -59,6 +59,9 @@ pub struct Sample {
     /// Stalls of the gate itself during the trial, seconds each (empty for a recorded
     /// trial).
     pub gate_stalls_s: Vec<f64>,
+    /// When the measured run started, Unix seconds ([`TrialRecord::run_started_unix_s`]);
+    /// `None` for a recorded trial.
+    pub run_started_unix_s: Option<f64>,
     /// mako's per-second TPS from the run's start, warmup included (empty for a recorded
     /// trial).
     pub per_second_tps: Vec<f64>,
@@ -147,6 +150,7 @@ impl Sample {
             cpu_bound: t.cpu_bound,
             workdir_peak_bytes: t.workdir_peak_bytes,
             gate_stalls_s: t.gate_stalls_s.clone(),
+            run_started_unix_s: t.run_started_unix_s,
             drift: r.and_then(|r| drift(&r.samples_tps, r.warmup_duration_s)),
             per_second_tps: r.map(|r| r.samples_tps.clone()).unwrap_or_default(),
             warmup_s: r.map_or(0.0, |r| r.warmup_duration_s),
@@ -240,6 +244,7 @@ impl Sample {
                 cpu_bound: None,
                 workdir_peak_bytes: None,
                 gate_stalls_s: Vec::new(),
+                run_started_unix_s: None,
                 host_speed: None,
                 drift: None,
                 per_second_tps: Vec::new(),

@@ -226,6 +226,12 @@ pub struct TrialRecord {
     /// or longer): its phase timings include them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gate_stalls_s: Vec<f64>,
+    /// When the driver's measured run started (mako's `--mode run`), seconds since the
+    /// Unix epoch, by the host's clock: the two trials of a duet pair start together, and
+    /// their per-second series align on it (`judge::duet`). `None` for other drivers and
+    /// trials recorded before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_started_unix_s: Option<f64>,
     /// The host's speed around the trial (`run::probe`): what the judge removes from each
     /// pair's ratio. `None` for the simulation driver (counts need none) and trials recorded
     /// before the probe existed.
@@ -490,6 +496,7 @@ pub(crate) fn measured_trial(index: usize, arm: Arm, tps: f64) -> TrialRecord {
         workdir_peak_bytes: Some(1 << 20),
         cluster: None,
         gate_stalls_s: Vec::new(),
+        run_started_unix_s: None,
         host: None,
         artifacts: PathBuf::from(format!("trials/{index:02}")),
     }

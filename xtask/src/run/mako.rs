@@ -45,7 +45,8 @@ impl Driver for Mako {
         built?;
         let ran = timed(record, Phase::MakoRun, || run(t, cluster, monitor));
         record.workdir_peak_bytes = Some(monitor.peak_growth_bytes);
-        let (report, role_cpu) = ran?;
+        let (report, role_cpu, started) = ran?;
+        record.run_started_unix_s = Some(started);
         if let Some(note) = report.one_valued_latency() {
             tracing::info!("trial {}: {note}", t.planned.index);
         }
@@ -183,13 +184,14 @@ fn status(elapsed: Duration, w: &Workload, out: &Path) -> String {
 }
 
 /// `mako --mode run` within `--seconds` + `--timeout-mako-run-grace`, every role's CPU
-/// sampled over its window; its report. Artifacts: `mako-run.txt`/`.err`, `mako.json`
-/// and, where mako has it, `mako-sketch.json`.
+/// sampled over its window; its report, the roles' CPU and when the run started (Unix
+/// seconds). Artifacts: `mako-run.txt`/`.err`, `mako.json` and, where mako has it,
+/// `mako-sketch.json`.
 fn run(
     t: &Trial,
     cluster: &Cluster,
     monitor: &mut Monitor,
-) -> Result<(MakoReport, Option<RoleCpu>), PhaseError> {
+) -> Result<(MakoReport, Option<RoleCpu>, f64), PhaseError> {
     let (ctx, arm, artifacts) = (t.ctx, t.arm, &t.artifacts);
     let w = ctx.workload;
     let (out, err) = (
@@ -199,6 +201,9 @@ fn run(
     let json = artifacts.join("mako.json");
     t.meet();
     let started = Instant::now();
+    let started_unix_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
     let mut child = spawn_claiming(&err, || {
         let cmd = run_command(t, cluster, &json);
         Child::spawn_on("mako --mode run", cmd, &out, &err, ctx.other_cpus())
@@ -253,7 +258,7 @@ fn run(
             output_note("stderr", &err, 5)
         )
     })?;
-    Ok((report, cpu))
+    Ok((report, cpu, started_unix_s))
 }
 
 /// `mako --mode run` as this arm's mako takes it (`ArmPlan::mako`): `--async_xacts`,

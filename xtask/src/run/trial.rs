@@ -64,6 +64,7 @@ pub fn run_trial(ctx: &TrialContext, arm: &ArmPlan, planned: &PlannedTrial) -> T
         workdir_peak_bytes: None,
         cluster: None,
         gate_stalls_s: Vec::new(),
+        run_started_unix_s: None,
         host: None,
         artifacts: artifacts_rel,
     };

@@ -1,0 +1,255 @@
+//! Judge stage: the finer pairing of duet pairs. The two trials of a duet pair measure
+//! over the same seconds, so their per-second series pair second by second: how much
+//! the arms moved together, and how much of a pair's ratio is the window's own
+//! fluctuation rather than what differs between pairs (each pair's fresh clusters and
+//! CPUs). A description of the noise beside the verdict, never a verdict. Pure.
+//!
+//! The model is `judge::sizing`'s, on the per-second log ratio `r_t = ln(B_t / A_t)` of
+//! a pair's shared window: its mean over the window is (to first order) the pair's log
+//! ratio, so the squared standard error of that mean, from non-overlapping batch means of
+//! [`BATCH_S`] seconds, is the part of the pair's variance the window explains.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use statrs::statistics::Statistics;
+
+use super::{samples::Sample, sizing::BATCH_S};
+use crate::config::Metric;
+
+/// Runs whose measured runs started more than this many seconds apart did not share
+/// their window (the duet's meeting starts both within milliseconds).
+pub const MAX_SKEW_S: f64 = 1.0;
+
+/// A metric's duet pairs, second by second over their shared windows.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct SecondPairing {
+    /// Pairs whose runs started together (within [`MAX_SKEW_S`]) with at least 3 batches
+    /// of shared seconds.
+    pub pairs: usize,
+    /// Their mean shared window, seconds.
+    pub window_s: f64,
+    /// The mean over pairs of the Pearson correlation of the two arms' per-second values:
+    /// near 1 when the host's speed moved both arms together, near 0 when each arm's
+    /// seconds varied on their own.
+    pub arm_correlation: f64,
+    /// sd of a pair's log ratio that the fluctuation within its window accounts for,
+    /// percent (about): the pooled standard error of the mean per-second log ratio.
+    pub within_pct: f64,
+    /// sd of the pairs' log ratios beyond that, percent: what differs from pair to pair.
+    /// 0 when the pairs vary no more than their windows explain.
+    pub between_pct: f64,
+}
+
+/// The second-by-second pairing of `metric` over `pairs` (baseline, experiment), from
+/// the pairs whose runs started together; `None` with fewer than 2 such pairs or no
+/// per-second series of the metric ([`Sample::per_second`]).
+pub fn pairing(pairs: &[(&Sample, &Sample)], metric: Metric) -> Option<SecondPairing> {
+    let per_pair: Vec<(f64, f64, f64, usize)> = pairs
+        .iter()
+        .filter_map(|(a, b)| {
+            let (ya, yb) = aligned(a, b, metric)?;
+            let r: Vec<f64> = ya.iter().zip(&yb).map(|(x, y)| (y / x).ln()).collect();
+            let means: Vec<f64> = r.chunks_exact(BATCH_S).map(|c| c.iter().mean()).collect();
+            if means.len() < 3 {
+                return None;
+            }
+            let within = means.iter().variance() / means.len() as f64;
+            let pair = (b.value(metric)? / a.value(metric)?).ln();
+            Some((pair, within, correlation(&ya, &yb), r.len()))
+        })
+        .collect();
+    if per_pair.len() < 2 {
+        return None;
+    }
+    let pair_var = per_pair.iter().map(|p| p.0).variance();
+    let within = per_pair.iter().map(|p| p.1).mean();
+    Some(SecondPairing {
+        pairs: per_pair.len(),
+        window_s: per_pair.iter().map(|p| p.3 as f64).mean(),
+        arm_correlation: per_pair.iter().map(|p| p.2).mean(),
+        within_pct: 100.0 * within.sqrt(),
+        between_pct: 100.0 * (pair_var - within).max(0.0).sqrt(),
+    })
+}
+
+/// The two trials' per-second series of `metric` over the seconds both measured, aligned
+/// on their runs' start times, with every second positive in both; `None` unless both
+/// runs' starts are known and within [`MAX_SKEW_S`].
+fn aligned(a: &Sample, b: &Sample, metric: Metric) -> Option<(Vec<f64>, Vec<f64>)> {
+    let skew = b.run_started_unix_s? - a.run_started_unix_s?;
+    if skew.abs() > MAX_SKEW_S {
+        return None;
+    }
+    let (ya, yb) = (a.per_second(metric)?, b.per_second(metric)?);
+    // b's second i is a's second i + shift.
+    let shift = skew.round() as isize;
+    let (ya, yb) = if shift >= 0 {
+        (ya.get(shift as usize..)?, &yb[..])
+    } else {
+        (&ya[..], yb.get(shift.unsigned_abs()..)?)
+    };
+    Some(
+        ya.iter()
+            .zip(yb)
+            .filter(|(x, y)| **x > 0.0 && **y > 0.0)
+            .map(|(x, y)| (*x, *y))
+            .unzip(),
+    )
+}
+
+/// Pearson correlation of two series of equal length; 0 when either is constant.
+fn correlation(x: &[f64], y: &[f64]) -> f64 {
+    let (mx, my) = (x.iter().mean(), y.iter().mean());
+    let sxy: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
+    let sxx: f64 = x.iter().map(|a| (a - mx).powi(2)).sum();
+    let syy: f64 = y.iter().map(|b| (b - my).powi(2)).sum();
+    if sxx > 0.0 && syy > 0.0 {
+        sxy / (sxx * syy).sqrt()
+    } else {
+        0.0
+    }
+}
+
+/// The note on an engine's TPS for its duet pairs: how the arms moved together, and
+/// whether more pairs or longer windows would narrow the interval more.
+pub fn note(p: &SecondPairing) -> String {
+    let advice = if p.between_pct > p.within_pct {
+        "more pairs narrow the interval more than longer windows"
+    } else {
+        "longer windows narrow the interval as much as more pairs"
+    };
+    format!(
+        "duet pairs second by second ({} pairs, {:.0} s shared each): the arms' per-second \
+         TPS moved together with correlation {:.2}; the windows' fluctuation accounts for \
+         ±{:.1}% of a pair's TPS ratio and the pairs differ by ±{:.1}% beyond it (each \
+         pair's own clusters and CPUs): {advice}",
+        p.pairs, p.window_s, p.arm_correlation, p.within_pct, p.between_pct
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{config::Arm, judge::tests::trial as record};
+
+    /// A trial whose run started at `start` (Unix seconds), with per-second TPS `tps` and
+    /// no warmup.
+    fn trial(arm: Arm, start: Option<f64>, tps: Vec<f64>) -> Sample {
+        let mean = tps.iter().sum::<f64>() / tps.len() as f64;
+        let mut s = Sample::of_trial(&record(1, arm, mean));
+        s.run_started_unix_s = start;
+        s.warmup_s = 0.0;
+        s.per_second_tps = tps;
+        s
+    }
+
+    /// A deterministic wobble in [-1, 1] from `i` and `seed`.
+    fn wobble(i: usize, seed: u64) -> f64 {
+        let mut x = (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ seed;
+        x ^= x >> 29;
+        x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x ^= x >> 32;
+        (x % 2001) as f64 / 1000.0 - 1.0
+    }
+
+    /// `pairs` pairs of 60 s, a host speed shared by both arms per second (`shared`, the
+    /// amplitude), each arm's own per-second noise (`own`) and a level per pair
+    /// (`between`, the experiment's alone).
+    fn duet(pairs: usize, shared: f64, own: f64, between: f64) -> Vec<(Sample, Sample)> {
+        (0..pairs)
+            .map(|k| {
+                let host: Vec<f64> = (0..60)
+                    .map(|i| 1.0 + shared * wobble(i, k as u64))
+                    .collect();
+                let arm = |seed: u64, level: f64| -> Vec<f64> {
+                    host.iter()
+                        .enumerate()
+                        .map(|(i, h)| 1000.0 * level * h * (1.0 + own * wobble(i, seed)))
+                        .collect()
+                };
+                let level = 1.0 + between * wobble(k, 99);
+                let start = 1000.0 + 100.0 * k as f64;
+                (
+                    trial(Arm::Baseline, Some(start), arm(1000 + k as u64, 1.0)),
+                    trial(
+                        Arm::Experiment,
+                        Some(start + 0.2),
+                        arm(2000 + k as u64, level),
+                    ),
+                )
+            })
+            .collect()
+    }
+
+    fn of(pairs: &[(Sample, Sample)]) -> Option<SecondPairing> {
+        let refs: Vec<(&Sample, &Sample)> = pairs.iter().map(|(a, b)| (a, b)).collect();
+        pairing(&refs, Metric::Tps)
+    }
+
+    #[test]
+    fn arms_that_share_the_hosts_seconds_correlate_and_their_ratio_keeps_only_their_own_noise() {
+        let shared = of(&duet(6, 0.10, 0.01, 0.0)).unwrap();
+        let alone = of(&duet(6, 0.0, 0.01, 0.0)).unwrap();
+        assert_eq!(shared.pairs, 6);
+        assert_eq!(shared.window_s, 60.0);
+        assert!(shared.arm_correlation > 0.9, "{shared:?}");
+        assert!(alone.arm_correlation.abs() < 0.3, "{alone:?}");
+        // The host's 10% swings cancel in the ratio: only the arms' own 1% is left.
+        assert!(shared.within_pct < 0.5, "{shared:?}");
+        assert!(
+            (shared.within_pct - alone.within_pct).abs() < 0.05,
+            "{shared:?} {alone:?}"
+        );
+    }
+
+    #[test]
+    fn a_level_that_differs_between_pairs_is_between_not_within() {
+        let p = of(&duet(8, 0.05, 0.01, 0.05)).unwrap();
+        assert!(p.between_pct > 2.0, "{p:?}");
+        assert!(p.between_pct > 5.0 * p.within_pct, "{p:?}");
+        assert!(note(&p).contains("more pairs narrow"), "{}", note(&p));
+        let flat = of(&duet(8, 0.05, 0.01, 0.0)).unwrap();
+        assert!(flat.between_pct < flat.within_pct, "{flat:?}");
+        assert!(
+            note(&flat).contains("longer windows narrow"),
+            "{}",
+            note(&flat)
+        );
+    }
+
+    #[test]
+    fn runs_that_did_not_start_together_or_lack_a_start_are_not_paired_by_second() {
+        let mut apart = duet(3, 0.1, 0.01, 0.0);
+        apart[0].1.run_started_unix_s = Some(apart[0].0.run_started_unix_s.unwrap() + 5.0);
+        assert_eq!(of(&apart).unwrap().pairs, 2);
+        apart[1].0.run_started_unix_s = None;
+        assert_eq!(of(&apart), None, "one pair left is too few");
+        let mut short = duet(2, 0.1, 0.01, 0.0);
+        short[0].0.per_second_tps.truncate(25);
+        assert_eq!(of(&short), None, "fewer than 3 batches");
+    }
+
+    #[test]
+    fn a_start_a_second_apart_shifts_the_series_onto_the_same_seconds() {
+        // The experiment started 1 s after the baseline: its second i is the baseline's
+        // i + 1. With the host's swings alone, aligned seconds cancel exactly.
+        let host: Vec<f64> = (0..61)
+            .map(|i| 1000.0 * (1.0 + 0.2 * wobble(i, 7)))
+            .collect();
+        let pairs: Vec<(Sample, Sample)> = (0..3)
+            .map(|k| {
+                let start = 100.0 * k as f64;
+                (
+                    trial(Arm::Baseline, Some(start), host[..60].to_vec()),
+                    trial(Arm::Experiment, Some(start + 1.0), host[1..].to_vec()),
+                )
+            })
+            .collect();
+        let p = of(&pairs).unwrap();
+        assert_eq!(p.window_s, 59.0);
+        assert!(
+            p.within_pct < 1e-9 && (p.arm_correlation - 1.0).abs() < 1e-9,
+            "{p:?}"
+        );
+    }
+}
