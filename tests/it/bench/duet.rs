@@ -95,6 +95,11 @@ fn a_duets_pairs_share_the_hosts_moments_and_cancel_its_drift_where_sequential_o
     assert_eq!(ps["window_s"], 30.0, "{j:#}");
     assert!(ps["arm_correlation"].as_f64().unwrap() > 0.9, "{j:#}");
     assert!(ps["within_pct"].as_f64().unwrap() < 0.1, "{j:#}");
+    // The double's halves are alike: the pairs' ratio does not depend on the placement.
+    assert!(
+        ps["placement"]["pct"].as_f64().unwrap().abs() < 0.1,
+        "{j:#}"
+    );
     let notes = j["notes"].to_string();
     assert!(
         notes.contains("duet pairs second by second (4 pairs"),

@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use statrs::statistics::Statistics;
 
-use super::{samples::Sample, sizing::BATCH_S};
+use super::{samples::Sample, sizing::BATCH_S, stats};
 use crate::config::Metric;
 
 /// Runs whose measured runs started more than this many seconds apart did not share
@@ -38,13 +38,33 @@ pub struct SecondPairing {
     /// sd of the pairs' log ratios beyond that, percent: what differs from pair to pair.
     /// 0 when the pairs vary no more than their windows explain.
     pub between_pct: f64,
+    /// Whether the halves of the CPUs differ: `None` with fewer than 2 such pairs of each
+    /// placement.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Placement>,
+}
+
+/// The pairs' ratio (experiment / baseline) with the baseline on the second half of the
+/// CPUs (even pairs, `plan::pinning::duet_halves`) against with it on the first (odd
+/// pairs): twice the halves' own difference of speed, which the swap cancels from the
+/// mean; 0 when the halves are alike (Welch's test on the log ratios).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, JsonSchema)]
+pub struct Placement {
+    /// Estimated difference, percent.
+    pub pct: f64,
+    /// Lower bound of its 95% interval, percent.
+    pub ci95_low_pct: f64,
+    /// Upper bound of its 95% interval, percent.
+    pub ci95_high_pct: f64,
+    /// Two-sided p of "the halves are alike".
+    pub p_value: f64,
 }
 
 /// The second-by-second pairing of `metric` over `pairs` (baseline, experiment), from
 /// the pairs whose runs started together; `None` with fewer than 2 such pairs or no
 /// per-second series of the metric ([`Sample::per_second`]).
 pub fn pairing(pairs: &[(&Sample, &Sample)], metric: Metric) -> Option<SecondPairing> {
-    let per_pair: Vec<(f64, f64, f64, usize)> = pairs
+    let per_pair: Vec<(f64, f64, f64, usize, u32)> = pairs
         .iter()
         .filter_map(|(a, b)| {
             let (ya, yb) = aligned(a, b, metric)?;
@@ -55,7 +75,7 @@ pub fn pairing(pairs: &[(&Sample, &Sample)], metric: Metric) -> Option<SecondPai
             }
             let within = means.iter().variance() / means.len() as f64;
             let pair = (b.value(metric)? / a.value(metric)?).ln();
-            Some((pair, within, correlation(&ya, &yb), r.len()))
+            Some((pair, within, correlation(&ya, &yb), r.len(), a.repetition))
         })
         .collect();
     if per_pair.len() < 2 {
@@ -63,12 +83,26 @@ pub fn pairing(pairs: &[(&Sample, &Sample)], metric: Metric) -> Option<SecondPai
     }
     let pair_var = per_pair.iter().map(|p| p.0).variance();
     let within = per_pair.iter().map(|p| p.1).mean();
+    let ratios = |first: bool| -> Vec<f64> {
+        per_pair
+            .iter()
+            .filter(|p| (p.4 % 2 == 1) == first)
+            .map(|p| p.0.exp())
+            .collect()
+    };
+    let placement = stats::welch(&ratios(true), &ratios(false)).map(|c| Placement {
+        pct: c.delta_pct,
+        ci95_low_pct: c.ci_low_pct,
+        ci95_high_pct: c.ci_high_pct,
+        p_value: c.p_value,
+    });
     Some(SecondPairing {
         pairs: per_pair.len(),
         window_s: per_pair.iter().map(|p| p.3 as f64).mean(),
         arm_correlation: per_pair.iter().map(|p| p.2).mean(),
         within_pct: 100.0 * within.sqrt(),
         between_pct: 100.0 * (pair_var - within).max(0.0).sqrt(),
+        placement,
     })
 }
 
@@ -118,11 +152,18 @@ pub fn note(p: &SecondPairing) -> String {
     } else {
         "longer windows narrow the interval as much as more pairs"
     };
+    let placement = p.placement.map_or(String::new(), |c| {
+        format!(
+            "; with the baseline on the second half of the CPUs the ratio was {:+.2}% \
+             [{:+.2}, {:+.2}] (p {:.3}) against the first (the swap cancels it from the mean)",
+            c.pct, c.ci95_low_pct, c.ci95_high_pct, c.p_value
+        )
+    });
     format!(
         "duet pairs second by second ({} pairs, {:.0} s shared each): the arms' per-second \
          TPS moved together with correlation {:.2}; the windows' fluctuation accounts for \
          ±{:.1}% of a pair's TPS ratio and the pairs differ by ±{:.1}% beyond it (each \
-         pair's own clusters and CPUs): {advice}",
+         pair's own clusters and CPUs): {advice}{placement}",
         p.pairs, p.window_s, p.arm_correlation, p.within_pct, p.between_pct
     )
 }
@@ -156,6 +197,17 @@ mod tests {
     /// amplitude), each arm's own per-second noise (`own`) and a level per pair
     /// (`between`, the experiment's alone).
     fn duet(pairs: usize, shared: f64, own: f64, between: f64) -> Vec<(Sample, Sample)> {
+        placed(pairs, shared, own, between, 0.0)
+    }
+
+    /// [`duet`] with the second half of the CPUs `slower` (a fraction) than the first.
+    fn placed(
+        pairs: usize,
+        shared: f64,
+        own: f64,
+        between: f64,
+        slower: f64,
+    ) -> Vec<(Sample, Sample)> {
         (0..pairs)
             .map(|k| {
                 let host: Vec<f64> = (0..60)
@@ -169,14 +221,22 @@ mod tests {
                 };
                 let level = 1.0 + between * wobble(k, 99);
                 let start = 1000.0 + 100.0 * k as f64;
-                (
-                    trial(Arm::Baseline, Some(start), arm(1000 + k as u64, 1.0)),
+                // Pair k + 1: the baseline on the first half when odd.
+                let (on_a, on_b) = if k % 2 == 0 {
+                    (1.0, 1.0 - slower)
+                } else {
+                    (1.0 - slower, 1.0)
+                };
+                let mut pair = (
+                    trial(Arm::Baseline, Some(start), arm(1000 + k as u64, on_a)),
                     trial(
                         Arm::Experiment,
                         Some(start + 0.2),
-                        arm(2000 + k as u64, level),
+                        arm(2000 + k as u64, level * on_b),
                     ),
-                )
+                );
+                (pair.0.repetition, pair.1.repetition) = (k as u32 + 1, k as u32 + 1);
+                pair
             })
             .collect()
     }
@@ -215,6 +275,27 @@ mod tests {
             "{}",
             note(&flat)
         );
+    }
+
+    #[test]
+    fn halves_of_unequal_speed_show_as_placement_and_alike_ones_do_not() {
+        let slow = of(&placed(8, 0.05, 0.01, 0.0, 0.03)).unwrap();
+        let c = slow.placement.unwrap();
+        // Baseline on the slower second half: the ratio is 1 / 0.97 there and 0.97 on
+        // the first; they differ by 1 / 0.97^2 - 1 = +6.3%.
+        let expected = 100.0 * (1.0 / 0.97f64.powi(2) - 1.0);
+        assert!((c.pct - expected).abs() < 0.5 && c.p_value < 0.001, "{c:?}");
+        let said = note(&slow);
+        assert!(
+            said.contains("second half of the CPUs the ratio was +6."),
+            "{said}"
+        );
+        let alike = of(&placed(8, 0.05, 0.01, 0.0, 0.0)).unwrap();
+        let c = alike.placement.unwrap();
+        assert!(c.pct.abs() < 0.5, "{c:?}");
+        assert!(c.ci95_low_pct < 0.0 && c.ci95_high_pct > 0.0, "{c:?}");
+        let one_even = of(&placed(3, 0.05, 0.01, 0.0, 0.03)).unwrap();
+        assert_eq!(one_even.placement, None);
     }
 
     #[test]
