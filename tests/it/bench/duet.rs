@@ -122,6 +122,23 @@ fn a_duets_pairs_share_the_hosts_moments_and_cancel_its_drift_where_sequential_o
 fn a_duet_is_refused_where_its_arms_cannot_run_at_once() {
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({}), json!({}));
+    // An odd number of pairs is run, with a warning that the halves do not cancel.
+    if allowed_cpus().len() >= 2 {
+        for (trials, warned) in [("3", true), ("4", false)] {
+            let o = s.bench(
+                &a,
+                &b,
+                &["--pairing", "duet", "--trials", trials, "--dry-run"],
+            );
+            assert_eq!(code(&o), 0, "{}", text(&o));
+            assert_eq!(
+                text(&o).contains("in 2 of them and on the second in 1"),
+                warned,
+                "--trials {trials}: {}",
+                text(&o)
+            );
+        }
+    }
     let mako = ["--seconds", "10", "--warmup-seconds", "2"];
     for (workload, flags, said) in [
         (&mako[..], &["--pin"][..], "--pin"),

@@ -30,24 +30,28 @@ pub struct SecondPairing {
     pub window_s: f64,
     /// The mean over pairs of the Pearson correlation of the two arms' per-second values:
     /// near 1 when the host's speed moved both arms together, near 0 when each arm's
-    /// seconds varied on their own.
+    /// seconds varied on their own, negative when the arms took speed from each other.
     pub arm_correlation: f64,
     /// sd of a pair's log ratio that the fluctuation within its window accounts for,
-    /// percent (about): the pooled standard error of the mean per-second log ratio.
+    /// percent (100 x the log ratio's sd, about): the pooled standard error of the mean
+    /// per-second log ratio.
     pub within_pct: f64,
-    /// sd of the pairs' log ratios beyond that, percent: what differs from pair to pair.
-    /// 0 when the pairs vary no more than their windows explain.
+    /// sd of the pairs' log ratios beyond that, percent: what differs from pair to pair
+    /// (the squares add: `within_pct`^2 + `between_pct`^2 is the pairs' variance). 0 when
+    /// the pairs vary no more than their windows explain.
     pub between_pct: f64,
-    /// Whether the halves of the CPUs differ: `None` with fewer than 2 such pairs of each
+    /// Whether the halves of the CPUs differ; absent with fewer than 2 such pairs of each
     /// placement.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub placement: Option<Placement>,
 }
 
 /// The pairs' ratio (experiment / baseline) with the baseline on the second half of the
-/// CPUs (even pairs, `plan::pinning::duet_halves`) against with it on the first (odd
-/// pairs): twice the halves' own difference of speed, which the swap cancels from the
-/// mean; 0 when the halves are alike (Welch's test on the log ratios).
+/// CPUs (even repetitions; the first half is the lower-numbered CPUs) against with it on
+/// the first (odd repetitions): about twice the halves' own difference of speed, which
+/// the swap cancels from the mean when there are as many pairs of each; 0 when the halves
+/// are alike (Welch's test on the log ratios). For TPS a positive value means a slower
+/// second half; for a metric that falls when it improves, a faster one.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, JsonSchema)]
 pub struct Placement {
     /// Estimated difference, percent.
@@ -144,26 +148,29 @@ fn correlation(x: &[f64], y: &[f64]) -> f64 {
     }
 }
 
-/// The note on an engine's TPS for its duet pairs: how the arms moved together, and
-/// whether more pairs or longer windows would narrow the interval more.
+/// The note on an engine's TPS for its duet pairs: how the arms moved together, how
+/// their pairs' noise splits, and (with [`Placement`]) how fast the second half of the
+/// CPUs ran against the first.
 pub fn note(p: &SecondPairing) -> String {
-    let advice = if p.between_pct > p.within_pct {
-        "more pairs narrow the interval more than longer windows"
-    } else {
-        "longer windows narrow the interval as much as more pairs"
-    };
     let placement = p.placement.map_or(String::new(), |c| {
+        // Pairs with the baseline on the second half have ratio 1 / v, the others v, for
+        // the second half's speed v against the first's: their difference is 1 / v^2.
+        let speed = |pct: f64| 100.0 * ((1.0 + pct / 100.0).powf(-0.5) - 1.0);
         format!(
-            "; with the baseline on the second half of the CPUs the ratio was {:+.2}% \
-             [{:+.2}, {:+.2}] (p {:.3}) against the first (the swap cancels it from the mean)",
-            c.pct, c.ci95_low_pct, c.ci95_high_pct, c.p_value
+            "; TPS on the second half of the CPUs {:+.1}% [{:+.1}, {:+.1}] (p {:.3}) against \
+             the first, a difference the swap of halves cancels from the mean with as many \
+             pairs of each",
+            speed(c.pct),
+            speed(c.ci95_high_pct),
+            speed(c.ci95_low_pct),
+            c.p_value
         )
     });
     format!(
         "duet pairs second by second ({} pairs, {:.0} s shared each): the arms' per-second \
-         TPS moved together with correlation {:.2}; the windows' fluctuation accounts for \
-         ±{:.1}% of a pair's TPS ratio and the pairs differ by ±{:.1}% beyond it (each \
-         pair's own clusters and CPUs): {advice}{placement}",
+         TPS correlated {:.2}; of a pair's TPS log ratio sd, the windows' own fluctuation \
+         makes {:.1}% and what differs from pair to pair (clusters, CPUs) {:.1}% (they add \
+         as squares){placement}",
         p.pairs, p.window_s, p.arm_correlation, p.within_pct, p.between_pct
     )
 }
@@ -267,14 +274,8 @@ mod tests {
         let p = of(&duet(8, 0.05, 0.01, 0.05)).unwrap();
         assert!(p.between_pct > 2.0, "{p:?}");
         assert!(p.between_pct > 5.0 * p.within_pct, "{p:?}");
-        assert!(note(&p).contains("more pairs narrow"), "{}", note(&p));
         let flat = of(&duet(8, 0.05, 0.01, 0.0)).unwrap();
         assert!(flat.between_pct < flat.within_pct, "{flat:?}");
-        assert!(
-            note(&flat).contains("longer windows narrow"),
-            "{}",
-            note(&flat)
-        );
     }
 
     #[test]
@@ -286,10 +287,7 @@ mod tests {
         let expected = 100.0 * (1.0 / 0.97f64.powi(2) - 1.0);
         assert!((c.pct - expected).abs() < 0.5 && c.p_value < 0.001, "{c:?}");
         let said = note(&slow);
-        assert!(
-            said.contains("second half of the CPUs the ratio was +6."),
-            "{said}"
-        );
+        assert!(said.contains("second half of the CPUs -3.0% ["), "{said}");
         let alike = of(&placed(8, 0.05, 0.01, 0.0, 0.0)).unwrap();
         let c = alike.placement.unwrap();
         assert!(c.pct.abs() < 0.5, "{c:?}");

@@ -348,7 +348,7 @@ pub struct Judgement {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub knees: Option<knee::Knees>,
     /// Duet pairs second by second (`judge::duet`): how the arms moved together and how
-    /// the pairs' noise splits into the windows' and the pairs' own. `None` unless at
+    /// the pairs' noise splits into the windows' and the pairs' own. Absent unless at
     /// least 2 pairs' runs started together with per-second series of the metric.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub per_second: Option<duet::SecondPairing>,

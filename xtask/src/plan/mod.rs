@@ -231,6 +231,19 @@ impl Plan {
                  pairs, and {MIN_PAIRS} or more resolve changes of a few percent ({more})"
             ));
         }
+        if let (Some(_), &crate::config::Schedule::Fixed { pairs }) =
+            (&self.duet_halves, &self.config.schedule)
+        {
+            if pairs % 2 == 1 && pairs > 1 {
+                warnings.push(format!(
+                    "--pairing duet with {pairs} pairs puts the baseline on the first half of \
+                     the CPUs in {} of them and on the second in {}: a difference between the \
+                     halves does not cancel from the mean; give an even --trials",
+                    pairs / 2 + 1,
+                    pairs / 2
+                ));
+            }
+        }
         let workdir = &self.workdir;
         // The simulator's files are simulated: the disk does not bound its counts.
         if !workdir.tmpfs && !matches!(self.config.cluster, ClusterSource::Simulated) {
