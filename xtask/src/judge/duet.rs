@@ -20,11 +20,16 @@ use crate::config::Metric;
 /// their window (the duet's meeting starts both within milliseconds).
 pub const MAX_SKEW_S: f64 = 1.0;
 
+/// Fewest whole [`BATCH_S`]-second batches a pair's shared window needs to count: one
+/// pair's two give its within-window variance one degree of freedom, and the pairs pool
+/// them (mako's 40 s run with a 10 s warmup reports 29 or 30 seconds of window).
+pub const MIN_BATCHES: usize = 2;
+
 /// A metric's duet pairs, second by second over their shared windows.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct SecondPairing {
-    /// Pairs whose runs started together (within [`MAX_SKEW_S`]) with at least 3 batches
-    /// of shared seconds.
+    /// Pairs whose runs started together (within [`MAX_SKEW_S`]) with at least
+    /// [`MIN_BATCHES`] batches of shared seconds.
     pub pairs: usize,
     /// Their mean shared window, seconds.
     pub window_s: f64,
@@ -74,10 +79,13 @@ pub fn pairing(pairs: &[(&Sample, &Sample)], metric: Metric) -> Option<SecondPai
             let (ya, yb) = aligned(a, b, metric)?;
             let r: Vec<f64> = ya.iter().zip(&yb).map(|(x, y)| (y / x).ln()).collect();
             let means: Vec<f64> = r.chunks_exact(BATCH_S).map(|c| c.iter().mean()).collect();
-            if means.len() < 3 {
+            if means.len() < MIN_BATCHES {
                 return None;
             }
-            let within = means.iter().variance() / means.len() as f64;
+            // The variance of a batch's mean, scaled to the whole window's seconds (the
+            // mean of a stationary series over W seconds, W longer than its correlation
+            // time): what the window's fluctuation adds to the pair's log ratio.
+            let within = means.iter().variance() * BATCH_S as f64 / r.len() as f64;
             let pair = (b.value(metric)? / a.value(metric)?).ln();
             Some((pair, within, correlation(&ya, &yb), r.len(), a.repetition))
         })
@@ -304,8 +312,8 @@ mod tests {
         apart[1].0.run_started_unix_s = None;
         assert_eq!(of(&apart), None, "one pair left is too few");
         let mut short = duet(2, 0.1, 0.01, 0.0);
-        short[0].0.per_second_tps.truncate(25);
-        assert_eq!(of(&short), None, "fewer than 3 batches");
+        short[0].0.per_second_tps.truncate(19);
+        assert_eq!(of(&short), None, "fewer than 2 batches");
     }
 
     #[test]
