@@ -46,7 +46,7 @@ impl Driver for Mako {
         let ran = timed(record, Phase::MakoRun, || run(t, cluster, monitor));
         record.workdir_peak_bytes = Some(monitor.peak_growth_bytes);
         let (report, role_cpu, started) = ran?;
-        record.run_started_unix_s = Some(started);
+        record.run_started_unix_s = started;
         if let Some(note) = report.one_valued_latency() {
             tracing::info!("trial {}: {note}", t.planned.index);
         }
@@ -185,13 +185,13 @@ fn status(elapsed: Duration, w: &Workload, out: &Path) -> String {
 
 /// `mako --mode run` within `--seconds` + `--timeout-mako-run-grace`, every role's CPU
 /// sampled over its window; its report, the roles' CPU and when the run started (Unix
-/// seconds). Artifacts: `mako-run.txt`/`.err`, `mako.json` and, where mako has it,
+/// seconds, `None` with a clock before 1970). Artifacts: `mako-run.txt`/`.err`, `mako.json` and, where mako has it,
 /// `mako-sketch.json`.
 fn run(
     t: &Trial,
     cluster: &Cluster,
     monitor: &mut Monitor,
-) -> Result<(MakoReport, Option<RoleCpu>, f64), PhaseError> {
+) -> Result<(MakoReport, Option<RoleCpu>, Option<f64>), PhaseError> {
     let (ctx, arm, artifacts) = (t.ctx, t.arm, &t.artifacts);
     let w = ctx.workload;
     let (out, err) = (
@@ -201,9 +201,11 @@ fn run(
     let json = artifacts.join("mako.json");
     t.meet();
     let started = Instant::now();
+    // A clock set before 1970 records no start (the trial then pairs by its run only).
     let started_unix_s = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64());
+        .ok()
+        .map(|d| d.as_secs_f64());
     let mut child = spawn_claiming(&err, || {
         let cmd = run_command(t, cluster, &json);
         Child::spawn_on("mako --mode run", cmd, &out, &err, ctx.other_cpus())
