@@ -145,12 +145,9 @@ fn aligned(a: &Sample, b: &Sample, metric: Metric) -> Option<(Vec<f64>, Vec<f64>
 
 /// Pearson correlation of two series of equal length; 0 when either is constant.
 fn correlation(x: &[f64], y: &[f64]) -> f64 {
-    let (mx, my) = (x.iter().mean(), y.iter().mean());
-    let sxy: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
-    let sxx: f64 = x.iter().map(|a| (a - mx).powi(2)).sum();
-    let syy: f64 = y.iter().map(|b| (b - my).powi(2)).sum();
-    if sxx > 0.0 && syy > 0.0 {
-        sxy / (sxx * syy).sqrt()
+    let (sx, sy) = (x.iter().std_dev(), y.iter().std_dev());
+    if sx > 0.0 && sy > 0.0 {
+        x.iter().covariance(y.iter()) / (sx * sy)
     } else {
         0.0
     }
