@@ -36,7 +36,12 @@ pub struct SecondPairing {
     /// The mean over pairs of the Pearson correlation of the two arms' per-second values:
     /// near 1 when the host's speed moved both arms together, near 0 when each arm's
     /// seconds varied on their own, negative when the arms took speed from each other.
-    pub arm_correlation: f64,
+    /// Absent when no pair had both arms' seconds vary (a correlation is not defined).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arm_correlation: Option<f64>,
+    /// sd of the pairs' log ratios, percent (100 x the sd of ln(experiment / baseline)):
+    /// what `within_pct` and `between_pct` split.
+    pub pair_sd_pct: f64,
     /// sd of a pair's log ratio that the fluctuation within its window accounts for,
     /// percent (100 x the log ratio's sd, about): the pooled standard error of the mean
     /// per-second log ratio.
@@ -70,10 +75,11 @@ pub struct Placement {
 }
 
 /// The second-by-second pairing of `metric` over `pairs` (baseline, experiment), from
-/// the pairs whose runs started together; `None` with fewer than 2 such pairs or no
+/// the pairs whose runs started together (both trials say so, [`Sample::run_with_partner`]);
+/// `None` with fewer than 2 such pairs or no
 /// per-second series of the metric ([`Sample::per_second`]).
 pub fn pairing(pairs: &[(&Sample, &Sample)], metric: Metric) -> Option<SecondPairing> {
-    let per_pair: Vec<(f64, f64, f64, usize, u32)> = pairs
+    let per_pair: Vec<(f64, f64, Option<f64>, usize, u32)> = pairs
         .iter()
         .filter_map(|(a, b)| {
             let (ya, yb) = aligned(a, b, metric)?;
@@ -95,6 +101,7 @@ pub fn pairing(pairs: &[(&Sample, &Sample)], metric: Metric) -> Option<SecondPai
     }
     let pair_var = per_pair.iter().map(|p| p.0).variance();
     let within = per_pair.iter().map(|p| p.1).mean();
+    let correlations: Vec<f64> = per_pair.iter().filter_map(|p| p.2).collect();
     let ratios = |first: bool| -> Vec<f64> {
         per_pair
             .iter()
@@ -111,7 +118,8 @@ pub fn pairing(pairs: &[(&Sample, &Sample)], metric: Metric) -> Option<SecondPai
     Some(SecondPairing {
         pairs: per_pair.len(),
         window_s: per_pair.iter().map(|p| p.3 as f64).mean(),
-        arm_correlation: per_pair.iter().map(|p| p.2).mean(),
+        arm_correlation: (!correlations.is_empty()).then(|| correlations.iter().mean()),
+        pair_sd_pct: 100.0 * pair_var.sqrt(),
         within_pct: 100.0 * within.sqrt(),
         between_pct: 100.0 * (pair_var - within).max(0.0).sqrt(),
         placement,
@@ -120,8 +128,11 @@ pub fn pairing(pairs: &[(&Sample, &Sample)], metric: Metric) -> Option<SecondPai
 
 /// The two trials' per-second series of `metric` over the seconds both measured, aligned
 /// on their runs' start times, with every second positive in both; `None` unless both
-/// runs' starts are known and within [`MAX_SKEW_S`].
+/// ran with their partner and their starts are known and within [`MAX_SKEW_S`].
 fn aligned(a: &Sample, b: &Sample, metric: Metric) -> Option<(Vec<f64>, Vec<f64>)> {
+    if !(a.run_with_partner && b.run_with_partner) {
+        return None;
+    }
     let skew = b.run_started_unix_s? - a.run_started_unix_s?;
     if skew.abs() > MAX_SKEW_S {
         return None;
@@ -143,14 +154,10 @@ fn aligned(a: &Sample, b: &Sample, metric: Metric) -> Option<(Vec<f64>, Vec<f64>
     )
 }
 
-/// Pearson correlation of two series of equal length; 0 when either is constant.
-fn correlation(x: &[f64], y: &[f64]) -> f64 {
+/// Pearson correlation of two series of equal length; `None` when either is constant.
+fn correlation(x: &[f64], y: &[f64]) -> Option<f64> {
     let (sx, sy) = (x.iter().std_dev(), y.iter().std_dev());
-    if sx > 0.0 && sy > 0.0 {
-        x.iter().covariance(y.iter()) / (sx * sy)
-    } else {
-        0.0
-    }
+    (sx > 0.0 && sy > 0.0).then(|| x.iter().covariance(y.iter()) / (sx * sy))
 }
 
 /// The note on an engine's TPS for its duet pairs: how the arms moved together, how
@@ -171,12 +178,16 @@ pub fn note(p: &SecondPairing) -> String {
             c.p_value
         )
     });
+    let together = p.arm_correlation.map_or(
+        "did not vary, so no correlation is defined".to_string(),
+        |r| format!("correlated {r:.2}"),
+    );
     format!(
         "duet pairs second by second ({} pairs, {:.0} s shared each): the arms' per-second \
-         TPS correlated {:.2}; of a pair's TPS log ratio sd, the windows' own fluctuation \
-         makes {:.1}% and what differs from pair to pair (clusters, CPUs) {:.1}% (they add \
-         as squares){placement}",
-        p.pairs, p.window_s, p.arm_correlation, p.within_pct, p.between_pct
+         TPS {together}; of the pairs' TPS log ratio sd of {:.1}%, the windows' own \
+         fluctuation makes {:.1}% and what differs from pair to pair (clusters, CPUs) {:.1}% \
+         (they add as squares){placement}",
+        p.pairs, p.window_s, p.pair_sd_pct, p.within_pct, p.between_pct
     )
 }
 
@@ -191,6 +202,7 @@ mod tests {
         let mean = tps.iter().sum::<f64>() / tps.len() as f64;
         let mut s = Sample::of_trial(&record(1, arm, mean));
         s.run_started_unix_s = start;
+        s.run_with_partner = true;
         s.warmup_s = 0.0;
         s.per_second_tps = tps;
         s
@@ -264,8 +276,8 @@ mod tests {
         let alone = of(&duet(6, 0.0, 0.01, 0.0)).unwrap();
         assert_eq!(shared.pairs, 6);
         assert_eq!(shared.window_s, 60.0);
-        assert!(shared.arm_correlation > 0.9, "{shared:?}");
-        assert!(alone.arm_correlation.abs() < 0.3, "{alone:?}");
+        assert!(shared.arm_correlation.unwrap() > 0.9, "{shared:?}");
+        assert!(alone.arm_correlation.unwrap().abs() < 0.3, "{alone:?}");
         // The host's 10% swings cancel in the ratio: only the arms' own 1% is left.
         assert!(shared.within_pct < 0.5, "{shared:?}");
         assert!(
@@ -277,6 +289,8 @@ mod tests {
     #[test]
     fn a_level_that_differs_between_pairs_is_between_not_within() {
         let p = of(&duet(8, 0.05, 0.01, 0.05)).unwrap();
+        let total = (p.within_pct.powi(2) + p.between_pct.powi(2)).sqrt();
+        assert!((total - p.pair_sd_pct).abs() < 1e-9, "{p:?}");
         assert!(p.between_pct > 2.0, "{p:?}");
         assert!(p.between_pct > 5.0 * p.within_pct, "{p:?}");
         let flat = of(&duet(8, 0.05, 0.01, 0.0)).unwrap();
@@ -302,12 +316,27 @@ mod tests {
     }
 
     #[test]
+    fn arms_whose_seconds_never_vary_have_no_correlation() {
+        let p = of(&duet(3, 0.0, 0.0, 0.02)).unwrap();
+        assert_eq!(p.arm_correlation, None);
+        let said = note(&p);
+        assert!(
+            said.contains("did not vary, so no correlation is defined"),
+            "{said}"
+        );
+    }
+
+    #[test]
     fn runs_that_did_not_start_together_or_lack_a_start_are_not_paired_by_second() {
         let mut apart = duet(3, 0.1, 0.01, 0.0);
         apart[0].1.run_started_unix_s = Some(apart[0].0.run_started_unix_s.unwrap() + 5.0);
         assert_eq!(of(&apart).unwrap().pairs, 2);
         apart[1].0.run_started_unix_s = None;
         assert_eq!(of(&apart), None, "one pair left is too few");
+        // Runs back to back within a second (a fast host) that did not meet.
+        let mut alone = duet(2, 0.1, 0.01, 0.0);
+        alone[0].1.run_with_partner = false;
+        assert_eq!(of(&alone), None);
         let mut short = duet(2, 0.1, 0.01, 0.0);
         short[0].0.per_second_tps.truncate(19);
         assert_eq!(of(&short), None, "fewer than 2 batches");
@@ -332,7 +361,7 @@ mod tests {
         let p = of(&pairs).unwrap();
         assert_eq!(p.window_s, 59.0);
         assert!(
-            p.within_pct < 1e-9 && (p.arm_correlation - 1.0).abs() < 1e-9,
+            p.within_pct < 1e-9 && (p.arm_correlation.unwrap() - 1.0).abs() < 1e-9,
             "{p:?}"
         );
     }

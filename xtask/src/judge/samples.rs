@@ -62,6 +62,9 @@ pub struct Sample {
     /// When the measured run started, Unix seconds ([`TrialRecord::run_started_unix_s`]);
     /// `None` for a recorded trial.
     pub run_started_unix_s: Option<f64>,
+    /// Whether the measured run started together with its duet partner's
+    /// ([`TrialRecord::run_with_partner`]); false outside a duet.
+    pub run_with_partner: bool,
     /// mako's per-second TPS from the run's start, warmup included (empty for a recorded
     /// trial).
     pub per_second_tps: Vec<f64>,
@@ -151,6 +154,7 @@ impl Sample {
             workdir_peak_bytes: t.workdir_peak_bytes,
             gate_stalls_s: t.gate_stalls_s.clone(),
             run_started_unix_s: t.run_started_unix_s,
+            run_with_partner: t.run_with_partner == Some(true),
             drift: r.and_then(|r| drift(&r.samples_tps, r.warmup_duration_s)),
             per_second_tps: r.map(|r| r.samples_tps.clone()).unwrap_or_default(),
             warmup_s: r.map_or(0.0, |r| r.warmup_duration_s),
@@ -245,6 +249,7 @@ impl Sample {
                 workdir_peak_bytes: None,
                 gate_stalls_s: Vec::new(),
                 run_started_unix_s: None,
+                run_with_partner: false,
                 host_speed: None,
                 drift: None,
                 per_second_tps: Vec::new(),

@@ -167,6 +167,11 @@ impl Plan {
                 ));
             }
             plan.duet_halves = Some(pinning::duet_halves()?);
+            plan.pinning = PinPlan::Off(
+                "--pairing duet places each trial on its half of the CPUs (duet_halves, \
+                 each trial's pinning)"
+                    .into(),
+            );
         }
         plan.warnings.extend(plan.setup_warnings());
         plan.trials = plan.planned_trials();

@@ -232,6 +232,11 @@ pub struct TrialRecord {
     /// trials recorded before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_started_unix_s: Option<f64>,
+    /// In a duet, whether the measured run started together with its partner's (both
+    /// trials came to their meeting; `false`: the partner failed or was late). Absent
+    /// outside a duet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_with_partner: Option<bool>,
     /// The host's speed around the trial (`run::probe`): what the judge removes from each
     /// pair's ratio. `None` for the simulation driver (counts need none) and trials recorded
     /// before the probe existed.
@@ -497,6 +502,7 @@ pub(crate) fn measured_trial(index: usize, arm: Arm, tps: f64) -> TrialRecord {
         cluster: None,
         gate_stalls_s: Vec::new(),
         run_started_unix_s: None,
+        run_with_partner: None,
         host: None,
         artifacts: PathBuf::from(format!("trials/{index:02}")),
     }

@@ -31,6 +31,9 @@ pub(super) struct Trial<'a> {
     /// Whether it came to its duet's meeting ([`super::context::Meeting`]): one that did
     /// not leaves it when its phases end, so that its partner waits no longer.
     pub met: std::cell::Cell<bool>,
+    /// Whether its measured run started together with its duet partner's (both came to
+    /// the meeting); `None` outside a duet or before the meeting.
+    pub with_partner: std::cell::Cell<Option<bool>>,
 }
 
 impl Trial<'_> {
@@ -44,7 +47,9 @@ impl Trial<'_> {
         self.met.set(true);
         let b = self.ctx.bounds;
         let bound = b.cluster_start + b.configure + b.available + b.mako_build;
-        let why = match meeting.meet(bound) {
+        let met = meeting.meet(bound);
+        self.with_partner.set(Some(met.is_ok()));
+        let why = match met {
             Ok(()) => return,
             Err(super::context::Absent::Failed) => "it failed before its run".to_string(),
             Err(super::context::Absent::Late) => format!(

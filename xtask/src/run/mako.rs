@@ -47,6 +47,7 @@ impl Driver for Mako {
         record.workdir_peak_bytes = Some(monitor.peak_growth_bytes);
         let (report, role_cpu, started) = ran?;
         record.run_started_unix_s = started;
+        record.run_with_partner = t.with_partner.get();
         if let Some(note) = report.one_valued_latency() {
             tracing::info!("trial {}: {note}", t.planned.index);
         }

@@ -41,6 +41,7 @@ pub fn run_trial(ctx: &TrialContext, arm: &ArmPlan, planned: &PlannedTrial) -> T
         work: ctx.run_workdir.join(&name),
         artifacts: ctx.results_dir.join(&artifacts_rel),
         met: std::cell::Cell::new(false),
+        with_partner: std::cell::Cell::new(None),
     };
     let (work, artifacts) = (&t.work, &t.artifacts);
     let mut record = TrialRecord {
@@ -65,6 +66,7 @@ pub fn run_trial(ctx: &TrialContext, arm: &ArmPlan, planned: &PlannedTrial) -> T
         cluster: None,
         gate_stalls_s: Vec::new(),
         run_started_unix_s: None,
+        run_with_partner: None,
         host: None,
         artifacts: artifacts_rel,
     };
