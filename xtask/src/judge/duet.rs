@@ -44,7 +44,7 @@ pub struct SecondPairing {
     pub pair_sd_pct: f64,
     /// sd of a pair's log ratio that the fluctuation within its window accounts for,
     /// percent (100 x the log ratio's sd, about): the pooled standard error of the mean
-    /// per-second log ratio.
+    /// per-second log ratio, at most `pair_sd_pct`.
     pub within_pct: f64,
     /// sd of the pairs' log ratios beyond that, percent: what differs from pair to pair
     /// (the squares add: `within_pct`^2 + `between_pct`^2 is the pairs' variance). 0 when
@@ -100,7 +100,10 @@ pub fn pairing(pairs: &[(&Sample, &Sample)], metric: Metric) -> Option<SecondPai
         return None;
     }
     let pair_var = per_pair.iter().map(|p| p.0).variance();
-    let within = per_pair.iter().map(|p| p.1).mean();
+    // A few pairs can put the batch-means estimate above what the pairs vary: the pairs'
+    // variance is the measured total, so the within part is capped at it (as
+    // `sizing::NoiseSplit` does).
+    let within = per_pair.iter().map(|p| p.1).mean().min(pair_var);
     let correlations: Vec<f64> = per_pair.iter().filter_map(|p| p.2).collect();
     let ratios = |first: bool| -> Vec<f64> {
         per_pair
@@ -295,6 +298,9 @@ mod tests {
         assert!(p.between_pct > 5.0 * p.within_pct, "{p:?}");
         let flat = of(&duet(8, 0.05, 0.01, 0.0)).unwrap();
         assert!(flat.between_pct < flat.within_pct, "{flat:?}");
+        // Two pairs estimate the pairs' sd poorly; the window's part never exceeds it.
+        let two = of(&duet(2, 0.05, 0.05, 0.0)).unwrap();
+        assert!(two.within_pct <= two.pair_sd_pct + 1e-9, "{two:?}");
     }
 
     #[test]
