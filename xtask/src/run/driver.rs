@@ -28,11 +28,10 @@ pub(super) struct Trial<'a> {
     pub work: PathBuf,
     /// Its artifacts dir in the results dir (`trials/<NN>-<engine>-<arm>-<rep>`).
     pub artifacts: PathBuf,
-    /// Whether it came to its duet's meeting ([`super::context::Meeting`]): one that did
-    /// not leaves it when its phases end, so that its partner waits no longer.
-    pub met: std::cell::Cell<bool>,
     /// Whether its measured run started together with its duet partner's (both came to
-    /// the meeting); `None` outside a duet or before the meeting.
+    /// the meeting, [`super::context::Meeting`]); `None` outside a duet or when it never
+    /// came to the meeting, which it then leaves when its phases end, so that its partner
+    /// waits no longer.
     pub with_partner: std::cell::Cell<Option<bool>>,
 }
 
@@ -44,7 +43,6 @@ impl Trial<'_> {
         let Some(meeting) = self.ctx.meeting else {
             return;
         };
-        self.met.set(true);
         let b = self.ctx.bounds;
         let bound = b.cluster_start + b.configure + b.available + b.mako_build;
         let met = meeting.meet(bound);

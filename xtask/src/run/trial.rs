@@ -40,7 +40,6 @@ pub fn run_trial(ctx: &TrialContext, arm: &ArmPlan, planned: &PlannedTrial) -> T
         planned,
         work: ctx.run_workdir.join(&name),
         artifacts: ctx.results_dir.join(&artifacts_rel),
-        met: std::cell::Cell::new(false),
         with_partner: std::cell::Cell::new(None),
     };
     let (work, artifacts) = (&t.work, &t.artifacts);
@@ -88,7 +87,7 @@ pub fn run_trial(ctx: &TrialContext, arm: &ArmPlan, planned: &PlannedTrial) -> T
             error: e.into(),
         })
         .and_then(|_| run_phases(&t, &mut cluster, &mut record));
-    if let (Some(meeting), false) = (ctx.meeting, t.met.get()) {
+    if let (Some(meeting), None) = (ctx.meeting, t.with_partner.get()) {
         meeting.leave();
     }
     if let Some(c) = cluster {
