@@ -292,7 +292,10 @@ fn record_list_show_and_judge_a_candidate_against_the_record() {
     let o = against(&s, &dir, &same, "no-control-duet", &duet);
     assert_eq!(code(&o), 64, "{}", text(&o));
     assert!(
-        text(&o).contains("--pairing duet runs the baseline arm beside the experiment"),
+        text(&o).contains(
+            "--pairing duet does not go with --no-control (a duet runs the baseline arm beside \
+             the experiment)"
+        ),
         "{}",
         text(&o)
     );

@@ -28,10 +28,13 @@ pub const TINY: [&str; 10] = [
 /// so cargo does not build it for these tests by itself).
 /// The gate as a command. Tests run many gates at once, each on its own work dir, so
 /// each may run beside the others (`PERFGATE_ALLOW_CONCURRENT`); a test of the refusal
-/// removes it.
+/// removes it. Most tests check trials one after the other, in their planned order: their
+/// pairs are sequential (`PERFGATE_PAIRING`); the duet's tests name `--pairing`, and the
+/// tests of the default remove the variable.
 pub fn gate_cmd() -> Command {
     let mut cmd = Command::new(xtask());
     cmd.env("PERFGATE_ALLOW_CONCURRENT", "1");
+    cmd.env("PERFGATE_PAIRING", "sequential");
     cmd
 }
 

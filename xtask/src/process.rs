@@ -159,6 +159,14 @@ pub fn take_stalls() -> Vec<Duration> {
 }
 
 /// A CPU set of the given CPU numbers (as `sched_getaffinity` lists them); numbers beyond
+/// The CPUs this process may run on (its affinity), ascending.
+pub fn allowed_cpus() -> nix::Result<Vec<usize>> {
+    let set = nix::sched::sched_getaffinity(Pid::from_raw(0))?;
+    Ok((0..nix::sched::CpuSet::count())
+        .filter(|&i| set.is_set(i).unwrap_or(false))
+        .collect())
+}
+
 /// what a set holds are left out.
 pub fn cpu_set(cpus: &[usize]) -> nix::sched::CpuSet {
     let mut set = nix::sched::CpuSet::new();

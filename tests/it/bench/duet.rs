@@ -16,7 +16,7 @@ fn moments(tree: &std::path::Path) -> Vec<u64> {
 }
 
 /// The CPUs the tests may run on.
-fn allowed_cpus() -> Vec<usize> {
+pub(crate) fn allowed_cpus() -> Vec<usize> {
     let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).unwrap();
     (0..nix::sched::CpuSet::count())
         .filter(|&i| set.is_set(i).unwrap_or(false))
@@ -162,4 +162,137 @@ fn a_duet_is_refused_where_its_arms_cannot_run_at_once() {
             text(&o)
         );
     }
+}
+
+/// `cmd` with the gate's default pairing (no `PERFGATE_PAIRING`) and its output.
+fn by_default(mut cmd: std::process::Command) -> std::process::Output {
+    cmd.env_remove("PERFGATE_PAIRING").output().unwrap()
+}
+
+/// The plan's `pairing` line of `o`, which must have one.
+fn pairing_line(o: &std::process::Output) -> String {
+    let t = text(o);
+    t.lines()
+        .find(|l| l.starts_with("pairing "))
+        .unwrap_or_else(|| panic!("no pairing line: {t}"))
+        .to_string()
+}
+
+#[test]
+fn the_default_runs_a_duet_where_the_run_allows_one_and_says_why_not_elsewhere() {
+    let s = Sandbox::new();
+    let (a, b) = s.ab(json!({}), json!({}));
+    let plan = |workload: &[&str], flags: &[&str]| {
+        let mut all = vec!["--trials", "4", "--dry-run"];
+        all.extend_from_slice(flags);
+        s.bench_command_with(&a, &b, &s.out(), workload, &all)
+    };
+    let o = by_default(plan(&TINY, &[]));
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let cpus = allowed_cpus();
+    if cpus.len() >= 2 {
+        let line = pairing_line(&o);
+        assert!(line.starts_with("pairing    duet: "), "{line}");
+        assert!(
+            line.ends_with("(the default (--pairing auto): the run allows a duet)"),
+            "{line}"
+        );
+        assert!(
+            text(&o).contains("a pair at once, the pair's arms started together"),
+            "{}",
+            text(&o)
+        );
+    }
+    // Where a duet cannot run, the default is sequential and the plan says why.
+    let one_cpu = {
+        let cmd = plan(&TINY, &[]);
+        let mut t = std::process::Command::new("taskset");
+        t.args(["-c", &cpus[0].to_string()]).arg(cmd.get_program());
+        t.args(cmd.get_args());
+        for (k, v) in cmd.get_envs() {
+            match v {
+                Some(v) => t.env(k, v),
+                None => t.env_remove(k),
+            };
+        }
+        t
+    };
+    let mako = ["--seconds", "10", "--warmup-seconds", "2"];
+    for (cmd, said) in [
+        (plan(&mako, &["--pin"]), "--pin (a duet gives each arm"),
+        (plan(&crate::bench::SMALL, &[]), "the multitest driver"),
+        (one_cpu, "1 allowed CPU (each arm needs one at least"),
+    ] {
+        let o = by_default(cmd);
+        assert_eq!(code(&o), 0, "{said}: {}", text(&o));
+        let line = pairing_line(&o);
+        assert!(
+            line.starts_with("pairing    sequential: each pair's trials one after the other"),
+            "{line}"
+        );
+        assert!(
+            line.contains(&format!(
+                "(the default (--pairing auto) cannot run a duet with {said}"
+            )),
+            "{line}"
+        );
+        assert!(text(&o).contains("in this order"), "{}", text(&o));
+    }
+    // The variable is the flag's default: a duet it asks for is refused as the flag's is.
+    let mut cmd = plan(&mako, &["--pin"]);
+    let o = cmd.env("PERFGATE_PAIRING", "duet").output().unwrap();
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("--pairing duet does not go with --pin"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn the_default_falls_back_to_sequential_where_two_trials_do_not_fit_and_one_does() {
+    let s = Sandbox::new();
+    if !s.workdir_is_tmpfs() || allowed_cpus().len() < 2 {
+        return;
+    }
+    let (a, b) = s.ab(json!({}), json!({}));
+    // What one trial needs, from the refusal of a cgroup it cannot fit.
+    let with_headroom = |mib: u64, pairing: Option<&str>| {
+        let mut cmd = s.bench_command(&a, &b, &["--trials", "4", "--dry-run"]);
+        cmd.env("PERFGATE_CGROUP_ROOT", s.simulated_cgroup(mib));
+        match pairing {
+            Some(p) => cmd.env("PERFGATE_PAIRING", p).output().unwrap(),
+            None => by_default(cmd),
+        }
+    };
+    let o = with_headroom(1, None);
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    let need: f64 = text(&o)
+        .split("a trial needs about ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{}", text(&o)));
+    // Room for 1.5 trials (of the 90% the check uses): one fits, two do not.
+    let room = (need * 1.5 / 0.9).ceil() as u64;
+    let o = with_headroom(room, None);
+    assert_eq!(code(&o), 0, "{}", text(&o));
+    let line = pairing_line(&o);
+    assert!(line.starts_with("pairing    sequential: "), "{line}");
+    assert!(
+        line.contains("cannot run a duet: two trials at once do not fit (a trial needs about"),
+        "{line}"
+    );
+    assert!(
+        line.contains("shared by the 2 trials a duet runs at once"),
+        "{line}"
+    );
+    // Asked for by name, the duet is refused with the same reason.
+    let o = with_headroom(room, Some("duet"));
+    assert_eq!(code(&o), 64, "{}", text(&o));
+    assert!(
+        text(&o).contains("shared by the 2 trials a duet runs at once"),
+        "{}",
+        text(&o)
+    );
 }

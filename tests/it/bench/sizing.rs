@@ -295,6 +295,15 @@ fn noise_from_a_calibration_is_compared_recorded_and_checked() {
         // Only the field that differs is named, not the two whole workloads.
         "another workload than this run's (async_xacts 64 vs 8, the calibration's first)",
     );
+    // Pairs run at once are not noisy as pairs run one after the other are.
+    if crate::bench::duet::allowed_cpus().len() >= 2 {
+        refused(
+            "duet",
+            cal_arg,
+            &["--pairing", "duet"],
+            "its pairs were sequential and this run's are duet (--pairing duet)",
+        );
+    }
     // A calibration whose pairs agree exactly measured no noise, which no host has: nothing
     // to compare a run's noise with.
     let quiet = s.tree("quiet", json!({"noise_pct": 0.0}));

@@ -315,6 +315,10 @@ pub enum EngineArg {
 /// How the two trials of an A/B pair share the host (`--pairing`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PairingArg {
+    /// A duet where the run allows one (a mako profile on clusters the gate starts, a
+    /// baseline arm, no --pin, 2 or more CPUs, room for two trials), else sequential; the
+    /// plan says which and why.
+    Auto,
     /// One after the other (blocks A B B A or B A A B), each on the whole host.
     Sequential,
     /// Both at once, each on half of the allowed CPUs with a cluster, work dir and ports
@@ -758,16 +762,19 @@ pub struct RunArgs {
     #[arg(long, default_value = "3", value_name = "N|auto", help_heading = VERDICTS)]
     pub trials: TrialsArg,
 
-    /// How the two trials of a pair share the host: sequential, or both at once (duet).
+    /// How the two trials of a pair share the host: both at once (duet) where the run
+    /// allows it, else one after the other.
     ///
     /// A duet's arms run in the same seconds, each on half of the allowed CPUs (the halves
     /// swap from pair to pair) with a cluster, work dir and ports of its own, and start
     /// their measured run together: a change of the host's speed hits both and cancels in
-    /// the pair's ratio. mako profiles on a cluster the gate starts (docs/duet.md).
+    /// the pair's ratio. mako profiles on a cluster the gate starts (docs/duet.md). `auto`
+    /// runs a duet where it can and says in the plan why not where it cannot.
     #[arg(
         long,
         value_enum,
-        default_value = "sequential",
+        env = "PERFGATE_PAIRING",
+        default_value = "auto",
         help_heading = VERDICTS,
         hide_short_help = true
     )]

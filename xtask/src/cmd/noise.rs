@@ -19,7 +19,7 @@ use crate::{
 /// Reads the calibration in `dir` for the planned run `plan`. Refused, with what differs
 /// and how to get a calibration that fits: a dir that is not a finished `calibrate` run
 /// (no calibration.json, no summary.json, interrupted, two different builds), another host
-/// class, workload or work dir kind, older than `max_age_s` (or dated in the future), a run
+/// class, workload, pairing or work dir kind, older than `max_age_s` (or dated in the future), a run
 /// engine it did not calibrate in 2 complete pairs, and a run without pairs
 /// (`--no-control`).
 pub fn load(dir: &Path, plan: &Plan, max_age_s: u64, now: SystemTime) -> Result<NoisePrior> {
@@ -121,6 +121,19 @@ fn check_fits(saved: &SavedRun, plan: &Plan) -> Result<(), String> {
                 .workload
                 .differences(&plan.config.workload)
                 .join(", ")
+        ));
+    }
+    let (theirs, ours) = (p.config.pairing, plan.config.pairing.pairing);
+    if theirs != ours {
+        return Err(format!(
+            "its pairs were {} and this run's are {} ({}): pairs run at once and pairs run \
+             one after the other see the host's drift differently, so their noise differs; \
+             calibrate with --pairing {}, or give this run --pairing {}",
+            theirs.name(),
+            ours.name(),
+            plan.config.pairing.reason,
+            ours.name(),
+            theirs.name()
         ));
     }
     if p.workdir.tmpfs != plan.workdir.tmpfs {

@@ -26,13 +26,13 @@ pub mod workload;
 use fdb::{Engine, Knob};
 
 use crate::{
-    cli::{BenchArgs, EngineArg, RunArgs, TimeoutArgs, TrialsArg},
+    cli::{BenchArgs, EngineArg, PairingArg, RunArgs, TimeoutArgs, TrialsArg},
     error::UsageError,
 };
 pub use against::Against;
 pub use cluster::ClusterSource;
 pub use metric::{CpuRole, Direction, Metric, MetricSet, HARDWARE_PMU};
-pub use schedule::{Pairing, Schedule};
+pub use schedule::{Pairing, PairingChoice, Schedule};
 pub use workload::{client_procs, DriverKind, Workload, SATURATING_CORES, SERVER_CORES};
 
 /// Longest run or phase bound accepted, seconds (one week): longer is a typo, and
@@ -147,8 +147,9 @@ pub struct BenchConfig {
     /// How many trials each arm and engine gets, and when the run stops.
     #[serde(flatten)]
     pub schedule: Schedule,
-    /// How the two trials of a pair share the host (`--pairing`).
-    pub pairing: Pairing,
+    /// How the two trials of a pair share the host (`--pairing`), and why.
+    #[serde(flatten)]
+    pub pairing: PairingChoice,
     /// Seed of the trial order within A/B blocks (`--seed`, else from the clock); recorded
     /// so a run's order can be reproduced.
     pub seed: u64,
@@ -404,6 +405,11 @@ impl TryFrom<&BenchArgs> for BenchConfig {
             noise_max_age_s: a.noise_max_age.as_secs(),
             ..base
         };
+        // Again, now that the cluster and the control arm are known.
+        let c = BenchConfig {
+            pairing: choose_pairing(&c, a.run.pairing)?,
+            ..c
+        };
         check_port_range(&c)?;
         Ok(c)
     }
@@ -459,7 +465,8 @@ impl BenchConfig {
             cluster,
             procs_scaled,
             schedule,
-            pairing: Pairing::of(a.pairing),
+            // Chosen below, once the rest of the run is known.
+            pairing: PairingChoice::of(PairingArg::Sequential, None).map_err(usage)?,
             seed: a.seed.unwrap_or_else(clock_seed),
             workdir: crate::cli::workdir_or_env(a.workdir.as_deref()).map_err(UsageError)?,
             out: a.out.clone(),
@@ -496,42 +503,67 @@ impl BenchConfig {
         };
         check_budget_holds_the_first_look(&c)?;
         check_driver_gates(&c)?;
-        check_duet(&c)?;
-        Ok(c)
+        Ok(BenchConfig {
+            pairing: choose_pairing(&c, a.pairing)?,
+            ..c
+        })
     }
 }
 
-/// A duet (`--pairing duet`) starts both arms' clusters and mako runs at once, each on half
-/// of the CPUs: refused with what has no such pair (the simulator's trials run at once
-/// already; a cluster the gate did not start is one cluster), with `--pin`, which places
-/// processes otherwise, and with the multitest driver, whose test phases the gate cannot
-/// start together. Errors: a [`UsageError`] naming the flag.
-fn check_duet(c: &BenchConfig) -> Result<(), UsageError> {
-    if c.pairing != Pairing::Duet {
-        return Ok(());
-    }
-    let refused = [
+/// The pairing `arg` asks for in run `c` ([`PairingChoice::of`]). Errors: a
+/// [`UsageError`] for `--pairing duet` in a run that cannot have one ([`duet_obstacle`]).
+fn choose_pairing(c: &BenchConfig, arg: PairingArg) -> Result<PairingChoice, UsageError> {
+    let obstacle = match arg {
+        PairingArg::Sequential => None,
+        PairingArg::Auto | PairingArg::Duet => duet_obstacle(c),
+    };
+    PairingChoice::of(arg, obstacle).map_err(usage)
+}
+
+/// What keeps a duet from run `c`, as a phrase after "does not go with": a duet starts
+/// both arms' clusters and mako runs at once, each on half of the CPUs. The simulator's
+/// trials run at once already; a cluster the gate did not start is one cluster; without
+/// a baseline arm there is no pair; `--pin` places processes otherwise; the multitest
+/// driver's test phases cannot be started together; one CPU has no halves. `None`: the
+/// run can have a duet (the room for two trials is checked with the work dir, by the plan).
+fn duet_obstacle(c: &BenchConfig) -> Option<String> {
+    let cpus = crate::process::allowed_cpus();
+    let obstacles = [
         (
             c.workload.simulated,
-            "a simulation profile (its trials run at once already, one per core)",
+            "a simulation profile (its trials run at once already, one per core)".to_string(),
         ),
         (
             !c.workload.simulated && !c.workload.driver_kind().needs_mako(),
-            "the multitest driver (give a mako profile: quick, standard or scan)",
+            "the multitest driver (give a mako profile: quick, standard or scan)".into(),
         ),
         (
             matches!(c.cluster, ClusterSource::Existing(_)),
-            "--cluster-file (one cluster cannot be both arms at once)",
+            "--cluster-file (one cluster cannot be both arms at once)".into(),
+        ),
+        (
+            !c.against.baseline_arm(),
+            "--no-control (a duet runs the baseline arm beside the experiment)".into(),
         ),
         (
             c.pin,
-            "--pin (a duet gives each arm half of the CPUs instead)",
+            "--pin (a duet gives each arm half of the CPUs instead)".into(),
         ),
+        match &cpus {
+            Ok(cpus) => (
+                cpus.len() < 2,
+                format!(
+                    "{} allowed CPU (each arm needs one at least: give the gate 2 or more,                      with taskset or the container's limit)",
+                    cpus.len()
+                ),
+            ),
+            Err(e) => (true, format!("allowed CPUs that cannot be read ({e})")),
+        },
     ];
-    match refused.iter().find(|(on, _)| *on) {
-        Some((_, what)) => Err(usage(format!("--pairing duet does not go with {what}"))),
-        None => Ok(()),
-    }
+    obstacles
+        .into_iter()
+        .find(|(on, _)| *on)
+        .map(|(_, what)| what)
 }
 
 /// `--trials auto` runs [`MIN_PAIRS`] pairs per engine before its first look: a budget

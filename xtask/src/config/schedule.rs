@@ -8,7 +8,7 @@ use serde::{ser::SerializeMap as _, Serialize, Serializer};
 use super::MIN_PAIRS;
 
 /// How the two trials of an A/B pair share the host (`--pairing`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Pairing {
     /// One after the other (blocks A B B A or B A A B), each on the whole host.
@@ -19,11 +19,11 @@ pub enum Pairing {
 }
 
 impl Pairing {
-    /// The pairing `--pairing` names.
-    pub fn of(arg: crate::cli::PairingArg) -> Pairing {
-        match arg {
-            crate::cli::PairingArg::Sequential => Pairing::Sequential,
-            crate::cli::PairingArg::Duet => Pairing::Duet,
+    /// Its name in meta.json and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pairing::Sequential => "sequential",
+            Pairing::Duet => "duet",
         }
     }
 
@@ -33,6 +33,68 @@ impl Pairing {
             Pairing::Sequential => 1,
             Pairing::Duet => 2,
         }
+    }
+}
+
+/// The run's pairing and why it is the one: named by `--pairing`, or chosen by `--pairing
+/// auto` (the default) from what the run allows. In meta.json as `pairing` and
+/// `pairing_reason`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PairingChoice {
+    pub pairing: Pairing,
+    /// Why, in a phrase the plan prints: the flag, or what auto found.
+    #[serde(rename = "pairing_reason")]
+    pub reason: String,
+    /// Chosen by `--pairing auto`: a duet that the room check finds too big for two trials
+    /// at once falls back to sequential instead of failing.
+    #[serde(skip)]
+    pub auto: bool,
+}
+
+impl PairingChoice {
+    /// The pairing `arg` asks for, given `obstacle`, what keeps a duet from this run
+    /// (`None`: nothing). Errors: `--pairing duet` with an obstacle, naming it.
+    pub fn of(
+        arg: crate::cli::PairingArg,
+        obstacle: Option<String>,
+    ) -> Result<PairingChoice, String> {
+        use crate::cli::PairingArg;
+        let (pairing, reason, auto) = match (arg, obstacle) {
+            (PairingArg::Sequential, _) => {
+                (Pairing::Sequential, "--pairing sequential".into(), false)
+            }
+            (PairingArg::Duet, None) => (Pairing::Duet, "--pairing duet".into(), false),
+            (PairingArg::Duet, Some(why)) => {
+                return Err(format!("--pairing duet does not go with {why}"))
+            }
+            (PairingArg::Auto, None) => (
+                Pairing::Duet,
+                "the default (--pairing auto): the run allows a duet".into(),
+                true,
+            ),
+            (PairingArg::Auto, Some(why)) => (
+                Pairing::Sequential,
+                format!("the default (--pairing auto) cannot run a duet with {why}"),
+                true,
+            ),
+        };
+        Ok(PairingChoice {
+            pairing,
+            reason,
+            auto,
+        })
+    }
+
+    /// Whether the pairs' trials run at once.
+    pub fn is_duet(&self) -> bool {
+        self.pairing == Pairing::Duet
+    }
+
+    /// A duet that `--pairing auto` chose turned sequential because `why`.
+    pub fn fall_back(&mut self, why: &str) {
+        debug_assert!(self.auto && self.is_duet());
+        self.pairing = Pairing::Sequential;
+        self.reason = format!("the default (--pairing auto) cannot run a duet: {why}");
     }
 }
 

@@ -158,14 +158,7 @@ impl Plan {
             same_build: false,
         };
         plan.check_arms_differ(same_binaries)?;
-        if plan.config.pairing == crate::config::Pairing::Duet {
-            if plan.baseline.is_none() {
-                return Err(UsageError(
-                    "--pairing duet runs the baseline arm beside the experiment, and this run \
-                     has none (--no-control): drop one of the two"
-                        .into(),
-                ));
-            }
+        if plan.config.pairing.is_duet() {
             plan.duet_halves = Some(pinning::duet_halves()?);
             plan.pinning = PinPlan::Off(
                 "--pairing duet places each trial on its half of the CPUs (duet_halves, \
@@ -241,7 +234,7 @@ impl Plan {
         {
             if pairs % 2 == 1 && pairs > 1 {
                 warnings.push(format!(
-                    "--pairing duet with {pairs} pairs puts the baseline on the first half of \
+                    "a duet of {pairs} pairs puts the baseline on the first half of \
                      the CPUs in {} of them and on the second in {}: a difference between the \
                      halves does not cancel from the mean; give an even --trials",
                     pairs / 2 + 1,
@@ -443,12 +436,18 @@ impl Plan {
         } else if let Some([first, second]) = &self.duet_halves {
             let _ = writeln!(
                 s,
-                "pinning    duet: each pair's arms at once, one on CPU {} and the other on \
-                 CPU {}, swapped from pair to pair (--pairing duet)",
+                "pairing    duet: each pair's arms at once, one on CPU {} and the other on \
+                 CPU {}, swapped from pair to pair ({})",
                 cpu_list(first),
-                cpu_list(second)
+                cpu_list(second),
+                self.config.pairing.reason
             );
         } else {
+            let _ = writeln!(
+                s,
+                "pairing    sequential: each pair's trials one after the other ({})",
+                self.config.pairing.reason
+            );
             let _ = writeln!(s, "pinning    {}", self.pinning);
         }
         if !matches!(self.config.cluster, ClusterSource::Simulated) {
@@ -489,13 +488,13 @@ impl Plan {
             ClusterSource::Own(_) | ClusterSource::Simulated => "cluster start",
             ClusterSource::Existing(_) => "status check",
         };
-        let together = match at_once {
-            1 => "",
-            _ => ", a pair at a time",
+        let order = match at_once {
+            1 => "in this order",
+            _ => "a pair at once, the pair's arms started together",
         };
         format!(
-            "trials     {} in this order (--seed {} repeats it){together}, {least} {} of test \
-             time ({seconds} s each), plus each trial's {setup} and data load:",
+            "trials     {} {order} (--seed {} repeats it), {least} {} of test time ({seconds} \
+             s each), plus each trial's {setup} and data load:",
             self.trials.len(),
             self.config.seed,
             humantime::format_duration(test),

@@ -5,8 +5,6 @@
 
 use std::fmt;
 
-use nix::sched::{sched_getaffinity, CpuSet};
-use nix::unistd::Pid;
 use serde::Serialize;
 
 use crate::error::UsageError;
@@ -37,7 +35,7 @@ impl PinPlan {
         if !pin {
             return PinPlan::Off("the default; --pin turns it on".into());
         }
-        match allowed_cpus() {
+        match crate::process::allowed_cpus() {
             Ok(cpus) => PinPlan::of(&cpus),
             Err(e) => PinPlan::Off(format!("the allowed CPUs cannot be read: {e}")),
         }
@@ -84,7 +82,7 @@ impl fmt::Display for PinPlan {
 /// odd count the last CPU is in neither, left to the gate), on which a duet's arms run.
 /// Errors: fewer than 2 CPUs allowed, or they cannot be read (a [`UsageError`]).
 pub fn duet_halves() -> Result<[Vec<usize>; 2], UsageError> {
-    let cpus = allowed_cpus().map_err(|e| {
+    let cpus = crate::process::allowed_cpus().map_err(|e| {
         UsageError(format!(
             "--pairing duet: the allowed CPUs cannot be read: {e}"
         ))
@@ -114,14 +112,6 @@ pub fn cpu_list(cpus: &[usize]) -> String {
         .join(",")
 }
 
-/// The CPUs this process may run on, ascending.
-pub fn allowed_cpus() -> nix::Result<Vec<usize>> {
-    let set = sched_getaffinity(Pid::from_raw(0))?;
-    Ok((0..CpuSet::count())
-        .filter(|&i| set.is_set(i).unwrap_or(false))
-        .collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,7 +127,7 @@ mod tests {
         );
         assert!(matches!(PinPlan::of(&[5]), PinPlan::Off(why) if why.contains("only 1 CPU")));
         assert!(matches!(PinPlan::for_host(false), PinPlan::Off(why) if why.contains("--pin")));
-        let allowed = allowed_cpus().unwrap();
+        let allowed = crate::process::allowed_cpus().unwrap();
         assert!(!allowed.is_empty());
         assert_eq!(PinPlan::for_host(true), PinPlan::of(&allowed));
     }

@@ -25,7 +25,10 @@ use crate::{
         Provenance,
     },
     config::existing::ExistingCluster,
-    config::{slo, Against, Arm, BenchConfig, ClusterSource, DriverKind, Metric, HARDWARE_PMU},
+    config::{
+        slo, Against, Arm, BenchConfig, ClusterSource, DriverKind, Metric, PairingChoice,
+        HARDWARE_PMU,
+    },
     error::UsageError,
     results::{
         baseline::{self, Baseline},
@@ -43,8 +46,11 @@ pub struct Prepared {
     workdir: Workdir,
     /// `--against-recorded`: the record and the warnings of comparing with it.
     recorded: Option<(Baseline, Vec<String>)>,
-    /// That a trial fits on the work dir.
+    /// That a trial fits on the work dir (a duet's two at once).
     preflight: Preflight,
+    /// The config's pairing, or sequential where `--pairing auto` chose a duet and two
+    /// trials at once do not fit.
+    pairing: PairingChoice,
     /// The control arm of a record, when one runs: the recorded build as it was recorded.
     control: Option<Control>,
     /// Valgrind, found before any build, under the simulation driver.
@@ -245,13 +251,7 @@ pub fn prepare(config: &BenchConfig) -> Result<Prepared> {
             .flat_map(|(_, ts)| ts.iter().map(|t| t.tps))
             .reduce(f64::max)
     });
-    let preflight = preflight::fits(
-        &config.workload,
-        &workdir,
-        best_recorded_tps,
-        &config.cluster,
-        config.pairing.trials_at_once(),
-    )?;
+    let (preflight, pairing) = room(config, &workdir, best_recorded_tps)?;
     let control = recorded
         .as_ref()
         .filter(|_| config.against.baseline_arm())
@@ -263,9 +263,39 @@ pub fn prepare(config: &BenchConfig) -> Result<Prepared> {
         workdir,
         recorded,
         preflight,
+        pairing,
         control,
         valgrind,
     })
+}
+
+/// That the run's trials fit on `workdir` (a duet's two at once), and the pairing they fit
+/// with: the config's, or sequential where `--pairing auto` chose a duet whose two trials do
+/// not fit and one does. Errors: what does not fit, and what would ([`preflight::fits`]).
+fn room(
+    config: &BenchConfig,
+    workdir: &Workdir,
+    best_recorded_tps: Option<f64>,
+) -> Result<(Preflight, PairingChoice)> {
+    let fits = |at_once: u32| {
+        preflight::fits(
+            &config.workload,
+            workdir,
+            best_recorded_tps,
+            &config.cluster,
+            at_once,
+        )
+    };
+    let mut pairing = config.pairing.clone();
+    let preflight = match fits(pairing.pairing.trials_at_once()) {
+        Err(two) if pairing.auto && pairing.is_duet() => {
+            let one = fits(1)?;
+            pairing.fall_back(&format!("two trials at once do not fit ({two:#})"));
+            one
+        }
+        fitted => fitted?,
+    };
+    Ok((preflight, pairing))
 }
 
 /// The plan of a run judged against record `b` without a control arm: `--no-control`,
@@ -348,7 +378,7 @@ pub type EngineProbe<'a> =
 /// Against a cluster the gate did not start, its engine is read with `probe` and is the
 /// one engine of the plan.
 pub fn plan(
-    config: BenchConfig,
+    mut config: BenchConfig,
     prepared: Prepared,
     built: Vec<(Arm, Provenance)>,
     probe: EngineProbe,
@@ -360,9 +390,11 @@ pub fn plan(
         workdir,
         recorded,
         preflight,
+        pairing,
         control: _,
         valgrind,
     } = prepared;
+    config.pairing = pairing;
     let mut build_warnings = Vec::new();
     let mut arm_plan = |arm: Arm| {
         let source = sources.remove(&arm).context("an arm is planned once")?;

@@ -158,6 +158,9 @@ pub struct SavedConfig {
     /// The cluster's shape (absent: the default 1/1/1 cluster).
     #[serde(default)]
     pub topology: crate::config::topology::Topology,
+    /// How the pairs' trials shared the host (absent: runs before duets, sequential).
+    #[serde(default = "sequential")]
+    pub pairing: crate::config::Pairing,
     /// `--max-regression`, percent.
     pub max_regression_pct: f64,
     /// `--slo-tps`, TPS.
@@ -646,4 +649,9 @@ fn read<T: DeserializeOwned>(dir: &Path, file: &str) -> Result<T> {
     })?;
     serde_json::from_str(&text)
         .with_context(|| format!("{} is not a perfgate {file}", path.display()))
+}
+
+/// The pairing of runs that do not name one: they came before duets.
+fn sequential() -> crate::config::Pairing {
+    crate::config::Pairing::Sequential
 }
