@@ -203,6 +203,27 @@ fn the_default_runs_a_duet_where_the_run_allows_one_and_says_why_not_elsewhere()
             text(&o)
         );
     }
+    // Without --trials, a duet runs 4 pairs, whose halves cancel; sequential pairs 3.
+    let pairs = |o: &std::process::Output| {
+        let t = text(o);
+        let line = t
+            .lines()
+            .find(|l| l.starts_with("trials "))
+            .unwrap_or_default();
+        line.split_whitespace()
+            .nth(1)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let o = by_default(s.bench_command(&a, &b, &["--dry-run"]));
+    assert_eq!(
+        pairs(&o),
+        if cpus.len() >= 2 { "8" } else { "6" },
+        "{}",
+        text(&o)
+    );
+    let o = by_default(s.bench_command(&a, &b, &["--dry-run", "--pin"]));
+    assert_eq!(pairs(&o), "6", "{}", text(&o));
     // Where a duet cannot run, the default is sequential and the plan says why.
     let one_cpu = {
         let cmd = plan(&TINY, &[]);

@@ -753,14 +753,15 @@ pub struct RunArgs {
     #[command(flatten, next_help_heading = CLUSTER)]
     pub topology: TopologyArgs,
 
-    /// A/B pairs per engine (N), or `auto`.
+    /// A/B pairs per engine, or `auto`; default: 4 in a duet, else 3.
     ///
     /// With `auto`, pairs are added until the verdict is decided or --time-budget is spent
-    /// (at least 3: a budget that cannot hold 3 pairs' mako runs is refused). Arms run back
-    /// to back in blocks A B B A or B A A B. With one pair the verdict is at best
-    /// INCONCLUSIVE.
-    #[arg(long, default_value = "3", value_name = "N|auto", help_heading = VERDICTS)]
-    pub trials: TrialsArg,
+    /// (at least 3: a budget that cannot hold 3 pairs' mako runs is refused). Sequential
+    /// arms run back to back in blocks A B B A or B A A B; a duet's halves of the CPUs swap
+    /// from pair to pair, so it needs an even count for them to cancel. With one pair the
+    /// verdict is at best INCONCLUSIVE.
+    #[arg(long, value_name = "N|auto", help_heading = VERDICTS)]
+    pub trials: Option<TrialsArg>,
 
     /// How the two trials of a pair share the host: both at once (duet) where the run
     /// allows it, else one after the other.

@@ -406,10 +406,7 @@ impl TryFrom<&BenchArgs> for BenchConfig {
             ..base
         };
         // Again, now that the cluster and the control arm are known.
-        let c = BenchConfig {
-            pairing: choose_pairing(&c, a.run.pairing)?,
-            ..c
-        };
+        let c = c.with_pairing(a.run.pairing, a.run.trials.is_none())?;
         check_port_range(&c)?;
         Ok(c)
     }
@@ -441,7 +438,7 @@ impl BenchConfig {
         a: &RunArgs,
     ) -> Result<BenchConfig, UsageError> {
         let [baseline_knobs, experiment_knobs] = arm_knobs(a)?;
-        let schedule = schedule_of(a.trials, a.time_budget)?;
+        let schedule = schedule_of(a.trials.unwrap_or(TrialsArg::Count(3)), a.time_budget)?;
         check_slo_tps(a.slo_tps)?;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let (workload, procs_scaled) =
@@ -503,9 +500,30 @@ impl BenchConfig {
         };
         check_budget_holds_the_first_look(&c)?;
         check_driver_gates(&c)?;
+        c.with_pairing(a.pairing, a.trials.is_none())
+    }
+}
+
+impl BenchConfig {
+    /// This run with the pairing `arg` asks for ([`choose_pairing`]) and, when `--trials`
+    /// was not given (`default_pairs`), the default number of pairs for it: 4 in a duet,
+    /// whose halves of the CPUs cancel over an even count, else 3. Errors: as
+    /// [`choose_pairing`].
+    fn with_pairing(self, arg: PairingArg, default_pairs: bool) -> Result<Self, UsageError> {
+        let pairing = choose_pairing(&self, arg)?;
+        let schedule = match self.schedule {
+            Schedule::Fixed { .. } if default_pairs => Schedule::Fixed {
+                pairs: match pairing.pairing {
+                    Pairing::Duet => 4,
+                    Pairing::Sequential => 3,
+                },
+            },
+            schedule => schedule,
+        };
         Ok(BenchConfig {
-            pairing: choose_pairing(&c, a.pairing)?,
-            ..c
+            pairing,
+            schedule,
+            ..self
         })
     }
 }
@@ -1019,7 +1037,9 @@ mod tests {
         );
         assert_eq!(w.transaction, "g18ui");
         assert_eq!(
-            config(&["--profile", "standard"]).unwrap().schedule,
+            config(&["--profile", "standard", "--pairing", "sequential"])
+                .unwrap()
+                .schedule,
             Schedule::Fixed { pairs: 3 }
         );
         assert_eq!(
