@@ -1291,8 +1291,11 @@ mod tests {
 
     #[test]
     fn ports_of_a_range_are_its_free_ones_or_an_error_that_says_so() {
-        let held = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-        let port = held.local_addr().unwrap().port();
+        // A port below the kernel's ephemeral range (32768 and up by default): no other
+        // test's bind to port 0 can take it once it is released below.
+        let (held, port) = (20_000..30_000)
+            .find_map(|p| Some((TcpListener::bind((Ipv4Addr::LOCALHOST, p)).ok()?, p)))
+            .expect("a free port in 20000-29999");
         let range = PortRange {
             low: port,
             high: port,
