@@ -99,6 +99,10 @@ pub struct Behaviour {
     pub multitest_fail_runs: Vec<u64>,
     /// Testers beyond those that joined report metrics (a stray tester of the cluster).
     pub multitest_extra_testers: u32,
+    /// The tree's `mako --mode run` runs (counted from 0) whose reports count 64 failed
+    /// transactions, as a storage server blocked for seconds makes the real mako's in
+    /// flight fail.
+    pub mako_error_runs: Vec<u64>,
     /// The tree's multitest runs (counted from 0, as mako's) that measure half their TPS:
     /// slow trials, as a busy host gives one now and then.
     pub multitest_slow_runs: Vec<u64>,
@@ -208,6 +212,7 @@ impl Default for Behaviour {
             multitest_fail_runs: Vec::new(),
             multitest_extra_testers: 0,
             multitest_slow_runs: Vec::new(),
+            mako_error_runs: Vec::new(),
             database_keys: Vec::new(),
             tester_linger_ms: 0,
             multitest_recovery_runs: Vec::new(),

@@ -183,6 +183,11 @@ fn main() {
         }
     }
     let k = common::next_run();
+    let errors = if b.mako_error_runs.contains(&k) {
+        64
+    } else {
+        0
+    };
     let stream = common::stream(&b);
     let moment = (b.host_speed_pct > 0.0).then(common::host_moment);
     let host = moment
@@ -250,7 +255,7 @@ fn main() {
         } else {
             String::new()
         },
-        b.text_errors,
+        b.text_errors.max(errors),
         if timeouts {
             format!("Total Timeouts:           {}\n", b.mako_timeouts)
         } else {
@@ -271,7 +276,7 @@ fn main() {
     let json = format!(
         "{{\"makoArgs\": {{\"rows\": {rows},\"seconds\": {seconds},\"warmup_seconds\": {warmup}}},\"samples\": [{}],\
          \"results\": {{{}\"totalDuration\": {measured:.3},\
-         \"totalXacts\": {xacts},\"totalConflicts\": 0,\"totalErrors\": 0,{}\"overallTPS\": {}, \
+         \"totalXacts\": {xacts},\"totalConflicts\": 0,\"totalErrors\": {errors},{}\"overallTPS\": {}, \
          \"tps\": {tps:.2}, \"numSamples\": {{\"TRANSACTION\": 16}}, \"medianLatency\": {{\"TRANSACTION\": 2000}}, \
          \"p99Latency\": {{\"TRANSACTION\": {}}}}}}}",
         samples.join(","),

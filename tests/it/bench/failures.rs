@@ -230,3 +230,87 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     all
 }
+
+/// A trial whose mako counted failed transactions in an otherwise complete run (as a
+/// storage server blocked for seconds makes) runs again, its whole batch (a duet's pair)
+/// with it: the records are kept apart, never judged, and the results say so. A rerun that
+/// fails too is an ERROR, and so is a third transient failure once two batches ran again.
+#[test]
+fn a_transient_failure_runs_its_batch_again_once_and_the_results_say_so() {
+    let cpus = crate::bench::duet::allowed_cpus();
+    for pairing in ["sequential", "duet"] {
+        if pairing == "duet" && cpus.len() < 2 {
+            continue;
+        }
+        let s = Sandbox::new();
+        // The baseline's second mako run fails: pair 2's baseline trial.
+        let (a, b) = s.ab(json!({"mako_error_runs": [1]}), json!({"tps": 950.0}));
+        let o = s.bench(&a, &b, &["--trials", "4", "--pairing", pairing]);
+        assert_eq!(code(&o), 1, "{pairing}: {}", text(&o));
+        let file = s.read_json("trials.json");
+        let (judged, aside) = (
+            file["trials"].as_array().unwrap(),
+            file["set_aside"].as_array().unwrap(),
+        );
+        assert_eq!(judged.len(), 8, "{pairing}: {file:#}");
+        assert!(
+            judged.iter().all(|t| t["outcome"] == "measured"),
+            "{file:#}"
+        );
+        let indexes: Vec<u64> = judged
+            .iter()
+            .map(|t| t["index"].as_u64().unwrap())
+            .collect();
+        assert_eq!(indexes, (1..=8).collect::<Vec<_>>(), "{pairing}");
+        // A duet's pair is set aside whole; a sequential run's trial alone.
+        let failed = aside
+            .iter()
+            .find(|t| t["outcome"] == "error")
+            .unwrap_or_else(|| panic!("{file:#}"));
+        assert_eq!(
+            aside.len(),
+            if pairing == "duet" { 2 } else { 1 },
+            "{file:#}"
+        );
+        assert_eq!(failed["arm"], "baseline");
+        assert_eq!(failed["report"]["total_errors"], 64, "{failed:#}");
+        // The rerun has its index, and artifacts of its own beside the failed trial's.
+        let index = failed["index"].as_u64().unwrap() as usize;
+        let rerun = &judged[index - 1];
+        assert_eq!(rerun["repetition"], failed["repetition"]);
+        assert!(
+            rerun["artifacts"].as_str().unwrap().ends_with("-rerun"),
+            "{rerun}"
+        );
+        assert!(
+            s.out().join(failed["artifacts"].as_str().unwrap()).is_dir(),
+            "{failed:#}"
+        );
+        let summary = s.read_json("summary.json");
+        assert_eq!(
+            summary["judgements"][0]["verdict"], "REGRESSION",
+            "{summary:#}"
+        );
+        let warnings = summary["warnings"].to_string();
+        assert!(
+            warnings.contains(&format!(
+                "trial {index}: mako-run: not a valid measurement: mako counted 64 errors and 0 \
+                 timeouts: a transient failure"
+            )) && warnings.contains("set aside (kept in trials.json's set_aside, not judged)"),
+            "{pairing}: {warnings}"
+        );
+        s.assert_no_leftover_processes();
+    }
+    // Failing again, or a third time in a run: an ERROR, as any failed trial.
+    for (runs, aside) in [(json!([0, 1]), 1), (json!([0, 2, 4]), 2)] {
+        let s = Sandbox::new();
+        let (a, b) = s.ab(json!({"mako_error_runs": runs}), json!({}));
+        let o = s.bench(&a, &b, &["--trials", "4", "--pairing", "sequential"]);
+        assert_eq!(code(&o), 2, "{runs}: {}", text(&o));
+        let file = s.read_json("trials.json");
+        let summary = s.read_json("summary.json");
+        assert_eq!(summary["judgements"][0]["verdict"], "ERROR", "{summary:#}");
+        let set_aside = file["set_aside"].as_array().map_or(0, Vec::len);
+        assert_eq!(set_aside, aside, "{runs}: {file:#}");
+    }
+}

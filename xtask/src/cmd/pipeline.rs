@@ -106,7 +106,7 @@ fn run_into(
     if let Schedule::Sweep { ladder, .. } = &plan.config.schedule {
         return finish_sweep(plan.clone(), out, started, ladder, afterwards);
     }
-    let (trials, looks) = run_trials(&plan, &out)?;
+    let (trials, looks, set_aside) = run_trials(&plan, &out)?;
     let interrupted = interrupted();
     let reference = reference(&plan);
     let criteria = criteria(&plan, plan.config.schedule.complete_at());
@@ -120,6 +120,7 @@ fn run_into(
     }
     .verdicts(&samples, &plan.engines);
     let mut warnings = plan.warnings.clone();
+    warnings.extend(set_aside);
     if let Some(record) = reference.controlled_record() {
         log_host_lines(host_lines(record, &samples, &plan.engines), &mut warnings);
     }
@@ -141,11 +142,12 @@ fn finish_sweep(
     ladder: &[u64],
     afterwards: Afterwards,
 ) -> Result<Finished> {
-    let trials = run_sweep(&plan, &out, ladder)?;
+    let (trials, set_aside) = run_sweep(&plan, &out, ladder)?;
     let interrupted = interrupted();
     let against = reference(&plan);
     let criteria = criteria(&plan, plan.config.schedule.complete_at());
     let mut warnings = plan.warnings.clone();
+    warnings.extend(set_aside);
     if let Some(record) = against.controlled_record() {
         log_host_lines(
             knee::host_lines(record, &trials, &plan.engines),
@@ -171,9 +173,9 @@ fn finish_sweep(
 /// Runs each engine's steps in order, all of a step's pairs and its confirmations
 /// ([`knee::confirmations`]), and stops the engine one step past its knee: after the first
 /// step that no arm followed, or a failed trial.
-fn run_sweep(plan: &Plan, out: &Path, ladder: &[u64]) -> Result<Vec<TrialRecord>> {
-    let mut runner = Runner::start(plan, out, |trials| {
-        write::trials(out, trials).context(write::Stage("results"))
+fn run_sweep(plan: &Plan, out: &Path, ladder: &[u64]) -> Result<(Vec<TrialRecord>, Vec<String>)> {
+    let mut runner = Runner::start(plan, out, |trials, set_aside| {
+        write::trials(out, trials, set_aside).context(write::Stage("results"))
     })?;
     let against = reference(plan);
     'engines: for &engine in &plan.engines {
@@ -374,13 +376,17 @@ fn criteria(plan: &Plan, trials: u32) -> Criteria {
     }
 }
 
+/// The records judged, the looks planned per engine (`--trials auto`) and what the results
+/// must say of the trials set aside.
+type Ran = (Vec<TrialRecord>, BTreeMap<Engine, u32>, Vec<String>);
+
 /// Runs the trials, writing the records after each; stops early on an interrupt. With
 /// `--trials auto`, each engine gets an equal share of the budget and adds pairs after the
 /// planned ones until its verdict is decided (`judge::sequential`). Returns the records
 /// and, for `--trials auto`, the looks planned per engine.
-fn run_trials(plan: &Plan, out: &Path) -> Result<(Vec<TrialRecord>, BTreeMap<Engine, u32>)> {
-    let mut runner = Runner::start(plan, out, |trials| {
-        write::trials(out, trials).context(write::Stage("results"))
+fn run_trials(plan: &Plan, out: &Path) -> Result<Ran> {
+    let mut runner = Runner::start(plan, out, |trials, set_aside| {
+        write::trials(out, trials, set_aside).context(write::Stage("results"))
     })?;
     let mut looks = BTreeMap::new();
     match plan.config.schedule {
@@ -403,7 +409,8 @@ fn run_trials(plan: &Plan, out: &Path) -> Result<(Vec<TrialRecord>, BTreeMap<Eng
             }
         }
     }
-    Ok((runner.finish(), looks))
+    let (trials, set_aside) = runner.finish();
+    Ok((trials, looks, set_aside))
 }
 
 /// Adds pairs of `engine` until decided, out of looks, or out of `budget`; returns the

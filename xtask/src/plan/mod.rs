@@ -71,6 +71,10 @@ pub struct PlannedTrial {
     /// every process of the trial; `None` when the run's own pinning applies.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pinning: Option<Pinning>,
+    /// A second run of a trial whose first was set aside (`run::Runner`'s reruns): the
+    /// same trial, with artifacts and a work dir of its own (`-rerun`). Never planned.
+    #[serde(skip)]
+    pub rerun: bool,
 }
 
 /// Everything execute needs.
@@ -294,6 +298,7 @@ impl Plan {
             knobs: trial_knobs(&self.config.cluster, user, engine, self.workdir.tmpfs),
             target_tps: None,
             pinning: self.duet_pinning(arm, repetition),
+            rerun: false,
         }
     }
 

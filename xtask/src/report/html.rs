@@ -708,6 +708,7 @@ mod tests {
             knobs: vec![Knob::auto(knob, "1")],
             target_tps: None,
             pinning: None,
+            rerun: false,
         };
         let trials = [
             trial(Engine::Redwood, Arm::Baseline, "a"),

@@ -83,13 +83,18 @@ pub fn meta(out: &Path, plan: &Plan) -> Result<()> {
     Ok(())
 }
 
-/// Writes every trial so far: `trials.json` (the records, with absolute paths) and
-/// `results.tsv` (paths relative to `out`, as in every file made for reading).
-pub fn trials(out: &Path, trials: &[TrialRecord]) -> Result<()> {
-    let file = serde_json::json!({
+/// Writes every trial so far: `trials.json` (the records, with absolute paths; those
+/// `set_aside`, transient failures that ran again, under their own key when there are any)
+/// and `results.tsv` (the records judged, paths relative to `out`, as in every file made
+/// for reading).
+pub fn trials(out: &Path, trials: &[TrialRecord], set_aside: &[TrialRecord]) -> Result<()> {
+    let mut file = serde_json::json!({
         "schema_version": TRIALS_SCHEMA_VERSION,
         "trials": trials,
     });
+    if !set_aside.is_empty() {
+        file["set_aside"] = serde_json::json!(set_aside);
+    }
     write(&out.join("trials.json"), &json(&file))?;
     // The errors before the TSV quotes them (an `--out` with a `"` is `""` there).
     let relative: Vec<TrialRecord> = trials
@@ -508,7 +513,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(written.copies(Vec::new()).exit_code, 1);
-        trials(&out, &records).unwrap();
+        trials(&out, &records, &[]).unwrap();
         let summary: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap())
                 .unwrap();

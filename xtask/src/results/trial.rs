@@ -249,6 +249,19 @@ pub struct TrialRecord {
 
 impl TrialRecord {
     /// The trial's TPS, from whichever driver's report it has (the simulation driver's:
+    /// Whether the trial failed only because mako counted failed or timed-out transactions
+    /// in an otherwise complete run: what a storage server blocked for seconds does to
+    /// mako's transactions in flight (seen on busy 2-vCPU hosts), and what running the
+    /// trial again can tell apart from a change that breaks every run.
+    pub fn transient_failure(&self) -> bool {
+        self.outcome == Outcome::Error
+            && self.failed_phase == Some(Phase::MakoRun)
+            && self
+                .report
+                .as_ref()
+                .is_some_and(|r| r.total_errors > 0 || r.total_timeouts > 0)
+    }
+
     /// transactions per simulated second).
     pub fn tps(&self) -> Option<f64> {
         match (&self.report, &self.multitest, &self.simulation) {

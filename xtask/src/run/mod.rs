@@ -35,10 +35,18 @@ use trial::run_trial;
 
 /// What the runner calls with every record so far after each trial (to write them out);
 /// its error stops the run.
-type Save<'a> = Box<dyn FnMut(&[TrialRecord]) -> Result<()> + 'a>;
+type Save<'a> = Box<dyn FnMut(&[TrialRecord], &[TrialRecord]) -> Result<()> + 'a>;
+
+/// Batches (a duet's pair, or one trial) a run runs again after a transient failure
+/// ([`TrialRecord::transient_failure`]), each once: a storage server blocked for seconds
+/// fails mako's transactions in flight now and then on a busy 2-vCPU host (2 trials of
+/// about 150 on FDB 8.0 under duets), and would end a run of hours with ERROR; more than
+/// this many in one run is a problem of its own, left to fail.
+pub const MAX_RERUNS: usize = 2;
 
 /// Runs a plan's trials in order and keeps their records; `save` gets every record so far
-/// after each trial (to write them out) and stops the run with its error.
+/// after each trial, and the records set aside (to write them out), and stops the run with
+/// its error.
 pub struct Runner<'a> {
     plan: &'a Plan,
     out: &'a Path,
@@ -46,8 +54,15 @@ pub struct Runner<'a> {
     child_env: crate::plan::env::ChildEnv,
     run_workdir: PathBuf,
     save: Save<'a>,
-    /// The records of the trials that ended, in run order.
+    /// The records of the trials that ended, in run order: those judged.
     pub trials: Vec<TrialRecord>,
+    /// Records of trials that failed transiently and ran again (at most [`MAX_RERUNS`]
+    /// batches): kept, never judged; the rerun has their index.
+    set_aside: Vec<TrialRecord>,
+    /// Batches run again so far.
+    reruns: usize,
+    /// What the run's results must say of it (its reruns).
+    warnings: Vec<String>,
     /// The trials this run is known to have, for "trial i of n": the plan's, less those
     /// skipped or never to run ([`Runner::expect_fewer`]), plus those added past it
     /// ([`Runner::expect_more`]).
@@ -165,7 +180,7 @@ impl<'a> Runner<'a> {
     pub fn start(
         plan: &'a Plan,
         out: &'a Path,
-        save: impl FnMut(&[TrialRecord]) -> Result<()> + 'a,
+        save: impl FnMut(&[TrialRecord], &[TrialRecord]) -> Result<()> + 'a,
     ) -> Result<Runner<'a>> {
         refuse_busy_workdir(&plan.workdir.path)?;
         for line in clean_stale_runs(&plan.workdir.path) {
@@ -198,6 +213,9 @@ impl<'a> Runner<'a> {
             run_workdir,
             save: Box::new(save),
             trials: Vec::new(),
+            set_aside: Vec::new(),
+            reruns: 0,
+            warnings: Vec::new(),
             expected: plan.trials.len(),
             open: plan.config.schedule.open_ended(),
             inherited,
@@ -300,12 +318,61 @@ impl<'a> Runner<'a> {
                 "trial {index}: the simulation did not replay its seed (see trials.json)"
             );
         }
+        let rerun = planned.iter().any(|p| p.rerun);
+        let rerun = !stop && self.set_aside_for_rerun(planned.len(), rerun);
         self.check_results_dir(last + 1)?;
-        (self.save)(&self.trials)?;
+        (self.save)(&self.trials, &self.set_aside)?;
         if stop {
             tracing::warn!("interrupted: stopping after trial {}", self.trials.len());
         }
+        if rerun {
+            let again = planned.into_iter().map(|p| PlannedTrial {
+                index: 0,
+                rerun: true,
+                ..p
+            });
+            return self.run_batch(again.collect());
+        }
         Ok(!stop)
+    }
+
+    /// Moves the batch just run (the last `n` records) to the records set aside when one
+    /// of its trials failed transiently, the batch is not a rerun itself (`rerun`) and
+    /// fewer than [`MAX_RERUNS`] batches ran again: a duet's pair runs again whole, so
+    /// that its arms still share their seconds. Returns whether it did.
+    fn set_aside_for_rerun(&mut self, n: usize, rerun: bool) -> bool {
+        let batch = self.trials.len() - n;
+        let Some(failed) = self.trials[batch..].iter().find(|t| t.transient_failure()) else {
+            return false;
+        };
+        let why = format!(
+            "trial {}: {}: a transient failure, as a storage server blocked for seconds makes",
+            failed.index,
+            failed.error.as_deref().unwrap_or("?")
+        );
+        if rerun || self.reruns >= MAX_RERUNS {
+            tracing::warn!(
+                "{why}; not run again: {}",
+                match rerun {
+                    true => "it is a rerun already",
+                    false => "the run's reruns are spent",
+                }
+            );
+            return false;
+        }
+        let what = match n {
+            1 => "the trial is".to_string(),
+            _ => format!("its {n} trials, which ran at once, are"),
+        };
+        let warning = format!(
+            "{why}; {what} set aside (kept in trials.json's set_aside, not judged) and run \
+             again"
+        );
+        tracing::warn!("{warning}");
+        self.warnings.push(warning);
+        self.reruns += 1;
+        self.set_aside.extend(self.trials.drain(batch..));
+        true
     }
 
     /// Runs `planned` at the same time, one thread each (one trial on the gate's own
@@ -481,9 +548,10 @@ impl<'a> Runner<'a> {
         }
     }
 
-    /// Ends the run: removes the run dir and releases the reaper; returns the records.
-    pub fn finish(self) -> Vec<TrialRecord> {
-        self.trials
+    /// Ends the run: removes the run dir and releases the reaper; returns the records
+    /// judged and what the results must say of the run (its trials set aside).
+    pub fn finish(self) -> (Vec<TrialRecord>, Vec<String>) {
+        (self.trials, self.warnings)
     }
 
     /// Whether a trial of `engine` ended without a measurement.

@@ -27,11 +27,16 @@ use crate::{
     results::trial::{Outcome, Phase, PhaseTiming, TrialRecord},
 };
 
-/// Runs one trial against `tree`. Artifacts go to `<results>/trials/<NN>-<engine>-<arm>-<rep>`.
+/// Runs one trial against `tree`. Artifacts go to `<results>/trials/<NN>-<engine>-<arm>-<rep>`
+/// (a rerun's to `...-rerun`, beside those of the trial it replaces).
 pub fn run_trial(ctx: &TrialContext, arm: &ArmPlan, planned: &PlannedTrial) -> TrialRecord {
     let name = format!(
-        "{:02}-{}-{}-{}",
-        planned.index, planned.engine, planned.arm, planned.repetition
+        "{:02}-{}-{}-{}{}",
+        planned.index,
+        planned.engine,
+        planned.arm,
+        planned.repetition,
+        if planned.rerun { "-rerun" } else { "" }
     );
     let artifacts_rel = PathBuf::from(crate::results::fs::TRIALS_DIR).join(&name);
     let t = Trial {
