@@ -72,6 +72,14 @@ pub struct Placement {
     pub ci95_high_pct: f64,
     /// Two-sided p of "the halves are alike".
     pub p_value: f64,
+    /// The metric on the second half of the CPUs against the first, percent: the halves'
+    /// own difference, from `pct` (the square root of its ratio, inverted). What TPS's
+    /// note says.
+    pub second_half_pct: f64,
+    /// Lower bound of its 95% interval, percent (from `ci95_high_pct`).
+    pub second_half_ci95_low_pct: f64,
+    /// Upper bound of its 95% interval, percent (from `ci95_low_pct`).
+    pub second_half_ci95_high_pct: f64,
 }
 
 /// The second-by-second pairing of `metric` over `pairs` (baseline, experiment), from
@@ -112,11 +120,17 @@ pub fn pairing(pairs: &[(&Sample, &Sample)], metric: Metric) -> Option<SecondPai
             .map(|p| p.0.exp())
             .collect()
     };
+    // Pairs with the baseline on the second half have ratio 1 / v, the others v, for the
+    // metric's value v on the second half against the first: their difference is 1 / v^2.
+    let second_half = |pct: f64| 100.0 * ((1.0 + pct / 100.0).powf(-0.5) - 1.0);
     let placement = stats::welch(&ratios(true), &ratios(false)).map(|c| Placement {
         pct: c.delta_pct,
         ci95_low_pct: c.ci_low_pct,
         ci95_high_pct: c.ci_high_pct,
         p_value: c.p_value,
+        second_half_pct: second_half(c.delta_pct),
+        second_half_ci95_low_pct: second_half(c.ci_high_pct),
+        second_half_ci95_high_pct: second_half(c.ci_low_pct),
     });
     Some(SecondPairing {
         pairs: per_pair.len(),
@@ -168,17 +182,11 @@ fn correlation(x: &[f64], y: &[f64]) -> Option<f64> {
 /// CPUs ran against the first.
 pub fn note(p: &SecondPairing) -> String {
     let placement = p.placement.map_or(String::new(), |c| {
-        // Pairs with the baseline on the second half have ratio 1 / v, the others v, for
-        // the second half's speed v against the first's: their difference is 1 / v^2.
-        let speed = |pct: f64| 100.0 * ((1.0 + pct / 100.0).powf(-0.5) - 1.0);
         format!(
             "; TPS on the second half of the CPUs {:+.1}% [{:+.1}, {:+.1}] (p {:.3}) against \
              the first, a difference the swap of halves cancels from the mean with as many \
              pairs of each",
-            speed(c.pct),
-            speed(c.ci95_high_pct),
-            speed(c.ci95_low_pct),
-            c.p_value
+            c.second_half_pct, c.second_half_ci95_low_pct, c.second_half_ci95_high_pct, c.p_value
         )
     });
     let together = p.arm_correlation.map_or(
@@ -313,6 +321,9 @@ mod tests {
         assert!((c.pct - expected).abs() < 0.5 && c.p_value < 0.001, "{c:?}");
         let said = note(&slow);
         assert!(said.contains("second half of the CPUs -3.0% ["), "{said}");
+        assert!((c.second_half_pct + 3.0).abs() < 0.2, "{c:?}");
+        assert!(c.second_half_ci95_low_pct < c.second_half_pct, "{c:?}");
+        assert!(c.second_half_pct < c.second_half_ci95_high_pct, "{c:?}");
         let alike = of(&placed(8, 0.05, 0.01, 0.0, 0.0)).unwrap();
         let c = alike.placement.unwrap();
         assert!(c.pct.abs() < 0.5, "{c:?}");
