@@ -299,6 +299,29 @@ fn a_transient_failure_runs_its_batch_again_once_and_the_results_say_so() {
             )) && warnings.contains("set aside (kept in trials.json's set_aside, not judged)"),
             "{pairing}: {warnings}"
         );
+        // compare judges the same trials again and says the same of those set aside.
+        let again = s.dir.path().join("again");
+        let o = crate::support::gate_cmd()
+            .arg("compare")
+            .arg(s.out())
+            .arg("--out")
+            .arg(&again)
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 1, "{}", text(&o));
+        let rejudged: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(again.join("summary.json")).unwrap())
+                .unwrap();
+        assert_eq!(
+            rejudged["judgements"][0]["change"], summary["judgements"][0]["change"],
+            "{pairing}"
+        );
+        assert!(
+            rejudged["warnings"]
+                .to_string()
+                .contains(&format!("trial {index}: mako-run: not a valid measurement")),
+            "{rejudged:#}"
+        );
         s.assert_no_leftover_processes();
     }
     // Failing again, or a third time in a run: an ERROR, as any failed trial.

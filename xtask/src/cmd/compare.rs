@@ -28,6 +28,7 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
     let SavedRun {
         meta,
         trials,
+        set_aside,
         summary,
     } = SavedRun::read(&args.dir)?;
     let plan = &meta.plan;
@@ -66,6 +67,13 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
     }
     let out = results_dir(args)?;
     let mut warnings = warnings_of(plan, reference, &samples, &trials);
+    // As the run said them: its trials set aside are not judged here either.
+    warnings.extend(
+        set_aside
+            .iter()
+            .filter(|t| t.transient_failure())
+            .map(|t| t.rerun_warning("its batch was")),
+    );
     let (profile_diff, unread) = crate::results::profile::diff_or_warning(&args.dir, &trials);
     warnings.extend(unread);
     if let Some(original) = &meta.results_dir {

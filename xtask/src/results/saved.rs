@@ -38,6 +38,9 @@ pub struct SavedRun {
     pub meta: SavedMeta,
     /// Every trial that ended, in run order (`trials.json`).
     pub trials: Vec<TrialRecord>,
+    /// Trials that failed transiently and ran again, never judged (`trials.json`'s
+    /// `set_aside`; empty for runs that had none and runs of gates before reruns).
+    pub set_aside: Vec<TrialRecord>,
     /// `None` when the run died before writing `summary.json`.
     pub summary: Option<SavedSummary>,
 }
@@ -267,7 +270,7 @@ impl SavedRun {
         }
         // Its files are taken as a gate's: a directory others may add files to is not.
         crate::files::check_private("the saved run", dir)?;
-        let trials = read_trials(dir)?;
+        let (trials, set_aside) = read_trials(dir)?;
         check_trials(&trials).map_err(|why| {
             anyhow::anyhow!(
                 "{} is not what a gate writes: {why}; re-judging it would judge edited numbers",
@@ -291,6 +294,7 @@ impl SavedRun {
         Ok(SavedRun {
             meta,
             trials,
+            set_aside,
             // A dangling link is not "the run did not finish": `read` names it.
             summary: if dir.join("summary.json").symlink_metadata().is_ok() {
                 Some(read(dir, "summary.json")?)
@@ -591,9 +595,11 @@ fn check_meta(meta: &SavedMeta, trials: &[TrialRecord]) -> Result<(), String> {
 }
 
 /// The trials of `dir/trials.json`, versioned or a bare array (written before the file
-/// said its version). Errors: as [`read`]'s, or a version newer than this gate reads.
-fn read_trials(dir: &Path) -> Result<Vec<TrialRecord>> {
+/// said its version), and those it set aside. Errors: as [`read`]'s, or a version newer
+/// than this gate reads.
+fn read_trials(dir: &Path) -> Result<(Vec<TrialRecord>, Vec<TrialRecord>)> {
     let path = dir.join("trials.json");
+    let mut set_aside = serde_json::Value::Array(Vec::new());
     let trials = match read(dir, "trials.json")? {
         serde_json::Value::Object(mut file) => {
             let Some(raw) = file.get("schema_version") else {
@@ -610,12 +616,18 @@ fn read_trials(dir: &Path) -> Result<Vec<TrialRecord>> {
                 )
             };
             check_version(&path, Some(version), TRIALS_SCHEMA_VERSION)?;
+            if let Some(aside) = file.remove("set_aside") {
+                set_aside = aside;
+            }
             file.remove("trials").unwrap_or_default()
         }
         bare => bare,
     };
-    serde_json::from_value(trials)
-        .with_context(|| format!("{} is not a perfgate trials.json", path.display()))
+    let parse = |v| {
+        serde_json::from_value(v)
+            .with_context(|| format!("{} is not a perfgate trials.json", path.display()))
+    };
+    Ok((parse(trials)?, parse(set_aside)?))
 }
 
 /// Refuses a file written by a newer gate, whose fields this one may misread, and a

@@ -262,6 +262,19 @@ impl TrialRecord {
                 .is_some_and(|r| r.total_errors > 0 || r.total_timeouts > 0)
     }
 
+    /// What the run's results say of this trial, a transient failure, once `set_aside`
+    /// (e.g. "the trial is", "its 2 trials, which ran at once, are") was set aside and run
+    /// again.
+    pub fn rerun_warning(&self, set_aside: &str) -> String {
+        format!(
+            "trial {}: {}: a transient failure, as a storage server blocked for seconds \
+             makes; {set_aside} set aside (kept in trials.json's set_aside, not judged) and \
+             run again",
+            self.index,
+            self.error.as_deref().unwrap_or("?")
+        )
+    }
+
     /// transactions per simulated second).
     pub fn tps(&self) -> Option<f64> {
         match (&self.report, &self.multitest, &self.simulation) {

@@ -345,14 +345,11 @@ impl<'a> Runner<'a> {
         let Some(failed) = self.trials[batch..].iter().find(|t| t.transient_failure()) else {
             return false;
         };
-        let why = format!(
-            "trial {}: {}: a transient failure, as a storage server blocked for seconds makes",
-            failed.index,
-            failed.error.as_deref().unwrap_or("?")
-        );
         if rerun || self.reruns >= MAX_RERUNS {
             tracing::warn!(
-                "{why}; not run again: {}",
+                "trial {}: {}: a transient failure; not run again: {}",
+                failed.index,
+                failed.error.as_deref().unwrap_or("?"),
                 match rerun {
                     true => "it is a rerun already",
                     false => "the run's reruns are spent",
@@ -360,14 +357,10 @@ impl<'a> Runner<'a> {
             );
             return false;
         }
-        let what = match n {
+        let warning = failed.rerun_warning(&match n {
             1 => "the trial is".to_string(),
             _ => format!("its {n} trials, which ran at once, are"),
-        };
-        let warning = format!(
-            "{why}; {what} set aside (kept in trials.json's set_aside, not judged) and run \
-             again"
-        );
+        });
         tracing::warn!("{warning}");
         self.warnings.push(warning);
         self.reruns += 1;
