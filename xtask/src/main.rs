@@ -21,17 +21,17 @@ fn main() -> ExitCode {
                 .map(|a| a.to_string());
             let empty: Vec<_> = cli::empty_env_flags(|v| std::env::var_os(v))
                 .into_iter()
-                .filter(|(_, flag)| {
+                .filter(|(_, flag, _)| {
                     invalid
                         .as_deref()
                         .is_some_and(|a| a.starts_with(flag.as_str()))
                 })
                 .collect();
             if e.kind() == clap::error::ErrorKind::InvalidValue && !empty.is_empty() {
-                for (var, flag) in empty {
+                for (var, flag, takes) in empty {
                     xtask::say!(
                         "error: {var} is set but empty (it stands for {flag}): unset it \
-                         (`unset {var}`) or set it to a path"
+                         (`unset {var}`) or set it to {takes}"
                     );
                 }
                 return ExitCode::from(EXIT_USAGE);

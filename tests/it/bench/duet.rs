@@ -279,7 +279,7 @@ fn the_default_falls_back_to_sequential_where_two_trials_do_not_fit_and_one_does
     let (a, b) = s.ab(json!({}), json!({}));
     // What one trial needs, from the refusal of a cgroup it cannot fit.
     let with_headroom = |mib: u64, pairing: Option<&str>| {
-        let mut cmd = s.bench_command(&a, &b, &["--trials", "4", "--dry-run"]);
+        let mut cmd = s.bench_command(&a, &b, &["--dry-run"]);
         cmd.env("PERFGATE_CGROUP_ROOT", s.simulated_cgroup(mib));
         match pairing {
             Some(p) => cmd.env("PERFGATE_PAIRING", p).output().unwrap(),
@@ -300,19 +300,25 @@ fn the_default_falls_back_to_sequential_where_two_trials_do_not_fit_and_one_does
     assert_eq!(code(&o), 0, "{}", text(&o));
     let line = pairing_line(&o);
     assert!(line.starts_with("pairing    sequential: "), "{line}");
+    // The pairs a sequential run has without --trials, not a duet's.
     assert!(
-        line.contains("cannot run a duet: two trials at once do not fit (a trial needs about"),
+        text(&o).contains("trials     6 in this order"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        line.contains("cannot run a duet: two trials at once do not fit (the 2 trials a duet runs at once need"),
         "{line}"
     );
     assert!(
-        line.contains("shared by the 2 trials a duet runs at once"),
+        line.contains("the 2 trials a duet runs at once need about"),
         "{line}"
     );
     // Asked for by name, the duet is refused with the same reason.
     let o = with_headroom(room, Some("duet"));
     assert_eq!(code(&o), 64, "{}", text(&o));
     assert!(
-        text(&o).contains("shared by the 2 trials a duet runs at once"),
+        text(&o).contains("the 2 trials a duet runs at once need about"),
         "{}",
         text(&o)
     );

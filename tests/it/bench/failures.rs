@@ -299,6 +299,17 @@ fn a_transient_failure_runs_its_batch_again_once_and_the_results_say_so() {
             )) && warnings.contains("set aside (kept in trials.json's set_aside, not judged)"),
             "{pairing}: {warnings}"
         );
+        assert!(
+            text(&o).contains(&format!(
+                "trial {index} of 8: redwood baseline #{}, again after a transient failure",
+                failed["repetition"]
+            )),
+            "{}",
+            text(&o)
+        );
+        // report.html has the run's warnings, as summary.json does.
+        let html = std::fs::read_to_string(s.out().join("report.html")).unwrap();
+        assert!(html.contains("a transient failure"), "{pairing}");
         // compare judges the same trials again and says the same of those set aside.
         let again = s.dir.path().join("again");
         let o = crate::support::gate_cmd()
@@ -323,6 +334,23 @@ fn a_transient_failure_runs_its_batch_again_once_and_the_results_say_so() {
             "{rejudged:#}"
         );
         s.assert_no_leftover_processes();
+    }
+    // A pair with another failure beside the transient one stands: ERROR, nothing set
+    // aside, so the other failure is judged.
+    if cpus.len() >= 2 {
+        let s = Sandbox::new();
+        let (a, b) = s.ab(
+            json!({"mako_error_runs": [0]}),
+            json!({"mako_truncates_report": true}),
+        );
+        let o = s.bench(&a, &b, &["--trials", "4", "--pairing", "duet"]);
+        assert_eq!(code(&o), 2, "{}", text(&o));
+        let file = s.read_json("trials.json");
+        assert!(file.get("set_aside").is_none(), "{file:#}");
+        assert_eq!(
+            s.read_json("summary.json")["judgements"][0]["verdict"],
+            "ERROR"
+        );
     }
     // Failing again, or a third time in a run: an ERROR, as any failed trial.
     for (runs, aside) in [(json!([0, 1]), 1), (json!([0, 2, 4]), 2)] {

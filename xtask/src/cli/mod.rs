@@ -1130,23 +1130,35 @@ pub fn workdir_or_env(given: Option<&std::path::Path>) -> Result<Option<PathBuf>
 }
 
 /// The environment variables that stand for flags (`PERFGATE_WORKDIR` for `--workdir`, ...) and are
-/// set but empty, as `(variable, flag)`: clap reads an empty one as a flag given without a
-/// value, and its message names the flag the user never typed. `main` says which variable
-/// it was instead.
-pub fn empty_env_flags(get: impl Fn(&str) -> Option<std::ffi::OsString>) -> Vec<(String, String)> {
+/// set but empty, as `(variable, flag, what it takes)`, e.g. `("PERFGATE_PAIRING",
+/// "--pairing", "one of auto, sequential, duet")`: clap reads an empty one as a flag given
+/// without a value, and its message names the flag the user never typed. `main` says which
+/// variable it was instead.
+pub fn empty_env_flags(
+    get: impl Fn(&str) -> Option<std::ffi::OsString>,
+) -> Vec<(String, String, String)> {
     use clap::CommandFactory;
     fn walk(
         cmd: &clap::Command,
         get: &dyn Fn(&str) -> Option<std::ffi::OsString>,
-        found: &mut Vec<(String, String)>,
+        found: &mut Vec<(String, String, String)>,
     ) {
         for arg in cmd.get_arguments() {
             let (Some(var), Some(long)) = (arg.get_env(), arg.get_long()) else {
                 continue;
             };
             let var = var.to_string_lossy().into_owned();
-            if get(&var).is_some_and(|v| v.is_empty()) && !found.iter().any(|(v, _)| *v == var) {
-                found.push((var, format!("--{long}")));
+            if get(&var).is_some_and(|v| v.is_empty()) && !found.iter().any(|(v, ..)| *v == var) {
+                let values: Vec<String> = arg
+                    .get_possible_values()
+                    .iter()
+                    .map(|v| v.get_name().to_string())
+                    .collect();
+                let takes = match values.is_empty() {
+                    true => "a path".to_string(),
+                    false => format!("one of {}", values.join(", ")),
+                };
+                found.push((var, format!("--{long}"), takes));
             }
         }
         for sub in cmd.get_subcommands() {
@@ -1299,7 +1311,15 @@ mod tests {
         };
         assert_eq!(
             empty_env_flags(env(&[("PERFGATE_WORKDIR", ""), ("FDB_SRC", "/src")])),
-            [("PERFGATE_WORKDIR".to_string(), "--workdir".to_string())]
+            [(
+                "PERFGATE_WORKDIR".to_string(),
+                "--workdir".to_string(),
+                "a path".to_string()
+            )]
+        );
+        assert_eq!(
+            empty_env_flags(env(&[("PERFGATE_PAIRING", "")]))[0].2,
+            "one of auto, sequential, duet"
         );
         assert!(empty_env_flags(env(&[("WORKDIR", "/dev/shm")])).is_empty());
         assert_eq!(empty_env_flags(env(&[("FDB_SRC", "")])).len(), 1);

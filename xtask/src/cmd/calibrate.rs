@@ -111,7 +111,13 @@ fn calibration(
             );
             None
         }
-        DriverKind::Mako => trial_cost(wall_s, trials, &c.workload, budget.as_secs_f64()),
+        DriverKind::Mako => trial_cost(
+            wall_s,
+            trials,
+            &c.workload,
+            budget.as_secs_f64(),
+            c.pairing.pairing.trials_at_once(),
+        ),
     };
     Calibration::new(
         &Sample::of_trials(trials),
@@ -237,19 +243,23 @@ fn sized_profile(
 
 /// What a trial cost beside mako's run: the wall-clock time of all trials (`wall_s`, from
 /// the first cluster start to the last teardown, so every gap between phases and trials
-/// counts, not only the recorded phases) over the trials run, less mako's `--seconds`;
-/// with the run's warmup and window and `budget_s`. `None` without a measured trial.
+/// counts, not only the recorded phases) over the rounds run (`trials_at_once` trials a
+/// round: a duet's pair), less mako's `--seconds`; with the run's warmup and window and
+/// `budget_s`. `None` without a measured trial.
 fn trial_cost(
     wall_s: f64,
     trials: &[TrialRecord],
     w: &Workload,
     budget_s: f64,
+    trials_at_once: u32,
 ) -> Option<TrialCost> {
     let measured = trials.iter().any(|t| t.outcome == Outcome::Measured);
+    let rounds = (trials.len() as f64 / f64::from(trials_at_once.max(1))).ceil();
     (measured && !trials.is_empty()).then(|| TrialCost {
-        overhead_s: (wall_s / trials.len() as f64 - w.seconds as f64).max(0.0),
+        overhead_s: (wall_s / rounds - w.seconds as f64).max(0.0),
         warmup_s: w.warmup_seconds,
         window_s: w.measured_seconds(),
         budget_s,
+        trials_at_once,
     })
 }

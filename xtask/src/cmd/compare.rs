@@ -66,14 +66,7 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         }
     }
     let out = results_dir(args)?;
-    let mut warnings = warnings_of(plan, reference, &samples, &trials);
-    // As the run said them: its trials set aside are not judged here either.
-    warnings.extend(
-        set_aside
-            .iter()
-            .filter(|t| t.transient_failure())
-            .map(|t| t.rerun_warning("its batch was")),
-    );
+    let mut warnings = warnings_of(plan, reference, &samples, &trials, &set_aside);
     let (profile_diff, unread) = crate::results::profile::diff_or_warning(&args.dir, &trials);
     warnings.extend(unread);
     if let Some(original) = &meta.results_dir {
@@ -184,15 +177,23 @@ fn path_to_run(out: &Path, run: &Path) -> String {
     }
 }
 
-/// The plan's warnings, and for a judgement against a record with a fresh control arm,
-/// the lines on which this host differs from the record's.
+/// The plan's warnings, those of the trials `set_aside` (as the run said them: they are
+/// not judged here either), and for a judgement against a record with a fresh control
+/// arm, the lines on which this host differs from the record's.
 fn warnings_of(
     plan: &SavedPlan,
     reference: Reference,
     samples: &[Sample],
     trials: &[TrialRecord],
+    set_aside: &[TrialRecord],
 ) -> Vec<String> {
     let mut warnings = plan.warnings.clone();
+    warnings.extend(
+        set_aside
+            .iter()
+            .filter(|t| t.transient_failure())
+            .map(|t| t.rerun_warning("its batch was")),
+    );
     if let Some(record) = reference.controlled_record() {
         // A sweep's host check is by knee, a run of one target's by TPS.
         let lines = match plan.config.schedule() {

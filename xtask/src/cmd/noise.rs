@@ -125,15 +125,19 @@ fn check_fits(saved: &SavedRun, plan: &Plan) -> Result<(), String> {
     }
     let (theirs, ours) = (p.config.pairing, plan.config.pairing.pairing);
     if theirs != ours {
+        // Sequential pairs can always run; a duet only where this run allows one.
+        let or = match theirs {
+            crate::config::Pairing::Sequential => ", or give this run --pairing sequential",
+            crate::config::Pairing::Duet => "",
+        };
         return Err(format!(
             "its pairs were {} and this run's are {} ({}): pairs run at once and pairs run \
              one after the other see the host's drift differently, so their noise differs; \
-             calibrate with --pairing {}, or give this run --pairing {}",
+             calibrate with --pairing {}{or}",
             theirs.name(),
             ours.name(),
             plan.config.pairing.reason,
             ours.name(),
-            theirs.name()
         ));
     }
     if p.workdir.tmpfs != plan.workdir.tmpfs {

@@ -316,14 +316,15 @@ fn finish(
     let hostname = crate::results::host::Host::read().hostname;
     let junit_run =
         crate::report::JunitRun::new(&j.trials, started, &hostname, plan.config.junit.as_deref());
+    let verdicts = write::Verdicts {
+        judgements: &j.judgements,
+        interrupted: j.interrupted,
+        warnings: &j.warnings,
+        profile_diff: &profile_diff,
+    };
     let written = write::verdicts(
         &out,
-        write::Verdicts {
-            judgements: &j.judgements,
-            interrupted: j.interrupted,
-            warnings: &j.warnings,
-            profile_diff: &profile_diff,
-        },
+        verdicts,
         write::Copies {
             files: plan.config.copies(),
             json_to_stdout: plan.config.json,
@@ -331,15 +332,8 @@ fn finish(
         &junit_run,
     )
     .context(results())?;
-    write::html_report(
-        &out,
-        &plan,
-        &j.trials,
-        &j.judgements,
-        &profile_diff,
-        started,
-    )
-    .context(results())?;
+    // The run's warnings, as summary.json has them: the plan's and those of its trials.
+    write::html_report(&out, &plan, &j.trials, &verdicts, started).context(results())?;
     let late = afterwards(&out, &plan, &j.trials).context(results())?;
     // The run's own files first: a copy that fails cannot cost them.
     let copied = written.copies(late);

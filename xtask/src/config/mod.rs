@@ -150,6 +150,9 @@ pub struct BenchConfig {
     /// How the two trials of a pair share the host (`--pairing`), and why.
     #[serde(flatten)]
     pub pairing: PairingChoice,
+    /// Whether `--trials` was left to its default, which follows the pairing.
+    #[serde(skip)]
+    pub pairs_by_default: bool,
     /// Seed of the trial order within A/B blocks (`--seed`, else from the clock); recorded
     /// so a run's order can be reproduced.
     pub seed: u64,
@@ -464,6 +467,7 @@ impl BenchConfig {
             schedule,
             // Chosen below, once the rest of the run is known.
             pairing: PairingChoice::of(PairingArg::Sequential, None).map_err(usage)?,
+            pairs_by_default: false,
             seed: a.seed.unwrap_or_else(clock_seed),
             workdir: crate::cli::workdir_or_env(a.workdir.as_deref()).map_err(UsageError)?,
             out: a.out.clone(),
@@ -498,7 +502,6 @@ impl BenchConfig {
             json: a.json,
             bounds: PhaseBounds::resolve(&a.timeouts)?,
         };
-        check_budget_holds_the_first_look(&c)?;
         check_driver_gates(&c)?;
         c.with_pairing(a.pairing, a.trials.is_none())
     }
@@ -506,25 +509,34 @@ impl BenchConfig {
 
 impl BenchConfig {
     /// This run with the pairing `arg` asks for ([`choose_pairing`]) and, when `--trials`
-    /// was not given (`default_pairs`), the default number of pairs for it: 4 in a duet,
-    /// whose halves of the CPUs cancel over an even count, else 3. Errors: as
-    /// [`choose_pairing`].
+    /// was not given (`default_pairs`), the default number of pairs for it
+    /// ([`Pairing::default_pairs`]). Errors: as [`choose_pairing`], and a `--time-budget`
+    /// too short for the pairing ([`check_budget_holds_the_first_look`]).
     fn with_pairing(self, arg: PairingArg, default_pairs: bool) -> Result<Self, UsageError> {
         let pairing = choose_pairing(&self, arg)?;
+        let c = BenchConfig {
+            pairs_by_default: default_pairs,
+            ..self
+        }
+        .paired(pairing);
+        check_budget_holds_the_first_look(&c)?;
+        Ok(c)
+    }
+
+    /// This run with `pairing`, and the default pairs for it when `--trials` was not given
+    /// (a duet that did not fit the work dir turns sequential: 3 pairs, not 4).
+    pub fn paired(self, pairing: PairingChoice) -> Self {
         let schedule = match self.schedule {
-            Schedule::Fixed { .. } if default_pairs => Schedule::Fixed {
-                pairs: match pairing.pairing {
-                    Pairing::Duet => 4,
-                    Pairing::Sequential => 3,
-                },
+            Schedule::Fixed { .. } if self.pairs_by_default => Schedule::Fixed {
+                pairs: pairing.pairing.default_pairs(),
             },
             schedule => schedule,
         };
-        Ok(BenchConfig {
+        BenchConfig {
             pairing,
             schedule,
             ..self
-        })
+        }
     }
 }
 
@@ -571,7 +583,8 @@ fn duet_obstacle(c: &BenchConfig) -> Option<String> {
             Ok(cpus) => (
                 cpus.len() < 2,
                 format!(
-                    "{} allowed CPU (each arm needs one at least: give the gate 2 or more,                      with taskset or the container's limit)",
+                    "{} allowed CPU (each arm needs one at least: give the gate 2 or more, \
+                     with taskset or the container's limit)",
                     cpus.len()
                 ),
             ),
@@ -593,14 +606,16 @@ fn check_budget_holds_the_first_look(c: &BenchConfig) -> Result<(), UsageError> 
         return Ok(());
     };
     let engines = c.engines.len().max(1) as u64;
-    let least = Duration::from_secs(u64::from(MIN_PAIRS) * 2 * c.workload.seconds * engines);
+    // A duet's pair takes one trial's time, a sequential pair two.
+    let per_pair = 2 / u64::from(c.pairing.pairing.trials_at_once());
+    let least = Duration::from_secs(u64::from(MIN_PAIRS) * per_pair * c.workload.seconds * engines);
     if budget >= least {
         return Ok(());
     }
     Err(usage(format!(
         "--time-budget {} cannot hold the {MIN_PAIRS} pairs per engine --trials auto runs \
-         before its first look: their workload runs alone take {} ({MIN_PAIRS} pairs x 2 trials x \
-         --seconds {} x {engines} engine(s)); give more than that (starting clusters and \
+         before its first look: their workload runs alone take {} ({MIN_PAIRS} pairs x {per_pair} \
+         trial(s) one after the other x --seconds {} x {engines} engine(s)); give more than that (starting clusters and \
          loading data come on top: `cargo xtask calibrate` measures a pair), or --trials N",
         humantime::format_duration(budget),
         humantime::format_duration(least),
@@ -1347,21 +1362,26 @@ mod tests {
     fn a_budget_that_cannot_hold_the_first_look_is_refused() {
         // Help promises at least 3 pairs before the first look: a budget too short for
         // them is refused, not run with fewer.
-        let err = config(&["--trials", "auto", "--time-budget", "1s"]).unwrap_err();
+        let seq = ["--pairing", "sequential", "--trials", "auto"];
+        let err = config(&[&seq[..], &["--time-budget", "1s"]].concat()).unwrap_err();
         assert!(
             err.0.contains(
                 "--time-budget 1s cannot hold the 3 pairs per engine --trials auto runs before \
-                 its first look: their workload runs alone take 12m (3 pairs x 2 trials x \
-                 --seconds 120 x 1 engine(s))"
+                 its first look: their workload runs alone take 12m (3 pairs x 2 trial(s) one \
+                 after the other x --seconds 120 x 1 engine(s))"
             ),
             "{err}"
         );
         // The quick profile's 120 s per trial, 2 engines: 24 minutes at least.
-        let two = [
-            "--engine", "redwood", "--engine", "rocksdb", "--trials", "auto",
-        ];
+        let two = [&seq[..], &["--engine", "redwood", "--engine", "rocksdb"]].concat();
         let at = |b: &str| config(&[&two[..], &["--time-budget", b]].concat());
         assert!(at("23m").is_err());
         assert!(at("24m").is_ok());
+        // A duet's pair takes one trial's time: half as long.
+        let duet = ["--pairing", "duet", "--trials", "auto", "--time-budget"];
+        if crate::process::allowed_cpus().is_ok_and(|c| c.len() >= 2) {
+            assert!(config(&[&duet[..], &["5m"]].concat()).is_err());
+            assert!(config(&[&duet[..], &["6m"]].concat()).is_ok());
+        }
     }
 }

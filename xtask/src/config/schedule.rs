@@ -27,6 +27,15 @@ impl Pairing {
         }
     }
 
+    /// Pairs a run has when `--trials` is not given: 4 in a duet, whose halves of the CPUs
+    /// cancel over an even count, else 3.
+    pub fn default_pairs(self) -> u32 {
+        match self {
+            Pairing::Sequential => 3,
+            Pairing::Duet => 4,
+        }
+    }
+
     /// Trials of the run on the host at once: a duet's pair, else one.
     pub fn trials_at_once(self) -> u32 {
         match self {

@@ -112,14 +112,18 @@ pub struct TrialCost {
     pub window_s: u64,
     /// The time a gate run may take, seconds (`--budget`).
     pub budget_s: f64,
+    /// Trials that run at once: 2 in a duet, whose pair takes one trial's time; else 1.
+    pub trials_at_once: u32,
 }
 
 impl TrialCost {
-    /// Pairs (two trials each) that fit the budget with this warmup and window.
+    /// Pairs (two trials each, one after the other or at once) that fit the budget with
+    /// this warmup and window.
     fn pairs(&self, warmup_s: u64, window_s: u64) -> usize {
         let trial = self.overhead_s + (warmup_s + window_s) as f64;
+        let pair = trial * 2.0 / f64::from(self.trials_at_once.max(1));
         // Bounded: a budget of years must not make the sizing evaluate millions of pairs.
-        ((self.budget_s / (2.0 * trial)).floor() as usize).min(MAX_PAIRS)
+        ((self.budget_s / pair).floor() as usize).min(MAX_PAIRS)
     }
 }
 
@@ -346,6 +350,7 @@ mod tests {
             warmup_s: 60,
             window_s: 60,
             budget_s: 1800.0,
+            trials_at_once: 1,
         };
         let size = |within_pct: f64, between_pct: f64| {
             let split = NoiseSplit {
@@ -368,6 +373,12 @@ mod tests {
         assert!(within.window_seconds > 60, "{within:?}");
         // Pairs as the budget allows: 1800 s / (2 x (60 + 10 + 30)).
         assert_eq!(between.pairs, 9);
+        // A duet's pair takes one trial's time: twice the pairs.
+        let duet = TrialCost {
+            trials_at_once: 2,
+            ..cost.clone()
+        };
+        assert_eq!(duet.pairs(10, 30), 18);
         assert_eq!(between.current_pairs, 5);
         assert!(between.mde_pct < between.current_mde_pct.unwrap());
         // No window fits two pairs in a tiny budget.

@@ -165,19 +165,25 @@ pub fn check(foot: &Footprint, cap: &Capacity, w: &Workload) -> Result<(), Strin
         fixes.push(format!("--rows {}", rows as u64));
     }
     fixes.push(bigger.to_string());
+    if foot.trials_at_once > 1 {
+        fixes.push("--pairing sequential (one trial at a time)".into());
+    }
     let writes = match w.driver_kind() {
         DriverKind::Multitest(_) | DriverKind::Simulation(_) => "writes",
         DriverKind::Mako => "inserts",
     };
-    let share = match foot.trials_at_once {
-        0 | 1 => String::new(),
-        n => format!(" shared by the {n} trials a duet runs at once"),
+    let need = match foot.trials_at_once {
+        0 | 1 => format!("a trial needs about {:.0} MiB", mib(foot.total())),
+        n => format!(
+            "the {n} trials a duet runs at once need about {:.0} MiB, {:.0} MiB each",
+            mib(foot.total() * f64::from(n)),
+            mib(foot.total())
+        ),
     };
     Err(format!(
-        "a trial needs about {:.0} MiB on the work dir ({:.0} MiB data set + {:.0} MiB growth at \
-         {:.0} TPS x {} {writes} x {} s), more than {:.0}% of the {:.0} MiB {what}{share}: it \
-         would fail with ENOSPC or an OOM kill mid-run; try {}",
-        mib(foot.total()),
+        "{need} on the work dir ({:.0} MiB data set + {:.0} MiB growth at {:.0} TPS x {} \
+         {writes} x {} s), more than {:.0}% of the {:.0} MiB {what}: it would fail with \
+         ENOSPC or an OOM kill mid-run; try {}",
         mib(foot.data_bytes),
         mib(foot.growth_bytes),
         foot.expected_tps,
@@ -390,7 +396,9 @@ mod tests {
         assert!(check(&f, &room(2 << 30, None), &w).is_ok());
         let err = check(&duet, &room(2 << 30, None), &w).unwrap_err();
         assert!(
-            err.contains("shared by the 2 trials a duet runs at once"),
+            err.contains("the 2 trials a duet runs at once need about")
+                && err.contains("MiB each")
+                && err.ends_with("or --pairing sequential (one trial at a time)"),
             "{err}"
         );
     }

@@ -378,7 +378,7 @@ pub type EngineProbe<'a> =
 /// Against a cluster the gate did not start, its engine is read with `probe` and is the
 /// one engine of the plan.
 pub fn plan(
-    mut config: BenchConfig,
+    config: BenchConfig,
     prepared: Prepared,
     built: Vec<(Arm, Provenance)>,
     probe: EngineProbe,
@@ -394,7 +394,7 @@ pub fn plan(
         control: _,
         valgrind,
     } = prepared;
-    config.pairing = pairing;
+    let config = config.paired(pairing);
     let mut build_warnings = Vec::new();
     let mut arm_plan = |arm: Arm| {
         let source = sources.remove(&arm).context("an arm is planned once")?;

@@ -387,14 +387,14 @@ fn log_error(line: &str) {
     }
 }
 
-/// Writes `report.html`, with the paths of files inside `out` in its verdicts, trial
+/// Writes `report.html` of the verdicts `v` (their judgements, the run's warnings and the
+/// profile's differences), with the paths of files inside `out` in its verdicts, trial
 /// errors and warnings relative to it (not in the command line it quotes).
 pub fn html_report(
     out: &Path,
     plan: &Plan,
     trials: &[TrialRecord],
-    judgements: &[Judgement],
-    profile_diff: &[crate::results::profile::ProfileDiff],
+    v: &Verdicts,
     started: SystemTime,
 ) -> Result<()> {
     let run = html::RunInfo {
@@ -403,7 +403,8 @@ pub fn html_report(
         command_line: command_line(),
     };
     let rel = |t: &str| relative_to_results(out, t);
-    let (mut judgements, mut warnings) = (judgements.to_vec(), plan.warnings.clone());
+    let (mut judgements, mut warnings) = (v.judgements.to_vec(), v.warnings.to_vec());
+    let profile_diff = v.profile_diff;
     rewrite_texts(&mut judgements, &mut warnings, rel);
     let trials: Vec<TrialRecord> = trials
         .iter()

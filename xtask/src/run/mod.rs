@@ -336,33 +336,43 @@ impl<'a> Runner<'a> {
         Ok(!stop)
     }
 
-    /// Moves the batch just run (the last `n` records) to the records set aside when one
-    /// of its trials failed transiently, the batch is not a rerun itself (`rerun`) and
-    /// fewer than [`MAX_RERUNS`] batches ran again: a duet's pair runs again whole, so
-    /// that its arms still share their seconds. Returns whether it did.
+    /// Moves the batch just run (the last `n` records) to the records set aside when its
+    /// trials that failed all failed transiently, the batch is not a rerun itself
+    /// (`rerun`) and fewer than [`MAX_RERUNS`] batches ran again: a duet's pair runs again
+    /// whole, so that its arms still share their seconds. A batch with any other failure
+    /// stands, its ERROR or TIMEOUT judged. Returns whether it did.
     fn set_aside_for_rerun(&mut self, n: usize, rerun: bool) -> bool {
         let batch = self.trials.len() - n;
-        let Some(failed) = self.trials[batch..].iter().find(|t| t.transient_failure()) else {
-            return false;
-        };
-        if rerun || self.reruns >= MAX_RERUNS {
-            tracing::warn!(
-                "trial {}: {}: a transient failure; not run again: {}",
-                failed.index,
-                failed.error.as_deref().unwrap_or("?"),
-                match rerun {
-                    true => "it is a rerun already",
-                    false => "the run's reruns are spent",
-                }
-            );
+        let failed: Vec<&TrialRecord> = self.trials[batch..]
+            .iter()
+            .filter(|t| t.outcome != Outcome::Measured)
+            .collect();
+        if failed.is_empty() || !failed.iter().all(|t| t.transient_failure()) {
             return false;
         }
-        let warning = failed.rerun_warning(&match n {
+        if rerun || self.reruns >= MAX_RERUNS {
+            for t in failed {
+                tracing::warn!(
+                    "trial {}: {}: a transient failure; not run again: {}",
+                    t.index,
+                    t.error.as_deref().unwrap_or("?"),
+                    match rerun {
+                        true => "it is a rerun already",
+                        false => "the run's reruns are spent",
+                    }
+                );
+            }
+            return false;
+        }
+        let what = match n {
             1 => "the trial is".to_string(),
             _ => format!("its {n} trials, which ran at once, are"),
-        });
-        tracing::warn!("{warning}");
-        self.warnings.push(warning);
+        };
+        let warnings: Vec<String> = failed.iter().map(|t| t.rerun_warning(&what)).collect();
+        for warning in warnings {
+            tracing::warn!("{warning}");
+            self.warnings.push(warning);
+        }
         self.reruns += 1;
         self.set_aside.extend(self.trials.drain(batch..));
         true
@@ -427,13 +437,18 @@ impl<'a> Runner<'a> {
     /// Says which trial starts, of how many, and about how long the rest take.
     fn announce(&self, planned: &PlannedTrial) {
         tracing::info!(
-            "trial {} of {}{}: {} {} #{}{}{}",
+            "trial {} of {}{}: {} {} #{}{}{}{}",
             planned.index,
             self.expected,
             if self.open { " so far" } else { "" },
             planned.engine,
             planned.arm,
             planned.repetition,
+            if planned.rerun {
+                ", again after a transient failure"
+            } else {
+                ""
+            },
             planned
                 .target_tps
                 .map(|t| format!(", target {t} TPS"))
