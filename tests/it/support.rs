@@ -309,6 +309,24 @@ impl Sandbox {
 
     /// The trials of the results dir's `trials.json`, an array (the file is versioned).
     #[track_caller]
+    /// `cargo xtask compare` of this sandbox's results into `<sandbox>/again`: its output
+    /// and the summary.json it wrote.
+    pub fn compare_again(&self) -> (Output, Value) {
+        let again = self.dir.path().join("again");
+        let o = gate_cmd()
+            .arg("compare")
+            .arg(self.out())
+            .arg("--out")
+            .arg(&again)
+            .output()
+            .unwrap();
+        let summary = std::fs::read_to_string(again.join("summary.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or(Value::Null);
+        (o, summary)
+    }
+
     pub fn read_trials(&self) -> Value {
         trials_of(&self.read_json("trials.json"))
     }

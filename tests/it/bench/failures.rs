@@ -311,18 +311,8 @@ fn a_transient_failure_runs_its_batch_again_once_and_the_results_say_so() {
         let html = std::fs::read_to_string(s.out().join("report.html")).unwrap();
         assert!(html.contains("a transient failure"), "{pairing}");
         // compare judges the same trials again and says the same of those set aside.
-        let again = s.dir.path().join("again");
-        let o = crate::support::gate_cmd()
-            .arg("compare")
-            .arg(s.out())
-            .arg("--out")
-            .arg(&again)
-            .output()
-            .unwrap();
+        let (o, rejudged) = s.compare_again();
         assert_eq!(code(&o), 1, "{}", text(&o));
-        let rejudged: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(again.join("summary.json")).unwrap())
-                .unwrap();
         assert_eq!(
             rejudged["judgements"][0]["change"], summary["judgements"][0]["change"],
             "{pairing}"

@@ -444,18 +444,8 @@ fn a_sweep_stops_one_step_past_the_knee_and_a_lower_knee_is_a_regression() {
         "{junit}"
     );
     // `compare` judges the saved sweep's knee again.
-    let again = s.dir.path().join("again");
-    let o = crate::support::gate_cmd()
-        .arg("compare")
-        .arg(s.out())
-        .arg("--out")
-        .arg(&again)
-        .output()
-        .unwrap();
+    let (o, summary) = s.compare_again();
     assert_eq!(code(&o), 1, "{}", text(&o));
-    let summary: Value =
-        serde_json::from_str(&std::fs::read_to_string(again.join("summary.json")).unwrap())
-            .unwrap();
     assert_eq!(summary["judgements"][0]["reason"], j[0]["reason"]);
     // The knees for scripts, and in the verdict table's columns of the arms.
     assert_eq!(

@@ -249,18 +249,8 @@ fn noise_from_a_calibration_is_compared_recorded_and_checked() {
         .any(|n| n["metric"] == "tps" && n["pairs"] == 4 && n["sd_log"].as_f64().unwrap() > 0.0));
     // compare re-judges with the recorded figures, even with the calibration gone.
     std::fs::rename(&cal, s.dir.path().join("cal-moved")).unwrap();
-    let again = s.dir.path().join("again");
-    let o = crate::support::gate_cmd()
-        .arg("compare")
-        .arg(s.out())
-        .arg("--out")
-        .arg(&again)
-        .output()
-        .unwrap();
+    let (o, rejudged) = s.compare_again();
     assert!(code(&o) < 2, "{}", text(&o));
-    let rejudged: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(again.join("summary.json")).unwrap())
-            .unwrap();
     assert_eq!(rejudged["judgements"][0]["noise_from"], tps["noise_from"]);
     assert_eq!(
         rejudged["judgements"][0]["comparison"], tps["comparison"],
