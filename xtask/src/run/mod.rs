@@ -318,8 +318,8 @@ impl<'a> Runner<'a> {
                 "trial {index}: the simulation did not replay its seed (see trials.json)"
             );
         }
-        let rerun = planned.iter().any(|p| p.rerun);
-        let rerun = !stop && self.set_aside_for_rerun(planned.len(), rerun);
+        let is_rerun = planned.iter().any(|p| p.rerun);
+        let rerun = !stop && self.set_aside_for_rerun(planned.len(), is_rerun);
         self.check_results_dir(last + 1)?;
         (self.save)(&self.trials, &self.set_aside)?;
         if stop {
