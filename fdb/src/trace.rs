@@ -27,6 +27,32 @@ pub fn trace_errors(trace: &str, n: usize) -> Vec<String> {
     errors[errors.len().saturating_sub(n)..].to_vec()
 }
 
+/// A `SlowTask` event: fdbserver's run loop ran one task without yielding for
+/// `duration_s` seconds of wall time (`flow/Net2.cpp`, logged for a task over
+/// `SLOWTASK_PROFILING_LOG_INTERVAL`, `Duration` attribute), ending at `time_unix_s`
+/// (`Time`, Unix seconds). Every transaction the server serves waits as long.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SlowTask {
+    pub duration_s: f64,
+    pub time_unix_s: f64,
+}
+
+/// The longest `SlowTask` event of fdbserver trace XML (one `<Event .../>` per line);
+/// `None` when it has none with a finite `Duration`.
+pub fn longest_slow_task(trace: &str) -> Option<SlowTask> {
+    trace
+        .lines()
+        .filter(|l| attr(l, "Type").as_deref() == Some("SlowTask"))
+        .filter_map(|l| {
+            let number = |key| attr(l, key)?.parse::<f64>().ok().filter(|v| v.is_finite());
+            Some(SlowTask {
+                duration_s: number("Duration")?,
+                time_unix_s: number("Time").unwrap_or(f64::NAN),
+            })
+        })
+        .max_by(|a, b| a.duration_s.total_cmp(&b.duration_s))
+}
+
 /// Knobs an fdbserver refused, from its stderr and trace files. fdbserver only warns and
 /// runs with the default (`fdbserver/core/ServerKnobs.cpp`, knob setup): on stderr
 /// `WARNING: Invalid knob option 'NAME'` or `WARNING: Invalid value 'V' for knob option
@@ -112,5 +138,33 @@ mod tests {
         );
         assert_eq!(trace_errors(trace, 1), ["Crash"]);
         assert!(trace_errors(include_str!("../testdata/trace-knob-events.txt"), 5).is_empty());
+    }
+
+    #[test]
+    fn the_longest_slow_task_is_found_in_real_events() {
+        // A real 8.0 storage server's event; the second is the same event as it logged a
+        // 5.03 s block on a 2-vCPU VM (12306 M clocks).
+        let trace = r#"<Event Severity="10" Time="1796461522.637792" DateTime="2026-12-05T09:05:22Z" Type="SlowTask" ID="0000000000000000" TaskID="5000" MClocks="2.55432" Duration="0.000983953" SampleRate="0.000255432" NumYields="1" ThreadID="5177721209187467716" Machine="127.0.0.1:11543" LogGroup="default" Roles="SS" />
+<Event Severity="10" Time="1796461539.428704" DateTime="2026-12-05T09:05:39Z" Type="SlowTask" ID="0000000000000000" TaskID="8600" MClocks="12306.1" Duration="5.03" SampleRate="1" NumYields="1" ThreadID="5177721209187467716" Machine="127.0.0.1:11543" LogGroup="default" Roles="SS" />
+<Event Severity="10" Time="1796461540.1" Type="SlowTask" Duration="0.0308576" />
+<Event Severity="10" Time="1796461541.1" Type="NotSlow" Duration="9" />
+<Event Severity="10" Type="SlowTask" Duration="nan" />"#;
+        assert_eq!(
+            longest_slow_task(trace),
+            Some(SlowTask {
+                duration_s: 5.03,
+                time_unix_s: 1796461539.428704
+            })
+        );
+        assert_eq!(
+            longest_slow_task(trace.lines().next().unwrap())
+                .unwrap()
+                .duration_s,
+            0.000983953
+        );
+        assert_eq!(
+            longest_slow_task(include_str!("../testdata/trace-knob-events.txt")),
+            None
+        );
     }
 }

@@ -103,6 +103,9 @@ pub struct Behaviour {
     /// transactions, as a storage server blocked for seconds makes the real mako's in
     /// flight fail.
     pub mako_error_runs: Vec<u64>,
+    /// Seconds of a `SlowTask` event the storage server's trace holds (0: none), as a real
+    /// storage server logs when its run loop blocks.
+    pub storage_slow_task_s: f64,
     /// The tree's multitest runs (counted from 0, as mako's) that measure half their TPS:
     /// slow trials, as a busy host gives one now and then.
     pub multitest_slow_runs: Vec<u64>,
@@ -213,6 +216,7 @@ impl Default for Behaviour {
             multitest_extra_testers: 0,
             multitest_slow_runs: Vec::new(),
             mako_error_runs: Vec::new(),
+            storage_slow_task_s: 0.0,
             database_keys: Vec::new(),
             tester_linger_ms: 0,
             multitest_recovery_runs: Vec::new(),

@@ -86,6 +86,15 @@ fn main() {
             events += &format!("<Event Severity=\"30\" Type=\"InvalidKnobValue\" Knob=\"{name}\" Value=\"{value}\" />\n");
         }
     }
+    if role == "storage" && b.storage_slow_task_s > 0.0 {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        events += &format!(
+            "<Event Severity=\"10\" Time=\"{now:.6}\" Type=\"SlowTask\" TaskID=\"8600\" Duration=\"{}\" Roles=\"SS\" />\n",
+            b.storage_slow_task_s
+        );
+    }
     let mut trace_bytes = if b.stray_bytes {
         b"<Event Severity=\"10\" Type=\"Stray\" Byte=\"\xff\" />\n".to_vec()
     } else {

@@ -244,7 +244,12 @@ fn a_transient_failure_runs_its_batch_again_once_and_the_results_say_so() {
         }
         let s = Sandbox::new();
         // The baseline's second mako run fails: pair 2's baseline trial.
-        let (a, b) = s.ab(json!({"mako_error_runs": [1]}), json!({"tps": 950.0}));
+        // In the sequential run its storage server logged a 5 s block, as a real one did.
+        let slow_task_s = if pairing == "sequential" { 5.03 } else { 0.0 };
+        let (a, b) = s.ab(
+            json!({"mako_error_runs": [1], "storage_slow_task_s": slow_task_s}),
+            json!({"tps": 950.0}),
+        );
         let o = s.bench(&a, &b, &["--trials", "4", "--pairing", pairing]);
         assert_eq!(code(&o), 1, "{pairing}: {}", text(&o));
         let file = s.read_json("trials.json");
@@ -274,6 +279,14 @@ fn a_transient_failure_runs_its_batch_again_once_and_the_results_say_so() {
         );
         assert_eq!(failed["arm"], "baseline");
         assert_eq!(failed["report"]["total_errors"], 64, "{failed:#}");
+        // The error names the block where the trace has one, and only then.
+        let error = failed["error"].as_str().unwrap();
+        assert_eq!(
+            error.contains("; the storage server :")
+                && error.contains("logged a SlowTask of 5.03 s"),
+            pairing == "sequential",
+            "{error}"
+        );
         // The rerun has its index, and artifacts of its own beside the failed trial's.
         let index = failed["index"].as_u64().unwrap() as usize;
         let rerun = &judged[index - 1];
@@ -295,8 +308,9 @@ fn a_transient_failure_runs_its_batch_again_once_and_the_results_say_so() {
         assert!(
             warnings.contains(&format!(
                 "trial {index}: mako-run: not a valid measurement: mako counted 64 errors and 0 \
-                 timeouts: a transient failure"
-            )) && warnings.contains("set aside (kept in trials.json's set_aside, not judged)"),
+                 timeouts"
+            )) && warnings.contains("waited: a transient failure") == (pairing == "sequential")
+                && warnings.contains("set aside (kept in trials.json's set_aside, not judged)"),
             "{pairing}: {warnings}"
         );
         assert!(

@@ -248,7 +248,6 @@ pub struct TrialRecord {
 }
 
 impl TrialRecord {
-    /// The trial's TPS, from whichever driver's report it has (the simulation driver's:
     /// Whether the trial failed only because mako counted failed or timed-out transactions
     /// in an otherwise complete run: what a storage server blocked for seconds does to
     /// mako's transactions in flight (seen on busy 2-vCPU hosts), and what running the
@@ -275,6 +274,7 @@ impl TrialRecord {
         )
     }
 
+    /// The trial's TPS, from whichever driver's report it has (the simulation driver's:
     /// transactions per simulated second).
     pub fn tps(&self) -> Option<f64> {
         match (&self.report, &self.multitest, &self.simulation) {

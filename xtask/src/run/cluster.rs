@@ -1052,7 +1052,34 @@ impl Cluster {
         Ok(())
     }
 
-    /// The storage server's pid (for CPU sampling), once started.
+    /// The longest `SlowTask` of at least `min_s` seconds in its servers' trace files, as
+    /// a clause for a failed trial's error: "the storage server :4503 logged a SlowTask of
+    /// 5.03 s, at 2026-12-05T09:05:39Z: ...". `None`: none that long, or
+    /// no trace files (a cluster the gate did not start, an unreadable log dir).
+    pub fn slow_task_note(&self, min_s: f64) -> Option<String> {
+        let (server, task) = self
+            .servers
+            .iter()
+            .filter_map(|s| Some((s, fdb::trace::longest_slow_task(&s.trace_text().ok()?)?)))
+            .max_by(|a, b| a.1.duration_s.total_cmp(&b.1.duration_s))?;
+        if task.duration_s < min_s {
+            return None;
+        }
+        let at = Duration::try_from_secs_f64(task.time_unix_s)
+            .ok()
+            .and_then(|d| std::time::UNIX_EPOCH.checked_add(d))
+            .map_or(String::new(), |t| {
+                format!(", at {}", humantime::format_rfc3339_seconds(t))
+            });
+        Some(format!(
+            "the {} server :{} logged a SlowTask of {:.2} s{at}: its run loop blocked that \
+             long, and every request to it waited",
+            server.role.as_str(),
+            server.port,
+            task.duration_s
+        ))
+    }
+
     /// Every started server's pid with the role its CPU is accounted to.
     pub fn server_pids(&self) -> Vec<(CpuRole, u32)> {
         self.servers

@@ -232,9 +232,15 @@ fn bring_up(t: &Trial, c: &mut Cluster, record: &mut TrialRecord) -> Result<(), 
     Ok(())
 }
 
+/// Seconds from which a server's `SlowTask` is named in the error of a mako run that failed
+/// (a run loop blocked for a second fails or delays every transaction in flight; the
+/// milliseconds-long ones a busy host logs all the time are not news).
+const SLOW_TASK_NOTE_S: f64 = 1.0;
+
 /// Stops the trial's cluster (the teardown phase, bounded), looks for refused knobs once
-/// more (trace files are complete only now), keeps its trace files, and returns the
-/// trial's result with a teardown failure added when it was a success so far.
+/// more (trace files are complete only now), names a long `SlowTask` in a failed mako
+/// run's error, keeps its trace files, and returns the trial's result with a teardown
+/// failure added when it was a success so far.
 fn teardown(
     ctx: &TrialContext,
     mut c: Cluster,
@@ -255,6 +261,23 @@ fn teardown(
                 phase: Phase::ClusterStart,
                 error,
             });
+        }
+    }
+    // mako counts the transactions a blocked server fails as errors: name the block.
+    if let Err(f) = &mut result {
+        if f.phase == Phase::MakoRun {
+            if let Some(note) = c.slow_task_note(SLOW_TASK_NOTE_S) {
+                f.error = match std::mem::replace(&mut f.error, PhaseError::Interrupted) {
+                    PhaseError::Failed(e) => PhaseError::Failed(anyhow!("{e:#}; {note}")),
+                    PhaseError::Timeout(bound, what) if what.is_empty() => {
+                        PhaseError::Timeout(bound, note)
+                    }
+                    PhaseError::Timeout(bound, what) => {
+                        PhaseError::Timeout(bound, format!("{what}; {note}"))
+                    }
+                    PhaseError::Interrupted => PhaseError::Interrupted,
+                };
+            }
         }
     }
     if let Err(e) = c.harvest() {
