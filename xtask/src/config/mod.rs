@@ -353,7 +353,8 @@ impl TryFrom<&BenchArgs> for BenchConfig {
         existing::refuse_topology(a, &topology_fields(&a.run.topology))?;
         // Arms without a tree are built from source later (`build::build_arms`) and get
         // their tree then; with --against-recorded there is no baseline tree at all.
-        let base = BenchConfig::new(
+        // Paired once, at the end, when the cluster and the control arm are known.
+        let base = BenchConfig::unpaired(
             a.baseline_build.as_deref(),
             a.experiment_build.as_deref(),
             a.allow_same,
@@ -408,7 +409,6 @@ impl TryFrom<&BenchArgs> for BenchConfig {
             noise_max_age_s: a.noise_max_age.as_secs(),
             ..base
         };
-        // Again, now that the cluster and the control arm are known.
         let c = c.with_pairing(a.run.pairing, a.run.trials.is_none())?;
         check_port_range(&c)?;
         Ok(c)
@@ -433,8 +433,22 @@ fn refuse_twice(knobs: &[Knob], flag: &str) -> Result<(), UsageError> {
 }
 
 impl BenchConfig {
-    /// Validates the shared run flags `a` for the two arms' build trees.
+    /// Validates the shared run flags `a` for the two arms' build trees, with the pairing
+    /// they ask for ([`choose_pairing`]). Errors: a [`UsageError`] naming the flag.
     pub fn new(
+        baseline: Option<&Path>,
+        experiment: Option<&Path>,
+        allow_same: bool,
+        a: &RunArgs,
+    ) -> Result<BenchConfig, UsageError> {
+        BenchConfig::unpaired(baseline, experiment, allow_same, a)?
+            .with_pairing(a.pairing, a.trials.is_none())
+    }
+
+    /// [`BenchConfig::new`] before its pairing is chosen: `pairing` is sequential as a
+    /// placeholder, for the caller to replace with [`BenchConfig::with_pairing`] once it
+    /// knows what a duet depends on (the cluster, the control arm).
+    fn unpaired(
         baseline: Option<&Path>,
         experiment: Option<&Path>,
         allow_same: bool,
@@ -465,7 +479,6 @@ impl BenchConfig {
             cluster,
             procs_scaled,
             schedule,
-            // Chosen below, once the rest of the run is known.
             pairing: PairingChoice::of(PairingArg::Sequential, None).map_err(usage)?,
             pairs_by_default: false,
             seed: a.seed.unwrap_or_else(clock_seed),
@@ -503,7 +516,7 @@ impl BenchConfig {
             bounds: PhaseBounds::resolve(&a.timeouts)?,
         };
         check_driver_gates(&c)?;
-        c.with_pairing(a.pairing, a.trials.is_none())
+        Ok(c)
     }
 }
 

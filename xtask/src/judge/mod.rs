@@ -495,18 +495,25 @@ fn capped_by_target(j: &mut Judgement, trials: &[Sample]) {
     );
 }
 
-/// The paired comparison of metric `m` (see [`paired_with_prior`]), with the host-speed
-/// covariate removed where [`covariate::chosen`] takes it, and what became of the
-/// calibration's noise.
+/// The paired comparison of metric `m` over the pairs that have it in both trials (see
+/// [`paired_with_prior`]), with the host-speed covariate removed where
+/// [`covariate::chosen`] takes it, and what became of the calibration's noise.
 fn paired_adjusted(
     pairs: &[(&Sample, &Sample)],
     m: Metric,
     prior: Option<(&NoisePrior, PriorNoise)>,
     exact: bool,
 ) -> (Option<Comparison>, Option<String>) {
-    let (c, said) = paired_with_prior(pairs, m, prior, exact);
+    // A pair without `m` in a trial (a CPU window that did not open) leaves only that
+    // metric's comparison; which pairs is said in the metric's notes (`left_out`).
+    let pairs: Vec<(&Sample, &Sample)> = pairs
+        .iter()
+        .filter(|(a, b)| a.value(m).is_some() && b.value(m).is_some())
+        .copied()
+        .collect();
+    let (c, said) = paired_with_prior(&pairs, m, prior, exact);
     // Counts do not move with the host's speed.
-    let adjusted = (!exact).then(|| covariate::of_pairs(pairs, m)).flatten();
+    let adjusted = (!exact).then(|| covariate::of_pairs(&pairs, m)).flatten();
     (c.map(|c| covariate::chosen(c, adjusted)), said)
 }
 
@@ -619,10 +626,17 @@ fn other_metrics(
         .iter()
         .filter(|&&m| criteria.gates.contains(m) || measured_any(m))
         .map(|&m| {
+            let comparison = compare(m);
+            // Measured where it gates if measured: in every trial, or in enough pairs to
+            // compare (a trial or two whose CPU window did not open leave their pairs out).
             let gating = criteria.gates.contains(m)
-                || (criteria.gates_if_measured.contains(m) && missing(m).is_none());
-            let mut d = derived_judgement(tps, m, compare(m), gating);
-            if let Some(t) = missing(m).filter(|_| gating && !d.decided) {
+                || (criteria.gates_if_measured.contains(m)
+                    && (missing(m).is_none() || comparison.is_some()));
+            let mut d = derived_judgement(tps, m, comparison, gating);
+            d.j.notes
+                .extend(left_out(all_measured, m, d.j.comparison.as_ref()));
+            let cannot_compare = d.j.comparison.is_none();
+            if let Some(t) = missing(m).filter(|_| gating && !d.decided && cannot_compare) {
                 let why = match (m, &t.instructions_unavailable) {
                     (
                         Metric::InstructionsPerTxn(_) | Metric::TotalInstructionsPerTxn,
@@ -644,6 +658,29 @@ fn other_metrics(
             d
         })
         .collect()
+}
+
+/// The note on the trials of `all_measured` that lack `m` when the others were compared
+/// on it (`comparison`): their pairs are left out of `m`'s comparison alone. `None` when
+/// none lacks it or nothing was compared.
+fn left_out(
+    all_measured: &[&Sample],
+    m: Metric,
+    comparison: Option<&Comparison>,
+) -> Option<String> {
+    comparison?;
+    let lacking: Vec<String> = all_measured
+        .iter()
+        .filter(|t| t.value(m).is_none())
+        .map(|t| format!("{} ({} #{})", t.index, t.arm, t.repetition))
+        .collect();
+    (!lacking.is_empty()).then(|| {
+        format!(
+            "{}: not measured in trial(s) {}, whose pairs are left out of its comparison",
+            m.label(),
+            lacking.join(", ")
+        )
+    })
 }
 
 /// Things that make an engine's numbers less trustworthy without deciding its verdict:
@@ -759,8 +796,8 @@ fn unpaired(base: &[&Sample], exp: &[&Sample], m: Metric) -> Option<Comparison> 
 }
 
 /// The pairs compared on `m` in their run order, and with a calibration of `m` (`prior`,
-/// `--noise-from`) what the verdict says about it; no comparison when a pair lacks `m` or
-/// there are fewer than 2 pairs. Deterministic counts (`exact`) are compared as such
+/// `--noise-from`) what the verdict says about it; no comparison when a pair lacks `m` (the
+/// caller leaves such pairs out) or there are fewer than 2 pairs. Deterministic counts (`exact`) are compared as such
 /// ([`stats::paired_counts`]).
 ///
 /// The calibration's noise is never pooled with the pairs': pooled, it narrows the interval
@@ -1365,6 +1402,67 @@ pub(crate) mod tests {
             let exit = if ratio_gates { 1 } else { 0 };
             assert_eq!(exit_code(&judged, false), exit, "{judged:#?}");
         }
+    }
+
+    #[test]
+    fn a_pair_without_cpu_leaves_the_cpu_metrics_and_they_still_gate() {
+        // Pair 3's CPU window did not open in either trial, as a real duet pair's once
+        // did; the ratio gates on the other four pairs and says which were left out.
+        let mut trials = with_role_cpu(
+            &[1000.0, 1004.0, 996.0, 1001.0, 998.0],
+            &[1001.0, 1002.0, 997.0, 1000.0, 999.0],
+            0.1,
+            0.3,
+        );
+        for t in trials.iter_mut().filter(|t| t.repetition == 3) {
+            t.cpu = None;
+        }
+        let criteria = Criteria {
+            trials: 5,
+            gates_if_measured: crate::config::MetricSet::NONE.with(Metric::StorageCpuRatio),
+            ..CRITERIA
+        };
+        let explicit = Criteria {
+            gates: crate::config::MetricSet::TPS.with(Metric::StorageCpuRatio),
+            gates_if_measured: crate::config::MetricSet::NONE,
+            ..criteria
+        };
+        for c in [criteria, explicit] {
+            let judged = judge(&trials, &[Engine::Redwood], c, false);
+            let ratio = judged
+                .iter()
+                .find(|j| j.metric == Metric::StorageCpuRatio)
+                .unwrap();
+            assert!(ratio.gating, "{ratio:#?}");
+            assert_eq!(ratio.verdict, Verdict::Regression, "{}", ratio.reason);
+            assert!(ratio.reason.contains("over 4 pairs"), "{}", ratio.reason);
+            assert!(
+                ratio.notes.iter().any(|n| n.contains("not measured in trial(s) 5 (baseline #3), 6 (experiment #3), whose pairs are left out")),
+                "{:?}",
+                ratio.notes
+            );
+            assert_eq!(exit_code(&judged, false), 1);
+        }
+        // With only one complete pair left nothing compares: the ratio gates only when
+        // named, and then is an ERROR that names the trial.
+        for t in trials.iter_mut().filter(|t| t.repetition > 1) {
+            t.cpu = None;
+        }
+        let ratio_of = |c| {
+            judge(&trials, &[Engine::Redwood], c, false)
+                .into_iter()
+                .find(|j| j.metric == Metric::StorageCpuRatio)
+                .unwrap()
+        };
+        let by_default = ratio_of(criteria);
+        assert!(!by_default.gating, "{by_default:#?}");
+        let named = ratio_of(explicit);
+        assert_eq!(named.verdict, Verdict::Error, "{}", named.reason);
+        assert!(
+            named.reason.contains("was not measured in trial"),
+            "{}",
+            named.reason
+        );
     }
 
     #[test]
