@@ -237,7 +237,7 @@ fn run(
         remove_mako_leftovers(child.pid());
     }
     let status = status.map_err(|e| stall.explain(e))?;
-    let cpu = monitor.role_cpu();
+    let cpu = monitor.trial_cpu(t.planned.index);
     let report = (|| -> Result<MakoReport> {
         let text = read_output(&out)?;
         let json_text = read_output(&json)?;

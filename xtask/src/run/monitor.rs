@@ -43,6 +43,9 @@ pub struct Monitor {
     last_sample: Option<Instant>,
     cpu: Option<CpuWindow>,
     event: WorkEvent,
+    /// Why the last CPU sample failed (the process that could not be read), for a trial
+    /// whose window then has no figures.
+    cpu_missed: Option<String>,
 }
 
 /// The processes of each role and their CPU at the window's start and latest sample.
@@ -80,6 +83,7 @@ impl Monitor {
             last_sample: None,
             cpu: None,
             event: WorkEvent::Instructions,
+            cpu_missed: None,
         }
     }
 
@@ -94,7 +98,11 @@ impl Monitor {
         if let Some(w) = &mut self.cpu {
             if !w.closed && w.last.at.elapsed() >= CPU_SAMPLE_EVERY {
                 // A process that is gone ends the window at the previous sample.
-                if let Some(s) = w.sample() {
+                let sample = w.sample();
+                if let Err(why) = &sample {
+                    self.cpu_missed = Some(why.clone());
+                }
+                if let Ok(s) = sample {
                     let second = Duration::from_secs(w.marks.len() as u64 + 1);
                     if s.at.duration_since(w.start.at) >= second {
                         w.marks.push(s.clone());
@@ -141,10 +149,29 @@ impl Monitor {
             marks: Vec::new(),
             closed: false,
         };
-        if let Some(s) = w.sample() {
-            (w.start, w.last) = (s.clone(), s);
-            self.cpu = Some(w);
+        match w.sample() {
+            Ok(s) => {
+                (w.start, w.last) = (s.clone(), s);
+                self.cpu = Some(w);
+            }
+            Err(why) => self.cpu_missed = Some(format!("the window could not open: {why}")),
         }
+    }
+
+    /// Why the CPU window has no figures, when a sample failed: the process that could
+    /// not be read (gone, or its `/proc` entry unreadable).
+    pub fn cpu_missed(&self) -> Option<&str> {
+        self.cpu_missed.as_deref()
+    }
+
+    /// [`Monitor::role_cpu`] of trial `index`, with a warning that says why when there
+    /// is none although a sample was tried.
+    pub fn trial_cpu(&self, index: usize) -> Option<RoleCpu> {
+        let cpu = self.role_cpu();
+        if let (None, Some(why)) = (&cpu, self.cpu_missed()) {
+            tracing::warn!("trial {index}: no CPU figures: {why}");
+        }
+        cpu
     }
 
     /// Ends the CPU window now, with a last sample, for a client that outlives its
@@ -152,7 +179,7 @@ impl Monitor {
     pub fn close_cpu_window(&mut self) {
         if let Some(w) = &mut self.cpu {
             if !w.closed {
-                if let Some(s) = w.sample() {
+                if let Ok(s) = w.sample() {
                     w.last = s;
                 }
                 w.closed = true;
@@ -273,11 +300,13 @@ fn read_counters(
 }
 
 impl CpuWindow {
-    /// CPU seconds of each role now; `None` if any process is gone.
-    fn sample(&mut self) -> Option<CpuSample> {
+    /// CPU seconds of each role now; `Err` naming the process that is gone (or the
+    /// counters that cannot be read).
+    fn sample(&mut self) -> Result<CpuSample, String> {
         let mut seconds = BTreeMap::new();
         for &(role, pid) in &self.pids {
-            let t = cpu_times(pid)?;
+            let t =
+                cpu_times(pid).ok_or_else(|| format!("pid {pid} ({role}) could not be read"))?;
             let own = t.user + t.system;
             let reaped = if Some(pid) == self.client_root {
                 t.children_user + t.children_system
@@ -287,10 +316,10 @@ impl CpuWindow {
             *seconds.entry(role).or_insert(0.0) += own + reaped;
         }
         let events = match &mut self.counters {
-            Ok(c) => read_counters(c)?,
+            Ok(c) => read_counters(c).ok_or("the event counters could not be read")?,
             Err(_) => BTreeMap::new(),
         };
-        Some(CpuSample {
+        Ok(CpuSample {
             at: Instant::now(),
             seconds,
             events,
@@ -467,8 +496,15 @@ mod tests {
         freeze(&all, true);
         m.start_cpu_window(&[(CpuRole::Storage, server.id())], Some(client.id()));
         freeze(&all, false);
-        let s0 = cpu_seconds(server.id());
-        while cpu_seconds(server.id()) < s0 + 0.5 {
+        // A second of CPU in each role, however little of the host they get (see below).
+        let client_seconds = || {
+            descendants(client.id())
+                .into_iter()
+                .map(cpu_seconds)
+                .sum::<f64>()
+        };
+        let (s0, c0) = (cpu_seconds(server.id()), client_seconds());
+        while cpu_seconds(server.id()) < s0 + 1.0 || client_seconds() < c0 + 1.0 {
             std::thread::sleep(Duration::from_millis(20));
             m.tick();
         }
@@ -493,11 +529,14 @@ mod tests {
         }
         for role in [CpuRole::Storage, CpuRole::Client] {
             // Task clock: nanoseconds of CPU per wall-clock second = cores x 10^9. /proc
-            // counts in clock ticks (10 ms), a few per cent of the 0.5 s or more measured.
+            // charges a whole 10 ms tick to the task running when it fires: exact for a
+            // loop with a CPU to itself, but on a host busy with other work (short slices)
+            // its count of half a second's CPU was seen 21% off. A counter missing from one
+            // of the client's two threads would be 50% off.
             let counted = cpu.instructions_per_s[&role] / 1e9;
             let proc = cpu.cores[&role];
             assert!(
-                proc > 0.0 && (counted / proc - 1.0).abs() < 0.1,
+                proc > 0.0 && (counted / proc - 1.0).abs() < 0.3,
                 "{role}: counted {counted} cores, /proc {proc}: {cpu:?}"
             );
         }
@@ -535,8 +574,10 @@ mod tests {
         short.wait().unwrap();
         std::thread::sleep(CPU_SAMPLE_EVERY);
         m.tick();
-        // Only the start sample exists: no window to report.
+        // Only the start sample exists: no window to report, and why.
         assert_eq!(m.role_cpu(), None);
+        let why = format!("pid {} (storage) could not be read", short.id());
+        assert_eq!(m.cpu_missed(), Some(why.as_str()));
     }
 
     #[test]

@@ -155,7 +155,7 @@ fn run_test(
     let result = read_result(&out, &err, status, rw.testers, remote)
         .map_err(|e| cluster_gone_first(cluster, e))?;
     let cpu = monitor
-        .role_cpu()
+        .trial_cpu(t.planned.index)
         .map(|cpu| without_client_cpu(cpu, remote > 0));
     Ok((
         MultitestReport {
