@@ -106,6 +106,9 @@ pub struct Behaviour {
     /// Seconds of a `SlowTask` event the storage server's trace holds (0: none), as a real
     /// storage server logs when its run loop blocks.
     pub storage_slow_task_s: f64,
+    /// The tree's storage-server starts (counted from 0) that find their port taken, as
+    /// when another program binds it between the gate's choice and the server's bind.
+    pub address_in_use_starts: Vec<u64>,
     /// The tree's multitest runs (counted from 0, as mako's) that measure half their TPS:
     /// slow trials, as a busy host gives one now and then.
     pub multitest_slow_runs: Vec<u64>,
@@ -217,6 +220,7 @@ impl Default for Behaviour {
             multitest_slow_runs: Vec::new(),
             mako_error_runs: Vec::new(),
             storage_slow_task_s: 0.0,
+            address_in_use_starts: Vec::new(),
             database_keys: Vec::new(),
             tester_linger_ms: 0,
             multitest_recovery_runs: Vec::new(),
@@ -327,6 +331,18 @@ pub fn ask(cluster_file: &Path, request: &str) -> Option<String> {
 /// counts one more, in the tree's `double-mako-runs` file.
 pub fn next_run() -> u64 {
     let counter = tree_root().join("double-mako-runs");
+    let k: u64 = std::fs::read_to_string(&counter)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0);
+    let _ = std::fs::write(&counter, (k + 1).to_string());
+    k
+}
+
+/// The index of this start of the tree's storage server, from 0: each call counts one
+/// more, in the tree's `double-storage-starts` file.
+pub fn next_storage_start() -> u64 {
+    let counter = tree_root().join("double-storage-starts");
     let k: u64 = std::fs::read_to_string(&counter)
         .ok()
         .and_then(|s| s.trim().parse().ok())

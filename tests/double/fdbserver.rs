@@ -133,7 +133,24 @@ fn main() {
         Some(port) => format!("127.0.0.1:{port}"),
         None => listen,
     };
+    // Like fdbserver's main on `address_in_use` (2105): its message, a MainError event.
+    let address_in_use = || {
+        eprintln!("Error: Local address in use");
+        let mut events = std::fs::read_to_string(&trace).unwrap_or_default();
+        events += "<Event Severity=\"40\" Type=\"MainError\" Error=\"address_in_use\" ErrorDescription=\"Local address in use\" ErrorCode=\"2105\" />\n";
+        let _ = std::fs::write(&trace, events);
+        std::process::exit(1)
+    };
+    if role == "storage"
+        && b.address_in_use_starts
+            .contains(&common::next_storage_start())
+    {
+        address_in_use();
+    }
     let listener = TcpListener::bind(&listen).unwrap_or_else(|e| {
+        if e.kind() == std::io::ErrorKind::AddrInUse {
+            address_in_use();
+        }
         eprintln!("ERROR: cannot listen on {listen}: {e}");
         std::process::exit(1)
     });

@@ -76,6 +76,56 @@ fn an_idle_storage_server_is_not_cpu_bound_a_note_or_with_the_flag_an_error() {
 }
 
 #[test]
+fn a_server_whose_port_was_taken_starts_its_cluster_again_on_other_ports() {
+    for (taken, attempts) in [(json!([0, 1]), 3), (json!([0, 1, 2]), 0)] {
+        let s = Sandbox::new();
+        // The baseline's first storage-server starts find their ports taken, as when
+        // another program binds one between the gate's choice and the server's bind.
+        let (a, b) = s.ab(
+            json!({"address_in_use_starts": taken}),
+            json!({"tps": 950.0}),
+        );
+        let o = s.bench(&a, &b, &[]);
+        let trials = s.read_trials();
+        let trials = trials.as_array().unwrap();
+        let first = trials
+            .iter()
+            .find(|t| t["arm"] == "baseline" && t["repetition"] == 1)
+            .unwrap();
+        if attempts > 0 {
+            // Started on the third ports: measured, its timings those of that start.
+            assert_eq!(code(&o), 1, "{}", text(&o));
+            assert!(
+                trials.iter().all(|t| t["outcome"] == "measured"),
+                "{trials:#?}"
+            );
+            assert!(
+                text(&o).contains(&format!(
+                    "a server's port was taken (fdbserver: Local address in use) between the \
+                     gate's choice and the server's bind: starting the cluster again on other \
+                     ports (attempt {attempts} of 3)"
+                )),
+                "{}",
+                text(&o)
+            );
+            let starts = first["phases"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|p| p["phase"] == "cluster-start")
+                .count();
+            assert_eq!(starts, 1, "{first:#}");
+        } else {
+            // A third start that fails too is the trial's ERROR, with FDB's reason.
+            assert_eq!(code(&o), 2, "{}", text(&o));
+            assert_eq!(first["outcome"], "error", "{first:#}");
+            let error = first["error"].as_str().unwrap();
+            assert!(error.contains("Local address in use"), "{error}");
+        }
+    }
+}
+
+#[test]
 fn a_server_exiting_during_configure_ends_the_trial_at_once() {
     let s = Sandbox::new();
     let (a, b) = s.ab(json!({}), json!({"coordinator_exits_on_configure": true}));

@@ -324,16 +324,52 @@ fn run_phases(
     if let DriverKind::Simulation(_) = t.ctx.workload.driver_kind() {
         return super::simulation::run(t, record);
     }
-    let c = prepare_cluster(t).map_err(|e| Failure {
-        phase: Phase::ClusterStart,
-        error: e.into(),
-    })?;
-    // Stored before it starts, so that a cluster that fails to start is still harvested
-    // and torn down.
-    let c = cluster.insert(c);
-    bring_up(t, c, record)?;
+    for attempt in 1.. {
+        let c = prepare_cluster(t).map_err(|e| Failure {
+            phase: Phase::ClusterStart,
+            error: e.into(),
+        })?;
+        // Stored before it starts, so that a cluster that fails to start is still
+        // harvested and torn down.
+        let c = cluster.insert(c);
+        let phases = record.phases.len();
+        match bring_up(t, c, record) {
+            Err(f) if attempt < CLUSTER_START_ATTEMPTS && port_taken(&f) => {
+                tracing::warn!(
+                    "trial {}: {}: a server's port was taken (fdbserver: Local address in \
+                     use) between the gate's choice and the server's bind: starting the \
+                     cluster again on other ports (attempt {} of {CLUSTER_START_ATTEMPTS})",
+                    t.planned.index,
+                    f.phase,
+                    attempt + 1,
+                );
+                let c = cluster.take().expect("stored above");
+                // Its trace files are kept; its timings are the next attempt's.
+                let name = t.work.file_name().unwrap_or_default().to_string_lossy();
+                teardown(t.ctx, c, &name, Err(f), record).ok();
+                record.phases.truncate(phases);
+            }
+            result => {
+                result?;
+                break;
+            }
+        }
+    }
+    let c = cluster.as_mut().expect("brought up above");
     let mut monitor = Monitor::new(&t.work);
     driver_of(t.ctx.workload).run(t, c, &mut monitor, record)
+}
+
+/// Cluster starts a trial tries when a server finds its port taken ([`port_taken`]): the
+/// gate's ports are free when chosen, but another program (another gate, a client given
+/// the port for an outgoing connection) may bind one before the server does.
+const CLUSTER_START_ATTEMPTS: u32 = 3;
+
+/// Whether `f` is a server that could not bind its port: fdbserver's `address_in_use`
+/// (2105, "Local address in use", `flow/include/flow/error_definitions.h`), which its main
+/// prints as `Error: Local address in use` and traces as `MainError`.
+fn port_taken(f: &Failure) -> bool {
+    matches!(f.error, PhaseError::Failed(_)) && f.error.to_string().contains("Local address in use")
 }
 
 /// The driver of workload `w`: the one place the run stage chooses by it.
