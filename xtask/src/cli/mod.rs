@@ -78,8 +78,8 @@ impl ColorChoice {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a workload (mako, or FDB's multitest ReadWrite) against a baseline and an
-    /// experiment FDB build tree, back to back on a RAM
-    /// disk, and judge the experiment's TPS.
+    /// experiment FDB build tree in A/B pairs on a RAM disk (a pair's arms at once, each on
+    /// half of the CPUs, where the run allows it), and judge the experiment's TPS.
     // Fixed usage: clap's, after a mistyped flag, showed the flag it suggested as the
     // whole usage ("Usage: cargo xtask bench --logs <N>").
     #[command(

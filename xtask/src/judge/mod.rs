@@ -676,7 +676,8 @@ fn left_out(
         .collect();
     (!lacking.is_empty()).then(|| {
         format!(
-            "{}: not measured in trial(s) {}, whose pairs are left out of its comparison",
+            "{}: not measured in trial(s) {}, which its comparison leaves out (with the \
+             trial each was paired with)",
             m.label(),
             lacking.join(", ")
         )
@@ -782,11 +783,13 @@ pub fn pairs<'a>(base: &[&'a Sample], exp: &[&'a Sample]) -> Vec<(&'a Sample, &'
         .collect()
 }
 
-/// The experiment's trials against a record's (`base`) on `m`: between days when the record
-/// holds runs of 2 or more days, else Welch.
+/// The experiment's trials against a record's (`base`) on `m`, those without `m` left out
+/// (named in the metric's notes, `left_out`): between days when the record holds runs of 2
+/// or more days, else Welch.
 fn unpaired(base: &[&Sample], exp: &[&Sample], m: Metric) -> Option<Comparison> {
-    let values =
-        |v: &[&Sample]| -> Option<Vec<f64>> { measured(v).iter().map(|t| t.value(m)).collect() };
+    let values = |v: &[&Sample]| -> Option<Vec<f64>> {
+        Some(measured(v).iter().filter_map(|t| t.value(m)).collect())
+    };
     let days = recorded_days(base, m)?;
     if days.len() >= 2 {
         stats::between_days(&days, &values(exp)?)
@@ -797,8 +800,8 @@ fn unpaired(base: &[&Sample], exp: &[&Sample], m: Metric) -> Option<Comparison> 
 
 /// The pairs compared on `m` in their run order, and with a calibration of `m` (`prior`,
 /// `--noise-from`) what the verdict says about it; no comparison when a pair lacks `m` (the
-/// caller leaves such pairs out) or there are fewer than 2 pairs. Deterministic counts (`exact`) are compared as such
-/// ([`stats::paired_counts`]).
+/// caller leaves such pairs out) or there are fewer than 2 pairs. Deterministic counts
+/// (`exact`) are compared as such ([`stats::paired_counts`]).
 ///
 /// The calibration's noise is never pooled with the pairs': pooled, it narrows the interval
 /// whenever today's noise is larger than the calibration's, and a run's few pairs cannot
@@ -854,12 +857,12 @@ fn noise_note(p: &NoisePrior, n: PriorNoise, plain: Option<&Comparison>) -> Stri
 }
 
 /// The values of `m` of a recorded baseline's trials among `base`, one list per recorded
-/// run (day), in the record's order; `None` when a measured trial lacks the metric.
+/// run (day) that has it, in the record's order; trials without it are left out.
 fn recorded_days(base: &[&Sample], m: Metric) -> Option<Vec<Vec<f64>>> {
     let mut days: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
     for t in measured(base) {
-        if let Some(run) = t.recorded_run {
-            days.entry(run).or_default().push(t.value(m)?);
+        if let (Some(run), Some(v)) = (t.recorded_run, t.value(m)) {
+            days.entry(run).or_default().push(v);
         }
     }
     Some(days.into_values().collect())
@@ -1079,7 +1082,9 @@ fn decide(j: &Judgement) -> (Verdict, String) {
 fn inconclusive(j: &Judgement, c: &Comparison, numbers: &str, loss: &str) -> String {
     let tol = j.criteria.max_regression_pct;
     let stricter = if j.looks > 1 {
-        "at this look of a sequential test".to_string()
+        "at this look of a sequential test (its early looks test at a stricter level than \
+         the 95% interval's)"
+            .to_string()
     } else {
         format!("as one of {}", comparisons(j.family_size))
     };
@@ -1437,7 +1442,10 @@ pub(crate) mod tests {
             assert_eq!(ratio.verdict, Verdict::Regression, "{}", ratio.reason);
             assert!(ratio.reason.contains("over 4 pairs"), "{}", ratio.reason);
             assert!(
-                ratio.notes.iter().any(|n| n.contains("not measured in trial(s) 5 (baseline #3), 6 (experiment #3), whose pairs are left out")),
+                ratio.notes.iter().any(|n| n.contains(
+                    "not measured in trial(s) 5 (baseline #3), 6 (experiment #3), which its \
+                     comparison leaves out"
+                )),
                 "{:?}",
                 ratio.notes
             );
