@@ -77,9 +77,9 @@ impl ColorChoice {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run a workload (mako, or FDB's multitest ReadWrite) against a baseline and an
-    /// experiment FDB build tree in A/B pairs on a RAM disk (a pair's arms at once, each on
-    /// half of the CPUs, where the run allows it), and judge the experiment's TPS.
+    /// Run a workload (mako or FDB's multitest ReadWrite) on a baseline and an experiment FDB
+    /// build tree in A/B pairs on a RAM disk, a pair's arms at once where the run allows,
+    /// and judge the experiment's TPS.
     // Fixed usage: clap's, after a mistyped flag, showed the flag it suggested as the
     // whole usage ("Usage: cargo xtask bench --logs <N>").
     #[command(
