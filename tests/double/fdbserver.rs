@@ -133,12 +133,13 @@ fn main() {
         Some(port) => format!("127.0.0.1:{port}"),
         None => listen,
     };
-    // Like fdbserver's main on `address_in_use` (2105): its message, a MainError event.
+    // Like FDB 8.0's fdbserver when its port is taken (`address_in_use`, 2105): one line on
+    // stderr, exit 1, before any trace file is written.
     let address_in_use = || {
-        eprintln!("Error: Local address in use");
-        let mut events = std::fs::read_to_string(&trace).unwrap_or_default();
-        events += "<Event Severity=\"40\" Type=\"MainError\" Error=\"address_in_use\" ErrorDescription=\"Local address in use\" ErrorCode=\"2105\" />\n";
-        let _ = std::fs::write(&trace, events);
+        eprintln!(
+            "Error initializing networking with public address {listen} and listen address \
+             {listen} (Local address in use)"
+        );
         std::process::exit(1)
     };
     if role == "storage"

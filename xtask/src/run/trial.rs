@@ -366,8 +366,9 @@ fn run_phases(
 const CLUSTER_START_ATTEMPTS: u32 = 3;
 
 /// Whether `f` is a server that could not bind its port: fdbserver's `address_in_use`
-/// (2105, "Local address in use", `flow/include/flow/error_definitions.h`), which its main
-/// prints as `Error: Local address in use` and traces as `MainError`.
+/// (2105, "Local address in use", `flow/include/flow/error_definitions.h`), which FDB 8.0
+/// prints on stderr as "Error initializing networking with public address A and listen
+/// address A (Local address in use)" before it exits 1.
 fn port_taken(f: &Failure) -> bool {
     matches!(f.error, PhaseError::Failed(_)) && f.error.to_string().contains("Local address in use")
 }
