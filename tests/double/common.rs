@@ -330,19 +330,19 @@ pub fn ask(cluster_file: &Path, request: &str) -> Option<String> {
 /// The index of this run of the tree's workload (mako run or multitest), from 0: each call
 /// counts one more, in the tree's `double-mako-runs` file.
 pub fn next_run() -> u64 {
-    let counter = tree_root().join("double-mako-runs");
-    let k: u64 = std::fs::read_to_string(&counter)
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(0);
-    let _ = std::fs::write(&counter, (k + 1).to_string());
-    k
+    next_count("double-mako-runs")
 }
 
 /// The index of this start of the tree's storage server, from 0: each call counts one
 /// more, in the tree's `double-storage-starts` file.
 pub fn next_storage_start() -> u64 {
-    let counter = tree_root().join("double-storage-starts");
+    next_count("double-storage-starts")
+}
+
+/// The count kept in the tree's file `name` (0 when there is none yet), which it then
+/// raises by one.
+fn next_count(name: &str) -> u64 {
+    let counter = tree_root().join(name);
     let k: u64 = std::fs::read_to_string(&counter)
         .ok()
         .and_then(|s| s.trim().parse().ok())
